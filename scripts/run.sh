@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The README's run command. Until the server host (moltd) lands, it builds the kernel core and runs
-# what exists: the core benchmarks.
+# The README's run command: installs what is missing, builds moltd and the bundled plugins, and
+# runs the server on its embedded defaults (the bundled plugins, data under ./data). Extra
+# arguments go to moltd (see `scripts/run.sh --help`). Stop it with Ctrl-C (SIGINT).
 source "$(dirname "$0")/common.sh"
-molt_build default molt_core_bench
-exec ./build/default/tests/bench/molt_core_bench --benchmark_min_time=0.2 "$@"
+molt_build default moltd scores rounds uptime
+exec ./build/default/bin/moltd "$@"

@@ -177,5 +177,3 @@ BENCHMARK(BM_Clock_SteadyClockNow);
 
 }  // namespace
 }  // namespace molt::kernel
-
-BENCHMARK_MAIN();

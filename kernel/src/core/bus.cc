@@ -50,6 +50,19 @@ Bus::~Bus() {
   }
 }
 
+void Bus::Clear() {
+  std::vector<std::shared_ptr<Sub>> all;
+  for (auto& [name, topic] : topics_) {
+    all.insert(all.end(), topic->exact.begin(), topic->exact.end());
+  }
+  for (auto& [prefix, subs] : families_) {
+    all.insert(all.end(), subs.begin(), subs.end());
+  }
+  for (auto& s : all) {
+    s->Disconnect();
+  }
+}
+
 Status Bus::CheckTopic(std::string_view topic) {
   if (topic.empty()) {
     return Status::InvalidArgument("bus: a topic name must not be empty");

@@ -69,6 +69,9 @@ class Bus {
   void Publish(std::string_view topic, Args args = {});
   void Publish(Topic* topic, Args args = {});
 
+  // Ends every subscription (kernel shutdown). Safe from inside a publish.
+  void Clear();
+
   // OK, or why `pattern` / `topic` cannot be used, naming it and the fix.
   static Status CheckPattern(std::string_view pattern);
   static Status CheckTopic(std::string_view topic);

@@ -30,7 +30,7 @@ class Callback;
 template <class R, class... A>
 class Callback<R(A...)> {
  public:
-  static constexpr std::size_t kInlineSize = 3 * sizeof(void*);
+  static constexpr std::size_t kInlineSize = 4 * sizeof(void*);
 
   Callback() noexcept = default;
   Callback(std::nullptr_t) noexcept {}  // NOLINT: implicit like std::function

@@ -47,6 +47,16 @@ Hooks::~Hooks() {
   }
 }
 
+void Hooks::Clear() {
+  std::vector<std::shared_ptr<Node>> all;
+  for (auto& [name, point] : points_) {
+    all.insert(all.end(), point->chain.begin(), point->chain.end());
+  }
+  for (auto& node : all) {
+    node->Disconnect();
+  }
+}
+
 Status Hooks::CheckUserPointName(std::string_view name) {
   if (name.substr(0, 7) == "Kernel.") {
     return Status::InvalidArgument("hook point \"" + std::string(name) + "\" is kernel-reserved");

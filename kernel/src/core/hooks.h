@@ -91,6 +91,9 @@ class Hooks {
   HookResult Fire(std::string_view name, HookContext& ctx);
   HookResult Fire(Point* point, HookContext& ctx);
 
+  // Removes every handler (kernel shutdown). Safe from inside a fire.
+  void Clear();
+
   // Every point, sorted by name, for audits and debug tools.
   std::vector<PointInfo> ListPoints() const;
   bool fail_open(const Point* point) const;

@@ -350,6 +350,15 @@ bool Scheduler::Cancel(std::uint64_t id) {
   }
 }
 
+void Scheduler::CancelAll() {
+  for (std::uint32_t i = 0; i < slot_count_; ++i) {
+    const Slot& s = At(i);
+    if (s.state != kFree) {
+      Cancel(MakeId(s.generation, i));
+    }
+  }
+}
+
 bool Scheduler::Pending(std::uint64_t id) const {
   Slot* s = Lookup(id);
   if (s == nullptr) {

@@ -220,6 +220,8 @@ class Scheduler {
 
   bool Cancel(std::uint64_t id);
   bool Pending(std::uint64_t id) const;
+  // Cancels every task and entry (kernel shutdown). Safe from inside a task.
+  void CancelAll();
 
   // Runs one step under the policy's budget (or `budget`, a fixed slice for this step only).
   void Step();

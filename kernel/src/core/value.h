@@ -3,12 +3,14 @@
 //
 // Value: one argument of a Bus topic or a hook context. A 16-byte tagged union of plain data
 // (nil, bool, int, double, string, bytes, handle) that never owns what it points to: strings and
-// bytes are views valid for the call that carries them. It has the layout of the C ABI's
-// molt_value, so argument arrays cross the ABI without conversion.
+// bytes are views valid for the call that carries them. It is the C ABI's molt_value with C++
+// helpers and no extra members, so argument arrays cross the ABI without conversion.
 //
 // Thread safety: a value type.
 #ifndef MOLT_KERNEL_CORE_VALUE_H_
 #define MOLT_KERNEL_CORE_VALUE_H_
+
+#include <molt/molt.h>
 
 #include <cstdint>
 #include <span>
@@ -16,66 +18,39 @@
 
 namespace molt::kernel {
 
-struct Value {
-  // Frozen values: the C ABI's MOLT_VALUE_* constants.
+struct Value : molt_value {
   enum Type : std::int32_t {
-    kNil = 0,
-    kBool = 1,
-    kInt = 2,
-    kDouble = 3,
-    kString = 4,  // UTF-8, `size` bytes at `as.ptr`, not NUL-terminated
-    kBytes = 5,   // opaque bytes (a FlatBuffer, for instance)
-    kHandle = 6,  // a 64-bit kernel handle (session id, task id, ...)
+    kNil = MOLT_VALUE_NIL,
+    kBool = MOLT_VALUE_BOOL,
+    kInt = MOLT_VALUE_INT,
+    kDouble = MOLT_VALUE_DOUBLE,
+    kString = MOLT_VALUE_STRING,  // UTF-8, `size` bytes at `as.ptr`, not NUL-terminated
+    kBytes = MOLT_VALUE_BYTES,    // opaque bytes (a FlatBuffer, for instance)
+    kHandle = MOLT_VALUE_HANDLE,  // a 64-bit kernel handle (session id, task id, ...)
   };
 
-  std::int32_t type = kNil;
-  std::uint32_t size = 0;
-  union {
-    std::int64_t i;
-    double d;
-    const void* ptr;
-    std::uint64_t handle;
-  } as{};
+  Value() : molt_value{kNil, 0, {0}} {}
 
   static Value Nil() { return Value(); }
   static Value Bool(bool b) {
-    Value v;
-    v.type = kBool;
-    v.as.i = b ? 1 : 0;
-    return v;
+    return Make(kBool, 0, [&](auto& as) { as.i = b ? 1 : 0; });
   }
   static Value Int(std::int64_t i) {
-    Value v;
-    v.type = kInt;
-    v.as.i = i;
-    return v;
+    return Make(kInt, 0, [&](auto& as) { as.i = i; });
   }
   static Value Double(double d) {
-    Value v;
-    v.type = kDouble;
-    v.as.d = d;
-    return v;
+    return Make(kDouble, 0, [&](auto& as) { as.d = d; });
   }
   // REQUIRES: s.size() < 4 GiB; `s` outlives every use of the value.
   static Value String(std::string_view s) {
-    Value v;
-    v.type = kString;
-    v.size = static_cast<std::uint32_t>(s.size());
-    v.as.ptr = s.data();
-    return v;
+    return Make(kString, static_cast<std::uint32_t>(s.size()),
+                [&](auto& as) { as.ptr = s.data(); });
   }
   static Value Bytes(const void* data, std::uint32_t size) {
-    Value v;
-    v.type = kBytes;
-    v.size = size;
-    v.as.ptr = data;
-    return v;
+    return Make(kBytes, size, [&](auto& as) { as.ptr = data; });
   }
   static Value Handle(std::uint64_t h) {
-    Value v;
-    v.type = kHandle;
-    v.as.handle = h;
-    return v;
+    return Make(kHandle, 0, [&](auto& as) { as.handle = h; });
   }
 
   bool is_nil() const { return type == kNil; }
@@ -90,9 +65,20 @@ struct Value {
                            : std::string_view();
   }
   std::uint64_t AsHandle() const { return type == kHandle ? as.handle : 0; }
+
+ private:
+  template <class F>
+  static Value Make(std::int32_t t, std::uint32_t n, F&& set) {
+    Value v;
+    v.type = t;
+    v.size = n;
+    set(v.as);
+    return v;
+  }
 };
 
-static_assert(sizeof(Value) == 16, "Value is frozen at 16 bytes (molt_value)");
+static_assert(sizeof(Value) == sizeof(molt_value) && alignof(Value) == alignof(molt_value),
+              "Value adds nothing to molt_value: arrays of one are arrays of the other");
 
 // The arguments of one publish or fire.
 using Args = std::span<const Value>;

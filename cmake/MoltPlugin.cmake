@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: Apache-2.0
+# molt_add_plugin(<name> SOURCES <files...> [OUTPUT_DIRECTORY <dir>])
+#
+# Builds a Molt plugin: a MODULE library named <name>.so (no "lib" prefix) that links Molt::sdk
+# only, with hidden visibility and an export map that leaves exactly one exported symbol,
+# molt_plugin_entry. On GCC it adds -fno-gnu-unique: otherwise inline statics become
+# STB_GNU_UNIQUE and dlclose silently never unloads the library (DESIGN.md §5). Works in the Molt
+# source tree and, through find_package(Molt), out of tree.
+set(_MOLT_PLUGIN_MAP "${CMAKE_CURRENT_LIST_DIR}/molt_plugin.map")
+
+function(molt_add_plugin name)
+  cmake_parse_arguments(ARG "" "OUTPUT_DIRECTORY" "SOURCES" ${ARGN})
+  if(NOT ARG_SOURCES)
+    message(FATAL_ERROR "molt_add_plugin(${name}): SOURCES is required")
+  endif()
+  add_library(${name} MODULE ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE Molt::sdk)
+  set_target_properties(${name} PROPERTIES
+    PREFIX ""
+    C_VISIBILITY_PRESET hidden
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
+    LINK_DEPENDS "${_MOLT_PLUGIN_MAP}")
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-gnu-unique>)
+  endif()
+  target_link_options(${name} PRIVATE "LINKER:--version-script=${_MOLT_PLUGIN_MAP}")
+  if(ARG_OUTPUT_DIRECTORY)
+    set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIRECTORY}")
+  endif()
+endfunction()

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// moltd: the Molt server host. Parses flags, then runs the server (molt/kernel/server.h).
+#include <molt/kernel/server.h>
+#include <molt/molt.h>
+#include <unistd.h>
+
+#include <cxxopts.hpp>
+#include <filesystem>
+#include <iostream>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The bundled plugins: next to the binary in the build tree (bin/../plugins) or an install
+// (bin/../lib/molt/plugins).
+std::string DefaultPluginDir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    return "plugins";
+  }
+  for (const fs::path& candidate : {exe.parent_path().parent_path() / "plugins",
+                                    exe.parent_path().parent_path() / "lib" / "molt" / "plugins"}) {
+    if (fs::is_directory(candidate, ec)) {
+      return candidate.string();
+    }
+  }
+  return "plugins";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cxxopts::Options options(
+      "moltd",
+      "moltd: the Molt server host.\n\n"
+      "Loads every plugin (*.so) of the plugin directory, starts them in dependency order and\n"
+      "serves until SIGTERM or SIGINT, then runs the close phase: Kernel.Closing, every\n"
+      "service's stop in reverse boot order within the close budget, Kernel.Stopped, exit 0.\n"
+      "Flags override the configuration file's \"server\" section; the file may also hold a\n"
+      "\"scheduler\" section (budget_ms, target_frame_ms, profile_tasks, stagger_recurring)\n"
+      "and per-plugin sections under \"plugins\" that plugins read with config_get.\n");
+  options.set_width(100);
+  // clang-format off
+  options.add_options()
+      ("p,plugins", "plugin directory (default: the bundled plugins next to moltd)",
+       cxxopts::value<std::string>(), "DIR")
+      ("d,data", "data directory: databases and runtime files, created when missing",
+       cxxopts::value<std::string>()->default_value("data"), "DIR")
+      ("c,config", "configuration file (JSON)", cxxopts::value<std::string>(), "FILE")
+      ("t,tick-rate", "scheduler tick rate in Hz (default 60)", cxxopts::value<double>(), "HZ")
+      ("l,log-level", "debug, info, warn, error or off (default info)",
+       cxxopts::value<std::string>(), "LEVEL")
+      ("log-format", "text or json (one JSON object per line; default text)",
+       cxxopts::value<std::string>(), "FORMAT")
+      ("close-budget", "seconds the close phase may take before moltd exits anyway (default 25)",
+       cxxopts::value<double>(), "SECONDS")
+      ("version", "print the version and exit")
+      ("h,help", "print this help and exit");
+  // clang-format on
+  cxxopts::ParseResult args;
+  try {
+    args = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::cerr << "moltd: " << e.what() << "\nTry 'moltd --help'.\n";
+    return 2;
+  }
+  if (args.count("help") != 0) {
+    std::cout << options.help() << "\nExamples:\n"
+              << "  moltd                              the bundled plugins, data in ./data\n"
+              << "  moltd -p build/plugins -d /var/lib/molt --log-format json\n";
+    return 0;
+  }
+  if (args.count("version") != 0) {
+    std::cout << "moltd " << MOLT_VERSION << " (plugin ABI " << MOLT_ABI_VERSION_MAJOR << "."
+              << MOLT_ABI_VERSION_MINOR << ")\n";
+    return 0;
+  }
+  if (!args.unmatched().empty()) {
+    std::cerr << "moltd: unexpected argument '" << args.unmatched()[0]
+              << "'\nTry 'moltd --help'.\n";
+    return 2;
+  }
+  molt::kernel::ServerOptions server;
+  server.plugin_dir =
+      args.count("plugins") != 0 ? args["plugins"].as<std::string>() : DefaultPluginDir();
+  server.data_dir = args["data"].as<std::string>();
+  if (args.count("config") != 0) {
+    server.config_file = args["config"].as<std::string>();
+  }
+  if (args.count("tick-rate") != 0) {
+    server.tick_rate = args["tick-rate"].as<double>();
+  }
+  if (args.count("log-level") != 0) {
+    server.log_level = args["log-level"].as<std::string>();
+  }
+  if (args.count("log-format") != 0) {
+    server.log_format = args["log-format"].as<std::string>();
+  }
+  if (args.count("close-budget") != 0) {
+    server.close_budget_seconds = args["close-budget"].as<double>();
+  }
+  return molt::kernel::RunServer(server);
+}

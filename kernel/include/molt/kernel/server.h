@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: molt/kernel/server.h
+//
+// The server host in one call: what moltd runs, and what an embedding host can run instead of
+// writing its own main. RunServer boots the kernel, loads and starts every plugin of a directory,
+// serves until SIGTERM or SIGINT, then runs the close phase (Kernel.Closing, every service stop in
+// reverse boot order within the close budget, Kernel.Stopped) and returns the exit code.
+//
+// Thread safety: call from the main thread; it becomes the kernel thread until it returns.
+#ifndef MOLT_KERNEL_SERVER_H_
+#define MOLT_KERNEL_SERVER_H_
+
+#include <optional>
+#include <string>
+
+namespace molt::kernel {
+
+struct ServerOptions {
+  std::string plugin_dir;         // every *.so here is loaded (required)
+  std::string data_dir = "data";  // created when missing
+  std::string config_file;        // optional JSON configuration
+  // Unset fields fall back to the configuration file ("server.<field>"), then to the defaults.
+  std::optional<double> tick_rate;             // Hz; default 60
+  std::optional<std::string> log_level;        // debug, info, warn, error, off; default info
+  std::optional<std::string> log_format;       // text or json; default text
+  std::optional<double> close_budget_seconds;  // default 25
+};
+
+// Exit codes of RunServer.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitBootFailed = 1;  // bad configuration, refused plugins, failed boot
+
+// Runs the server; returns kExitOk after a clean close, kExitBootFailed (with the reason logged)
+// when it could not start. When the close phase overruns its budget the process exits with 0 from
+// the watchdog, after logging the overrun.
+int RunServer(const ServerOptions& options);
+
+}  // namespace molt::kernel
+
+#endif  // MOLT_KERNEL_SERVER_H_

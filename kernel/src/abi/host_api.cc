@@ -1,0 +1,625 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host API slots. Conventions: every slot is noexcept, checks its context and pointers,
+// refuses calls from an instance that is not live, and reports failures through Fail().
+#include "kernel/src/abi/host_api.h"
+
+#include <molt/scope_exit.h>
+
+#include <cmath>
+#include <exception>
+#include <string>
+
+#include "kernel/src/abi/plugin_instance.h"
+
+namespace molt::kernel::abi {
+namespace {
+
+using Kind = PluginInstance::Kind;
+
+// Runs `body(instance)` for a live instance; exceptions and error statuses become codes.
+template <class F>
+molt_status_t Guard(molt_context_t* ctx, F&& body) noexcept {
+  if (ctx == nullptr) {
+    return MOLT_ERR_INVALID_ARGUMENT;
+  }
+  PluginInstance& p = PluginInstance::From(ctx);
+  try {
+    if (!p.live()) {
+      return p.Fail(
+          Status::FailedPrecondition("plugin \"" + p.name() +
+                                     "\" is not running: host calls are accepted from init until "
+                                     "stop returns"));
+    }
+    Status s = body(p);
+    return s.ok() ? MOLT_OK : p.Fail(s);
+  } catch (const std::exception& e) {
+    return p.Fail(Status::Internal(e.what()));
+  } catch (...) {
+    return p.Fail(Status::Internal("unknown exception"));
+  }
+}
+
+Status Required(const void* p, const char* what) {
+  return p != nullptr ? Status::Ok() : Status::InvalidArgument(std::string(what) + " is NULL");
+}
+
+Result<Priority> ToPriority(std::int32_t priority) {
+  if (priority < MOLT_PRIORITY_KERNEL || priority > MOLT_PRIORITY_BACKGROUND) {
+    return Status::InvalidArgument("priority " + std::to_string(priority) +
+                                   " is not one of MOLT_PRIORITY_KERNEL (1) .. "
+                                   "MOLT_PRIORITY_BACKGROUND (5)");
+  }
+  return static_cast<Priority>(priority - MOLT_PRIORITY_KERNEL);
+}
+
+Result<Duration> ToDelay(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) {
+    return Status::InvalidArgument("seconds must be a finite number >= 0, not " +
+                                   std::to_string(seconds));
+  }
+  return Seconds(seconds);
+}
+
+Args ToArgs(const molt_value* args, std::size_t n) {
+  // Value adds nothing to molt_value (value.h): an array of one is an array of the other.
+  return Args(static_cast<const Value*>(static_cast<const void*>(args)), n);
+}
+
+// Calls a plugin callback with the release-deferral bracket; an escaped exception is contained.
+template <class F>
+molt_status_t CallPlugin(PluginInstance& p, F&& call) {
+  p.SetError("");  // what the callback reports is its own, not an older call's
+  p.EnterCallback();
+  ScopeExit leave = [&p]() noexcept { p.LeaveCallback(); };
+  try {
+    return call();
+  } catch (...) {
+    p.SetError("callback threw across the C ABI");
+    return MOLT_ERR_INTERNAL;
+  }
+}
+
+// --- errors and logging ---
+
+const char* LastError(molt_context_t* ctx) noexcept {
+  return ctx == nullptr ? "" : PluginInstance::From(ctx).last_error();
+}
+
+void SetError(molt_context_t* ctx, const char* message) noexcept {
+  if (ctx != nullptr) {
+    try {
+      PluginInstance::From(ctx).SetError(message == nullptr ? "" : message);
+    } catch (...) {
+    }
+  }
+}
+
+bool ToLogLevel(std::int32_t level, LogLevel* out) {
+  if (level < MOLT_LOG_DEBUG || level > MOLT_LOG_ERROR) {
+    return false;
+  }
+  *out = static_cast<LogLevel>(level);
+  return true;
+}
+
+void Log(molt_context_t* ctx, std::int32_t level, const char* message) noexcept {
+  LogLevel l;
+  if (ctx == nullptr || message == nullptr || !ToLogLevel(level, &l)) {
+    return;
+  }
+  try {
+    PluginInstance& p = PluginInstance::From(ctx);
+    if (Logger::Get().Enabled(l)) {
+      Logger::Get().Emit(p.name(), l, message);
+    }
+  } catch (...) {
+  }
+}
+
+std::int32_t LogEnabled(molt_context_t*, std::int32_t level) noexcept {
+  LogLevel l;
+  return ToLogLevel(level, &l) && Logger::Get().Enabled(l) ? 1 : 0;
+}
+
+// --- Bus ---
+
+molt_status_t BusResolve(molt_context_t* ctx, const char* topic, molt_topic_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(topic, "topic"); !s.ok()) {
+      return s;
+    }
+    if (Status s = Required(out, "out_topic"); !s.ok()) {
+      return s;
+    }
+    if (Status s = Bus::CheckTopic(topic); !s.ok()) {
+      return s;
+    }
+    *out = p.shared().TopicHandle(p.kernel().bus().Resolve(topic));
+    return Status::Ok();
+  });
+}
+
+molt_status_t BusPublish(molt_context_t* ctx, const char* topic, const molt_value* args,
+                         std::size_t n) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(topic, "topic"); !s.ok()) {
+      return s;
+    }
+    if (n > 0 && args == nullptr) {
+      return Status::InvalidArgument("args is NULL with arg_count > 0");
+    }
+    if (Status s = Bus::CheckTopic(topic); !s.ok()) {
+      return s;
+    }
+    p.kernel().bus().Publish(std::string_view(topic), ToArgs(args, n));
+    return Status::Ok();
+  });
+}
+
+// Why a publish_topic call was refused; out of line so the hot path below stays small.
+[[gnu::noinline, gnu::cold]] molt_status_t PublishTopicRefused(molt_context_t* ctx,
+                                                               molt_topic_t topic,
+                                                               bool resolved) noexcept {
+  return Guard(ctx, [&](PluginInstance&) -> Status {
+    if (!resolved) {
+      return Status::Stale("topic " + std::to_string(topic) + " was never resolved");
+    }
+    return Status::InvalidArgument("args is NULL with arg_count > 0");
+  });
+}
+
+[[gnu::noinline, gnu::cold]] molt_status_t PublishFailed(molt_context_t* ctx) noexcept {
+  return PluginInstance::From(ctx).Fail(Status::Internal("publish failed: out of memory"));
+}
+
+// The hot path: a few loads and compares, then the Bus. Everything else is out of line.
+molt_status_t BusPublishTopic(molt_context_t* ctx, molt_topic_t topic, const molt_value* args,
+                              std::size_t n) noexcept {
+  if (ctx == nullptr) [[unlikely]] {
+    return MOLT_ERR_INVALID_ARGUMENT;
+  }
+  PluginInstance& p = PluginInstance::From(ctx);
+  Bus::Topic* t = p.shared().TopicAt(topic);
+  if (t == nullptr || !p.live() || (n > 0 && args == nullptr)) [[unlikely]] {
+    return PublishTopicRefused(ctx, topic, t != nullptr);
+  }
+  try {
+    p.bus().Publish(t, ToArgs(args, n));  // handler exceptions never escape Publish
+  } catch (...) {
+    return PublishFailed(ctx);
+  }
+  return MOLT_OK;
+}
+
+molt_status_t BusSubscribe(molt_context_t* ctx, const char* pattern, molt_bus_fn fn,
+                           void* user_data, molt_cleanup_fn release,
+                           molt_subscription_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    for (auto [ptr, what] : {std::pair<const void*, const char*>{pattern, "pattern"},
+                             {reinterpret_cast<const void*>(fn), "fn"},
+                             {out, "out_subscription"}}) {
+      if (Status s = Required(ptr, what); !s.ok()) {
+        return s;
+      }
+    }
+    if (Status s = Bus::CheckPattern(pattern); !s.ok()) {
+      return s;
+    }
+    PluginInstance* inst = &p;
+    PluginInstance::Resource r{Kind::kSubscription, {}, 0, false, nullptr, release, user_data};
+    r.connection = p.kernel().bus().Subscribe(
+        pattern, [inst, fn, user_data](std::string_view topic, Args args) {
+          const molt_status_t st = CallPlugin(*inst, [&] {
+            return fn(user_data, topic.data(), topic.size(),
+                      static_cast<const molt_value*>(static_cast<const void*>(args.data())),
+                      args.size());
+          });
+          if (st != MOLT_OK) {
+            inst->ReportCallbackError("bus subscriber of \"" + std::string(topic) + "\"", st);
+          }
+        });
+    *out = p.Own(std::move(r));
+    return Status::Ok();
+  });
+}
+
+molt_status_t BusUnsubscribe(molt_context_t* ctx, molt_subscription_t sub) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if ((sub & 7) != static_cast<std::uint64_t>(Kind::kSubscription)) {
+      return Status::InvalidArgument(std::string(PluginInstance::KindName(sub)) + " " +
+                                     std::to_string(sub) + " is not a subscription");
+    }
+    return p.Release(sub);
+  });
+}
+
+// --- Hooks ---
+
+class HandlerFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+molt_status_t HookDefine(molt_context_t* ctx, const char* point, std::int32_t mode) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(point, "point"); !s.ok()) {
+      return s;
+    }
+    if (Status s = Hooks::CheckUserPointName(point); !s.ok()) {
+      return s;
+    }
+    if (mode != MOLT_HOOK_FAIL_CLOSED && mode != MOLT_HOOK_FAIL_OPEN) {
+      return Status::InvalidArgument("hook mode " + std::to_string(mode) +
+                                     " is neither MOLT_HOOK_FAIL_CLOSED nor MOLT_HOOK_FAIL_OPEN");
+    }
+    p.kernel().hooks().Define(
+        point, mode == MOLT_HOOK_FAIL_OPEN ? Hooks::Mode::kFailOpen : Hooks::Mode::kFailClosed);
+    return Status::Ok();
+  });
+}
+
+molt_status_t HookOn(molt_context_t* ctx, const char* point, std::int32_t priority, molt_hook_fn fn,
+                     void* user_data, molt_cleanup_fn release, molt_hook_handler_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    for (auto [ptr, what] : {std::pair<const void*, const char*>{point, "point"},
+                             {reinterpret_cast<const void*>(fn), "fn"},
+                             {out, "out_handler"}}) {
+      if (Status s = Required(ptr, what); !s.ok()) {
+        return s;
+      }
+    }
+    if (Status s = Hooks::CheckUserPointName(point); !s.ok()) {
+      return s;
+    }
+    PluginInstance* inst = &p;
+    PluginInstance::Resource r{Kind::kHookHandler, {}, 0, false, nullptr, release, user_data};
+    r.connection = p.kernel().hooks().On(
+        point,
+        [inst, fn, user_data](HookContext& c) {
+          molt_hook_context mc{sizeof(molt_hook_context),
+                               0,
+                               c.point.data(),
+                               static_cast<molt_value*>(static_cast<void*>(c.args.data())),
+                               c.args.size(),
+                               c.session};
+          const molt_status_t st = CallPlugin(*inst, [&] { return fn(user_data, &mc); });
+          if (st == MOLT_OK) {
+            return true;
+          }
+          if (st == MOLT_ERR_REJECTED) {
+            return false;
+          }
+          inst->CountCallbackError();
+          throw HandlerFailed("plugin \"" + inst->name() + "\": " + inst->CallbackError(st));
+        },
+        priority);
+    *out = p.Own(std::move(r));
+    return Status::Ok();
+  });
+}
+
+molt_status_t HookOff(molt_context_t* ctx, molt_hook_handler_t handler) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if ((handler & 7) != static_cast<std::uint64_t>(Kind::kHookHandler)) {
+      return Status::InvalidArgument(std::string(PluginInstance::KindName(handler)) + " " +
+                                     std::to_string(handler) + " is not a hook handler");
+    }
+    return p.Release(handler);
+  });
+}
+
+molt_status_t HookFire(molt_context_t* ctx, const char* point, molt_value* args, std::size_t n,
+                       std::uint64_t session, std::uint8_t* out_passed,
+                       const char** out_error) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(point, "point"); !s.ok()) {
+      return s;
+    }
+    if (Status s = Required(out_passed, "out_passed"); !s.ok()) {
+      return s;
+    }
+    if (n > 0 && args == nullptr) {
+      return Status::InvalidArgument("args is NULL with arg_count > 0");
+    }
+    HookContext c;
+    c.args = std::span<Value>(static_cast<Value*>(static_cast<void*>(args)), n);
+    c.session = session;
+    HookResult r = p.kernel().hooks().Fire(std::string_view(point), c);
+    *out_passed = r.passed ? 1 : 0;
+    p.SetError(r.error);
+    if (out_error != nullptr) {
+      *out_error = r.error.empty() ? nullptr : p.last_error();
+    }
+    return Status::Ok();
+  });
+}
+
+// --- Scheduler ---
+
+template <class Arm>
+Status AddTask(PluginInstance& p, std::int32_t priority, molt_task_fn fn, void* user_data,
+               molt_cleanup_fn release, molt_task_t* out, bool one_shot, Arm&& arm) {
+  for (auto [ptr, what] :
+       {std::pair<const void*, const char*>{reinterpret_cast<const void*>(fn), "fn"},
+        {out, "out_task"}}) {
+    if (Status s = Required(ptr, what); !s.ok()) {
+      return s;
+    }
+  }
+  Result<Priority> prio = ToPriority(priority);
+  if (!prio.ok()) {
+    return prio.status();
+  }
+  PluginInstance* inst = &p;
+  PluginInstance::Resource r{Kind::kTask, {}, 0, one_shot, nullptr, release, user_data};
+  const molt_handle_t h = p.Own(std::move(r));
+  try {
+    TaskHandle task = arm(*prio, [inst, fn, user_data, h] {
+      const molt_status_t st = CallPlugin(*inst, [&] { return fn(user_data); });
+      if (st != MOLT_OK) {
+        inst->ReportCallbackError("task", st);
+      }
+      if (PluginInstance::Resource* res = inst->Find(h); res != nullptr && res->one_shot) {
+        (void)inst->Release(h);  // ran once: the task is over
+      }
+    });
+    p.Find(h)->task = task.id();
+  } catch (...) {
+    (void)p.Release(h);
+    throw;
+  }
+  *out = h;
+  return Status::Ok();
+}
+
+molt_status_t TaskSchedule(molt_context_t* ctx, std::int32_t priority, molt_task_fn fn,
+                           void* user_data, molt_cleanup_fn release, molt_task_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) {
+    return AddTask(p, priority, fn, user_data, release, out, true, [&](Priority pr, auto&& task) {
+      return p.kernel().scheduler().Schedule(std::move(task), pr, p.origin());
+    });
+  });
+}
+
+molt_status_t TaskAfter(molt_context_t* ctx, double seconds, std::int32_t priority, molt_task_fn fn,
+                        void* user_data, molt_cleanup_fn release, molt_task_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    Result<Duration> delay = ToDelay(seconds);
+    if (!delay.ok()) {
+      return delay.status();
+    }
+    return AddTask(p, priority, fn, user_data, release, out, true, [&](Priority pr, auto&& task) {
+      return p.kernel().scheduler().After(*delay, std::move(task), pr, p.origin());
+    });
+  });
+}
+
+molt_status_t TaskEvery(molt_context_t* ctx, double seconds, std::int32_t priority, molt_task_fn fn,
+                        void* user_data, molt_cleanup_fn release, molt_task_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    Result<Duration> interval = ToDelay(seconds);
+    if (!interval.ok()) {
+      return interval.status();
+    }
+    return AddTask(p, priority, fn, user_data, release, out, false, [&](Priority pr, auto&& task) {
+      return p.kernel().scheduler().Every(*interval, std::move(task), pr, p.origin());
+    });
+  });
+}
+
+molt_status_t TaskCancel(molt_context_t* ctx, molt_task_t task) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if ((task & 7) != static_cast<std::uint64_t>(Kind::kTask)) {
+      return Status::InvalidArgument(std::string(PluginInstance::KindName(task)) + " " +
+                                     std::to_string(task) + " is not a task");
+    }
+    return p.Release(task);
+  });
+}
+
+// --- Scopes ---
+
+Result<Scope*> ScopeOf(PluginInstance& p, molt_scope_t scope) {
+  if (scope == 0) {
+    return &p.root_scope();
+  }
+  PluginInstance::Resource* r = p.Find(scope);
+  if (r == nullptr || r->kind != Kind::kScope) {
+    return Status::Stale("scope " + std::to_string(scope) +
+                         " is not live (closed, or not plugin \"" + p.name() + "\"'s)");
+  }
+  return r->scope.get();
+}
+
+molt_status_t ScopeCreate(molt_context_t* ctx, molt_scope_t parent, molt_scope_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(out, "out_scope"); !s.ok()) {
+      return s;
+    }
+    Result<Scope*> parent_scope = ScopeOf(p, parent);
+    if (!parent_scope.ok()) {
+      return parent_scope.status();
+    }
+    std::shared_ptr<Scope> child = (*parent_scope)->Child();
+    PluginInstance::Resource r{Kind::kScope, {}, 0, false, child, nullptr, nullptr};
+    const molt_scope_t handle = p.Own(std::move(r));
+    // However the scope closes (its own handle, or its parent), its handle goes stale then.
+    PluginInstance* inst = &p;
+    child->Add([inst, handle] { inst->Forget(handle); });
+    *out = handle;
+    return Status::Ok();
+  });
+}
+
+molt_status_t ScopeDefer(molt_context_t* ctx, molt_scope_t scope, molt_cleanup_fn fn,
+                         void* user_data) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(reinterpret_cast<const void*>(fn), "fn"); !s.ok()) {
+      return s;
+    }
+    Result<Scope*> target = ScopeOf(p, scope);
+    if (!target.ok()) {
+      return target.status();
+    }
+    const bool closed = (*target)->closed();
+    (*target)->Add([fn, user_data] { fn(user_data); });
+    if (closed) {
+      return Status::ScopeClosed("scope " + std::to_string(scope) +
+                                 " is closed: the cleanup ran at once");
+    }
+    return Status::Ok();
+  });
+}
+
+molt_status_t ScopeAdopt(molt_context_t* ctx, molt_scope_t scope, molt_handle_t handle) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (p.Find(handle) == nullptr) {
+      return Status::Stale(std::string(PluginInstance::KindName(handle)) + " " +
+                           std::to_string(handle) +
+                           " is not live (already released, or not "
+                           "plugin \"" +
+                           p.name() + "\"'s)");
+    }
+    if (handle == scope) {
+      return Status::InvalidArgument("a scope cannot adopt itself");
+    }
+    Result<Scope*> target = ScopeOf(p, scope);
+    if (!target.ok()) {
+      return target.status();
+    }
+    PluginInstance* inst = &p;
+    // Released by the scope, unless released earlier (then this finds it gone and does nothing).
+    (*target)->Add([inst, handle] { (void)inst->Release(handle); });
+    return Status::Ok();
+  });
+}
+
+molt_status_t ScopeClose(molt_context_t* ctx, molt_scope_t scope) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (scope == 0) {
+      return Status::InvalidArgument("the root scope (0) closes when the plugin stops");
+    }
+    if ((scope & 7) != static_cast<std::uint64_t>(Kind::kScope)) {
+      return Status::InvalidArgument(std::string(PluginInstance::KindName(scope)) + " " +
+                                     std::to_string(scope) + " is not a scope");
+    }
+    return p.Release(scope);
+  });
+}
+
+// --- Services, config, stats ---
+
+molt_status_t ServiceInterface(molt_context_t* ctx, const char* service, const char* iface,
+                               molt_interface_ref* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    for (auto [ptr, what] : {std::pair<const void*, const char*>{service, "service"},
+                             {iface, "interface_name"},
+                             {out, "out_ref"}}) {
+      if (Status s = Required(ptr, what); !s.ok()) {
+        return s;
+      }
+    }
+    const auto& deps = p.dependencies();
+    if (std::find(deps.begin(), deps.end(), service) == deps.end()) {
+      return Status::FailedPrecondition("plugin \"" + p.name() +
+                                        "\" may only use interfaces of its dependencies: add \"" +
+                                        service + "\" to its dependencies");
+    }
+    Result<Service*> target = p.kernel().GetService(service);
+    if (!target.ok()) {
+      return target.status();
+    }
+    auto* exporter = dynamic_cast<PluginInstance*>(*target);
+    if (exporter == nullptr) {
+      return Status::NotFound("service \"" + std::string(service) + "\" exports no interfaces");
+    }
+    const molt_plugin_info& info = exporter->info();
+    std::string available;
+    for (std::uint32_t i = 0; i < info.interface_count; ++i) {
+      const molt_interface_export& e = info.interfaces[i];
+      if (e.name != nullptr && std::string_view(e.name) == iface) {
+        *out = molt_interface_ref{e.vtable, exporter->state(), e.vtable_size, 0};
+        return Status::Ok();
+      }
+      available += std::string(available.empty() ? "" : ", ") + (e.name ? e.name : "?");
+    }
+    return Status::NotFound(
+        "service \"" + std::string(service) + "\" has no interface \"" + iface +
+        "\" (it exports: " + (available.empty() ? std::string("none") : available) + ")");
+  });
+}
+
+molt_status_t ConfigGet(molt_context_t* ctx, const char* key, molt_value* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(key, "key"); !s.ok()) {
+      return s;
+    }
+    if (Status s = Required(out, "out_value"); !s.ok()) {
+      return s;
+    }
+    const Config& config = p.kernel().config();
+    const std::string own = "plugins." + p.name() + "." + key;
+    for (const std::string& k : {own, std::string(key)}) {
+      if (config.Get(k) != nullptr) {
+        *out = config.GetValue(k);
+        return Status::Ok();
+      }
+    }
+    return Status::NotFound("config key \"" + std::string(key) + "\" is not set (looked for \"" +
+                            own + "\" and \"" + key + "\")");
+  });
+}
+
+molt_status_t StatsJson(molt_context_t* ctx, molt_bytes_fn sink, void* user_data) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(reinterpret_cast<const void*>(sink), "sink"); !s.ok()) {
+      return s;
+    }
+    const std::string json = p.kernel().StatsJson();
+    CallPlugin(p, [&] {
+      sink(user_data, json.data(), json.size());
+      return MOLT_OK;
+    });
+    return Status::Ok();
+  });
+}
+
+molt_host_api MakeTable() {
+  molt_host_api api{};
+  api.struct_size = sizeof(molt_host_api);
+  api.abi_version = MOLT_ABI_VERSION_CURRENT;
+  api.last_error = LastError;
+  api.set_error = SetError;
+  api.log = Log;
+  api.log_enabled = LogEnabled;
+  api.bus_resolve = BusResolve;
+  api.bus_publish = BusPublish;
+  api.bus_publish_topic = BusPublishTopic;
+  api.bus_subscribe = BusSubscribe;
+  api.bus_unsubscribe = BusUnsubscribe;
+  api.hook_define = HookDefine;
+  api.hook_on = HookOn;
+  api.hook_off = HookOff;
+  api.hook_fire = HookFire;
+  api.task_schedule = TaskSchedule;
+  api.task_after = TaskAfter;
+  api.task_every = TaskEvery;
+  api.task_cancel = TaskCancel;
+  api.scope_create = ScopeCreate;
+  api.scope_defer = ScopeDefer;
+  api.scope_adopt = ScopeAdopt;
+  api.scope_close = ScopeClose;
+  api.service_interface = ServiceInterface;
+  api.config_get = ConfigGet;
+  api.stats_json = StatsJson;
+  return api;
+}
+
+}  // namespace
+
+const molt_host_api& HostApi() {
+  static const molt_host_api table = MakeTable();
+  return table;
+}
+
+}  // namespace molt::kernel::abi

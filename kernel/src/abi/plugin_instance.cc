@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: Apache-2.0
+// PluginInstance: lifecycle calls into the plugin and resource ownership.
+#include "kernel/src/abi/plugin_instance.h"
+
+#include <atomic>
+#include <exception>
+
+#include "kernel/src/abi/host_api.h"
+
+namespace molt::kernel::abi {
+namespace {
+
+// Handles are (sequence << 3) | kind, from one process-wide sequence: never 0, never reused.
+std::atomic<std::uint64_t> g_next_handle{1};
+
+static_assert(static_cast<int>(Status::Code::kInvalidArgument) == MOLT_ERR_INVALID_ARGUMENT &&
+                  static_cast<int>(Status::Code::kNotFound) == MOLT_ERR_NOT_FOUND &&
+                  static_cast<int>(Status::Code::kStale) == MOLT_ERR_STALE &&
+                  static_cast<int>(Status::Code::kFailedPrecondition) == MOLT_ERR_STATE &&
+                  static_cast<int>(Status::Code::kInternal) == MOLT_ERR_INTERNAL &&
+                  static_cast<int>(Status::Code::kScopeClosed) == MOLT_ERR_SCOPE_CLOSED &&
+                  static_cast<int>(Status::Code::kUnsupported) == MOLT_ERR_UNSUPPORTED &&
+                  static_cast<int>(Status::Code::kAlreadyExists) == MOLT_ERR_ALREADY_EXISTS &&
+                  static_cast<int>(Status::Code::kRejected) == MOLT_ERR_REJECTED &&
+                  static_cast<int>(Status::Code::kIoError) == MOLT_ERR_IO,
+              "kernel status codes are the ABI's codes");
+
+// A plugin's failure code as a Status; codes outside the ABI's range count as internal errors.
+Status FromPluginCode(molt_status_t code, std::string text) {
+  const bool known = code >= MOLT_ERR_IO && code < MOLT_OK;
+  return Status(static_cast<Status::Code>(known ? code : MOLT_ERR_INTERNAL), std::move(text));
+}
+
+std::vector<std::string> Dependencies(const molt_plugin_info& info) {
+  std::vector<std::string> out;
+  for (std::uint32_t i = 0; i < info.dependency_count; ++i) {
+    out.emplace_back(info.dependencies[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+molt_topic_t AbiShared::TopicHandle(Bus::Topic* topic) {
+  auto it = handles_.find(topic);
+  if (it != handles_.end()) {
+    return it->second;
+  }
+  topics_.push_back(topic);
+  const molt_topic_t handle = (static_cast<std::uint64_t>(topics_.size()) << 3) | kTopicTag;
+  handles_.emplace(topic, handle);
+  return handle;
+}
+
+PluginInstance::PluginInstance(AbiShared& shared, const molt_plugin_info& info, std::string file)
+    : shared_(shared),
+      bus_(&shared.kernel().bus()),
+      info_(info),
+      name_(info.name),
+      dependencies_(Dependencies(info)),
+      file_(std::move(file)),
+      log_(name_),
+      origin_(TaskOrigin::Named("plugin " + name_)),
+      root_scope_(std::make_unique<Scope>()) {}
+
+PluginInstance::~PluginInstance() {
+  Status s = Stop();
+  if (!s.ok()) {
+    log_.Warn("{}", s.message());
+  }
+}
+
+std::string_view PluginInstance::KindName(molt_handle_t handle) {
+  switch (handle & 7) {
+    case static_cast<int>(Kind::kSubscription):
+      return "subscription";
+    case static_cast<int>(Kind::kHookHandler):
+      return "hook handler";
+    case static_cast<int>(Kind::kTask):
+      return "task";
+    case static_cast<int>(Kind::kScope):
+      return "scope";
+    case AbiShared::kTopicTag:
+      return "topic";
+  }
+  return "handle";
+}
+
+molt_status_t PluginInstance::Fail(const Status& status) {
+  SetError(status.message());
+  return ToCode(status);
+}
+
+std::string PluginInstance::CallbackError(molt_status_t code) const {
+  if (!error_.empty()) {
+    return error_;
+  }
+  return "returned " + std::string(Status::CodeName(static_cast<Status::Code>(code))) + " (" +
+         std::to_string(code) + ") without set_error";
+}
+
+void PluginInstance::ReportCallbackError(std::string_view what, molt_status_t code) {
+  ++callback_errors_;
+  log_.Warn("{} failed: {}", what, CallbackError(code));
+}
+
+molt_handle_t PluginInstance::Own(Resource resource) {
+  const molt_handle_t handle = (g_next_handle.fetch_add(1, std::memory_order_relaxed) << 3) |
+                               static_cast<std::uint64_t>(resource.kind);
+  resources_.emplace(handle, std::move(resource));
+  return handle;
+}
+
+PluginInstance::Resource* PluginInstance::Find(molt_handle_t handle) {
+  auto it = resources_.find(handle);
+  return it == resources_.end() ? nullptr : &it->second;
+}
+
+Status PluginInstance::Release(molt_handle_t handle) {
+  auto it = resources_.find(handle);
+  if (it == resources_.end()) {
+    return Status::Stale(std::string(KindName(handle)) + " " + std::to_string(handle) +
+                         " is not live (already released, or not plugin \"" + name_ + "\"'s)");
+  }
+  if (it->second.kind == Kind::kScope) {
+    // The handle stays live while the scope closes (a cleanup may still name it: it gets
+    // MOLT_ERR_SCOPE_CLOSED); the scope's last cleanup forgets it.
+    std::shared_ptr<Scope> scope = it->second.scope;
+    scope->Close();
+    resources_.erase(handle);
+    return Status::Ok();
+  }
+  Resource r = std::move(it->second);
+  resources_.erase(it);  // first: the release below may call back into Release
+  ReleaseResource(r);
+  return Status::Ok();
+}
+
+void PluginInstance::ReleaseResource(Resource& r) {
+  switch (r.kind) {
+    case Kind::kSubscription:
+    case Kind::kHookHandler:
+      r.connection.Disconnect();
+      break;
+    case Kind::kTask:
+      kernel().scheduler().Cancel(r.task);
+      break;
+    case Kind::kScope:
+      r.scope->Close();
+      break;
+  }
+  if (r.release != nullptr) {
+    RunRelease(r.release, r.user_data);
+  }
+}
+
+void PluginInstance::RunRelease(molt_cleanup_fn fn, void* user_data) {
+  if (callback_depth_ > 0) {
+    deferred_releases_.emplace_back(fn, user_data);  // the plugin's callback may still use it
+    return;
+  }
+  try {
+    fn(user_data);
+  } catch (...) {
+    log_.Error("a release function threw across the C ABI; it must not");
+  }
+}
+
+void PluginInstance::LeaveCallback() {
+  if (--callback_depth_ == 0 && !deferred_releases_.empty()) {
+    std::vector<std::pair<molt_cleanup_fn, void*>> pending;
+    pending.swap(deferred_releases_);
+    for (auto& [fn, ud] : pending) {
+      RunRelease(fn, ud);
+    }
+  }
+}
+
+Status PluginInstance::Init() {
+  live_ = true;
+  error_.clear();
+  molt_status_t code;
+  EnterCallback();
+  try {
+    code = info_.init(context(), &HostApi(), &state_);
+  } catch (...) {
+    code = MOLT_ERR_INTERNAL;
+    SetError("init threw across the C ABI");
+  }
+  LeaveCallback();
+  if (code != MOLT_OK) {
+    return FromPluginCode(code, CallbackError(code));
+  }
+  initialized_ = true;
+  return Status::Ok();
+}
+
+Status PluginInstance::Start() {
+  if (info_.start == nullptr) {
+    return Status::Ok();
+  }
+  error_.clear();
+  molt_status_t code;
+  EnterCallback();
+  try {
+    code = info_.start(state_);
+  } catch (...) {
+    code = MOLT_ERR_INTERNAL;
+    SetError("start threw across the C ABI");
+  }
+  LeaveCallback();
+  if (code != MOLT_OK) {
+    return FromPluginCode(code, CallbackError(code));
+  }
+  return Status::Ok();
+}
+
+Status PluginInstance::Stop() {
+  if (stopped_) {
+    return Status::Ok();
+  }
+  stopped_ = true;
+  Status result;
+  if (initialized_ && info_.stop != nullptr) {
+    error_.clear();
+    molt_status_t code;
+    EnterCallback();
+    try {
+      code = info_.stop(state_);
+    } catch (...) {
+      code = MOLT_ERR_INTERNAL;
+      SetError("stop threw across the C ABI");
+    }
+    LeaveCallback();
+    if (code != MOLT_OK) {
+      result = FromPluginCode(code, CallbackError(code));
+    }
+  }
+  // Release what the plugin left, newest first; then its root scope.
+  const std::size_t leftovers = resources_.size();
+  while (!resources_.empty()) {
+    auto it = std::prev(resources_.end());
+    Resource r = std::move(it->second);
+    resources_.erase(it);
+    ReleaseResource(r);
+  }
+  root_scope_->Close();
+  live_ = false;
+  if (leftovers > 0) {
+    log_.Debug("released {} resources the plugin left at stop", leftovers);
+  }
+  if (initialized_ && info_.destroy != nullptr) {
+    try {
+      info_.destroy(state_);
+    } catch (...) {
+      log_.Error("destroy threw across the C ABI; it must not");
+    }
+  }
+  state_ = nullptr;
+  return result;
+}
+
+}  // namespace molt::kernel::abi

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/abi/plugin_instance.h
+//
+// PluginInstance: the kernel's side of one loaded plugin. It is three things at once:
+//   - the molt_context a plugin passes to every host call (its identity);
+//   - the Service the manager boots (init, start, stop in dependency order);
+//   - the owner of every resource the plugin obtains (DESIGN.md §5): subscriptions, hook
+//     handlers, tasks and scopes are recorded against it under handles, and Stop() releases what
+//     the plugin forgot, in reverse order of creation. No callback of the plugin runs after its
+//     stop() returned, except the `release` functions it handed over (each exactly once).
+// A `release` requested while one of the plugin's callbacks runs waits until that callback
+// returned, so a plugin may unsubscribe or cancel itself from inside its own callback.
+//
+// Thread safety: REQUIRES the kernel thread.
+#ifndef MOLT_KERNEL_ABI_PLUGIN_INSTANCE_H_
+#define MOLT_KERNEL_ABI_PLUGIN_INSTANCE_H_
+
+#include <molt/kernel/status.h>
+#include <molt/molt.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "kernel/src/core/kernel.h"
+#include "kernel/src/core/logger.h"
+
+// The ABI's opaque context. PluginInstance is its only kind.
+struct molt_context {};
+
+namespace molt::kernel::abi {
+
+class PluginInstance;
+
+// State shared by every plugin instance of one kernel: the resolved-topic table (topic handles
+// are indexes into it, so a bogus handle is a bounds check, never a crash).
+class AbiShared {
+ public:
+  explicit AbiShared(Kernel& kernel) : kernel_(kernel) {}
+  Kernel& kernel() { return kernel_; }
+  molt_topic_t TopicHandle(Bus::Topic* topic);
+  // nullptr for a handle that was never issued.
+  Bus::Topic* TopicAt(molt_topic_t handle) const {
+    const std::uint64_t index = (handle >> 3) - 1;
+    return (handle & 7) == kTopicTag && index < topics_.size() ? topics_[index] : nullptr;
+  }
+
+  static constexpr std::uint64_t kTopicTag = 5;
+
+ private:
+  Kernel& kernel_;
+  std::vector<Bus::Topic*> topics_;
+  std::unordered_map<Bus::Topic*, molt_topic_t> handles_;
+};
+
+class PluginInstance final : public molt_context, public Service {
+ public:
+  enum class Kind : std::uint8_t { kSubscription = 1, kHookHandler = 2, kTask = 3, kScope = 4 };
+
+  // One owned resource. `release(user_data)` is the plugin's cleanup, called once at the end.
+  struct Resource {
+    Kind kind;
+    Connection connection;         // kSubscription, kHookHandler
+    std::uint64_t task = 0;        // kTask: the scheduler id
+    bool one_shot = false;         // kTask
+    std::shared_ptr<Scope> scope;  // kScope
+    molt_cleanup_fn release = nullptr;
+    void* user_data = nullptr;
+  };
+
+  // `info` and the code it points to must stay loaded for the instance's lifetime.
+  PluginInstance(AbiShared& shared, const molt_plugin_info& info, std::string file);
+  ~PluginInstance() override;
+
+  static PluginInstance& From(molt_context_t* ctx) { return *static_cast<PluginInstance*>(ctx); }
+  molt_context_t* context() { return this; }
+
+  // Service.
+  const std::string& name() const override { return name_; }
+  const std::vector<std::string>& dependencies() const override { return dependencies_; }
+  // Calls the plugin's init. A failed init is undone by the plugin itself (molt.h); the host then
+  // releases whatever it registered.
+  Status Init() override;
+  Status Start() override;
+  // Calls stop() (when init succeeded), releases every remaining resource in reverse order,
+  // then destroy(). Idempotent.
+  Status Stop() override;
+
+  // True between the start of Init() and the end of Stop(): host calls are accepted (a plugin's
+  // own stop may still release things while the kernel shuts down).
+  bool live() const { return live_; }
+  Kernel& kernel() { return shared_.kernel(); }
+  Bus& bus() { return *bus_; }
+  AbiShared& shared() { return shared_; }
+  const molt_plugin_info& info() const { return info_; }
+  const std::string& file() const { return file_; }
+  void* state() const { return state_; }
+  const LogScope& log() const { return log_; }
+  TaskOrigin origin() const { return origin_; }
+  Scope& root_scope() { return *root_scope_; }
+
+  // Records `resource` and returns its handle (never 0, never reused).
+  molt_handle_t Own(Resource resource);
+  Resource* Find(molt_handle_t handle);
+  // Releases one resource: disconnects, cancels or closes it, then calls its release function.
+  Status Release(molt_handle_t handle);
+  // Drops the record of `handle` without releasing it (it is ending by another route).
+  void Forget(molt_handle_t handle) { resources_.erase(handle); }
+  // Kind of `handle` as text, for error messages ("subscription", "task", ...).
+  static std::string_view KindName(molt_handle_t handle);
+
+  // Brackets every call into the plugin's callbacks (releases wait until the outermost returns).
+  void EnterCallback() { ++callback_depth_; }
+  void LeaveCallback();
+
+  // Error text: last_error() returns it; Fail() records a host-side failure and returns its code.
+  const char* last_error() const { return error_.c_str(); }
+  void SetError(std::string_view text) { error_.assign(text.data(), text.size()); }
+  molt_status_t Fail(const Status& status);
+  // The text a failed plugin callback left (set_error), or a description of `code`.
+  std::string CallbackError(molt_status_t code) const;
+  // Logs and counts a failed callback: `what` names it ("bus subscriber of \"T\"").
+  void ReportCallbackError(std::string_view what, molt_status_t code);
+  // Counts a failure the caller reports itself (a hook handler's, through the chain's result).
+  void CountCallbackError() { ++callback_errors_; }
+
+  std::uint64_t callback_errors() const { return callback_errors_; }
+  std::size_t resource_count() const { return resources_.size(); }
+
+ private:
+  void ReleaseResource(Resource& r);
+  void RunRelease(molt_cleanup_fn fn, void* user_data);
+
+  AbiShared& shared_;
+  Bus* bus_;  // the kernel's, cached for the publish hot path
+  const molt_plugin_info& info_;
+  std::string name_;
+  std::vector<std::string> dependencies_;
+  std::string file_;
+  LogScope log_;
+  TaskOrigin origin_;
+  void* state_ = nullptr;
+  std::string error_;
+  std::map<molt_handle_t, Resource> resources_;  // handle order == creation order
+  std::unique_ptr<Scope> root_scope_;
+  std::vector<std::pair<molt_cleanup_fn, void*>> deferred_releases_;
+  int callback_depth_ = 0;
+  std::uint64_t callback_errors_ = 0;
+  bool initialized_ = false;
+  bool live_ = false;
+  bool stopped_ = false;
+};
+
+// The status code of a kernel Status (the same values by construction).
+inline molt_status_t ToCode(const Status& s) { return static_cast<molt_status_t>(s.code()); }
+
+}  // namespace molt::kernel::abi
+
+#endif  // MOLT_KERNEL_ABI_PLUGIN_INSTANCE_H_

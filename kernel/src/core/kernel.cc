@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: Apache-2.0
+// Kernel: lifecycle, the process-wide singleton, and stats.
+#include "kernel/src/core/kernel.h"
+
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <chrono>
+#include <cmath>
+
+#include "kernel/src/core/logger.h"
+
+#ifndef MOLT_VERSION
+#error "MOLT_VERSION must be defined by the build"
+#endif
+
+namespace molt::kernel {
+namespace {
+
+Kernel* g_current = nullptr;
+
+}  // namespace
+
+std::string_view Kernel::Version() { return MOLT_VERSION; }
+
+std::string_view Kernel::RoleName(Role role) { return role == Role::kServer ? "Server" : "Client"; }
+
+Result<std::unique_ptr<Kernel>> Kernel::Boot(KernelOptions options) {
+  if (g_current != nullptr) {
+    return Status::FailedPrecondition(
+        "a molt kernel is already booted in this process; use Kernel::Current()");
+  }
+  if (!(options.tick_rate > 0) || !std::isfinite(options.tick_rate)) {
+    return Status::InvalidArgument("tick rate must be a finite number of hertz above 0");
+  }
+  std::unique_ptr<Kernel> kernel(new Kernel(std::move(options)));
+  g_current = kernel.get();
+  return kernel;
+}
+
+Kernel* Kernel::Current() { return g_current; }
+
+Kernel::Kernel(KernelOptions options) : role_(options.role), config_(std::move(options.config)) {
+  SchedulerOptions so;
+  so.budget = ResolveBudget(options.scheduler, role_);
+  so.profile_tasks = options.scheduler.profile_tasks;
+  so.stagger_recurring = options.scheduler.stagger_recurring;
+  so.tick_period = Duration(static_cast<std::int64_t>(1e9 / options.tick_rate));
+  so.clock = options.clock;
+  scheduler_ = std::make_unique<Scheduler>(so);
+  loop_ = std::make_unique<Loop>(*scheduler_);
+  bus_ = std::make_unique<Bus>();
+  hooks_ = std::make_unique<Hooks>();
+  root_scope_ = std::make_unique<Scope>();
+  service_registered_ = bus_->Resolve("Kernel.ServiceRegistered");
+  // A crashing task is never silent.
+  scheduler_->OnError().Connect([](const TaskError& e) {
+    LogScope("molt").Warn("scheduled task errored: {}: {}", e.origin, e.message);
+  });
+  config_.Set("kernel.version", std::string(Version()));
+  config_.Set("kernel.role", std::string(RoleName(role_)));
+}
+
+Kernel::~Kernel() {
+  Status s = Shutdown();
+  if (!s.ok()) {
+    LogScope("molt").Error("{}", s.message());
+  }
+  if (g_current == this) {
+    g_current = nullptr;
+  }
+}
+
+Status Kernel::RegisterService(std::shared_ptr<Service> service) {
+  if (shutting_down_) {
+    return Status::FailedPrecondition("kernel is shut down");
+  }
+  if (started_) {
+    return Status::FailedPrecondition("cannot register service \"" + service->name() +
+                                      "\": kernel already started");
+  }
+  const std::string name = service->name();
+  Status s = services_.Register(std::move(service));
+  if (s.ok()) {
+    const Value args[] = {Value::String(name)};
+    bus_->Publish(service_registered_, args);
+  }
+  return s;
+}
+
+Status Kernel::Start() {
+  if (shutting_down_) {
+    return Status::FailedPrecondition("kernel is shut down");
+  }
+  if (started_) {
+    return Status::FailedPrecondition("kernel already started");
+  }
+  started_ = true;
+  const TimePoint t0 = RealNow();
+  Status s = services_.Boot();
+  if (!s.ok()) {
+    return s;
+  }
+  const double ms = std::chrono::duration<double, std::milli>(RealNow() - t0).count();
+  LogScope(fmt::format("molt {}", Version()))
+      .Info("{} booted {} services in {:.1f}ms", RoleName(role_), services_.size(), ms);
+  return Status::Ok();
+}
+
+Result<Service*> Kernel::GetService(std::string_view name) const {
+  Service* s = services_.Get(name);
+  if (s == nullptr) {
+    return Status::NotFound("service \"" + std::string(name) + "\" is not registered");
+  }
+  return s;
+}
+
+Result<std::shared_ptr<Scope>> Kernel::CreateScope() {
+  if (shutting_down_) {
+    return Status::FailedPrecondition("kernel is shut down");
+  }
+  return root_scope_->Child();
+}
+
+void Kernel::OnShutdown(ShutdownStage stage, std::string name, Callback<Status()> step) {
+  shutdown_steps_.push_back({stage, std::move(name), std::move(step)});
+}
+
+void Kernel::RunShutdownSteps(ShutdownStage stage, std::vector<std::string>& errors) {
+  for (auto& step : shutdown_steps_) {
+    if (step.stage != stage) {
+      continue;
+    }
+    try {
+      Status s = step.run();
+      if (!s.ok()) {
+        errors.push_back(step.name + ": " + s.message());
+      }
+    } catch (const std::exception& e) {
+      errors.push_back(step.name + ": " + e.what());
+    }
+  }
+}
+
+Status Kernel::Shutdown() {
+  if (shut_down_) {
+    return Status::Ok();
+  }
+  if (services_.booting()) {
+    return Status::FailedPrecondition("cannot shut down while services are booting");
+  }
+  if (shutting_down_) {
+    return Status::Ok();  // a teardown step called back into Shutdown
+  }
+  shutting_down_ = true;
+  std::vector<std::string> errors;
+  RunShutdownSteps(ShutdownStage::kFirst, errors);
+  for (const Status& s : services_.StopAll()) {
+    errors.push_back(s.message());
+  }
+  root_scope_->Close();
+  RunShutdownSteps(ShutdownStage::kAfterScopes, errors);
+  shutdown_steps_.clear();
+  // The scheduler first: pending tasks may hold subscriptions or hook handlers. The objects
+  // themselves live until the destructor, so a shutdown from inside a task or a handler is safe.
+  scheduler_->CancelAll();
+  bus_->Clear();
+  hooks_->Clear();
+  shut_down_ = true;
+  if (g_current == this) {
+    g_current = nullptr;
+  }
+  if (errors.empty()) {
+    return Status::Ok();
+  }
+  std::string text = "kernel shutdown failed:";
+  for (const std::string& e : errors) {
+    text += "\n  " + e;
+  }
+  return Status::Internal(std::move(text));
+}
+
+KernelStats Kernel::Stats() const {
+  KernelStats s;
+  s.version = std::string(Version());
+  s.role = role_;
+  if (scheduler_) {
+    s.scheduler = scheduler_->stats();
+  }
+  s.service_timings = services_.timings();
+  return s;
+}
+
+std::string Kernel::StatsJson() const {
+  const KernelStats s = Stats();
+  auto ms = [](Duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  boost::json::object root;
+  root["version"] = s.version;
+  root["role"] = std::string(RoleName(s.role));
+  boost::json::object sched;
+  sched["last_step_ms"] = ms(s.scheduler.last_step);
+  sched["last_budget_ms"] = ms(s.scheduler.last_budget);
+  sched["tasks_run"] = s.scheduler.tasks_run;
+  sched["tasks_deferred"] = s.scheduler.tasks_deferred;
+  sched["steps"] = s.scheduler.steps;
+  sched["errors"] = s.scheduler.errors;
+  root["scheduler"] = std::move(sched);
+  boost::json::array timings;
+  for (const ServiceTiming& t : s.service_timings) {
+    boost::json::object o;
+    o["name"] = t.name;
+    o["init_ms"] = ms(t.init);
+    o["start_ms"] = ms(t.start);
+    timings.push_back(std::move(o));
+  }
+  root["service_timings"] = std::move(timings);
+  return boost::json::serialize(root);
+}
+
+}  // namespace molt::kernel

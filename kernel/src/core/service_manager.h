@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/core/service_manager.h
+//
+// ServiceManager: boots services in dependency order (spec: Services). Services register first;
+// Boot() then runs every Init, then every Start, each in dependency order, so Start may call any
+// service and a dependency's own Start has already run. A cycle fails with its full chain
+// ("dependency cycle: A -> B -> C -> A"); a dependency on an unregistered service fails too. When
+// an Init or Start fails, every service already attempted is stopped in reverse order and the
+// error is returned: Stop must tolerate Start never having run. StopAll() stops in reverse boot
+// order, each stop isolated (a failure is logged and the rest still run).
+//
+// Thread safety: REQUIRES external synchronization (the kernel thread).
+#ifndef MOLT_KERNEL_CORE_SERVICE_MANAGER_H_
+#define MOLT_KERNEL_CORE_SERVICE_MANAGER_H_
+
+#include <molt/kernel/status.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernel/src/core/callback.h"
+#include "kernel/src/core/clock.h"
+
+namespace molt::kernel {
+
+// A service as the manager sees it: a plugin instance, or a native service in tests and hosts.
+// Implementations may throw; the manager turns an exception into an internal-error Status.
+class Service {
+ public:
+  virtual ~Service() = default;
+  virtual const std::string& name() const = 0;
+  virtual const std::vector<std::string>& dependencies() const = 0;
+  virtual Status Init() = 0;
+  virtual Status Start() = 0;
+  // REQUIRES: tolerates Start never having run.
+  virtual Status Stop() = 0;
+};
+
+struct ServiceTiming {
+  std::string name;
+  Duration init{};
+  Duration start{};
+};
+
+class ServiceManager {
+ public:
+  enum class State { kRegistering, kBooting, kRunning, kFailed, kStopped };
+
+  ServiceManager() = default;
+  ServiceManager(const ServiceManager&) = delete;
+  ServiceManager& operator=(const ServiceManager&) = delete;
+
+  // Adds a service. Fails for a duplicate name or once boot began.
+  Status Register(std::shared_ptr<Service> service);
+
+  // The order Boot() would use: dependencies first, otherwise registration order.
+  Result<std::vector<Service*>> ResolveOrder() const;
+
+  // Two-phase boot. On failure every attempted service is stopped (reverse order) and the error
+  // names the service and the phase: `service "rounds": start failed: <why>`.
+  Status Boot();
+
+  // Stops every attempted, not yet stopped service in reverse boot order; returns the failures.
+  // `observer`, when set, hears each stop with its duration and result.
+  using StopObserver = Callback<void(const Service&, Duration, const Status&)>;
+  std::vector<Status> StopAll(const StopObserver& observer = nullptr);
+
+  // The service named `name`, or nullptr.
+  Service* Get(std::string_view name) const;
+
+  State state() const { return state_; }
+  bool booting() const { return state_ == State::kBooting; }
+  std::size_t size() const { return services_.size(); }
+  // Boot order of the services attempted so far.
+  const std::vector<Service*>& boot_order() const { return attempted_; }
+  const std::vector<ServiceTiming>& timings() const { return timings_; }
+
+ private:
+  Status Stop(Service* service);
+
+  std::vector<std::shared_ptr<Service>> services_;  // registration order
+  std::vector<Service*> attempted_;                 // Init attempted, boot order
+  std::vector<Service*> stopped_;
+  std::vector<ServiceTiming> timings_;
+  State state_ = State::kRegistering;
+};
+
+}  // namespace molt::kernel
+
+#endif  // MOLT_KERNEL_CORE_SERVICE_MANAGER_H_

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/loader/library.h
+//
+// Library: one plugin shared library in the process. Load() copies the file to a fresh private
+// path (so the same file can be resident twice, once per generation), inspects its exports, opens
+// it with RTLD_NOW | RTLD_LOCAL through Boost.DLL, and validates the descriptor its entry symbol
+// returns. Every refusal is one line naming the file, the cause and the fix. Unload() closes the
+// library and checks it really left the process; one that cannot (STB_GNU_UNIQUE symbols,
+// DF_1_NODELETE) is kept mapped and reported as retired, never crashed.
+//
+// Thread safety: REQUIRES external synchronization.
+#ifndef MOLT_KERNEL_LOADER_LIBRARY_H_
+#define MOLT_KERNEL_LOADER_LIBRARY_H_
+
+#include <molt/kernel/status.h>
+#include <molt/molt.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace molt::kernel::loader {
+
+// Checks a descriptor against this host's ABI: sizes, versions, name, semantic version, kind,
+// dependencies and interfaces. `file` names the library in the error.
+Status ValidateDescriptor(const molt_plugin_info* info, std::string_view file,
+                          std::int32_t expected_kind);
+
+// True for "MAJOR.MINOR.PATCH" with optional "-prerelease" and "+build" (semver.org 2.0.0).
+bool IsSemanticVersion(std::string_view version);
+
+class Library {
+ public:
+  // Loads `source` through a private copy at `copy_path` (which must not exist yet).
+  static Result<std::unique_ptr<Library>> Load(const std::string& source,
+                                               const std::string& copy_path,
+                                               std::int32_t expected_kind);
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  ~Library();
+
+  const molt_plugin_info& info() const { return *info_; }
+  const std::string& source() const { return source_; }
+  const std::string& copy() const { return copy_; }
+  // Why this library can never leave the process; empty when it can.
+  const std::string& unload_blocker() const { return unload_blocker_; }
+
+  // Closes the library and removes its copy. Returns true when the library left the process;
+  // false (with a warning naming the reason) when the dynamic linker keeps it mapped: retired.
+  bool Unload();
+  bool loaded() const { return loaded_; }
+
+ private:
+  struct Handle;
+  Library() = default;
+
+  std::unique_ptr<Handle> handle_;
+  const molt_plugin_info* info_ = nullptr;
+  std::string source_;
+  std::string copy_;
+  std::string unload_blocker_;
+  bool loaded_ = false;
+};
+
+}  // namespace molt::kernel::loader
+
+#endif  // MOLT_KERNEL_LOADER_LIBRARY_H_

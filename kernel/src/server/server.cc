@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: Apache-2.0
+// RunServer: configuration, kernel, plugins, signals, close phase, teardown.
+#include <molt/kernel/server.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "kernel/src/core/kernel.h"
+#include "kernel/src/core/logger.h"
+#include "kernel/src/loader/plugin_host.h"
+#include "kernel/src/server/close_phase.h"
+#include "kernel/src/server/signal_watcher.h"
+
+namespace molt::kernel {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::set<std::string, std::less<>> kServerKeys = {
+    "server.tick_rate",  "server.log_level", "server.log_format", "server.close_budget_seconds",
+    "server.plugin_dir", "server.data_dir"};
+const std::set<std::string, std::less<>> kSchedulerKeys = {
+    "scheduler.budget_ms", "scheduler.target_frame_ms", "scheduler.profile_tasks",
+    "scheduler.stagger_recurring"};
+
+std::string Join(const std::set<std::string, std::less<>>& keys) {
+  std::string s;
+  for (const auto& k : keys) {
+    s += (s.empty() ? "" : ", ") + k;
+  }
+  return s;
+}
+
+// Unknown keys in the sections the server reads are typos: refuse them by name.
+Status CheckKeys(const Config& config, const std::string& source) {
+  for (const std::string& key : config.Keys()) {
+    const std::string section = key.substr(0, key.find('.'));
+    if (section == "plugins") {
+      continue;
+    }
+    if (section == "server" && kServerKeys.count(key) == 0) {
+      return Status::InvalidArgument(source + ": unknown key \"" + key +
+                                     "\" (known: " + Join(kServerKeys) + ")");
+    }
+    if (section == "scheduler" && kSchedulerKeys.count(key) == 0) {
+      return Status::InvalidArgument(source + ": unknown key \"" + key +
+                                     "\" (known: " + Join(kSchedulerKeys) + ")");
+    }
+    if (section != "server" && section != "scheduler") {
+      return Status::InvalidArgument(source + ": unknown section \"" + section +
+                                     "\" (known: server, scheduler, plugins)");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<double> Number(const Config& config, const std::string& key) {
+  const Config::Scalar* v = config.Get(key);
+  if (const auto* i = std::get_if<std::int64_t>(v)) {
+    return static_cast<double>(*i);
+  }
+  if (const auto* d = std::get_if<double>(v)) {
+    return *d;
+  }
+  return Status::InvalidArgument("configuration key \"" + key + "\" must be a number");
+}
+
+std::optional<std::string> Text(const Config& config, const std::string& key) {
+  if (const auto* s = std::get_if<std::string>(config.Get(key))) {
+    return *s;
+  }
+  return std::nullopt;
+}
+
+// Removes copy directories of moltd processes that no longer exist (a kill -9 leaves them).
+void RemoveStaleRunDirs(const fs::path& run_root) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(run_root, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("moltd-", 0) != 0) {
+      continue;
+    }
+    const long pid = std::strtol(name.c_str() + 6, nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      fs::remove_all(e.path(), ec);
+    }
+  }
+}
+
+struct Settings {
+  double tick_rate = 60;
+  double close_budget = ToSeconds(kCloseBudget);
+  SchedulerConfig scheduler;
+  std::string plugin_dir;
+  std::string data_dir;
+};
+
+Status Resolve(const ServerOptions& options, Config& config, Settings* out) {
+  if (!options.config_file.empty()) {
+    if (Status s = config.MergeJsonFile(options.config_file); !s.ok()) {
+      return s;
+    }
+    if (Status s = CheckKeys(config, "config file \"" + options.config_file + "\""); !s.ok()) {
+      return s;
+    }
+  }
+  auto number = [&](const std::optional<double>& flag, const std::string& key,
+                    double fallback) -> Result<double> {
+    if (flag) {
+      return *flag;
+    }
+    if (config.Get(key) != nullptr) {
+      return Number(config, key);
+    }
+    return fallback;
+  };
+  Result<double> tick = number(options.tick_rate, "server.tick_rate", 60);
+  if (!tick.ok()) {
+    return tick.status();
+  }
+  if (!std::isfinite(*tick) || *tick <= 0 || *tick > 10000) {
+    return Status::InvalidArgument("tick rate " + std::to_string(*tick) +
+                                   " Hz is out of range: use a value in (0, 10000]");
+  }
+  out->tick_rate = *tick;
+  Result<double> budget =
+      number(options.close_budget_seconds, "server.close_budget_seconds", out->close_budget);
+  if (!budget.ok()) {
+    return budget.status();
+  }
+  if (!std::isfinite(*budget) || *budget <= 0) {
+    return Status::InvalidArgument("close budget must be a number of seconds above 0");
+  }
+  out->close_budget = *budget;
+
+  const std::string level =
+      options.log_level.value_or(Text(config, "server.log_level").value_or("info"));
+  LogLevel l;
+  if (!ParseLogLevel(level, &l)) {
+    return Status::InvalidArgument("log level \"" + level +
+                                   "\" is unknown: use debug, info, warn, error or off");
+  }
+  Logger::Get().SetLevel(l);
+  const std::string format =
+      options.log_format.value_or(Text(config, "server.log_format").value_or("text"));
+  if (format != "text" && format != "json") {
+    return Status::InvalidArgument("log format \"" + format + "\" is unknown: use text or json");
+  }
+  Logger::Get().SetConsoleFormat(format == "json" ? ConsoleFormat::kJson : ConsoleFormat::kText);
+
+  for (auto [key, field] : {std::pair{"scheduler.budget_ms", &out->scheduler.budget},
+                            std::pair{"scheduler.target_frame_ms", &out->scheduler.target_frame}}) {
+    if (config.Get(key) != nullptr) {
+      Result<double> ms = Number(config, key);
+      if (!ms.ok()) {
+        return ms.status();
+      }
+      if (!std::isfinite(*ms) || *ms <= 0) {
+        return Status::InvalidArgument(std::string("configuration key \"") + key +
+                                       "\" must be a number of milliseconds above 0");
+      }
+      *field = Seconds(*ms / 1000);
+    }
+  }
+  for (auto [key, field] :
+       {std::pair{"scheduler.profile_tasks", &out->scheduler.profile_tasks},
+        std::pair{"scheduler.stagger_recurring", &out->scheduler.stagger_recurring}}) {
+    if (const Config::Scalar* v = config.Get(key)) {
+      if (!std::holds_alternative<bool>(*v)) {
+        return Status::InvalidArgument(std::string("configuration key \"") + key +
+                                       "\" must be true or false");
+      }
+      *field = std::get<bool>(*v);
+    }
+  }
+  out->plugin_dir = !options.plugin_dir.empty()
+                        ? options.plugin_dir
+                        : Text(config, "server.plugin_dir").value_or(std::string());
+  if (out->plugin_dir.empty()) {
+    return Status::InvalidArgument("no plugin directory: pass --plugins DIR");
+  }
+  out->data_dir = options.data_dir;
+  config.Set("server.tick_rate", out->tick_rate);
+  config.Set("server.data_dir", out->data_dir);
+  config.Set("server.plugin_dir", out->plugin_dir);
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunServer(const ServerOptions& options) {
+  LogScope log("molt");
+  Config config;
+  Settings settings;
+  if (Status s = Resolve(options, config, &settings); !s.ok()) {
+    log.Error("cannot start: {}", s.message());
+    return kExitBootFailed;
+  }
+  std::error_code ec;
+  fs::create_directories(settings.data_dir, ec);
+  if (ec) {
+    log.Error("cannot start: data directory \"{}\" cannot be created: {}", settings.data_dir,
+              ec.message());
+    return kExitBootFailed;
+  }
+  const fs::path run_root = fs::path(settings.data_dir) / "run";
+  RemoveStaleRunDirs(run_root);
+  const fs::path copy_dir = run_root / ("moltd-" + std::to_string(::getpid()));
+
+  KernelOptions ko;
+  ko.role = Role::kServer;
+  ko.scheduler = settings.scheduler;
+  ko.tick_rate = settings.tick_rate;
+  ko.config = std::move(config);
+  Result<std::unique_ptr<Kernel>> booted = Kernel::Boot(std::move(ko));
+  if (!booted.ok()) {
+    log.Error("cannot start: {}", booted.status().message());
+    return kExitBootFailed;
+  }
+  Kernel& kernel = **booted;
+  int exit_code = kExitOk;
+  {
+    loader::PluginHost plugins(kernel, copy_dir.string());
+    ClosePhase close(kernel, Seconds(settings.close_budget), [] { std::_Exit(kExitOk); });
+    // Signals arrive on the watcher's thread: the first one posts the close to the kernel
+    // thread; later ones are logged there and then, even while a stop() blocks the loop.
+    std::atomic<bool> close_requested{false};
+    SignalWatcher signals([&](int signo) {
+      const std::string reason = signo == SIGTERM ? "SIGTERM" : "SIGINT";
+      if (close_requested.exchange(true)) {
+        LogScope("molt").Warn(
+            "close ({}) ignored: a close is already running (SIGKILL forces "
+            "an exit)",
+            reason);
+        return;
+      }
+      kernel.loop().Post(
+          [&kernel, &close, reason] { close.Begin(reason, [&kernel] { kernel.loop().Stop(); }); });
+    });
+
+    if (Status s = plugins.LoadDirectory(settings.plugin_dir); !s.ok()) {
+      log.Error("cannot start: {}", s.message());
+      exit_code = kExitBootFailed;
+    } else if (Status s = kernel.Start(); !s.ok()) {
+      log.Error("cannot start: {}", s.message());
+      exit_code = kExitBootFailed;
+    } else {
+      log.Info("serving {} plugins from {} (data in {}); SIGTERM or SIGINT closes",
+               plugins.plugins().size(), settings.plugin_dir, settings.data_dir);
+      kernel.loop().Run();
+    }
+    if (Status s = kernel.Shutdown(); !s.ok()) {
+      log.Error("{}", s.message());
+    }
+    plugins.UnloadAll();
+  }
+  fs::remove_all(copy_dir, ec);
+  if (exit_code == kExitOk) {
+    log.Info("exited cleanly");
+  }
+  return exit_code;
+}
+
+}  // namespace molt::kernel

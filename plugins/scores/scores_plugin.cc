@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// scores: per-player scores for the current round or season. Other plugins add points through
+// the "scores.v1" interface (molt/plugins/scores.h) or by publishing Score.Add(player, points);
+// every change is announced as Score.Changed(player, total).
+#include <molt/plugins/scores.h>
+
+#include <algorithm>
+#include <map>
+#include <molt/molt.hpp>
+#include <string>
+#include <vector>
+
+namespace molt::plugins::scores {
+
+class Scores : public molt::Service {
+ public:
+  static constexpr const char* kName = "scores";
+  static constexpr const char* kVersion = "0.1.0";
+  static constexpr const char* kDescription = "per-player scores, as an interface and on the Bus";
+  static const molt_scores_v1 kVtable;
+  static constexpr molt_interface_export kInterfaces[] = {
+      {MOLT_SCORES_INTERFACE, &kVtable, sizeof(molt_scores_v1), 0}};
+
+  molt::Status Init() override {
+    changed_ = host().Resolve("Score.Changed");
+    adds_ = host().Subscribe("Score.Add", [this](std::string_view, molt::Args args) {
+      const std::string_view player = args.String(0);
+      if (player.empty() || args.Type(1) != MOLT_VALUE_INT) {
+        return molt::Status::Error("Score.Add wants (player: string, points: int)",
+                                   MOLT_ERR_INVALID_ARGUMENT);
+      }
+      Add(std::string(player), args.Int(1));
+      return molt::Status::Ok();
+    });
+    if (!adds_) {
+      return molt::Status::Error("cannot subscribe to Score.Add: " +
+                                 std::string(host().LastError()));
+    }
+    return molt::Status::Ok();
+  }
+
+  molt::Status Stop() override {
+    host().Info("stopped with ", scores_.size(), " players scored");
+    return molt::Status::Ok();
+  }
+
+  std::int64_t Add(const std::string& player, std::int64_t points) {
+    std::int64_t& total = scores_[player];
+    total += points;
+    host().Publish(changed_, {molt::Value::String(player), molt::Value::Int(total)});
+    return total;
+  }
+
+  std::int64_t Get(const std::string& player) const {
+    auto it = scores_.find(player);
+    return it == scores_.end() ? 0 : it->second;
+  }
+
+  std::size_t Top(molt_score_entry* out, std::size_t max) {
+    ranking_.assign(scores_.begin(), scores_.end());
+    std::stable_sort(ranking_.begin(), ranking_.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    const std::size_t n = std::min(max, ranking_.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      out[i] = molt_score_entry{ranking_[i].first.c_str(), ranking_[i].second};
+    }
+    return n;
+  }
+
+  void Reset() { scores_.clear(); }
+
+ private:
+  std::map<std::string, std::int64_t> scores_;
+  std::vector<std::pair<std::string, std::int64_t>> ranking_;  // backs Top()'s strings
+  molt::Topic changed_;
+  molt::Subscription adds_;
+};
+
+// The interface: C functions taking the plugin state as `self`. Exceptions never cross.
+const molt_scores_v1 Scores::kVtable = {
+    [](void* self, const char* player, std::int64_t points, std::int64_t* out) -> molt_status_t {
+      if (player == nullptr || player[0] == '\0') {
+        return MOLT_ERR_INVALID_ARGUMENT;
+      }
+      auto* s = static_cast<Scores*>(self);
+      return molt::detail::CallGuarded(s->host(), [&] {
+        const std::int64_t total = s->Add(player, points);
+        if (out != nullptr) {
+          *out = total;
+        }
+      });
+    },
+    [](void* self, const char* player) -> std::int64_t {
+      return player == nullptr ? 0 : static_cast<Scores*>(self)->Get(player);
+    },
+    [](void* self, molt_score_entry* out, std::size_t max) -> std::size_t {
+      if (out == nullptr) {
+        return 0;
+      }
+      try {
+        return static_cast<Scores*>(self)->Top(out, max);
+      } catch (...) {
+        return 0;
+      }
+    },
+    [](void* self) { static_cast<Scores*>(self)->Reset(); },
+};
+
+}  // namespace molt::plugins::scores
+
+MOLT_PLUGIN(molt::plugins::scores::Scores)

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * uptime: a plugin in plain C99. Logs how long the server has been up every `interval_seconds`
+ * (configuration, default 60), publishes Uptime.Tick(seconds), and logs the reason when the server
+ * closes (Kernel.Closing). Shows the raw ABI: a static descriptor, status codes, handles and one
+ * labelled cleanup path.
+ */
+#include <molt/molt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct uptime_state {
+  molt_context_t* ctx;
+  const molt_host_api* api;
+  double interval;
+  int64_t ticks;
+  molt_topic_t tick_topic;
+} uptime_state;
+
+static molt_status_t on_tick(void* user_data) {
+  uptime_state* s = (uptime_state*)user_data;
+  char line[96];
+  molt_value arg;
+  s->ticks++;
+  arg.type = MOLT_VALUE_DOUBLE;
+  arg.size = 0;
+  arg.as.d = (double)s->ticks * s->interval;
+  if (s->api->log_enabled(s->ctx, MOLT_LOG_INFO)) {
+    snprintf(line, sizeof line, "up for %.0f s", arg.as.d);
+    s->api->log(s->ctx, MOLT_LOG_INFO, line);
+  }
+  return s->api->bus_publish_topic(s->ctx, s->tick_topic, &arg, 1);
+}
+
+static molt_status_t on_closing(void* user_data, const char* topic, size_t topic_length,
+                                const molt_value* args, size_t arg_count) {
+  uptime_state* s = (uptime_state*)user_data;
+  char line[160];
+  int reason_length = 0;
+  const char* reason = "";
+  (void)topic;
+  (void)topic_length;
+  if (arg_count > 0 && args[0].type == MOLT_VALUE_STRING) {
+    reason = (const char*)args[0].as.ptr;
+    reason_length = (int)args[0].size;
+  }
+  snprintf(line, sizeof line, "closing after %.0f s (%.*s)", (double)s->ticks * s->interval,
+           reason_length, reason);
+  s->api->log(s->ctx, MOLT_LOG_INFO, line);
+  return MOLT_OK;
+}
+
+static molt_status_t uptime_init(molt_context_t* ctx, const molt_host_api* api, void** state) {
+  uptime_state* s = (uptime_state*)calloc(1, sizeof *s);
+  molt_value interval;
+  molt_task_t task;
+  molt_subscription_t closing;
+  if (s == NULL) {
+    api->set_error(ctx, "out of memory");
+    return MOLT_ERR_INTERNAL;
+  }
+  s->ctx = ctx;
+  s->api = api;
+  s->interval = 60.0;
+  if (api->config_get(ctx, "interval_seconds", &interval) == MOLT_OK) {
+    if (interval.type == MOLT_VALUE_INT) {
+      s->interval = (double)interval.as.i;
+    } else if (interval.type == MOLT_VALUE_DOUBLE) {
+      s->interval = interval.as.d;
+    }
+  }
+  if (!(s->interval > 0)) {
+    api->set_error(ctx, "interval_seconds must be a positive number");
+    goto fail;
+  }
+  if (api->bus_resolve(ctx, "Uptime.Tick", &s->tick_topic) != MOLT_OK ||
+      api->task_every(ctx, s->interval, MOLT_PRIORITY_LOW, on_tick, s, NULL, &task) != MOLT_OK ||
+      api->bus_subscribe(ctx, "Kernel.Closing", on_closing, s, NULL, &closing) != MOLT_OK) {
+    goto fail; /* the host's error text is already set; it releases what was registered */
+  }
+  *state = s;
+  return MOLT_OK;
+
+fail:
+  free(s);
+  return MOLT_ERR_INTERNAL;
+}
+
+static void uptime_destroy(void* state) { free(state); }
+
+static const molt_plugin_info uptime_info = {sizeof(molt_plugin_info), /* struct_size */
+                                             MOLT_ABI_VERSION_CURRENT, /* abi_version */
+                                             "uptime",                 /* name */
+                                             "0.1.0",                  /* version */
+                                             MOLT_PLUGIN_KIND_SERVICE, /* kind */
+                                             0,                        /* dependency_count */
+                                             NULL,                     /* dependencies */
+                                             uptime_init,              /* init */
+                                             NULL,                     /* start */
+                                             NULL,                     /* stop */
+                                             uptime_destroy,           /* destroy */
+                                             0,                        /* state_version */
+                                             0,                        /* interface_count */
+                                             NULL,                     /* export_state */
+                                             NULL,                     /* import_state */
+                                             NULL,                     /* interfaces */
+                                             "logs the server's uptime; written in C99"};
+
+MOLT_PLUGIN_EXPORT const molt_plugin_info* molt_plugin_entry(void) { return &uptime_info; }

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: Apache-2.0
+// A real moltd process: started, signalled, killed, its output and exit code checked. No timing
+// assertions: waits are generous upper bounds that only stop a broken run from hanging.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kMoltd = MOLTD_PATH;
+const std::string kPlugins = MOLT_PLUGIN_DIR;
+const std::string kFixtures = MOLT_FIXTURE_DIR;
+
+// A child process with stdout and stderr merged into one pipe.
+class Process {
+ public:
+  explicit Process(std::vector<std::string> args) {
+    int fds[2];
+    EXPECT_EQ(::pipe(fds), 0);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(fds[1], 1);
+      ::dup2(fds[1], 2);
+      ::close(fds[0]);
+      ::close(fds[1]);
+      std::vector<char*> argv;
+      for (auto& a : args) {
+        argv.push_back(a.data());
+      }
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    fd_ = fds[0];
+  }
+  ~Process() {
+    if (pid_ > 0 && !exited_) {
+      ::kill(pid_, SIGKILL);
+      Wait();
+    }
+    ::close(fd_);
+  }
+
+  // Reads output until `needle` appears (true) or the process ends or `limit` passes (false).
+  bool WaitFor(const std::string& needle, std::chrono::seconds limit = std::chrono::seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (output_.find(needle) == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || !ReadSome(static_cast<int>(left.count()))) {
+        return output_.find(needle) != std::string::npos;
+      }
+    }
+    return true;
+  }
+  void Signal(int signo) { ::kill(pid_, signo); }
+  // Waits for exit (reading all output); returns the exit code, or 128 + signal.
+  int Wait() {
+    while (ReadSome(30000)) {
+    }
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    exited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  const std::string& output() const { return output_; }
+
+ private:
+  bool ReadSome(int timeout_ms) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, timeout_ms) <= 0) {
+      return false;
+    }
+    char buf[4096];
+    const ssize_t n = ::read(fd_, buf, sizeof buf);
+    if (n <= 0) {
+      return false;
+    }
+    output_.append(buf, static_cast<std::size_t>(n));
+    return true;
+  }
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool exited_ = false;
+  std::string output_;
+};
+
+class MoltdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = ::testing::TempDir() + "moltd_test_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(data_);
+  }
+  std::string Config(const std::string& json) {
+    const std::string path = data_ + ".json";
+    std::ofstream(path) << json;
+    return path;
+  }
+  // Positions of each needle in the output, in order; -1 when missing.
+  std::vector<std::size_t> Positions(const Process& p, const std::vector<std::string>& needles) {
+    std::vector<std::size_t> at;
+    for (const auto& n : needles) {
+      at.push_back(p.output().find(n));
+    }
+    return at;
+  }
+  std::string data_;
+};
+
+TEST_F(MoltdTest, ServesTheBundledPluginsAndClosesInReverseBootOrderOnSigterm) {
+  Process p({kMoltd, "--plugins", kPlugins, "--data", data_});
+  ASSERT_TRUE(p.WaitFor("Server booted 3 services")) << p.output();
+  ASSERT_TRUE(p.WaitFor("SIGTERM or SIGINT closes")) << p.output();
+  EXPECT_FALSE(fs::is_empty(data_ + "/run"));  // this server's private plugin copies
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+  const std::vector<std::string> order = {
+      "[molt] closing (SIGTERM): stopping 3 services",
+      "[uptime] closing after",  // a Kernel.Closing subscriber, before any stop
+      "[molt] stopped service \"uptime\"",
+      "[rounds] stopped after",
+      "[molt] stopped service \"rounds\"",
+      "[scores] stopped with",
+      "[molt] stopped service \"scores\"",
+      "[molt] stopped (SIGTERM): every service stopped in",
+      "[molt] exited cleanly"};
+  std::vector<std::size_t> at = Positions(p, order);
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    ASSERT_NE(at[i], std::string::npos) << order[i] << "\n" << p.output();
+    if (i > 0) {
+      EXPECT_LT(at[i - 1], at[i]) << order[i - 1] << " / " << order[i];
+    }
+  }
+  EXPECT_TRUE(fs::is_empty(data_ + "/run")) << "plugin copies left behind";
+}
+
+TEST_F(MoltdTest, SigintClosesToo) {
+  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--log-format", "json"});
+  ASSERT_TRUE(p.WaitFor("Server booted")) << p.output();
+  p.Signal(SIGINT);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+  EXPECT_NE(p.output().find("\"scope\":\"molt\",\"msg\":\"closing (SIGINT): stopping 3 services\""),
+            std::string::npos)
+      << p.output();
+}
+
+TEST_F(MoltdTest, ASecondSignalDuringTheCloseIsIgnored) {
+  const std::string config = Config(R"({"plugins": {"fx_sleepy": {"stop_sleep_seconds": 2}}})");
+  Process p({kMoltd, "-p", kFixtures + "/close", "-d", data_, "-c", config});
+  ASSERT_TRUE(p.WaitFor("Server booted 1 services")) << p.output();
+  p.Signal(SIGTERM);
+  ASSERT_TRUE(p.WaitFor("closing (SIGTERM)")) << p.output();
+  p.Signal(SIGINT);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+  EXPECT_NE(
+      p.output().find(
+          "[molt] close (SIGINT) ignored: a close is already running (SIGKILL forces an exit)"),
+      std::string::npos)
+      << p.output();
+  EXPECT_NE(p.output().find("stopped service \"fx_sleepy\""), std::string::npos);
+}
+
+TEST_F(MoltdTest, CloseOverBudgetWarnsAndExitsZero) {
+  const std::string config = Config(R"({"plugins": {"fx_sleepy": {"stop_sleep_seconds": 60}}})");
+  Process p(
+      {kMoltd, "-p", kFixtures + "/close", "-d", data_, "-c", config, "--close-budget", "0.5"});
+  ASSERT_TRUE(p.WaitFor("Server booted 1 services")) << p.output();
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+  EXPECT_NE(p.output().find("[molt] close stop phase still running after 0.5s"), std::string::npos)
+      << p.output();
+  EXPECT_EQ(p.output().find("stopped service \"fx_sleepy\""), std::string::npos);
+}
+
+TEST_F(MoltdTest, RefusedPluginsStopTheBootWithEveryReason) {
+  Process p({kMoltd, "-p", kFixtures + "/bad", "-d", data_});
+  EXPECT_EQ(p.Wait(), 1);
+  EXPECT_NE(p.output().find("[molt] cannot start: 10 of 10 plugin files refused:"),
+            std::string::npos)
+      << p.output();
+  EXPECT_NE(p.output().find("fx_abi_major.so\": built for ABI 2.0"), std::string::npos);
+}
+
+TEST_F(MoltdTest, ConfigurationTyposAreNamed) {
+  Process p({kMoltd, "-p", kPlugins, "-d", data_, "-c", Config(R"({"server": {"tickrate": 5}})")});
+  EXPECT_EQ(p.Wait(), 1);
+  EXPECT_NE(p.output().find("cannot start: config file \"" + data_ +
+                            ".json\": unknown key \"server.tickrate\" (known: "),
+            std::string::npos)
+      << p.output();
+  Process q({kMoltd, "-p", kPlugins, "-d", data_, "--log-level", "loud"});
+  EXPECT_EQ(q.Wait(), 1);
+  EXPECT_NE(q.output().find("log level \"loud\" is unknown: use debug, info, warn, error or off"),
+            std::string::npos)
+      << q.output();
+}
+
+TEST_F(MoltdTest, HelpExplainsItselfAndBadFlagsExitTwo) {
+  Process help({kMoltd, "--help"});
+  EXPECT_EQ(help.Wait(), 0);
+  for (const char* s : {"Usage:", "--plugins", "--data", "--config", "--tick-rate",
+                        "--close-budget", "close phase", "Examples:"}) {
+    EXPECT_NE(help.output().find(s), std::string::npos) << s;
+  }
+  Process version({kMoltd, "--version"});
+  EXPECT_EQ(version.Wait(), 0);
+  EXPECT_EQ(version.output(), "moltd 0.1.0 (plugin ABI 1.0)\n");
+  Process bad({kMoltd, "--frobnicate"});
+  EXPECT_EQ(bad.Wait(), 2);
+  EXPECT_NE(bad.output().find("Try 'moltd --help'."), std::string::npos) << bad.output();
+}
+
+TEST_F(MoltdTest, AKilledServerLeavesNothingThatBlocksTheNextStart) {
+  {
+    Process p({kMoltd, "-p", kPlugins, "-d", data_});
+    ASSERT_TRUE(p.WaitFor("Server booted")) << p.output();
+    p.Signal(SIGKILL);
+    EXPECT_EQ(p.Wait(), 128 + SIGKILL);
+  }
+  ASSERT_FALSE(fs::is_empty(data_ + "/run"));  // the dead server's plugin copies
+  Process p({kMoltd, "-p", kPlugins, "-d", data_});
+  ASSERT_TRUE(p.WaitFor("Server booted")) << p.output();
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+  EXPECT_TRUE(fs::is_empty(data_ + "/run"));  // the stale directory was removed at start
+}
+
+}  // namespace

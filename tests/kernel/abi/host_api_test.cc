@@ -1,0 +1,558 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host API table, called exactly as a plugin calls it. The "plugins" here are descriptors
+// defined in the test (no dlopen: the loader has its own tests with real libraries), so every
+// effect is observable.
+#include "kernel/src/abi/host_api.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernel/src/abi/plugin_instance.h"
+
+namespace molt::kernel::abi {
+namespace {
+
+// What each test plugin captured at init, and what it should do there.
+struct Probe {
+  molt_context_t* ctx = nullptr;
+  const molt_host_api* api = nullptr;
+  std::function<molt_status_t()> on_init;
+  std::function<molt_status_t()> on_stop;
+  int destroyed = 0;
+};
+Probe g_probe[2];
+
+template <int N>
+molt_status_t InitProbe(molt_context_t* ctx, const molt_host_api* api, void** state) {
+  g_probe[N].ctx = ctx;
+  g_probe[N].api = api;
+  *state = &g_probe[N];
+  return g_probe[N].on_init ? g_probe[N].on_init() : MOLT_OK;
+}
+template <int N>
+molt_status_t StopProbe(void*) {
+  return g_probe[N].on_stop ? g_probe[N].on_stop() : MOLT_OK;
+}
+template <int N>
+void DestroyProbe(void*) {
+  ++g_probe[N].destroyed;
+}
+
+struct TwiceVtable {
+  std::int64_t (*twice)(void* self, std::int64_t v);
+};
+const TwiceVtable kTwice = {[](void* self, std::int64_t v) {
+  return self == &g_probe[0] ? 2 * v : -1;  // self is the exporter's state
+}};
+const molt_interface_export kExports[] = {{"twice.v1", &kTwice, sizeof(TwiceVtable), 0}};
+const char* const kBetaDeps[] = {"alpha"};
+
+molt_plugin_info Info(const char* name, int n) {
+  molt_plugin_info info{};
+  info.struct_size = sizeof(molt_plugin_info);
+  info.abi_version = MOLT_ABI_VERSION_CURRENT;
+  info.name = name;
+  info.version = "1.0.0";
+  info.kind = MOLT_PLUGIN_KIND_SERVICE;
+  info.init = n == 0 ? InitProbe<0> : InitProbe<1>;
+  info.stop = n == 0 ? StopProbe<0> : StopProbe<1>;
+  info.destroy = n == 0 ? DestroyProbe<0> : DestroyProbe<1>;
+  return info;
+}
+
+class HostApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (Probe& p : g_probe) {
+      p = Probe();
+    }
+    capture_ = Logger::Get().Capture(
+        [this](std::string_view line, LogLevel) { lines_.push_back(std::string(line)); });
+    KernelOptions o;
+    o.clock = &clock_;
+    kernel_ = std::move(Kernel::Boot(std::move(o))).value();
+    shared_ = std::make_unique<AbiShared>(*kernel_);
+    alpha_info_ = Info("alpha", 0);
+    alpha_info_.interface_count = 1;
+    alpha_info_.interfaces = kExports;
+    beta_info_ = Info("beta", 1);
+    beta_info_.dependency_count = 1;
+    beta_info_.dependencies = kBetaDeps;
+    alpha_ = std::make_shared<PluginInstance>(*shared_, alpha_info_, "alpha.so");
+    beta_ = std::make_shared<PluginInstance>(*shared_, beta_info_, "beta.so");
+  }
+  void TearDown() override { kernel_.reset(); }
+
+  void Boot() {
+    ASSERT_TRUE(kernel_->RegisterService(alpha_).ok());
+    ASSERT_TRUE(kernel_->RegisterService(beta_).ok());
+    Status s = kernel_->Start();
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  const molt_host_api& api() { return HostApi(); }
+  molt_context_t* a() { return g_probe[0].ctx; }
+  molt_context_t* b() { return g_probe[1].ctx; }
+  std::string Error(molt_context_t* ctx) { return api().last_error(ctx); }
+
+  ManualClock clock_;
+  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<AbiShared> shared_;
+  molt_plugin_info alpha_info_{}, beta_info_{};
+  std::shared_ptr<PluginInstance> alpha_, beta_;
+  std::vector<std::string> lines_;
+  Logger::Registration capture_;
+};
+
+// A journal the C callbacks below write into through user_data.
+struct Journal {
+  std::vector<std::string> events;
+};
+molt_status_t RecordBus(void* ud, const char* topic, size_t len, const molt_value* args, size_t n) {
+  std::string e = std::string(topic, len) + "/" + std::to_string(n);
+  if (n > 0 && args[0].type == MOLT_VALUE_INT) {
+    e += "/" + std::to_string(args[0].as.i);
+  }
+  static_cast<Journal*>(ud)->events.push_back(e);
+  return MOLT_OK;
+}
+void RecordRelease(void* ud) { static_cast<Journal*>(ud)->events.push_back("release"); }
+
+TEST_F(HostApiTest, TableIsSizePrefixedAndVersioned) {
+  EXPECT_EQ(api().struct_size, sizeof(molt_host_api));
+  EXPECT_EQ(api().abi_version, MOLT_ABI_VERSION_CURRENT);
+  EXPECT_TRUE(MOLT_API_HAS(&api(), stats_json));
+}
+
+TEST_F(HostApiTest, PluginSubscribesAndPublishesThroughTheTable) {
+  Boot();
+  Journal j;
+  molt_subscription_t sub = 0;
+  ASSERT_EQ(api().bus_subscribe(a(), "Combat.*", RecordBus, &j, RecordRelease, &sub), MOLT_OK);
+  EXPECT_NE(sub, 0u);
+  const Value args[] = {Value::Int(7)};
+  kernel_->bus().Publish("Combat.Kill", args);
+  std::vector<std::string> from_plugin;
+  kernel_->bus().Subscribe("Loot.Drop", [&](std::string_view t, Args args) {
+    from_plugin.push_back(std::string(t) + ":" + std::string(args[0].AsString()));
+  });
+  const molt_value drop[] = {Value::String("sword")};
+  ASSERT_EQ(api().bus_publish(a(), "Loot.Drop", drop, 1), MOLT_OK);
+  molt_topic_t topic = 0;
+  ASSERT_EQ(api().bus_resolve(a(), "Loot.Drop", &topic), MOLT_OK);
+  ASSERT_EQ(api().bus_publish_topic(a(), topic, drop, 1), MOLT_OK);
+  EXPECT_EQ(j.events, std::vector<std::string>{"Combat.Kill/1/7"});
+  EXPECT_EQ(from_plugin, (std::vector<std::string>{"Loot.Drop:sword", "Loot.Drop:sword"}));
+  ASSERT_EQ(api().bus_unsubscribe(a(), sub), MOLT_OK);
+  kernel_->bus().Publish("Combat.Kill", args);
+  EXPECT_EQ(j.events, (std::vector<std::string>{"Combat.Kill/1/7", "release"}));
+}
+
+TEST_F(HostApiTest, StaleForeignAndMistypedHandlesAreErrorsNotCrashes) {
+  Boot();
+  Journal j;
+  molt_subscription_t sub = 0;
+  ASSERT_EQ(api().bus_subscribe(a(), "T", RecordBus, &j, nullptr, &sub), MOLT_OK);
+  EXPECT_EQ(api().bus_unsubscribe(b(), sub), MOLT_ERR_STALE);  // beta does not own it
+  EXPECT_EQ(Error(b()), "subscription " + std::to_string(sub) +
+                            " is not live (already released, or not plugin \"beta\"'s)");
+  ASSERT_EQ(api().bus_unsubscribe(a(), sub), MOLT_OK);
+  EXPECT_EQ(api().bus_unsubscribe(a(), sub), MOLT_ERR_STALE);
+  EXPECT_EQ(api().task_cancel(a(), sub), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(a()), "subscription " + std::to_string(sub) + " is not a task");
+  EXPECT_EQ(api().bus_publish_topic(a(), 0xdead5u, nullptr, 0), MOLT_ERR_STALE);
+  EXPECT_EQ(Error(a()), "topic " + std::to_string(0xdead5u) + " was never resolved");
+  EXPECT_EQ(api().bus_unsubscribe(a(), 12344), MOLT_ERR_INVALID_ARGUMENT);  // no kind bits
+  EXPECT_EQ(api().bus_publish(nullptr, "T", nullptr, 0), MOLT_ERR_INVALID_ARGUMENT);
+}
+
+TEST_F(HostApiTest, ArgumentErrorsNameTheArgumentAndTheFix) {
+  Boot();
+  molt_subscription_t sub;
+  EXPECT_EQ(api().bus_subscribe(a(), "Combat*", RecordBus, nullptr, nullptr, &sub),
+            MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(a()),
+            "bus: pattern \"Combat*\" is invalid: a wildcard may only end a pattern as \".*\" "
+            "(\"Combat.*\"), or stand alone (\"*\")");
+  EXPECT_EQ(api().bus_subscribe(a(), "T", nullptr, nullptr, nullptr, &sub),
+            MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(a()), "fn is NULL");
+  EXPECT_EQ(api().bus_publish(a(), "T", nullptr, 2), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(a()), "args is NULL with arg_count > 0");
+  molt_task_t t;
+  auto task = [](void*) -> molt_status_t { return MOLT_OK; };
+  EXPECT_EQ(api().task_schedule(a(), 9, task, nullptr, nullptr, &t), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(a()),
+            "priority 9 is not one of MOLT_PRIORITY_KERNEL (1) .. MOLT_PRIORITY_BACKGROUND (5)");
+  EXPECT_EQ(api().task_after(a(), -1, MOLT_PRIORITY_NORMAL, task, nullptr, nullptr, &t),
+            MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(a()).rfind("seconds must be a finite number >= 0", 0), 0u);
+  EXPECT_EQ(api().task_every(a(), std::nan(""), MOLT_PRIORITY_NORMAL, task, nullptr, nullptr, &t),
+            MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(api().task_after(a(), std::numeric_limits<double>::infinity(), MOLT_PRIORITY_NORMAL,
+                             task, nullptr, nullptr, &t),
+            MOLT_ERR_INVALID_ARGUMENT);
+}
+
+molt_status_t Veto(void* ud, molt_hook_context* c) {
+  ++*static_cast<int*>(ud);
+  if (c->args[0].as.i > 100) {
+    c->args[0].as.i = 100;  // clamp for the handlers after this one
+  }
+  return c->session == 9 ? MOLT_ERR_REJECTED : MOLT_OK;
+}
+
+TEST_F(HostApiTest, HooksThroughTheTable) {
+  Boot();
+  molt_hook_handler_t h = 0;
+  EXPECT_EQ(api().hook_on(a(), "Kernel.SessionStart", 100, Veto, nullptr, nullptr, &h),
+            MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(a()), "hook point \"Kernel.SessionStart\" is kernel-reserved");
+  EXPECT_EQ(api().hook_define(a(), "Kernel.X", MOLT_HOOK_FAIL_OPEN), MOLT_ERR_INVALID_ARGUMENT);
+  int calls = 0;
+  ASSERT_EQ(api().hook_on(a(), "Intent.Buy", 5, Veto, &calls, nullptr, &h), MOLT_OK);
+  std::int64_t seen = 0;
+  kernel_->hooks().On("Intent.Buy", [&](HookContext& c) {
+    seen = c.args[0].AsInt();
+    return true;
+  });
+  molt_value args[] = {Value::Int(500)};
+  std::uint8_t passed = 0;
+  const char* error = "unset";
+  ASSERT_EQ(api().hook_fire(b(), "Intent.Buy", args, 1, 1, &passed, &error), MOLT_OK);
+  EXPECT_EQ(passed, 1);
+  EXPECT_EQ(error, nullptr);
+  EXPECT_EQ(seen, 100);
+  EXPECT_EQ(args[0].as.i, 100);  // the caller's array was rewritten
+  ASSERT_EQ(api().hook_fire(b(), "Intent.Buy", args, 1, 9, &passed, &error), MOLT_OK);
+  EXPECT_EQ(passed, 0);
+  EXPECT_EQ(calls, 2);
+  ASSERT_EQ(api().hook_off(a(), h), MOLT_OK);
+  EXPECT_EQ(api().hook_off(a(), h), MOLT_ERR_STALE);
+}
+
+molt_status_t FailingHandler(void* ud, molt_hook_context*) {
+  auto* probe = static_cast<Probe*>(ud);
+  probe->api->set_error(probe->ctx, "inventory unavailable");
+  return MOLT_ERR_INTERNAL;
+}
+
+TEST_F(HostApiTest, FailingHandlerRejectsFailClosedAndPassesFailOpenWithItsText) {
+  Boot();
+  molt_hook_handler_t h;
+  ASSERT_EQ(api().hook_on(a(), "Intent.Use", 100, FailingHandler, &g_probe[0], nullptr, &h),
+            MOLT_OK);
+  ASSERT_EQ(api().hook_define(a(), "Inventory.CanUse", MOLT_HOOK_FAIL_OPEN), MOLT_OK);
+  ASSERT_EQ(api().hook_on(a(), "Inventory.CanUse", 100, FailingHandler, &g_probe[0], nullptr, &h),
+            MOLT_OK);
+  std::uint8_t passed = 1;
+  const char* error = nullptr;
+  ASSERT_EQ(api().hook_fire(b(), "Intent.Use", nullptr, 0, 0, &passed, &error), MOLT_OK);
+  EXPECT_EQ(passed, 0);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(std::string(error),
+            "hook \"Intent.Use\": handler threw: plugin \"alpha\": inventory unavailable");
+  ASSERT_EQ(api().hook_fire(b(), "Inventory.CanUse", nullptr, 0, 0, &passed, &error), MOLT_OK);
+  EXPECT_EQ(passed, 1);
+  EXPECT_EQ(alpha_->callback_errors(), 2u);
+}
+
+TEST_F(HostApiTest, TasksRunReleaseAndCancel) {
+  Boot();
+  Journal j;
+  molt_task_t once = 0, every = 0, later = 0;
+  auto record = [](void* ud) -> molt_status_t {
+    static_cast<Journal*>(ud)->events.push_back("run");
+    return MOLT_OK;
+  };
+  ASSERT_EQ(api().task_schedule(a(), MOLT_PRIORITY_HIGH, record, &j, RecordRelease, &once),
+            MOLT_OK);
+  ASSERT_EQ(api().task_every(a(), 1.0, MOLT_PRIORITY_LOW, record, &j, RecordRelease, &every),
+            MOLT_OK);
+  ASSERT_EQ(api().task_after(a(), 5.0, MOLT_PRIORITY_NORMAL, record, &j, RecordRelease, &later),
+            MOLT_OK);
+  kernel_->scheduler().Step();
+  EXPECT_EQ(j.events, (std::vector<std::string>{"run", "release"}));  // one-shot: run, then over
+  EXPECT_EQ(api().task_cancel(a(), once), MOLT_ERR_STALE);
+  clock_.Advance(std::chrono::seconds(1));
+  kernel_->scheduler().Step();
+  clock_.Advance(std::chrono::seconds(1));
+  kernel_->scheduler().Step();
+  EXPECT_EQ(j.events.size(), 4u);
+  ASSERT_EQ(api().task_cancel(a(), every), MOLT_OK);
+  ASSERT_EQ(api().task_cancel(a(), later), MOLT_OK);
+  clock_.Advance(std::chrono::seconds(10));
+  kernel_->scheduler().Step();
+  EXPECT_EQ(j.events,
+            (std::vector<std::string>{"run", "release", "run", "run", "release", "release"}));
+}
+
+struct SelfCancel {
+  const molt_host_api* api;
+  molt_context_t* ctx;
+  molt_task_t task = 0;
+  std::vector<std::string>* events;
+};
+
+TEST_F(HostApiTest, ReleaseWaitsUntilTheCallbackThatCancelledItselfReturns) {
+  Boot();
+  std::vector<std::string> events;
+  auto* state = new SelfCancel{&api(), a(), 0, &events};
+  auto run = [](void* ud) -> molt_status_t {
+    auto* s = static_cast<SelfCancel*>(ud);
+    s->events->push_back("run");
+    s->api->task_cancel(s->ctx, s->task);
+    s->events->push_back("still inside, state valid");  // would be a use after free otherwise
+    return MOLT_OK;
+  };
+  auto release = [](void* ud) {
+    auto* s = static_cast<SelfCancel*>(ud);
+    s->events->push_back("release");
+    delete s;
+  };
+  ASSERT_EQ(api().task_every(a(), 0, MOLT_PRIORITY_NORMAL, run, state, release, &state->task),
+            MOLT_OK);
+  kernel_->scheduler().Step();
+  kernel_->scheduler().Step();
+  EXPECT_EQ(events, (std::vector<std::string>{"run", "still inside, state valid", "release"}));
+}
+
+TEST_F(HostApiTest, CallbackFailuresAreLoggedAndCountedAndTheHostKeepsGoing) {
+  Boot();
+  auto fail = [](void* ud, const char*, size_t, const molt_value*, size_t) -> molt_status_t {
+    auto* p = static_cast<Probe*>(ud);
+    p->api->set_error(p->ctx, "boom");
+    return MOLT_ERR_INTERNAL;
+  };
+  auto silent = [](void*, const char*, size_t, const molt_value*, size_t) -> molt_status_t {
+    return MOLT_ERR_IO;
+  };
+  auto throws = [](void*, const char*, size_t, const molt_value*, size_t) -> molt_status_t {
+    throw std::runtime_error("across the boundary");
+  };
+  molt_subscription_t s1, s2, s3;
+  ASSERT_EQ(api().bus_subscribe(a(), "T", fail, &g_probe[0], nullptr, &s1), MOLT_OK);
+  ASSERT_EQ(api().bus_subscribe(a(), "T", silent, nullptr, nullptr, &s2), MOLT_OK);
+  ASSERT_EQ(api().bus_subscribe(a(), "T", throws, nullptr, nullptr, &s3), MOLT_OK);
+  lines_.clear();
+  kernel_->bus().Publish("T");
+  kernel_->bus().Publish("T");
+  EXPECT_EQ(alpha_->callback_errors(), 6u);
+  ASSERT_GE(lines_.size(), 3u);
+  EXPECT_EQ(lines_[0], "[alpha] bus subscriber of \"T\" failed: boom");
+  EXPECT_EQ(lines_[1],
+            "[alpha] bus subscriber of \"T\" failed: returned i/o error (-10) without set_error");
+  EXPECT_EQ(lines_[2], "[alpha] bus subscriber of \"T\" failed: callback threw across the C ABI");
+}
+
+molt_status_t Nop(void*) { return MOLT_OK; }
+
+std::string Str(const molt_value& v) {
+  return v.type == MOLT_VALUE_STRING ? std::string(static_cast<const char*>(v.as.ptr), v.size)
+                                     : "<not a string>";
+}
+
+TEST_F(HostApiTest, ScopesDeferAdoptAndClose) {
+  Boot();
+  Journal j;
+  molt_scope_t outer = 0, inner = 0;
+  ASSERT_EQ(api().scope_create(a(), 0, &outer), MOLT_OK);
+  ASSERT_EQ(api().scope_create(a(), outer, &inner), MOLT_OK);
+  auto note = [](void* ud) { static_cast<Journal*>(ud)->events.push_back("cleanup"); };
+  ASSERT_EQ(api().scope_defer(a(), outer, note, &j), MOLT_OK);
+  molt_subscription_t sub;
+  ASSERT_EQ(api().bus_subscribe(a(), "T", RecordBus, &j, RecordRelease, &sub), MOLT_OK);
+  ASSERT_EQ(api().scope_adopt(a(), inner, sub), MOLT_OK);
+  EXPECT_EQ(api().scope_adopt(a(), inner, inner), MOLT_ERR_INVALID_ARGUMENT);
+  // Reverse registration order: the cleanup (deferred last), then inner (releasing the sub).
+  ASSERT_EQ(api().scope_close(a(), outer), MOLT_OK);
+  EXPECT_EQ(j.events, (std::vector<std::string>{"cleanup", "release"}));
+  EXPECT_EQ(api().scope_close(a(), inner), MOLT_ERR_STALE);
+  EXPECT_EQ(api().bus_unsubscribe(a(), sub), MOLT_ERR_STALE);
+  kernel_->bus().Publish("T");
+  EXPECT_EQ(j.events.size(), 2u);
+  EXPECT_EQ(api().scope_close(a(), 0), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(a()), "the root scope (0) closes when the plugin stops");
+  EXPECT_EQ(api().scope_defer(b(), outer, note, &j), MOLT_ERR_STALE);
+}
+
+struct Reentrant {
+  const molt_host_api* api;
+  molt_context_t* ctx;
+  molt_scope_t scope;
+  molt_status_t status = MOLT_OK;
+  int ran = 0;
+};
+
+TEST_F(HostApiTest, DeferOnAClosingScopeRunsAtOnceAndSaysSo) {
+  Boot();
+  Reentrant r{&api(), a(), 0};
+  ASSERT_EQ(api().scope_create(a(), 0, &r.scope), MOLT_OK);
+  // A cleanup that registers another cleanup on the scope being closed.
+  ASSERT_EQ(api().scope_defer(
+                a(), r.scope,
+                [](void* ud) {
+                  auto* r = static_cast<Reentrant*>(ud);
+                  r->status = r->api->scope_defer(
+                      r->ctx, r->scope, [](void* ud) { ++static_cast<Reentrant*>(ud)->ran; }, r);
+                },
+                &r),
+            MOLT_OK);
+  ASSERT_EQ(api().scope_close(a(), r.scope), MOLT_OK);
+  EXPECT_EQ(r.status, MOLT_ERR_SCOPE_CLOSED);
+  EXPECT_EQ(r.ran, 1);
+  EXPECT_EQ(api().scope_defer(
+                a(), r.scope, [](void*) {}, nullptr),
+            MOLT_ERR_STALE);
+}
+
+TEST_F(HostApiTest, StopReleasesWhatThePluginForgotInReverseOrderAndNothingRunsAfter) {
+  std::vector<std::string> events;
+  static std::vector<std::string>* log;
+  log = &events;
+  g_probe[0].on_init = [] {
+    const molt_host_api* api = g_probe[0].api;
+    molt_context_t* ctx = g_probe[0].ctx;
+    molt_handle_t h;
+    auto rel = [](void* ud) { log->push_back(std::string("release ") + static_cast<char*>(ud)); };
+    auto bus = [](void*, const char*, size_t, const molt_value*, size_t) -> molt_status_t {
+      log->push_back("bus callback");
+      return MOLT_OK;
+    };
+    auto hook = [](void*, molt_hook_context*) -> molt_status_t {
+      log->push_back("hook callback");
+      return MOLT_OK;
+    };
+    auto task = [](void*) -> molt_status_t {
+      log->push_back("task callback");
+      return MOLT_OK;
+    };
+    static char sub_name[] = "sub", hook_name[] = "hook", task_name[] = "task";
+    api->bus_subscribe(ctx, "T", bus, sub_name, rel, &h);
+    api->hook_on(ctx, "P", 100, hook, hook_name, rel, &h);
+    api->task_every(ctx, 0, MOLT_PRIORITY_NORMAL, task, task_name, rel, &h);
+    api->scope_defer(
+        ctx, 0, [](void*) { log->push_back("root scope cleanup"); }, nullptr);
+    return MOLT_OK;
+  };
+  g_probe[0].on_stop = [] {
+    log->push_back("stop");
+    return MOLT_OK;
+  };
+  Boot();
+  kernel_->bus().Publish("T");
+  events.clear();
+  ASSERT_TRUE(alpha_->Stop().ok());
+  EXPECT_EQ(events, (std::vector<std::string>{"stop", "release task", "release hook", "release sub",
+                                              "root scope cleanup"}));
+  EXPECT_EQ(g_probe[0].destroyed, 1);
+  events.clear();
+  kernel_->bus().Publish("T");
+  HookContext c;
+  kernel_->hooks().Fire("P", c);
+  kernel_->scheduler().Step();
+  EXPECT_TRUE(events.empty());  // no callback reaches a stopped instance
+  EXPECT_EQ(api().bus_publish(a(), "T", nullptr, 0), MOLT_ERR_STATE);
+  EXPECT_EQ(Error(a()),
+            "plugin \"alpha\" is not running: host calls are accepted from init until stop "
+            "returns");
+  ASSERT_TRUE(alpha_->Stop().ok());  // idempotent
+  EXPECT_EQ(g_probe[0].destroyed, 1);
+}
+
+TEST_F(HostApiTest, FailedInitReportsThePluginsTextAndReleasesWhatItRegistered) {
+  static int released;
+  released = 0;
+  g_probe[1].on_init = [] {
+    molt_handle_t h;
+    g_probe[1].api->bus_subscribe(
+        g_probe[1].ctx, "T", RecordBus, nullptr, [](void*) { ++released; }, &h);
+    g_probe[1].api->set_error(g_probe[1].ctx, "port 0 is invalid");
+    return MOLT_ERR_INVALID_ARGUMENT;
+  };
+  ASSERT_TRUE(kernel_->RegisterService(alpha_).ok());
+  ASSERT_TRUE(kernel_->RegisterService(beta_).ok());
+  Status s = kernel_->Start();
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "service \"beta\": init failed: port 0 is invalid");
+  EXPECT_EQ(released, 1);
+  EXPECT_EQ(g_probe[1].destroyed, 0);  // a failed init cleans up after itself
+  EXPECT_EQ(g_probe[0].destroyed, 1);  // alpha was rolled back: stopped and destroyed
+}
+
+TEST_F(HostApiTest, InterfacesOnlyFromDeclaredDependencies) {
+  Boot();
+  molt_interface_ref ref{};
+  ASSERT_EQ(api().service_interface(b(), "alpha", "twice.v1", &ref), MOLT_OK);
+  ASSERT_EQ(ref.vtable_size, sizeof(TwiceVtable));
+  EXPECT_EQ(static_cast<const TwiceVtable*>(ref.vtable)->twice(ref.self, 21), 42);
+  EXPECT_EQ(api().service_interface(b(), "alpha", "thrice.v1", &ref), MOLT_ERR_NOT_FOUND);
+  EXPECT_EQ(Error(b()), "service \"alpha\" has no interface \"thrice.v1\" (it exports: twice.v1)");
+  EXPECT_EQ(api().service_interface(a(), "beta", "x", &ref), MOLT_ERR_STATE);
+  EXPECT_EQ(Error(a()),
+            "plugin \"alpha\" may only use interfaces of its dependencies: add \"beta\" to its "
+            "dependencies");
+}
+
+TEST_F(HostApiTest, ConfigLooksInThePluginsSectionFirst) {
+  kernel_.reset();
+  KernelOptions o;
+  o.clock = &clock_;
+  o.config.Set("plugins.alpha.greeting", std::string("hi alpha"));
+  o.config.Set("greeting", std::string("hi all"));
+  o.config.Set("server.tick_rate", 60.0);
+  kernel_ = std::move(Kernel::Boot(std::move(o))).value();
+  shared_ = std::make_unique<AbiShared>(*kernel_);
+  alpha_ = std::make_shared<PluginInstance>(*shared_, alpha_info_, "alpha.so");
+  beta_ = std::make_shared<PluginInstance>(*shared_, beta_info_, "beta.so");
+  Boot();
+  molt_value v;
+  ASSERT_EQ(api().config_get(a(), "greeting", &v), MOLT_OK);
+  EXPECT_EQ(Str(v), "hi alpha");
+  ASSERT_EQ(api().config_get(b(), "greeting", &v), MOLT_OK);
+  EXPECT_EQ(Str(v), "hi all");
+  ASSERT_EQ(api().config_get(b(), "kernel.version", &v), MOLT_OK);
+  EXPECT_EQ(Str(v), "0.1.0");
+  EXPECT_EQ(api().config_get(b(), "nope", &v), MOLT_ERR_NOT_FOUND);
+  EXPECT_EQ(Error(b()),
+            "config key \"nope\" is not set (looked for \"plugins.beta.nope\" and \"nope\")");
+}
+
+TEST_F(HostApiTest, StatsAndLogging) {
+  Boot();
+  std::string json;
+  ASSERT_EQ(api().stats_json(
+                a(),
+                [](void* ud, const void* data, size_t n) {
+                  static_cast<std::string*>(ud)->append(static_cast<const char*>(data), n);
+                },
+                &json),
+            MOLT_OK);
+  EXPECT_NE(json.find("\"service_timings\""), std::string::npos);
+  lines_.clear();
+  api().log(a(), MOLT_LOG_WARN, "low on gold");
+  api().log(a(), 42, "ignored");
+  EXPECT_EQ(lines_, std::vector<std::string>{"[alpha] low on gold"});
+  EXPECT_EQ(api().log_enabled(a(), MOLT_LOG_DEBUG), 0);
+  EXPECT_EQ(api().log_enabled(a(), MOLT_LOG_ERROR), 1);
+  api().set_error(a(), "custom");
+  EXPECT_EQ(Error(a()), "custom");
+}
+
+TEST_F(HostApiTest, TasksAreProfiledUnderThePluginsName) {
+  Boot();
+  molt_task_t t;
+  ASSERT_EQ(api().task_schedule(a(), MOLT_PRIORITY_NORMAL, Nop, nullptr, nullptr, &t), MOLT_OK);
+  kernel_->scheduler().Step();
+  auto top = kernel_->scheduler().TopTasks(10);
+  ASSERT_FALSE(top.empty());
+  EXPECT_EQ(top[0].key, "plugin alpha");
+}
+
+}  // namespace
+}  // namespace molt::kernel::abi

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kernel/src/core/service_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernel/src/core/logger.h"
+
+namespace molt::kernel {
+namespace {
+
+// A native service that records its calls in a shared journal and fails where told.
+class FakeService : public Service {
+ public:
+  FakeService(std::string name, std::vector<std::string> deps, std::vector<std::string>* journal)
+      : name_(std::move(name)), deps_(std::move(deps)), journal_(journal) {}
+
+  const std::string& name() const override { return name_; }
+  const std::vector<std::string>& dependencies() const override { return deps_; }
+  Status Init() override { return Step("init", fail_init_); }
+  Status Start() override { return Step("start", fail_start_); }
+  Status Stop() override { return Step("stop", fail_stop_); }
+
+  bool fail_init_ = false;
+  bool fail_start_ = false;
+  bool fail_stop_ = false;
+  bool throw_instead_ = false;
+
+ private:
+  Status Step(const char* what, bool fail) {
+    journal_->push_back(std::string(what) + " " + name_);
+    if (fail && throw_instead_) {
+      throw std::runtime_error(std::string(what) + " exploded");
+    }
+    return fail ? Status::Internal(std::string(what) + " refused") : Status::Ok();
+  }
+  std::string name_;
+  std::vector<std::string> deps_;
+  std::vector<std::string>* journal_;
+};
+
+class ServiceManagerTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<FakeService> Add(std::string name, std::vector<std::string> deps = {}) {
+    auto s = std::make_shared<FakeService>(std::move(name), std::move(deps), &journal_);
+    EXPECT_TRUE(manager_.Register(s).ok());
+    return s;
+  }
+  std::vector<std::string> OrderNames() {
+    auto order = manager_.ResolveOrder();
+    std::vector<std::string> names;
+    if (order.ok()) {
+      for (Service* s : *order) {
+        names.push_back(s->name());
+      }
+    }
+    return names;
+  }
+
+  ServiceManager manager_;
+  std::vector<std::string> journal_;
+  Logger::Registration quiet_ = Logger::Get().Capture([](std::string_view, LogLevel) {});
+};
+
+TEST_F(ServiceManagerTest, BootsEveryInitBeforeAnyStartInDependencyOrder) {
+  Add("Quest", {"Inventory"});
+  Add("Inventory", {"Store"});
+  Add("Store");
+  Add("Chat");
+  ASSERT_TRUE(manager_.Boot().ok());
+  EXPECT_EQ(journal_, (std::vector<std::string>{"init Store", "init Inventory", "init Quest",
+                                                "init Chat", "start Store", "start Inventory",
+                                                "start Quest", "start Chat"}));
+  EXPECT_EQ(manager_.state(), ServiceManager::State::kRunning);
+}
+
+TEST_F(ServiceManagerTest, UnconstrainedServicesKeepRegistrationOrder) {
+  Add("C");
+  Add("A");
+  Add("B");
+  EXPECT_EQ(OrderNames(), (std::vector<std::string>{"C", "A", "B"}));
+}
+
+TEST_F(ServiceManagerTest, CycleErrorsWithTheFullChain) {
+  Add("A", {"B"});
+  Add("B", {"C"});
+  Add("C", {"A"});
+  Add("D");
+  Status s = manager_.Boot();
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "dependency cycle: A -> B -> C -> A");
+  EXPECT_TRUE(journal_.empty());  // nothing ran
+}
+
+TEST_F(ServiceManagerTest, SelfDependencyIsACycle) {
+  Add("A", {"A"});
+  EXPECT_EQ(manager_.Boot().message(), "dependency cycle: A -> A");
+}
+
+TEST_F(ServiceManagerTest, CycleBehindAHealthyServiceIsReportedFromTheCycle) {
+  Add("Root");
+  Add("X", {"Root", "Y"});
+  Add("Y", {"X"});
+  EXPECT_EQ(manager_.Boot().message(), "dependency cycle: X -> Y -> X");
+}
+
+TEST_F(ServiceManagerTest, DependencyOnAnUnregisteredServiceErrors) {
+  Add("Quest", {"Inventory"});
+  Status s = manager_.Boot();
+  EXPECT_EQ(s.code(), Status::Code::kNotFound);
+  EXPECT_EQ(s.message(), "service \"Quest\" depends on \"Inventory\", which is not registered");
+}
+
+TEST_F(ServiceManagerTest, InitFailureStopsEveryAttemptedServiceInReverse) {
+  Add("A");
+  Add("B", {"A"});
+  auto c = Add("C", {"B"});
+  Add("D", {"C"});
+  c->fail_init_ = true;
+  Status s = manager_.Boot();
+  EXPECT_EQ(s.message(), "service \"C\": init failed: init refused");
+  EXPECT_EQ(journal_,
+            (std::vector<std::string>{"init A", "init B", "init C", "stop C", "stop B", "stop A"}));
+  EXPECT_EQ(manager_.state(), ServiceManager::State::kFailed);
+}
+
+TEST_F(ServiceManagerTest, StartFailureStopsEveryServiceInReverseEvenThoseNeverStarted) {
+  Add("A");
+  auto b = Add("B", {"A"});
+  Add("C", {"B"});
+  b->fail_start_ = true;
+  Status s = manager_.Boot();
+  EXPECT_EQ(s.message(), "service \"B\": start failed: start refused");
+  EXPECT_EQ(journal_, (std::vector<std::string>{"init A", "init B", "init C", "start A", "start B",
+                                                "stop C", "stop B", "stop A"}));
+}
+
+TEST_F(ServiceManagerTest, ThrowingInitIsAnInternalErrorWithItsText) {
+  auto a = Add("A");
+  a->fail_init_ = true;
+  a->throw_instead_ = true;
+  Status s = manager_.Boot();
+  EXPECT_EQ(s.code(), Status::Code::kInternal);
+  EXPECT_EQ(s.message(), "service \"A\": init failed: threw: init exploded");
+}
+
+TEST_F(ServiceManagerTest, StopAllRunsInReverseBootOrderEachIsolated) {
+  std::vector<std::string> lines;
+  auto capture = Logger::Get().Capture(
+      [&](std::string_view line, LogLevel) { lines.push_back(std::string(line)); });
+  Add("A");
+  auto b = Add("B", {"A"});
+  Add("C", {"B"});
+  ASSERT_TRUE(manager_.Boot().ok());
+  journal_.clear();
+  b->fail_stop_ = true;
+  b->throw_instead_ = true;
+  std::vector<std::string> observed;
+  std::vector<Status> failures =
+      manager_.StopAll([&](const Service& s, Duration, const Status& st) {
+        observed.push_back(s.name() + (st.ok() ? " ok" : " failed"));
+      });
+  EXPECT_EQ(journal_, (std::vector<std::string>{"stop C", "stop B", "stop A"}));
+  EXPECT_EQ(observed, (std::vector<std::string>{"C ok", "B failed", "A ok"}));
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].message(), "service \"B\": stop failed: threw: stop exploded");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "[ServiceManager] service \"B\": stop failed: threw: stop exploded");
+}
+
+TEST_F(ServiceManagerTest, StopAllStopsEachServiceOnce) {
+  Add("A");
+  ASSERT_TRUE(manager_.Boot().ok());
+  manager_.StopAll();
+  manager_.StopAll();
+  EXPECT_EQ(journal_, (std::vector<std::string>{"init A", "start A", "stop A"}));
+}
+
+TEST_F(ServiceManagerTest, RefusesDuplicatesAndRegistrationAfterBoot) {
+  Add("A");
+  Status dup =
+      manager_.Register(std::make_shared<FakeService>("A", std::vector<std::string>{}, &journal_));
+  EXPECT_EQ(dup.code(), Status::Code::kAlreadyExists);
+  EXPECT_EQ(dup.message(), "service \"A\" is already registered");
+  ASSERT_TRUE(manager_.Boot().ok());
+  Status late =
+      manager_.Register(std::make_shared<FakeService>("B", std::vector<std::string>{}, &journal_));
+  EXPECT_EQ(late.message(), "cannot register service \"B\": services are already booted");
+  EXPECT_EQ(manager_.size(), 1u);
+}
+
+TEST_F(ServiceManagerTest, RecordsBootTimingsPerService) {
+  Add("A");
+  Add("B");
+  ASSERT_TRUE(manager_.Boot().ok());
+  ASSERT_EQ(manager_.timings().size(), 2u);
+  EXPECT_EQ(manager_.timings()[0].name, "A");
+  EXPECT_GE(manager_.timings()[0].init.count(), 0);
+  EXPECT_EQ(manager_.Get("B")->name(), "B");
+  EXPECT_EQ(manager_.Get("Z"), nullptr);
+}
+
+}  // namespace
+}  // namespace molt::kernel

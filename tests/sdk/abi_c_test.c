@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * molt.h is valid C99: this program includes only it, compiles with -std=c99 -pedantic -Werror,
+ * and checks the layout from C (a C compiler lays the structs out; the C++ test checks the same).
+ */
+#include <molt/molt.h>
+#include <stdio.h>
+
+#define C_STATIC_ASSERT(cond, name) typedef char name[(cond) ? 1 : -1]
+
+C_STATIC_ASSERT(sizeof(molt_value) == 16, value_size);
+C_STATIC_ASSERT(offsetof(molt_value, as) == 8, value_as);
+C_STATIC_ASSERT(sizeof(molt_hook_context) == 40, hook_context_size);
+C_STATIC_ASSERT(sizeof(molt_interface_export) == 24, interface_export_size);
+C_STATIC_ASSERT(sizeof(molt_interface_ref) == 24, interface_ref_size);
+C_STATIC_ASSERT(offsetof(molt_host_api, stats_json) == 192, host_api_last_slot);
+C_STATIC_ASSERT(sizeof(molt_host_api) == 200, host_api_size);
+C_STATIC_ASSERT(offsetof(molt_plugin_info, description) == 104, info_last_field);
+C_STATIC_ASSERT(sizeof(molt_plugin_info) == 112, info_size);
+
+int main(void) {
+  molt_host_api api;
+  molt_value v;
+  api.struct_size = (uint32_t)sizeof api;
+  api.stats_json = NULL;
+  v.type = MOLT_VALUE_DOUBLE;
+  v.size = 0;
+  v.as.d = 1.5;
+  if (MOLT_API_HAS(&api, stats_json)) {
+    fprintf(stderr, "MOLT_API_HAS accepted a NULL slot\n");
+    return 1;
+  }
+  if (MOLT_ABI_MAJOR_OF(MOLT_ABI_VERSION_CURRENT) != MOLT_ABI_VERSION_MAJOR || v.as.d != 1.5) {
+    fprintf(stderr, "version macros disagree\n");
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// Freezes the layout of every ABI struct (LP64). Moving, retyping or removing a field fails the
+// build; appending a field changes only the sizeof line, on purpose and in review.
+#include <gtest/gtest.h>
+#include <molt/molt.h>
+
+#include <cstddef>
+
+#define MOLT_FROZEN(type, field, offset) \
+  static_assert(offsetof(type, field) == (offset), #type "." #field " moved")
+
+static_assert(sizeof(void*) == 8, "the frozen offsets below are for LP64 targets");
+
+MOLT_FROZEN(molt_value, type, 0);
+MOLT_FROZEN(molt_value, size, 4);
+MOLT_FROZEN(molt_value, as, 8);
+static_assert(sizeof(molt_value) == 16);
+
+MOLT_FROZEN(molt_hook_context, struct_size, 0);
+MOLT_FROZEN(molt_hook_context, reserved, 4);
+MOLT_FROZEN(molt_hook_context, point, 8);
+MOLT_FROZEN(molt_hook_context, args, 16);
+MOLT_FROZEN(molt_hook_context, arg_count, 24);
+MOLT_FROZEN(molt_hook_context, session, 32);
+static_assert(sizeof(molt_hook_context) == 40);
+
+MOLT_FROZEN(molt_interface_export, name, 0);
+MOLT_FROZEN(molt_interface_export, vtable, 8);
+MOLT_FROZEN(molt_interface_export, vtable_size, 16);
+MOLT_FROZEN(molt_interface_export, reserved, 20);
+static_assert(sizeof(molt_interface_export) == 24);
+
+MOLT_FROZEN(molt_interface_ref, vtable, 0);
+MOLT_FROZEN(molt_interface_ref, self, 8);
+MOLT_FROZEN(molt_interface_ref, vtable_size, 16);
+MOLT_FROZEN(molt_interface_ref, reserved, 20);
+static_assert(sizeof(molt_interface_ref) == 24);
+
+// ABI 1.0
+MOLT_FROZEN(molt_host_api, struct_size, 0);
+MOLT_FROZEN(molt_host_api, abi_version, 4);
+MOLT_FROZEN(molt_host_api, last_error, 8);
+MOLT_FROZEN(molt_host_api, set_error, 16);
+MOLT_FROZEN(molt_host_api, log, 24);
+MOLT_FROZEN(molt_host_api, log_enabled, 32);
+MOLT_FROZEN(molt_host_api, bus_resolve, 40);
+MOLT_FROZEN(molt_host_api, bus_publish, 48);
+MOLT_FROZEN(molt_host_api, bus_publish_topic, 56);
+MOLT_FROZEN(molt_host_api, bus_subscribe, 64);
+MOLT_FROZEN(molt_host_api, bus_unsubscribe, 72);
+MOLT_FROZEN(molt_host_api, hook_define, 80);
+MOLT_FROZEN(molt_host_api, hook_on, 88);
+MOLT_FROZEN(molt_host_api, hook_off, 96);
+MOLT_FROZEN(molt_host_api, hook_fire, 104);
+MOLT_FROZEN(molt_host_api, task_schedule, 112);
+MOLT_FROZEN(molt_host_api, task_after, 120);
+MOLT_FROZEN(molt_host_api, task_every, 128);
+MOLT_FROZEN(molt_host_api, task_cancel, 136);
+MOLT_FROZEN(molt_host_api, scope_create, 144);
+MOLT_FROZEN(molt_host_api, scope_defer, 152);
+MOLT_FROZEN(molt_host_api, scope_adopt, 160);
+MOLT_FROZEN(molt_host_api, scope_close, 168);
+MOLT_FROZEN(molt_host_api, service_interface, 176);
+MOLT_FROZEN(molt_host_api, config_get, 184);
+MOLT_FROZEN(molt_host_api, stats_json, 192);
+static_assert(sizeof(molt_host_api) == 200);
+
+MOLT_FROZEN(molt_plugin_info, struct_size, 0);
+MOLT_FROZEN(molt_plugin_info, abi_version, 4);
+MOLT_FROZEN(molt_plugin_info, name, 8);
+MOLT_FROZEN(molt_plugin_info, version, 16);
+MOLT_FROZEN(molt_plugin_info, kind, 24);
+MOLT_FROZEN(molt_plugin_info, dependency_count, 28);
+MOLT_FROZEN(molt_plugin_info, dependencies, 32);
+MOLT_FROZEN(molt_plugin_info, init, 40);
+MOLT_FROZEN(molt_plugin_info, start, 48);
+MOLT_FROZEN(molt_plugin_info, stop, 56);
+MOLT_FROZEN(molt_plugin_info, destroy, 64);
+MOLT_FROZEN(molt_plugin_info, state_version, 72);
+MOLT_FROZEN(molt_plugin_info, interface_count, 76);
+MOLT_FROZEN(molt_plugin_info, export_state, 80);
+MOLT_FROZEN(molt_plugin_info, import_state, 88);
+MOLT_FROZEN(molt_plugin_info, interfaces, 96);
+MOLT_FROZEN(molt_plugin_info, description, 104);
+static_assert(sizeof(molt_plugin_info) == 112);
+
+namespace {
+
+TEST(AbiLayoutTest, ConstantsAreFrozen) {
+  EXPECT_EQ(MOLT_ABI_VERSION(1, 2), 0x10002u);
+  EXPECT_EQ(MOLT_ABI_MAJOR_OF(0x10002u), 1u);
+  EXPECT_EQ(MOLT_ABI_MINOR_OF(0x10002u), 2u);
+  EXPECT_EQ(MOLT_ERR_REJECTED, -9);
+  EXPECT_EQ(MOLT_PRIORITY_KERNEL, 1);
+  EXPECT_EQ(MOLT_PRIORITY_BACKGROUND, 5);
+  EXPECT_EQ(MOLT_VALUE_HANDLE, 6);
+  EXPECT_EQ(MOLT_HOOK_DEFAULT_PRIORITY, 100);
+  EXPECT_STREQ(MOLT_PLUGIN_ENTRY_SYMBOL, "molt_plugin_entry");
+}
+
+TEST(AbiLayoutTest, ApiHasChecksTheTableLengthAndTheSlot) {
+  molt_host_api api{};
+  api.struct_size = offsetof(molt_host_api, stats_json);  // a 1.0 table cut short
+  api.config_get = [](molt_context_t*, const char*, molt_value*) { return MOLT_OK; };
+  api.stats_json = [](molt_context_t*, molt_bytes_fn, void*) { return MOLT_OK; };
+  EXPECT_TRUE(MOLT_API_HAS(&api, config_get));
+  EXPECT_FALSE(MOLT_API_HAS(&api, stats_json));
+  api.struct_size = sizeof(molt_host_api);
+  EXPECT_TRUE(MOLT_API_HAS(&api, stats_json));
+  api.stats_json = nullptr;
+  EXPECT_FALSE(MOLT_API_HAS(&api, stats_json));
+}
+
+}  // namespace
