@@ -39,6 +39,15 @@ molt_status_t Guard(molt_context_t* ctx, F&& body) noexcept {
   }
 }
 
+// Releases `handle` when it is one of `kind`'s that `p` owns.
+Status ReleaseOwned(PluginInstance& p, molt_handle_t handle, Kind kind, const char* kind_name) {
+  if ((handle & 7) != static_cast<std::uint64_t>(kind)) {
+    return Status::InvalidArgument(std::string(PluginInstance::KindName(handle)) + " " +
+                                   std::to_string(handle) + " is not a " + kind_name);
+  }
+  return p.Release(handle);
+}
+
 Status Required(const void* p, const char* what) {
   return p != nullptr ? Status::Ok() : Status::InvalidArgument(std::string(what) + " is NULL");
 }
@@ -224,12 +233,8 @@ molt_status_t BusSubscribe(molt_context_t* ctx, const char* pattern, molt_bus_fn
 }
 
 molt_status_t BusUnsubscribe(molt_context_t* ctx, molt_subscription_t sub) noexcept {
-  return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if ((sub & 7) != static_cast<std::uint64_t>(Kind::kSubscription)) {
-      return Status::InvalidArgument(std::string(PluginInstance::KindName(sub)) + " " +
-                                     std::to_string(sub) + " is not a subscription");
-    }
-    return p.Release(sub);
+  return Guard(ctx, [&](PluginInstance& p) {
+    return ReleaseOwned(p, sub, Kind::kSubscription, "subscription");
   });
 }
 
@@ -299,12 +304,8 @@ molt_status_t HookOn(molt_context_t* ctx, const char* point, std::int32_t priori
 }
 
 molt_status_t HookOff(molt_context_t* ctx, molt_hook_handler_t handler) noexcept {
-  return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if ((handler & 7) != static_cast<std::uint64_t>(Kind::kHookHandler)) {
-      return Status::InvalidArgument(std::string(PluginInstance::KindName(handler)) + " " +
-                                     std::to_string(handler) + " is not a hook handler");
-    }
-    return p.Release(handler);
+  return Guard(ctx, [&](PluginInstance& p) {
+    return ReleaseOwned(p, handler, Kind::kHookHandler, "hook handler");
   });
 }
 
@@ -408,13 +409,7 @@ molt_status_t TaskEvery(molt_context_t* ctx, double seconds, std::int32_t priori
 }
 
 molt_status_t TaskCancel(molt_context_t* ctx, molt_task_t task) noexcept {
-  return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if ((task & 7) != static_cast<std::uint64_t>(Kind::kTask)) {
-      return Status::InvalidArgument(std::string(PluginInstance::KindName(task)) + " " +
-                                     std::to_string(task) + " is not a task");
-    }
-    return p.Release(task);
-  });
+  return Guard(ctx, [&](PluginInstance& p) { return ReleaseOwned(p, task, Kind::kTask, "task"); });
 }
 
 // --- Scopes ---
@@ -499,11 +494,7 @@ molt_status_t ScopeClose(molt_context_t* ctx, molt_scope_t scope) noexcept {
     if (scope == 0) {
       return Status::InvalidArgument("the root scope (0) closes when the plugin stops");
     }
-    if ((scope & 7) != static_cast<std::uint64_t>(Kind::kScope)) {
-      return Status::InvalidArgument(std::string(PluginInstance::KindName(scope)) + " " +
-                                     std::to_string(scope) + " is not a scope");
-    }
-    return p.Release(scope);
+    return ReleaseOwned(p, scope, Kind::kScope, "scope");
   });
 }
 

@@ -176,43 +176,33 @@ void PluginInstance::LeaveCallback() {
   }
 }
 
-Status PluginInstance::Init() {
-  live_ = true;
+template <class F>
+Status PluginInstance::CallLifecycle(const char* what, F&& call) {
   error_.clear();
   molt_status_t code;
   EnterCallback();
   try {
-    code = info_.init(context(), &HostApi(), &state_);
+    code = call();
   } catch (...) {
     code = MOLT_ERR_INTERNAL;
-    SetError("init threw across the C ABI");
+    SetError(std::string(what) + " threw across the C ABI");
   }
   LeaveCallback();
-  if (code != MOLT_OK) {
-    return FromPluginCode(code, CallbackError(code));
-  }
-  initialized_ = true;
-  return Status::Ok();
+  return code == MOLT_OK ? Status::Ok() : FromPluginCode(code, CallbackError(code));
+}
+
+Status PluginInstance::Init() {
+  live_ = true;
+  Status s = CallLifecycle("init", [this] { return info_.init(context(), &HostApi(), &state_); });
+  initialized_ = s.ok();
+  return s;
 }
 
 Status PluginInstance::Start() {
   if (info_.start == nullptr) {
     return Status::Ok();
   }
-  error_.clear();
-  molt_status_t code;
-  EnterCallback();
-  try {
-    code = info_.start(state_);
-  } catch (...) {
-    code = MOLT_ERR_INTERNAL;
-    SetError("start threw across the C ABI");
-  }
-  LeaveCallback();
-  if (code != MOLT_OK) {
-    return FromPluginCode(code, CallbackError(code));
-  }
-  return Status::Ok();
+  return CallLifecycle("start", [this] { return info_.start(state_); });
 }
 
 Status PluginInstance::Stop() {
@@ -222,19 +212,7 @@ Status PluginInstance::Stop() {
   stopped_ = true;
   Status result;
   if (initialized_ && info_.stop != nullptr) {
-    error_.clear();
-    molt_status_t code;
-    EnterCallback();
-    try {
-      code = info_.stop(state_);
-    } catch (...) {
-      code = MOLT_ERR_INTERNAL;
-      SetError("stop threw across the C ABI");
-    }
-    LeaveCallback();
-    if (code != MOLT_OK) {
-      result = FromPluginCode(code, CallbackError(code));
-    }
+    result = CallLifecycle("stop", [this] { return info_.stop(state_); });
   }
   // Release what the plugin left, newest first; then its root scope.
   const std::size_t leftovers = resources_.size();

@@ -132,6 +132,9 @@ class PluginInstance final : public molt_context, public Service {
   std::size_t resource_count() const { return resources_.size(); }
 
  private:
+  // Calls init, start or stop: exceptions are contained, failures become a Status.
+  template <class F>
+  Status CallLifecycle(const char* what, F&& call);
   void ReleaseResource(Resource& r);
   void RunRelease(molt_cleanup_fn fn, void* user_data);
 
