@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "kernel/src/core/logger.h"
+#include "kernel/src/core/process.h"
 
 #ifndef MOLT_VERSION
 #error "MOLT_VERSION must be defined by the build"
@@ -121,6 +122,31 @@ Result<std::shared_ptr<Scope>> Kernel::CreateScope() {
   return root_scope_->Child();
 }
 
+Result<std::shared_ptr<Process>> Kernel::SpawnProcess(Callback<std::string()> body,
+                                                      const ProcessOptions& options) {
+  if (shutting_down_) {
+    return Status::FailedPrecondition("kernel is shut down");
+  }
+  std::shared_ptr<Process> p = Process::Create(*scheduler_, std::move(body), options);
+  if (processes_.size() >= 64 && processes_.size() == processes_.capacity()) {
+    std::erase_if(processes_, [](const std::weak_ptr<Process>& w) {
+      auto p = w.lock();
+      return !p || p->terminal();
+    });
+  }
+  processes_.push_back(p);
+  return p;
+}
+
+std::size_t Kernel::process_count() const {
+  std::size_t n = 0;
+  for (const auto& w : processes_) {
+    auto p = w.lock();
+    n += p && !p->terminal();
+  }
+  return n;
+}
+
 void Kernel::OnShutdown(ShutdownStage stage, std::string name, Callback<Status()> step) {
   shutdown_steps_.push_back({stage, std::move(name), std::move(step)});
 }
@@ -158,6 +184,13 @@ Status Kernel::Shutdown() {
     errors.push_back(s.message());
   }
   root_scope_->Close();
+  std::vector<std::weak_ptr<Process>> processes;
+  processes.swap(processes_);
+  for (const auto& w : processes) {
+    if (std::shared_ptr<Process> p = w.lock()) {
+      p->Kill("kernel shutdown");
+    }
+  }
   RunShutdownSteps(ShutdownStage::kAfterScopes, errors);
   shutdown_steps_.clear();
   // The scheduler first: pending tasks may hold subscriptions or hook handlers. The objects
@@ -204,6 +237,7 @@ std::string Kernel::StatsJson() const {
   sched["steps"] = s.scheduler.steps;
   sched["errors"] = s.scheduler.errors;
   root["scheduler"] = std::move(sched);
+  root["processes"] = process_count();
   boost::json::array timings;
   for (const ServiceTiming& t : s.service_timings) {
     boost::json::object o;

@@ -37,6 +37,9 @@
 
 namespace molt::kernel {
 
+class Process;
+struct ProcessOptions;
+
 struct KernelOptions {
   Role role = Role::kServer;
   SchedulerConfig scheduler;
@@ -91,9 +94,16 @@ class Kernel {
   Result<Service*> GetService(std::string_view name) const;
   // A child of the root scope, closed by Shutdown() if nothing closed it first.
   Result<std::shared_ptr<Scope>> CreateScope();
+  // A Created process on the kernel scheduler, killed with reason "kernel shutdown" by Shutdown()
+  // if it is still alive then. "kernel is shut down" once shutdown began.
+  Result<std::shared_ptr<Process>> SpawnProcess(Callback<std::string()> body,
+                                                const ProcessOptions& options);
+  // Spawned processes still alive.
+  std::size_t process_count() const;
   // Releases everything in the spec's order, each step isolated: teardown extensions (kFirst),
-  // every service not yet stopped (reverse boot order), the root scope, extensions
-  // (kAfterScopes), then every task, subscription and hook handler left. The scheduler, Bus and
+  // every service not yet stopped (reverse boot order), the root scope, every spawned process
+  // still alive (killed: "kernel shutdown"), extensions (kAfterScopes), then every task,
+  // subscription and hook handler left. The scheduler, Bus and
   // hooks objects live until the destructor, so this is safe from inside a task or handler.
   // Idempotent.
   Status Shutdown();
@@ -128,6 +138,7 @@ class Kernel {
     Callback<Status()> run;
   };
   std::vector<ShutdownStep> shutdown_steps_;
+  std::vector<std::weak_ptr<Process>> processes_;
   bool started_ = false;
   bool shutting_down_ = false;
   bool shut_down_ = false;
