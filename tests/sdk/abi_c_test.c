@@ -13,8 +13,10 @@ C_STATIC_ASSERT(offsetof(molt_value, as) == 8, value_as);
 C_STATIC_ASSERT(sizeof(molt_hook_context) == 40, hook_context_size);
 C_STATIC_ASSERT(sizeof(molt_interface_export) == 24, interface_export_size);
 C_STATIC_ASSERT(sizeof(molt_interface_ref) == 24, interface_ref_size);
-C_STATIC_ASSERT(offsetof(molt_host_api, stats_json) == 192, host_api_last_slot);
-C_STATIC_ASSERT(sizeof(molt_host_api) == 200, host_api_size);
+C_STATIC_ASSERT(offsetof(molt_host_api, stats_json) == 192, host_api_stats_slot);
+C_STATIC_ASSERT(offsetof(molt_host_api, completion_complete) == 296, host_api_last_slot_1_0);
+C_STATIC_ASSERT(sizeof(molt_host_api) == 304, host_api_size);
+C_STATIC_ASSERT(sizeof(molt_process_options) == 24, process_options_size);
 C_STATIC_ASSERT(offsetof(molt_plugin_info, description) == 104, info_last_field);
 C_STATIC_ASSERT(sizeof(molt_plugin_info) == 112, info_size);
 

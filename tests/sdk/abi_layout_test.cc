@@ -63,7 +63,26 @@ MOLT_FROZEN(molt_host_api, scope_close, 168);
 MOLT_FROZEN(molt_host_api, service_interface, 176);
 MOLT_FROZEN(molt_host_api, config_get, 184);
 MOLT_FROZEN(molt_host_api, stats_json, 192);
-static_assert(sizeof(molt_host_api) == 200);
+MOLT_FROZEN(molt_host_api, process_spawn, 200);
+MOLT_FROZEN(molt_host_api, process_start, 208);
+MOLT_FROZEN(molt_host_api, process_yield, 216);
+MOLT_FROZEN(molt_host_api, process_sleep, 224);
+MOLT_FROZEN(molt_host_api, process_wait, 232);
+MOLT_FROZEN(molt_host_api, process_suspend, 240);
+MOLT_FROZEN(molt_host_api, process_resume, 248);
+MOLT_FROZEN(molt_host_api, process_kill, 256);
+MOLT_FROZEN(molt_host_api, process_state, 264);
+MOLT_FROZEN(molt_host_api, process_on_exit, 272);
+MOLT_FROZEN(molt_host_api, process_set_result, 280);
+MOLT_FROZEN(molt_host_api, completion_create, 288);
+MOLT_FROZEN(molt_host_api, completion_complete, 296);
+static_assert(sizeof(molt_host_api) == 304);
+
+MOLT_FROZEN(molt_process_options, struct_size, 0);
+MOLT_FROZEN(molt_process_options, priority, 4);
+MOLT_FROZEN(molt_process_options, name, 8);
+MOLT_FROZEN(molt_process_options, stack_size, 16);
+static_assert(sizeof(molt_process_options) == 24);
 
 MOLT_FROZEN(molt_plugin_info, struct_size, 0);
 MOLT_FROZEN(molt_plugin_info, abi_version, 4);
@@ -95,6 +114,8 @@ TEST(AbiLayoutTest, ConstantsAreFrozen) {
   EXPECT_EQ(MOLT_PRIORITY_BACKGROUND, 5);
   EXPECT_EQ(MOLT_VALUE_HANDLE, 6);
   EXPECT_EQ(MOLT_HOOK_DEFAULT_PRIORITY, 100);
+  EXPECT_EQ(MOLT_PROCESS_CREATED, 0);
+  EXPECT_EQ(MOLT_PROCESS_KILLED, 5);
   EXPECT_STREQ(MOLT_PLUGIN_ENTRY_SYMBOL, "molt_plugin_entry");
 }
 

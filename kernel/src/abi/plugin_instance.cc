@@ -22,12 +22,13 @@ static_assert(static_cast<int>(Status::Code::kInvalidArgument) == MOLT_ERR_INVAL
                   static_cast<int>(Status::Code::kUnsupported) == MOLT_ERR_UNSUPPORTED &&
                   static_cast<int>(Status::Code::kAlreadyExists) == MOLT_ERR_ALREADY_EXISTS &&
                   static_cast<int>(Status::Code::kRejected) == MOLT_ERR_REJECTED &&
-                  static_cast<int>(Status::Code::kIoError) == MOLT_ERR_IO,
+                  static_cast<int>(Status::Code::kIoError) == MOLT_ERR_IO &&
+                  static_cast<int>(Status::Code::kCancelled) == MOLT_ERR_CANCELLED,
               "kernel status codes are the ABI's codes");
 
 // A plugin's failure code as a Status; codes outside the ABI's range count as internal errors.
 Status FromPluginCode(molt_status_t code, std::string text) {
-  const bool known = code >= MOLT_ERR_IO && code < MOLT_OK;
+  const bool known = code >= MOLT_ERR_CANCELLED && code < MOLT_OK;
   return Status(static_cast<Status::Code>(known ? code : MOLT_ERR_INTERNAL), std::move(text));
 }
 
@@ -80,6 +81,10 @@ std::string_view PluginInstance::KindName(molt_handle_t handle) {
       return "task";
     case static_cast<int>(Kind::kScope):
       return "scope";
+    case static_cast<int>(Kind::kProcess):
+      return "process";
+    case static_cast<int>(Kind::kCompletion):
+      return "completion";
     case AbiShared::kTopicTag:
       return "topic";
   }
@@ -147,6 +152,22 @@ void PluginInstance::ReleaseResource(Resource& r) {
       break;
     case Kind::kScope:
       r.scope->Close();
+      break;
+    case Kind::kProcess:
+      // No exit callback reaches a plugin that is letting go; their user data is released.
+      for (auto& cb : std::exchange(r.record->on_exit, {})) {
+        if (cb.release != nullptr) {
+          RunRelease(cb.release, cb.user_data);
+        }
+      }
+      process_handles_.erase(r.process.get());
+      r.process->Kill("plugin \"" + name_ + "\" stopped");
+      break;
+    case Kind::kCompletion:
+      if (!r.completion->done()) {
+        r.completion->Complete(
+            Status::Cancelled("completion released: plugin \"" + name_ + "\" let go of it"));
+      }
       break;
   }
   if (r.release != nullptr) {

@@ -28,6 +28,7 @@
 
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
+#include "kernel/src/core/process.h"
 
 // The ABI's opaque context. PluginInstance is its only kind.
 struct molt_context {};
@@ -59,7 +60,27 @@ class AbiShared {
 
 class PluginInstance final : public molt_context, public Service {
  public:
-  enum class Kind : std::uint8_t { kSubscription = 1, kHookHandler = 2, kTask = 3, kScope = 4 };
+  // 5 is the topic tag (AbiShared); kinds fit the handle's low 3 bits.
+  enum class Kind : std::uint8_t {
+    kSubscription = 1,
+    kHookHandler = 2,
+    kTask = 3,
+    kScope = 4,
+    kProcess = 6,
+    kCompletion = 7,
+  };
+
+  // What the ABI keeps beside a plugin's process.
+  struct ProcessRecord {
+    void* arg = nullptr;
+    std::string result;  // process_set_result
+    struct ExitCallback {
+      molt_process_exit_fn fn;
+      void* user_data;
+      molt_cleanup_fn release;
+    };
+    std::vector<ExitCallback> on_exit;
+  };
 
   // One owned resource. `release(user_data)` is the plugin's cleanup, called once at the end.
   struct Resource {
@@ -70,6 +91,9 @@ class PluginInstance final : public molt_context, public Service {
     std::shared_ptr<Scope> scope;  // kScope
     molt_cleanup_fn release = nullptr;
     void* user_data = nullptr;
+    std::shared_ptr<Process> process{};        // kProcess
+    std::shared_ptr<ProcessRecord> record{};   // kProcess
+    std::shared_ptr<Completion> completion{};  // kCompletion
   };
 
   // `info` and the code it points to must stay loaded for the instance's lifetime.
@@ -108,6 +132,12 @@ class PluginInstance final : public molt_context, public Service {
   Resource* Find(molt_handle_t handle);
   // Releases one resource: disconnects, cancels or closes it, then calls its release function.
   Status Release(molt_handle_t handle);
+  // The handle of this plugin's process `p`, or 0.
+  molt_handle_t HandleOf(const Process* p) const {
+    auto it = process_handles_.find(p);
+    return it == process_handles_.end() ? 0 : it->second;
+  }
+  void IndexProcess(const Process* p, molt_handle_t h) { process_handles_[p] = h; }
   // Drops the record of `handle` without releasing it (it is ending by another route).
   void Forget(molt_handle_t handle) { resources_.erase(handle); }
   // Kind of `handle` as text, for error messages ("subscription", "task", ...).
@@ -149,6 +179,7 @@ class PluginInstance final : public molt_context, public Service {
   void* state_ = nullptr;
   std::string error_;
   std::map<molt_handle_t, Resource> resources_;  // handle order == creation order
+  std::unordered_map<const Process*, molt_handle_t> process_handles_;
   std::unique_ptr<Scope> root_scope_;
   std::vector<std::pair<molt_cleanup_fn, void*>> deferred_releases_;
   int callback_depth_ = 0;

@@ -36,7 +36,20 @@ thread_local Pool t_pool;
 // The fiber running on this thread, for the overflow handler. Plain pointers: read in a signal
 // handler.
 thread_local const boost::context::stack_context* t_stack = nullptr;
-thread_local const std::string* t_message = nullptr;
+thread_local const FiberNote* t_note = nullptr;
+
+// Async-signal-safe output.
+void Put(const char* s, std::size_t n) { (void)!::write(2, s, n); }
+void Put(const char* s) { Put(s, std::strlen(s)); }
+void PutNumber(std::uint64_t v) {
+  char digits[24];
+  std::size_t i = sizeof digits;
+  do {
+    digits[--i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0 && i > 0);
+  Put(digits + i, sizeof digits - i);
+}
 
 struct sigaction g_previous;
 std::once_flag g_handler_once;
@@ -48,9 +61,19 @@ void OnSegv(int signo, siginfo_t* info, void* uctx) {
     const auto fault = reinterpret_cast<std::uintptr_t>(info->si_addr);
     const auto base = reinterpret_cast<std::uintptr_t>(sc->sp) - sc->size;  // the guard page
     if (fault >= base && fault < base + PageSize()) {
-      const std::string* m = t_message;
-      if (m != nullptr) {
-        (void)!::write(2, m->data(), m->size());
+      if (const FiberNote* n = t_note) {
+        Put("molt: process \"");
+        if (n->name != nullptr) {
+          Put(n->name, n->name_size);
+        } else {
+          Put("Process_");
+          PutNumber(n->pid);
+        }
+        Put("\" (pid ");
+        PutNumber(n->pid);
+        Put(") overflowed its ");
+        PutNumber(n->stack_size / 1024);
+        Put(" KiB stack; give it a larger stack_size\n");
       }
       ::signal(SIGSEGV, SIG_DFL);  // returning re-faults into the default action: a core dump
       return;
@@ -141,9 +164,9 @@ void FiberStack::deallocate(boost::context::stack_context& sc) noexcept {
 
 std::size_t FiberStack::pooled() { return t_pool.free.size(); }
 
-void SetRunningFiber(const boost::context::stack_context* stack, const std::string* message) {
+void SetRunningFiber(const boost::context::stack_context* stack, const FiberNote* note) {
   t_stack = stack;
-  t_message = message;
+  t_note = note;
 }
 
 }  // namespace molt::kernel

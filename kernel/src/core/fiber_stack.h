@@ -15,6 +15,7 @@
 
 #include <boost/context/stack_context.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace molt::kernel {
@@ -41,9 +42,18 @@ class FiberStack {
   boost::context::stack_context* record_;
 };
 
-// What the overflow handler knows about the fiber this thread runs now. `message` must stay
-// valid while the fiber runs (the process owns it). Pass nullptr when leaving the fiber.
-void SetRunningFiber(const boost::context::stack_context* stack, const std::string* message);
+// What the overflow handler says about the fiber this thread runs: "molt: process "<name>"
+// (pid <pid>) overflowed its <N> KiB stack; give it a larger stack_size". Owned by the process;
+// written piece by piece in the handler (no formatting ahead of time, no allocation).
+struct FiberNote {
+  const char* name = nullptr;  // nullptr: "Process_<pid>"
+  std::size_t name_size = 0;
+  std::uint64_t pid = 0;
+  std::size_t stack_size = 0;
+};
+
+// Tells the overflow handler which fiber this thread runs now; nullptrs when leaving it.
+void SetRunningFiber(const boost::context::stack_context* stack, const FiberNote* note);
 
 }  // namespace molt::kernel
 

@@ -15,10 +15,31 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace molt::kernel {
 namespace {
 
 thread_local Process* t_current = nullptr;
+
+// Tells AddressSanitizer about stack switches (Boost's fcontext fibers do not): without it ASan
+// mistakes the fiber stacks for overflows of the thread stack. No-ops in other builds.
+void StartSwitch(void** fake_stack, const void* bottom, std::size_t size) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(fake_stack, bottom, size);
+#else
+  (void)fake_stack, (void)bottom, (void)size;
+#endif
+}
+void FinishSwitch(void* fake_stack, const void** old_bottom, std::size_t* old_size) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(fake_stack, old_bottom, old_size);
+#else
+  (void)fake_stack, (void)old_bottom, (void)old_size;
+#endif
+}
 
 struct Registry {
   std::mutex mu;
@@ -74,6 +95,8 @@ std::shared_ptr<Process> Process::Create(Scheduler& scheduler, Body body, Proces
     std::lock_guard lock(r.mu);
     pid = r.next_pid++;
   }
+  static const bool prepared = (ThrowTrace::Prepare(), true);
+  (void)prepared;
   std::shared_ptr<Process> p(new Process(scheduler, std::move(body), std::move(options), pid));
   std::lock_guard lock(r.mu);
   r.live.emplace(pid, p);
@@ -84,7 +107,8 @@ Process::Process(Scheduler& scheduler, Body body, ProcessOptions options, std::u
     : scheduler_(scheduler),
       body_(std::move(body)),
       pid_(pid),
-      name_(options.name.empty() ? "Process_" + std::to_string(pid) : std::move(options.name)),
+      name_(std::move(options.name)),
+      named_(!name_.empty()),
       priority_(options.priority),
       stack_size_(FiberStack(options.stack_size).size()) {}
 
@@ -100,6 +124,13 @@ Process::~Process() {
 }
 
 Process* Process::Current() { return t_current; }
+
+const std::string& Process::name() const {
+  if (name_.empty()) {
+    name_ = "Process_" + std::to_string(pid_);
+  }
+  return name_;
+}
 
 std::shared_ptr<Process> Process::Get(std::uint64_t pid) {
   Registry& r = Registry::Get();
@@ -120,13 +151,11 @@ std::size_t Process::Count() {
 
 Status Process::Start() {
   if (state_ != State::kCreated) {
-    return Status::FailedPrecondition("process " + name_ + " already started");
+    return Status::FailedPrecondition("process " + name() + " already started");
   }
-  overflow_note_ = "molt: process \"" + name_ + "\" (pid " + std::to_string(pid_) +
-                   ") overflowed its " + std::to_string(stack_size_ / 1024) +
-                   " KiB stack; give it a larger stack_size\n";
   fiber_ = boost::context::fiber(
       std::allocator_arg, FiberStack(stack_size_, &stack_), [this](boost::context::fiber&& caller) {
+        FinishSwitch(nullptr, &caller_stack_bottom_, &caller_stack_size_);
         caller_ = std::move(caller);
         if (!unwinding_) {  // killed before its first step: the body never starts
           try {
@@ -145,9 +174,14 @@ Status Process::Start() {
           }
         }
         body_done_ = true;
+        StartSwitch(nullptr, caller_stack_bottom_, caller_stack_size_);  // this stack is done
         return std::move(caller_);
       });
-  origin_ = TaskOrigin::Named("Process " + name_);
+  // Unnamed processes share one origin: one per PID would grow the origin table forever, and
+  // "Process_412" in a profile tells nobody anything.
+  static const TaskOrigin kUnnamed = TaskOrigin::Named("Process (unnamed)");
+  origin_ = named_ ? TaskOrigin::Named("Process " + name_) : kUnnamed;
+  note_ = {named_ ? name_.c_str() : nullptr, named_ ? name_.size() : 0, pid_, stack_size_};
   entry_ = scheduler_.CreateEntry([this] { Step(); }, priority_, origin_);
   state_ = State::kRunning;
   self_ = shared_from_this();
@@ -186,14 +220,17 @@ void Process::SwitchIn() {
   Process* previous = t_current;
   t_current = this;
   ThrowTrace* previous_trace = ThrowTrace::Arm(&trace_);
-  SetRunningFiber(&stack_, &overflow_note_);
+  SetRunningFiber(&stack_, &note_);
   in_body_ = true;
+  void* fake_stack = nullptr;
+  StartSwitch(&fake_stack, static_cast<char*>(stack_.sp) - stack_.size, stack_.size);
   fiber_ = std::move(fiber_).resume();
+  FinishSwitch(fake_stack, nullptr, nullptr);
   in_body_ = false;
   t_current = previous;
   ThrowTrace::Arm(previous_trace);
   if (previous != nullptr) {
-    SetRunningFiber(&previous->stack_, &previous->overflow_note_);
+    SetRunningFiber(&previous->stack_, &previous->note_);
   } else {
     SetRunningFiber(nullptr, nullptr);
   }
@@ -201,7 +238,10 @@ void Process::SwitchIn() {
 
 void Process::SwitchOut(Park why) {
   park_ = why;
+  void* fake_stack = nullptr;
+  StartSwitch(&fake_stack, caller_stack_bottom_, caller_stack_size_);
   caller_ = std::move(caller_).resume();
+  FinishSwitch(fake_stack, &caller_stack_bottom_, &caller_stack_size_);
   park_ = Park::kNone;
   if (unwinding_) {
     ThrowKilled();
@@ -214,11 +254,10 @@ void Process::Step() {
   if (state_ != State::kRunning || !needs_step_ || !fiber_) {
     return;  // a step queued before a Suspend drains without resuming the body
   }
-  std::shared_ptr<Process> keep = self_;
   needs_step_ = false;
   SwitchIn();
   if (body_done_) {
-    Finish();
+    Finish();  // may destroy this: nothing after it touches a member
     return;
   }
   if (park_ == Park::kYield) {
@@ -231,10 +270,10 @@ void Process::Step() {
 }
 
 void Process::Finish() {
+  std::shared_ptr<Process> keep = std::move(self_);  // the fiber is done: last use of its stack
   if (!exited_) {
     Exit(outcome_.value_or(State::kCompleted), std::move(outcome_result_));
   }
-  self_.reset();  // the fiber has finished: nothing runs on its stack any more
 }
 
 void Process::Exit(State state, std::string result) {

@@ -111,7 +111,8 @@ class Process : public std::enable_shared_from_this<Process> {
   void Kill(std::string reason = "killed");
 
   std::uint64_t pid() const { return pid_; }
-  const std::string& name() const { return name_; }
+  // The name given, or "Process_<pid>".
+  const std::string& name() const;
   State state() const { return state_; }
   Priority priority() const { return priority_; }
   std::size_t stack_size() const { return stack_size_; }
@@ -158,7 +159,8 @@ class Process : public std::enable_shared_from_this<Process> {
   Scheduler& scheduler_;
   Body body_;
   std::uint64_t pid_;
-  std::string name_;
+  mutable std::string name_;  // empty until asked for when unnamed
+  bool named_;
   Priority priority_;
   std::size_t stack_size_;
   State state_ = State::kCreated;
@@ -169,7 +171,7 @@ class Process : public std::enable_shared_from_this<Process> {
   boost::context::fiber fiber_;
   boost::context::fiber caller_;
   boost::context::stack_context stack_{};
-  std::string overflow_note_;
+  FiberNote note_;
   ThrowTrace trace_;
   Park park_ = Park::kNone;
   bool needs_step_ = false;       // parked and ready to continue on the next step
@@ -181,8 +183,11 @@ class Process : public std::enable_shared_from_this<Process> {
   TaskHandle sleep_;
   std::shared_ptr<Completion> waiting_;
   std::shared_ptr<Process> self_;  // keeps a started, live process alive
-  TaskOrigin origin_;              // "Process <Name>", for the step and the sleep deadline
-  bool exited_ = false;            // OnExit fired
+  TaskOrigin origin_;    // "Process <Name>" (one shared "Process (unnamed)" for unnamed ones)
+  bool exited_ = false;  // OnExit fired
+  // AddressSanitizer's view of the stack switches (unused without ASan).
+  const void* caller_stack_bottom_ = nullptr;
+  std::size_t caller_stack_size_ = 0;
 };
 
 }  // namespace molt::kernel

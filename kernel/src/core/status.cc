@@ -28,6 +28,8 @@ std::string_view Status::CodeName(Code code) noexcept {
       return "rejected";
     case Code::kIoError:
       return "i/o error";
+    case Code::kCancelled:
+      return "cancelled";
   }
   return "unknown status";
 }

@@ -36,8 +36,9 @@ std::string Demangle(const char* name) {
 
 }  // namespace
 
+void ThrowTrace::Prepare() { (void)RealThrow(); }
+
 ThrowTrace* ThrowTrace::Arm(ThrowTrace* trace) {
-  (void)RealThrow();
   ThrowTrace* previous = t_armed;
   t_armed = trace;
   if (trace != nullptr) {

@@ -19,6 +19,9 @@ class ThrowTrace {
  public:
   static constexpr int kMaxFrames = 32;
 
+  // Resolves the real __cxa_throw and loads the unwinder: call once before arming (cheaply
+  // repeatable).
+  static void Prepare();
   // Records the next throws on this thread into `trace` (nullptr disarms). Returns the trace
   // that was armed before, to restore.
   static ThrowTrace* Arm(ThrowTrace* trace);

@@ -105,8 +105,9 @@ typedef int32_t molt_status_t;
 #define MOLT_ERR_SCOPE_CLOSED (-6)     /**< added to a closed scope: the cleanup already ran */
 #define MOLT_ERR_UNSUPPORTED (-7)      /**< the host or plugin does not offer this */
 #define MOLT_ERR_ALREADY_EXISTS (-8)   /**< the name is taken */
-#define MOLT_ERR_REJECTED (-9) /**< a validation refused; a hook handler returns it to veto */
-#define MOLT_ERR_IO (-10)      /**< the operating system refused (files, sockets) */
+#define MOLT_ERR_REJECTED (-9)   /**< a validation refused; a hook handler returns it to veto */
+#define MOLT_ERR_IO (-10)        /**< the operating system refused (files, sockets) */
+#define MOLT_ERR_CANCELLED (-11) /**< cancelled: a killed process's body must return */
 
 /* --- Handles ---------------------------------------------------------------------------------- */
 
@@ -121,6 +122,8 @@ typedef molt_handle_t molt_subscription_t; /**< a Bus subscription */
 typedef molt_handle_t molt_hook_handler_t; /**< a handler on a hook point */
 typedef molt_handle_t molt_task_t;         /**< a scheduled task */
 typedef molt_handle_t molt_scope_t;        /**< a scope (0 = the instance's root scope) */
+typedef molt_handle_t molt_process_t;      /**< a process (live until it ends) */
+typedef molt_handle_t molt_completion_t;   /**< an operation a process may wait on */
 
 /* --- Values ----------------------------------------------------------------------------------- */
 
@@ -168,6 +171,14 @@ typedef struct molt_value {
 #define MOLT_HOOK_FAIL_OPEN 1
 #define MOLT_HOOK_DEFAULT_PRIORITY 100
 
+/* Process states. The last three are terminal. */
+#define MOLT_PROCESS_CREATED 0
+#define MOLT_PROCESS_RUNNING 1
+#define MOLT_PROCESS_SUSPENDED 2
+#define MOLT_PROCESS_COMPLETED 3 /**< the body returned MOLT_OK */
+#define MOLT_PROCESS_CRASHED 4   /**< the body failed; the result is its error text */
+#define MOLT_PROCESS_KILLED 5    /**< process_kill; the result is the reason */
+
 /* --- Callbacks -------------------------------------------------------------------------------- */
 
 /** @brief Frees or closes what `user_data` holds; called exactly once. */
@@ -199,6 +210,25 @@ typedef molt_status_t (*molt_task_fn)(void* user_data);
 /** @brief Receives bytes the host produces (stats, exported state); called any number of times,
  *  each call appending. */
 typedef void (*molt_bytes_fn)(void* user_data, const void* data, size_t size);
+
+/** @brief A process body, run on the process's own stack; `arg` is what process_start passed.
+ *  It may call process_yield, process_sleep and process_wait from any depth. Returning MOLT_OK
+ *  completes the process; an error (with set_error) crashes it with that text. When one of those
+ *  calls returns MOLT_ERR_CANCELLED the process was killed: the body must return at once. */
+typedef molt_status_t (*molt_process_fn)(void* user_data, void* arg);
+
+/** @brief Hears a process end, once: its final state (MOLT_PROCESS_COMPLETED, _CRASHED or
+ *  _KILLED) and result (`result_length` bytes, also NUL-terminated). */
+typedef void (*molt_process_exit_fn)(void* user_data, molt_process_t process, int32_t state,
+                                     const char* result, size_t result_length);
+
+/** @brief How to spawn a process. Zero-initialize, then set what you need. */
+typedef struct molt_process_options {
+  uint32_t struct_size; /**< sizeof(molt_process_options) */
+  int32_t priority;     /**< MOLT_PRIORITY_*; 0 means MOLT_PRIORITY_NORMAL */
+  const char* name;     /**< for logs and the profiler ("Process <name>"); NULL: "Process_<pid>" */
+  uint64_t stack_size;  /**< bytes (rounded up to pages; at least 16 KiB); 0: 128 KiB */
+} molt_process_options;
 
 /* --- Interfaces between plugins --------------------------------------------------------------- */
 
@@ -320,8 +350,57 @@ typedef struct molt_host_api {
    *  unset. */
   molt_status_t (*config_get)(molt_context_t* ctx, const char* key, molt_value* out_value);
   /** @brief Writes the kernel's stats as one JSON object to `sink` (version, role, scheduler,
-   *  service timings, plugin counters). */
+   *  service timings, processes). */
   molt_status_t (*stats_json)(molt_context_t* ctx, molt_bytes_fn sink, void* sink_user_data);
+
+  /** @brief Creates a process (state MOLT_PROCESS_CREATED) that will run `body`. `options` may be
+   *  NULL. `release` (may be NULL) gets `user_data` once the process handle ends: after the
+   *  process ended and its exit functions ran, or when this plugin stops (which kills what still
+   *  runs: its body sees MOLT_ERR_CANCELLED in the call it is parked in and must return).
+   *  @param[out] out_process  the handle; it goes stale once the process has ended. */
+  molt_status_t (*process_spawn)(molt_context_t* ctx, const molt_process_options* options,
+                                 molt_process_fn body, void* user_data, molt_cleanup_fn release,
+                                 molt_process_t* out_process);
+  /** @brief Starts a Created process: its body runs on the next scheduler step with `arg`.
+   *  Otherwise MOLT_ERR_STATE: "process <name> already started". */
+  molt_status_t (*process_start)(molt_context_t* ctx, molt_process_t process, void* arg);
+  /** @brief Inside a process: resumes on a later scheduler step. MOLT_ERR_CANCELLED when the
+   *  process was killed (then return from the body); MOLT_ERR_STATE outside a process. */
+  molt_status_t (*process_yield)(molt_context_t* ctx);
+  /** @brief Inside a process: parks until `seconds` (finite, >= 0) from now. Errors as
+   *  process_yield, and MOLT_ERR_INVALID_ARGUMENT for a bad duration. */
+  molt_status_t (*process_sleep)(molt_context_t* ctx, double seconds);
+  /** @brief Inside a process: parks until `completion` completes, then returns the status it
+   *  completed with and writes its payload to `sink` (may be NULL). MOLT_ERR_CANCELLED when
+   *  killed. */
+  molt_status_t (*process_wait)(molt_context_t* ctx, molt_completion_t completion,
+                                molt_bytes_fn sink, void* sink_user_data);
+  /** @brief Running -> Suspended: no more steps, everything kept. Does nothing otherwise. */
+  molt_status_t (*process_suspend)(molt_context_t* ctx, molt_process_t process);
+  /** @brief Suspended -> Running. Does nothing otherwise. */
+  molt_status_t (*process_resume)(molt_context_t* ctx, molt_process_t process);
+  /** @brief Ends a live process as MOLT_PROCESS_KILLED with `reason` (NULL: "killed"). A parked
+   *  body gets MOLT_ERR_CANCELLED from the call it is parked in. */
+  molt_status_t (*process_kill)(molt_context_t* ctx, molt_process_t process, const char* reason);
+  /** @brief The state and PID of a live process.
+   *  @param[out] out_state  MOLT_PROCESS_*. @param[out] out_pid  may be NULL. */
+  molt_status_t (*process_state)(molt_context_t* ctx, molt_process_t process, int32_t* out_state,
+                                 uint64_t* out_pid);
+  /** @brief Calls `fn(user_data, ...)` once when `process` ends. `release` (may be NULL) gets
+   *  `user_data` once afterwards, or when this plugin stops first. */
+  molt_status_t (*process_on_exit)(molt_context_t* ctx, molt_process_t process,
+                                   molt_process_exit_fn fn, void* user_data,
+                                   molt_cleanup_fn release);
+  /** @brief Inside a process: the result it will complete with (copied). */
+  molt_status_t (*process_set_result)(molt_context_t* ctx, const char* result);
+  /** @brief Creates an operation that processes may wait on, completed later by
+   *  completion_complete. Released with the plugin (a waiting process then gets
+   *  MOLT_ERR_CANCELLED). */
+  molt_status_t (*completion_create)(molt_context_t* ctx, molt_completion_t* out_completion);
+  /** @brief Completes `completion` with `status` and a payload (copied), waking its waiter.
+   *  MOLT_ERR_STATE when it was already complete. */
+  molt_status_t (*completion_complete)(molt_context_t* ctx, molt_completion_t completion,
+                                       molt_status_t status, const void* data, size_t size);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it

@@ -53,6 +53,7 @@
 #include <iterator>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -260,6 +261,67 @@ struct Topic {
   explicit operator bool() const { return handle != 0; }
 };
 
+// Thrown by Host::Yield, Sleep and Wait inside a process that was killed; the body trampoline
+// catches it, so the body unwinds (destructors run) and code after the call never runs. Not a
+// std::exception: a catch (...) in a body must rethrow it.
+struct ProcessKilled {};
+
+struct ProcessOptions {
+  std::string name;              // "Process <name>" in the profiler; empty: "Process_<pid>"
+  std::int32_t priority = 0;     // MOLT_PRIORITY_*; 0: normal
+  std::uint64_t stack_size = 0;  // bytes; 0: the host's default
+};
+
+// An operation a process may Wait() on, completed later (possibly by another process).
+class Completion {
+ public:
+  Completion() = default;
+  Completion(molt_context_t* ctx, const molt_host_api* api, molt_completion_t h)
+      : ctx_(ctx), api_(api), handle_(h) {}
+  explicit operator bool() const { return handle_ != 0; }
+  molt_completion_t handle() const { return handle_; }
+  // Completes it with `code` (MOLT_OK or an error) and `payload`, waking its waiter.
+  molt_status_t Complete(molt_status_t code, std::string_view payload = {}) const {
+    return api_->completion_complete(ctx_, handle_, code, payload.data(), payload.size());
+  }
+
+ private:
+  molt_context_t* ctx_ = nullptr;
+  const molt_host_api* api_ = nullptr;
+  molt_completion_t handle_ = 0;
+};
+
+// A process handle. A process lives until it ends (Kill ends it early); the handle then goes
+// stale and state() returns -1.
+class Process {
+ public:
+  Process() = default;
+  Process(molt_context_t* ctx, const molt_host_api* api, molt_process_t h)
+      : ctx_(ctx), api_(api), handle_(h) {}
+  explicit operator bool() const { return handle_ != 0; }
+  molt_process_t handle() const { return handle_; }
+
+  molt_status_t Start() const { return api_->process_start(ctx_, handle_, nullptr); }
+  molt_status_t Suspend() const { return api_->process_suspend(ctx_, handle_); }
+  molt_status_t Resume() const { return api_->process_resume(ctx_, handle_); }
+  molt_status_t Kill(const char* reason = "killed") const {
+    return api_->process_kill(ctx_, handle_, reason);
+  }
+  // MOLT_PROCESS_*, or -1 once the process has ended and its handle went stale.
+  std::int32_t state() const {
+    std::int32_t s = -1;
+    return api_->process_state(ctx_, handle_, &s, nullptr) == MOLT_OK ? s : -1;
+  }
+  // Calls `fn(std::int32_t state, std::string_view result)` once when the process ends.
+  template <class F>
+  molt_status_t OnExit(F&& fn) const;
+
+ private:
+  molt_context_t* ctx_ = nullptr;
+  const molt_host_api* api_ = nullptr;
+  molt_process_t handle_ = 0;
+};
+
 // An interface fetched from a dependency: call `vtable->fn(self, ...)`.
 template <class VTable>
 struct Interface {
@@ -370,6 +432,42 @@ class Host {
   template <class F>
   Task Every(double seconds, F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL) const;
 
+  // --- Processes ---
+
+  // A Created process running `body` (returning void, std::string (its result) or
+  // molt::Status); Start() it. Inside, use Yield, Sleep and Wait. An empty Process on failure.
+  template <class F>
+  Process Spawn(F&& body, const ProcessOptions& options = {}) const;
+  // Inside a process body: resume on a later scheduler step. Throws ProcessKilled when the
+  // process was killed, std::logic_error when not inside one of this plugin's processes.
+  void Yield() const { Parked(api_->process_yield(ctx_)); }
+  // Inside a process body: park until `seconds` from now.
+  void Sleep(double seconds) const { Parked(api_->process_sleep(ctx_, seconds)); }
+  struct WaitResult {
+    molt_status_t code = MOLT_OK;  // what the completion completed with
+    std::string payload;
+  };
+  // Inside a process body: park until `completion` completes.
+  WaitResult Wait(const Completion& completion) const {
+    WaitResult r;
+    r.code = api_->process_wait(
+        ctx_, completion.handle(),
+        [](void* ud, const void* data, std::size_t n) {
+          static_cast<std::string*>(ud)->append(static_cast<const char*>(data), n);
+        },
+        &r.payload);
+    if (r.code == MOLT_ERR_CANCELLED || r.code == MOLT_ERR_STATE ||
+        r.code == MOLT_ERR_INVALID_ARGUMENT || r.code == MOLT_ERR_STALE) {
+      Parked(r.code);  // the call itself failed (an error the completion carried is returned)
+    }
+    return r;
+  }
+  Completion CreateCompletion() const {
+    molt_completion_t c = 0;
+    (void)api_->completion_create(ctx_, &c);
+    return Completion(ctx_, api_, c);
+  }
+
   // --- Scopes ---
 
   // A scope under the plugin's root scope (or under `parent`).
@@ -453,6 +551,14 @@ class Host {
   }
 
  private:
+  void Parked(molt_status_t code) const {
+    if (code == MOLT_ERR_CANCELLED) {
+      throw ProcessKilled{};
+    }
+    if (code != MOLT_OK) {
+      throw std::logic_error(std::string(LastError()));
+    }
+  }
   template <class F>
   static void DeleteBox(void* box) noexcept {
     delete static_cast<detail::Box<F>*>(box);
@@ -585,6 +691,61 @@ Status Host::Defer(molt_scope_t scope, F&& fn) const {
     delete f;  // the host calls this exactly once, even for a scope closed before the call
   };
   return Check(api_->scope_defer(ctx_, scope, run, box));
+}
+
+template <class F>
+Process Host::Spawn(F&& body, const ProcessOptions& options) const {
+  using Fn = std::decay_t<F>;
+  auto* box = new detail::Box<Fn>{*this, std::forward<F>(body)};
+  molt_process_fn trampoline = [](void* ud, void*) noexcept -> molt_status_t {
+    auto* b = static_cast<detail::Box<Fn>*>(ud);
+    try {
+      return detail::CallGuarded(b->host, [b]() -> molt_status_t {
+        try {
+          if constexpr (std::is_void_v<std::invoke_result_t<Fn&>>) {
+            b->fn();
+            return MOLT_OK;
+          } else if constexpr (std::is_convertible_v<std::invoke_result_t<Fn&>, std::string>) {
+            const std::string result = b->fn();
+            return b->host.api()->process_set_result(b->host.context(), result.c_str());
+          } else {
+            return detail::ResultCode(b->host, b->fn());
+          }
+        } catch (const ProcessKilled&) {
+          return MOLT_OK;  // unwound after a kill: the host keeps the Killed state
+        }
+      });
+    } catch (...) {
+      return MOLT_ERR_INTERNAL;
+    }
+  };
+  molt_process_options o{sizeof(molt_process_options), options.priority,
+                         options.name.empty() ? nullptr : options.name.c_str(), options.stack_size};
+  molt_process_t p = 0;
+  if (api_->process_spawn(ctx_, &o, trampoline, box, &DeleteBox<Fn>, &p) != MOLT_OK) {
+    delete box;
+    return Process();
+  }
+  return Process(ctx_, api_, p);
+}
+
+template <class F>
+molt_status_t Process::OnExit(F&& fn) const {
+  using Fn = std::decay_t<F>;
+  auto* box = new Fn(std::forward<F>(fn));
+  molt_process_exit_fn call = [](void* ud, molt_process_t, std::int32_t state, const char* result,
+                                 std::size_t n) noexcept {
+    try {
+      (*static_cast<Fn*>(ud))(state, std::string_view(result, n));
+    } catch (...) {
+    }
+  };
+  molt_cleanup_fn release = [](void* ud) noexcept { delete static_cast<Fn*>(ud); };
+  const molt_status_t code = api_->process_on_exit(ctx_, handle_, call, box, release);
+  if (code != MOLT_OK) {
+    delete box;
+  }
+  return code;
 }
 
 // --- Services ------------------------------------------------------------------------------------

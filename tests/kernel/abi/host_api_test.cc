@@ -556,3 +556,190 @@ TEST_F(HostApiTest, TasksAreProfiledUnderThePluginsName) {
 
 }  // namespace
 }  // namespace molt::kernel::abi
+
+namespace molt::kernel::abi {
+namespace {
+
+// A process body written against the raw ABI, driven by a script of what to do.
+struct Walker {
+  const molt_host_api* api;
+  molt_context_t* ctx;
+  std::vector<std::string>* log;
+  int yields = 3;
+  molt_completion_t wait_on = 0;
+  bool sleep_forever = false;
+  const char* fail_with = nullptr;
+};
+
+molt_status_t WalkerBody(void* ud, void* arg) {
+  auto* w = static_cast<Walker*>(ud);
+  w->log->push_back("arg " + std::to_string(*static_cast<int*>(arg)));
+  if (w->fail_with != nullptr) {
+    w->api->set_error(w->ctx, w->fail_with);
+    return MOLT_ERR_INTERNAL;
+  }
+  for (int i = 0; i < w->yields; ++i) {
+    w->log->push_back("slice " + std::to_string(i));
+    if (w->api->process_yield(w->ctx) != MOLT_OK) {
+      return MOLT_OK;
+    }
+  }
+  if (w->wait_on != 0) {
+    std::string payload;
+    const molt_status_t st = w->api->process_wait(
+        w->ctx, w->wait_on,
+        [](void* ud, const void* data, size_t n) {
+          static_cast<std::string*>(ud)->append(static_cast<const char*>(data), n);
+        },
+        &payload);
+    w->log->push_back("waited " + std::to_string(st) + " " + payload);
+    if (st == MOLT_ERR_CANCELLED) {
+      return MOLT_OK;
+    }
+  }
+  while (w->sleep_forever) {
+    const molt_status_t st = w->api->process_sleep(w->ctx, 10);
+    if (st != MOLT_OK) {
+      w->log->push_back("sleep returned " + std::to_string(st));
+      return MOLT_OK;  // killed: return at once
+    }
+  }
+  w->api->process_set_result(w->ctx, "arrived");
+  return MOLT_OK;
+}
+
+void RecordExit(void* ud, molt_process_t, int32_t state, const char* result, size_t n) {
+  static_cast<std::vector<std::string>*>(ud)->push_back("exit " + std::to_string(state) + " " +
+                                                        std::string(result, n));
+}
+
+TEST_F(HostApiTest, ProcessLifecycleThroughTheTable) {
+  Boot();
+  std::vector<std::string> log;
+  Walker w{&api(), a(), &log};
+  molt_process_options o{sizeof(molt_process_options), MOLT_PRIORITY_LOW, "Walker", 0};
+  molt_process_t p = 0;
+  ASSERT_EQ(api().process_spawn(a(), &o, WalkerBody, &w, nullptr, &p), MOLT_OK);
+  int32_t state = -1;
+  std::uint64_t pid = 0;
+  ASSERT_EQ(api().process_state(a(), p, &state, &pid), MOLT_OK);
+  EXPECT_EQ(state, MOLT_PROCESS_CREATED);
+  EXPECT_GT(pid, 0u);
+  ASSERT_EQ(api().process_on_exit(a(), p, RecordExit, &log, nullptr), MOLT_OK);
+  int arg = 42;
+  ASSERT_EQ(api().process_start(a(), p, &arg), MOLT_OK);
+  EXPECT_EQ(api().process_start(a(), p, &arg), MOLT_ERR_STATE);
+  EXPECT_EQ(Error(a()), "process Walker already started");
+  for (int i = 0; i < 4; ++i) {
+    kernel_->scheduler().Step();
+  }
+  EXPECT_EQ(
+      log, (std::vector<std::string>{"arg 42", "slice 0", "slice 1", "slice 2", "exit 3 arrived"}));
+  bool profiled = false;
+  for (const TaskProfile& t : kernel_->scheduler().TopTasks(20)) {
+    profiled = profiled || t.key == "Process Walker";
+  }
+  EXPECT_TRUE(profiled);
+  kernel_->scheduler().Step();  // the handle goes stale once the exit was delivered
+  EXPECT_EQ(api().process_state(a(), p, &state, nullptr), MOLT_ERR_STALE);
+}
+
+TEST_F(HostApiTest, ProcessCallsOutsideAProcessAndBadOptionsAreRefused) {
+  Boot();
+  EXPECT_EQ(api().process_yield(a()), MOLT_ERR_STATE);
+  EXPECT_EQ(Error(a()), "process_yield must be called inside a process");
+  EXPECT_EQ(api().process_sleep(a(), 1), MOLT_ERR_STATE);
+  EXPECT_EQ(api().process_set_result(a(), "x"), MOLT_ERR_STATE);
+  molt_process_t p;
+  molt_process_options o{};
+  EXPECT_EQ(api().process_spawn(a(), &o, WalkerBody, nullptr, nullptr, &p),
+            MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(a()),
+            "molt_process_options.struct_size is 0: set it to sizeof(molt_process_options)");
+  o = {sizeof(molt_process_options), 9, nullptr, 0};
+  EXPECT_EQ(api().process_spawn(a(), &o, WalkerBody, nullptr, nullptr, &p),
+            MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(api().process_spawn(a(), nullptr, nullptr, nullptr, nullptr, &p),
+            MOLT_ERR_INVALID_ARGUMENT);
+}
+
+TEST_F(HostApiTest, ABodyThatFailsCrashesWithItsText) {
+  Boot();
+  std::vector<std::string> log;
+  Walker w{&api(), a(), &log};
+  w.fail_with = "lost the path";
+  molt_process_t p;
+  ASSERT_EQ(api().process_spawn(a(), nullptr, WalkerBody, &w, nullptr, &p), MOLT_OK);
+  ASSERT_EQ(api().process_on_exit(a(), p, RecordExit, &log, nullptr), MOLT_OK);
+  int arg = 1;
+  ASSERT_EQ(api().process_start(a(), p, &arg), MOLT_OK);
+  kernel_->scheduler().Step();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1].rfind("exit 4 lost the path\n", 0), 0u) << log[1];
+}
+
+TEST_F(HostApiTest, KillingAParkedBodyMakesItsCallReturnAnError) {
+  Boot();
+  std::vector<std::string> log;
+  Walker w{&api(), a(), &log};
+  w.yields = 0;
+  w.sleep_forever = true;
+  molt_process_t p;
+  ASSERT_EQ(api().process_spawn(a(), nullptr, WalkerBody, &w, nullptr, &p), MOLT_OK);
+  ASSERT_EQ(api().process_on_exit(a(), p, RecordExit, &log, nullptr), MOLT_OK);
+  int arg = 7;
+  ASSERT_EQ(api().process_start(a(), p, &arg), MOLT_OK);
+  kernel_->scheduler().Step();
+  ASSERT_EQ(api().process_kill(b(), p, "nope"), MOLT_ERR_STALE);  // not beta's
+  ASSERT_EQ(api().process_kill(a(), p, "guard dismissed"), MOLT_OK);
+  EXPECT_EQ(log,
+            (std::vector<std::string>{"arg 7", "sleep returned -11", "exit 5 guard dismissed"}));
+}
+
+TEST_F(HostApiTest, ProcessesWaitOnCompletions) {
+  Boot();
+  std::vector<std::string> log;
+  molt_completion_t c = 0;
+  ASSERT_EQ(api().completion_create(a(), &c), MOLT_OK);
+  Walker w{&api(), a(), &log};
+  w.yields = 0;
+  w.wait_on = c;
+  molt_process_t p;
+  ASSERT_EQ(api().process_spawn(a(), nullptr, WalkerBody, &w, nullptr, &p), MOLT_OK);
+  int arg = 0;
+  ASSERT_EQ(api().process_start(a(), p, &arg), MOLT_OK);
+  kernel_->scheduler().Step();
+  kernel_->scheduler().Step();
+  EXPECT_EQ(log, std::vector<std::string>{"arg 0"});
+  ASSERT_EQ(api().completion_complete(a(), c, MOLT_OK, "loaded", 6), MOLT_OK);
+  EXPECT_EQ(api().completion_complete(a(), c, MOLT_OK, nullptr, 0), MOLT_ERR_STATE);
+  EXPECT_EQ(Error(a()), "completion " + std::to_string(c) + " is already complete");
+  kernel_->scheduler().Step();
+  EXPECT_EQ(log, (std::vector<std::string>{"arg 0", "waited 0 loaded"}));
+}
+
+TEST_F(HostApiTest, StoppingThePluginKillsItsProcessesWithoutExitCallbacks) {
+  Boot();
+  std::vector<std::string> log;
+  Walker w{&api(), a(), &log};
+  w.yields = 0;
+  w.sleep_forever = true;
+  static int released;
+  released = 0;
+  molt_process_t p;
+  ASSERT_EQ(api().process_spawn(
+                a(), nullptr, WalkerBody, &w, [](void*) { ++released; }, &p),
+            MOLT_OK);
+  ASSERT_EQ(api().process_on_exit(a(), p, RecordExit, &log, nullptr), MOLT_OK);
+  int arg = 3;
+  ASSERT_EQ(api().process_start(a(), p, &arg), MOLT_OK);
+  kernel_->scheduler().Step();
+  const std::size_t before = Process::Count();
+  ASSERT_TRUE(alpha_->Stop().ok());
+  EXPECT_EQ(log, (std::vector<std::string>{"arg 3", "sleep returned -11"}));  // no exit callback
+  EXPECT_EQ(released, 1);
+  EXPECT_EQ(Process::Count(), before - 1);
+}
+
+}  // namespace
+}  // namespace molt::kernel::abi

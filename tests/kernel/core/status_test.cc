@@ -28,6 +28,7 @@ TEST(StatusTest, CodesAreFrozenAbiValues) {
   EXPECT_EQ(static_cast<int>(Status::Code::kInvalidArgument), -1);
   EXPECT_EQ(static_cast<int>(Status::Code::kStale), -3);
   EXPECT_EQ(static_cast<int>(Status::Code::kIoError), -10);
+  EXPECT_EQ(static_cast<int>(Status::Code::kCancelled), -11);
 }
 
 TEST(ResultTest, HoldsAValueOrAStatus) {

@@ -213,6 +213,29 @@ TEST_P(WrapperPluginTest, MoltHppPluginBehavesTheSameFromEitherCompiler) {
   kernel_->bus().Publish(p + "Ask");
   EXPECT_EQ(answer, (std::vector<std::string>{"3", "passed", "hello"}));
   EXPECT_STREQ(host_->plugins()[0].library->info().version, "2.1.0-rc.1+build.7");
+
+  // A molt.hpp process inside the plugin: yields, sleeps, waits on a completion, completes.
+  std::vector<std::string> walk;
+  kernel_->bus().Subscribe(p + "Walked", [&](std::string_view, Args args) {
+    walk.push_back("walked " + std::to_string(args[0].AsInt()));
+  });
+  kernel_->bus().Subscribe(p + "Exited", [&](std::string_view, Args args) {
+    walk.push_back("exited " + std::to_string(args[0].AsInt()) + " " +
+                   std::string(args[1].AsString()));
+  });
+  kernel_->bus().Publish(p + "Walk");
+  Step(6);
+  EXPECT_TRUE(walk.empty());  // parked on the completion
+  const Value go[] = {Value::String("home")};
+  kernel_->bus().Publish(p + "Go", go);
+  Step(2);
+  EXPECT_EQ(walk, (std::vector<std::string>{"walked 3", "exited 3 walked home"}));
+  // A killed walker unwinds inside the plugin (ProcessKilled) and reports Killed.
+  walk.clear();
+  kernel_->bus().Publish(p + "Walk");
+  Step(2);
+  kernel_->bus().Publish(p + "Halt");
+  EXPECT_EQ(walk, std::vector<std::string>{"exited 5 halted"});
   EXPECT_TRUE(kernel_->Shutdown().ok());
   EXPECT_EQ(host_->UnloadAll(), 0u);
   EXPECT_TRUE(fs::is_empty(copies_));

@@ -35,6 +35,7 @@ class Status {
     kAlreadyExists = -8,       // the name or object is taken
     kRejected = -9,            // a validation chain or policy refused
     kIoError = -10,            // the operating system refused (files, sockets)
+    kCancelled = -11,          // cancelled: a killed process, a released operation
   };
 
   Status() noexcept = default;
@@ -53,6 +54,7 @@ class Status {
   static Status AlreadyExists(std::string m) { return {Code::kAlreadyExists, std::move(m)}; }
   static Status Rejected(std::string m) { return {Code::kRejected, std::move(m)}; }
   static Status IoError(std::string m) { return {Code::kIoError, std::move(m)}; }
+  static Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
 
   bool ok() const noexcept { return code_ == Code::kOk; }
   Code code() const noexcept { return code_; }
