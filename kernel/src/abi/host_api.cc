@@ -52,6 +52,16 @@ Status Required(const void* p, const char* what) {
   return p != nullptr ? Status::Ok() : Status::InvalidArgument(std::string(what) + " is NULL");
 }
 
+// The first of several required pointers that is NULL, as Required() reports it.
+Status Required(std::initializer_list<std::pair<const void*, const char*>> args) {
+  for (const auto& [ptr, what] : args) {
+    if (Status s = Required(ptr, what); !s.ok()) {
+      return s;
+    }
+  }
+  return Status::Ok();
+}
+
 Result<Priority> ToPriority(std::int32_t priority) {
   if (priority < MOLT_PRIORITY_KERNEL || priority > MOLT_PRIORITY_BACKGROUND) {
     return Status::InvalidArgument("priority " + std::to_string(priority) +
@@ -204,12 +214,11 @@ molt_status_t BusSubscribe(molt_context_t* ctx, const char* pattern, molt_bus_fn
                            void* user_data, molt_cleanup_fn release,
                            molt_subscription_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    for (auto [ptr, what] : {std::pair<const void*, const char*>{pattern, "pattern"},
+    if (Status s = Required({{pattern, "pattern"},
                              {reinterpret_cast<const void*>(fn), "fn"},
-                             {out, "out_subscription"}}) {
-      if (Status s = Required(ptr, what); !s.ok()) {
-        return s;
-      }
+                             {out, "out_subscription"}});
+        !s.ok()) {
+      return s;
     }
     if (Status s = Bus::CheckPattern(pattern); !s.ok()) {
       return s;
@@ -266,12 +275,10 @@ molt_status_t HookDefine(molt_context_t* ctx, const char* point, std::int32_t mo
 molt_status_t HookOn(molt_context_t* ctx, const char* point, std::int32_t priority, molt_hook_fn fn,
                      void* user_data, molt_cleanup_fn release, molt_hook_handler_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    for (auto [ptr, what] : {std::pair<const void*, const char*>{point, "point"},
-                             {reinterpret_cast<const void*>(fn), "fn"},
-                             {out, "out_handler"}}) {
-      if (Status s = Required(ptr, what); !s.ok()) {
-        return s;
-      }
+    if (Status s = Required(
+            {{point, "point"}, {reinterpret_cast<const void*>(fn), "fn"}, {out, "out_handler"}});
+        !s.ok()) {
+      return s;
     }
     if (Status s = Hooks::CheckUserPointName(point); !s.ok()) {
       return s;
@@ -340,12 +347,9 @@ molt_status_t HookFire(molt_context_t* ctx, const char* point, molt_value* args,
 template <class Arm>
 Status AddTask(PluginInstance& p, std::int32_t priority, molt_task_fn fn, void* user_data,
                molt_cleanup_fn release, molt_task_t* out, bool one_shot, Arm&& arm) {
-  for (auto [ptr, what] :
-       {std::pair<const void*, const char*>{reinterpret_cast<const void*>(fn), "fn"},
-        {out, "out_task"}}) {
-    if (Status s = Required(ptr, what); !s.ok()) {
-      return s;
-    }
+  if (Status s = Required({{reinterpret_cast<const void*>(fn), "fn"}, {out, "out_task"}});
+      !s.ok()) {
+    return s;
   }
   Result<Priority> prio = ToPriority(priority);
   if (!prio.ok()) {
@@ -503,12 +507,9 @@ molt_status_t ScopeClose(molt_context_t* ctx, molt_scope_t scope) noexcept {
 molt_status_t ServiceInterface(molt_context_t* ctx, const char* service, const char* iface,
                                molt_interface_ref* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    for (auto [ptr, what] : {std::pair<const void*, const char*>{service, "service"},
-                             {iface, "interface_name"},
-                             {out, "out_ref"}}) {
-      if (Status s = Required(ptr, what); !s.ok()) {
-        return s;
-      }
+    if (Status s = Required({{service, "service"}, {iface, "interface_name"}, {out, "out_ref"}});
+        !s.ok()) {
+      return s;
     }
     const auto& deps = p.dependencies();
     if (std::find(deps.begin(), deps.end(), service) == deps.end()) {
@@ -617,12 +618,9 @@ molt_status_t ProcessSpawn(molt_context_t* ctx, const molt_process_options* opti
                            molt_process_fn body, void* user_data, molt_cleanup_fn release,
                            molt_process_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    for (auto [ptr, what] :
-         {std::pair<const void*, const char*>{reinterpret_cast<const void*>(body), "body"},
-          {out, "out_process"}}) {
-      if (Status s = Required(ptr, what); !s.ok()) {
-        return s;
-      }
+    if (Status s = Required({{reinterpret_cast<const void*>(body), "body"}, {out, "out_process"}});
+        !s.ok()) {
+      return s;
     }
     ProcessOptions po;
     if (options != nullptr) {
