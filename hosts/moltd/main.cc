@@ -38,9 +38,11 @@ int main(int argc, char** argv) {
       "Loads every plugin (*.so) of the plugin directory, starts them in dependency order and\n"
       "serves until SIGTERM or SIGINT, then runs the close phase: Kernel.Closing, every\n"
       "service's stop in reverse boot order within the close budget, Kernel.Stopped, exit 0.\n"
-      "Flags override the configuration file's \"server\" section; the file may also hold a\n"
-      "\"scheduler\" section (budget_ms, target_frame_ms, profile_tasks, stagger_recurring)\n"
-      "and per-plugin sections under \"plugins\" that plugins read with config_get.\n");
+      "Clients connect over TCP (default 127.0.0.1:7777; see docs/network.md).\n"
+      "Flags override the configuration file's \"server\" and \"net\" sections; the file may\n"
+      "also hold a \"scheduler\" section (budget_ms, target_frame_ms, profile_tasks,\n"
+      "stagger_recurring), network limits under \"net\" (max_frame_bytes, bytes_per_tick,\n"
+      "auth, ...) and per-plugin sections under \"plugins\" that plugins read with config_get.\n");
   options.set_width(100);
   // clang-format off
   options.add_options()
@@ -56,6 +58,10 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>(), "FORMAT")
       ("close-budget", "seconds the close phase may take before moltd exits anyway (default 25)",
        cxxopts::value<double>(), "SECONDS")
+      ("b,bind", "address clients connect to (default 127.0.0.1; 0.0.0.0 for every interface)",
+       cxxopts::value<std::string>(), "ADDRESS")
+      ("port", "TCP port for clients (default 7777; 0 picks a free one and logs it)",
+       cxxopts::value<int>(), "PORT")
       ("version", "print the version and exit")
       ("h,help", "print this help and exit");
   // clang-format on
@@ -69,7 +75,8 @@ int main(int argc, char** argv) {
   if (args.count("help") != 0) {
     std::cout << options.help() << "\nExamples:\n"
               << "  moltd                              the bundled plugins, data in ./data\n"
-              << "  moltd -p build/plugins -d /var/lib/molt --log-format json\n";
+              << "  moltd -p build/plugins -d /var/lib/molt --log-format json\n"
+              << "  moltd --bind 0.0.0.0 --port 7777   accept clients from other machines\n";
     return 0;
   }
   if (args.count("version") != 0) {
@@ -97,6 +104,12 @@ int main(int argc, char** argv) {
   }
   if (args.count("log-format") != 0) {
     server.log_format = args["log-format"].as<std::string>();
+  }
+  if (args.count("bind") != 0) {
+    server.bind_address = args["bind"].as<std::string>();
+  }
+  if (args.count("port") != 0) {
+    server.port = args["port"].as<int>();
   }
   if (args.count("close-budget") != 0) {
     server.close_budget_seconds = args["close-budget"].as<double>();

@@ -120,7 +120,7 @@ class MoltdTest : public ::testing::Test {
 };
 
 TEST_F(MoltdTest, ServesTheBundledPluginsAndClosesInReverseBootOrderOnSigterm) {
-  Process p({kMoltd, "--plugins", kPlugins, "--data", data_});
+  Process p({kMoltd, "--plugins", kPlugins, "--data", data_, "--port", "0"});
   ASSERT_TRUE(p.WaitFor("Server booted 3 services")) << p.output();
   ASSERT_TRUE(p.WaitFor("SIGTERM or SIGINT closes")) << p.output();
   EXPECT_FALSE(fs::is_empty(data_ + "/run"));  // this server's private plugin copies
@@ -147,7 +147,7 @@ TEST_F(MoltdTest, ServesTheBundledPluginsAndClosesInReverseBootOrderOnSigterm) {
 }
 
 TEST_F(MoltdTest, SigintClosesToo) {
-  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--log-format", "json"});
+  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--log-format", "json", "--port", "0"});
   ASSERT_TRUE(p.WaitFor("Server booted")) << p.output();
   p.Signal(SIGINT);
   EXPECT_EQ(p.Wait(), 0) << p.output();
@@ -158,7 +158,7 @@ TEST_F(MoltdTest, SigintClosesToo) {
 
 TEST_F(MoltdTest, ASecondSignalDuringTheCloseIsIgnored) {
   const std::string config = Config(R"({"plugins": {"fx_sleepy": {"stop_sleep_seconds": 2}}})");
-  Process p({kMoltd, "-p", kFixtures + "/close", "-d", data_, "-c", config});
+  Process p({kMoltd, "-p", kFixtures + "/close", "-d", data_, "-c", config, "--port", "0"});
   ASSERT_TRUE(p.WaitFor("Server booted 1 services")) << p.output();
   p.Signal(SIGTERM);
   ASSERT_TRUE(p.WaitFor("closing (SIGTERM)")) << p.output();
@@ -174,8 +174,8 @@ TEST_F(MoltdTest, ASecondSignalDuringTheCloseIsIgnored) {
 
 TEST_F(MoltdTest, CloseOverBudgetWarnsAndExitsZero) {
   const std::string config = Config(R"({"plugins": {"fx_sleepy": {"stop_sleep_seconds": 60}}})");
-  Process p(
-      {kMoltd, "-p", kFixtures + "/close", "-d", data_, "-c", config, "--close-budget", "0.5"});
+  Process p({kMoltd, "-p", kFixtures + "/close", "-d", data_, "-c", config, "--close-budget", "0.5",
+             "--port", "0"});
   ASSERT_TRUE(p.WaitFor("Server booted 1 services")) << p.output();
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();
@@ -216,7 +216,7 @@ TEST_F(MoltdTest, HelpExplainsItselfAndBadFlagsExitTwo) {
   }
   Process version({kMoltd, "--version"});
   EXPECT_EQ(version.Wait(), 0);
-  EXPECT_EQ(version.output(), "moltd 0.1.0 (plugin ABI 1.0)\n");
+  EXPECT_EQ(version.output(), "moltd 0.1.0 (plugin ABI 1.1)\n");
   Process bad({kMoltd, "--frobnicate"});
   EXPECT_EQ(bad.Wait(), 2);
   EXPECT_NE(bad.output().find("Try 'moltd --help'."), std::string::npos) << bad.output();
@@ -224,13 +224,13 @@ TEST_F(MoltdTest, HelpExplainsItselfAndBadFlagsExitTwo) {
 
 TEST_F(MoltdTest, AKilledServerLeavesNothingThatBlocksTheNextStart) {
   {
-    Process p({kMoltd, "-p", kPlugins, "-d", data_});
+    Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
     ASSERT_TRUE(p.WaitFor("Server booted")) << p.output();
     p.Signal(SIGKILL);
     EXPECT_EQ(p.Wait(), 128 + SIGKILL);
   }
   ASSERT_FALSE(fs::is_empty(data_ + "/run"));  // the dead server's plugin copies
-  Process p({kMoltd, "-p", kPlugins, "-d", data_});
+  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
   ASSERT_TRUE(p.WaitFor("Server booted")) << p.output();
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();

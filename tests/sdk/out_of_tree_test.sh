@@ -25,7 +25,7 @@ fi
 
 mkdir "$work/plugins"
 cp "$so" "$work/plugins/"
-"$moltd" -p "$work/plugins" -d "$work/data" >"$work/out.log" 2>&1 &
+"$moltd" -p "$work/plugins" -d "$work/data" --port 0 >"$work/out.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do
   grep -q "Server booted 1 services" "$work/out.log" && break

@@ -853,11 +853,7 @@ molt_status_t CompletionComplete(molt_context_t* ctx, molt_completion_t completi
     if (size > 0 && data == nullptr) {
       return Status::InvalidArgument("data is NULL with size > 0");
     }
-    const bool known = status >= MOLT_ERR_CANCELLED && status <= MOLT_OK;
-    Status st =
-        status == MOLT_OK
-            ? Status::Ok()
-            : Status(static_cast<Status::Code>(known ? status : MOLT_ERR_INTERNAL), p.last_error());
+    Status st = status == MOLT_OK ? Status::Ok() : Status(AbiCode(status), p.last_error());
     if (!(*r)->completion->Complete(std::move(st),
                                     std::string(static_cast<const char*>(data), data ? size : 0))) {
       return Status::FailedPrecondition("completion " + std::to_string(completion) +

@@ -23,13 +23,14 @@ static_assert(static_cast<int>(Status::Code::kInvalidArgument) == MOLT_ERR_INVAL
                   static_cast<int>(Status::Code::kAlreadyExists) == MOLT_ERR_ALREADY_EXISTS &&
                   static_cast<int>(Status::Code::kRejected) == MOLT_ERR_REJECTED &&
                   static_cast<int>(Status::Code::kIoError) == MOLT_ERR_IO &&
-                  static_cast<int>(Status::Code::kCancelled) == MOLT_ERR_CANCELLED,
+                  static_cast<int>(Status::Code::kCancelled) == MOLT_ERR_CANCELLED &&
+                  static_cast<int>(Status::Code::kTimedOut) == MOLT_ERR_TIMEOUT &&
+                  static_cast<int>(Status::Code::kRateLimited) == MOLT_ERR_RATE_LIMITED,
               "kernel status codes are the ABI's codes");
 
 // A plugin's failure code as a Status; codes outside the ABI's range count as internal errors.
 Status FromPluginCode(molt_status_t code, std::string text) {
-  const bool known = code >= MOLT_ERR_CANCELLED && code < MOLT_OK;
-  return Status(static_cast<Status::Code>(known ? code : MOLT_ERR_INTERNAL), std::move(text));
+  return Status(AbiCode(code == MOLT_OK ? MOLT_ERR_INTERNAL : code), std::move(text));
 }
 
 std::vector<std::string> Dependencies(const molt_plugin_info& info) {

@@ -33,9 +33,19 @@
 // The ABI's opaque context. PluginInstance is its only kind.
 struct molt_context {};
 
+namespace molt::kernel::net {
+class Network;
+}  // namespace molt::kernel::net
+
 namespace molt::kernel::abi {
 
 class PluginInstance;
+
+// A status a plugin passed as a kernel code; codes the ABI does not define are internal errors.
+inline Status::Code AbiCode(molt_status_t status) {
+  const bool known = status >= MOLT_ERR_RATE_LIMITED && status <= MOLT_OK;
+  return static_cast<Status::Code>(known ? status : MOLT_ERR_INTERNAL);
+}
 
 // State shared by every plugin instance of one kernel: the resolved-topic table (topic handles
 // are indexes into it, so a bogus handle is a bounds check, never a crash).
@@ -43,6 +53,9 @@ class AbiShared {
  public:
   explicit AbiShared(Kernel& kernel) : kernel_(kernel) {}
   Kernel& kernel() { return kernel_; }
+  // The server's network (channels, sessions); nullptr in hosts without one.
+  net::Network* network() const { return network_; }
+  void set_network(net::Network* network) { network_ = network; }
   molt_topic_t TopicHandle(Bus::Topic* topic);
   // nullptr for a handle that was never issued.
   Bus::Topic* TopicAt(molt_topic_t handle) const {
@@ -54,6 +67,7 @@ class AbiShared {
 
  private:
   Kernel& kernel_;
+  net::Network* network_ = nullptr;
   std::vector<Bus::Topic*> topics_;
   std::unordered_map<Bus::Topic*, molt_topic_t> handles_;
 };

@@ -85,6 +85,10 @@ Hooks::Point* Hooks::Define(std::string_view name, Mode mode) {
   return point;
 }
 
+std::size_t Hooks::handler_count(const Point* point) const {
+  return point == nullptr ? 0 : point->chain.size();
+}
+
 bool Hooks::fail_open(const Point* point) const { return point->mode == Mode::kFailOpen; }
 
 void Hooks::Modify(Point* point) {

@@ -97,6 +97,8 @@ class Hooks {
   // Every point, sorted by name, for audits and debug tools.
   std::vector<PointInfo> ListPoints() const;
   bool fail_open(const Point* point) const;
+  // Handlers on `point` (0 for nullptr).
+  std::size_t handler_count(const Point* point) const;
 
   // OK, or `hook point "<name>" is kernel-reserved` for names starting with "Kernel.".
   static Status CheckUserPointName(std::string_view name);

@@ -3,6 +3,7 @@
 #include "kernel/src/core/kernel.h"
 
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <chrono>
 #include <cmath>
@@ -147,6 +148,18 @@ std::size_t Kernel::process_count() const {
   return n;
 }
 
+void Kernel::RemoveShutdownStep(std::string_view name) {
+  std::erase_if(shutdown_steps_, [&](const ShutdownStep& s) { return s.name == name; });
+}
+
+void Kernel::AddStatsSection(std::string name, Callback<std::string()> json) {
+  stats_sections_.emplace_back(std::move(name), std::move(json));
+}
+
+void Kernel::RemoveStatsSection(std::string_view name) {
+  std::erase_if(stats_sections_, [&](const auto& s) { return s.first == name; });
+}
+
 void Kernel::OnShutdown(ShutdownStage stage, std::string name, Callback<Status()> step) {
   shutdown_steps_.push_back({stage, std::move(name), std::move(step)});
 }
@@ -247,6 +260,9 @@ std::string Kernel::StatsJson() const {
     timings.push_back(std::move(o));
   }
   root["service_timings"] = std::move(timings);
+  for (const auto& [name, json] : stats_sections_) {
+    root[name] = boost::json::parse(json());
+  }
   return boost::json::serialize(root);
 }
 

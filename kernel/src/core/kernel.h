@@ -110,6 +110,11 @@ class Kernel {
 
   // Adds a teardown step to Shutdown() (later subsystems: sessions, processes).
   void OnShutdown(ShutdownStage stage, std::string name, Callback<Status()> step);
+  // Removes the teardown steps named `name` (their subsystem went away first).
+  void RemoveShutdownStep(std::string_view name);
+  // Adds `name` to StatsJson(): `json` returns one JSON value (a subsystem's counters).
+  void AddStatsSection(std::string name, Callback<std::string()> json);
+  void RemoveStatsSection(std::string_view name);
 
   KernelStats Stats() const;
   // Stats() as one JSON object.
@@ -138,6 +143,7 @@ class Kernel {
     Callback<Status()> run;
   };
   std::vector<ShutdownStep> shutdown_steps_;
+  std::vector<std::pair<std::string, Callback<std::string()>>> stats_sections_;
   std::vector<std::weak_ptr<Process>> processes_;
   bool started_ = false;
   bool shutting_down_ = false;

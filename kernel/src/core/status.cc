@@ -30,6 +30,10 @@ std::string_view Status::CodeName(Code code) noexcept {
       return "i/o error";
     case Code::kCancelled:
       return "cancelled";
+    case Code::kTimedOut:
+      return "timed out";
+    case Code::kRateLimited:
+      return "rate limited";
   }
   return "unknown status";
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // RunServer: configuration, kernel, plugins, signals, close phase, teardown.
+#include <fmt/format.h>
 #include <molt/kernel/server.h>
 #include <signal.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/loader/plugin_host.h"
+#include "kernel/src/net/network.h"
 #include "kernel/src/server/close_phase.h"
 #include "kernel/src/server/signal_watcher.h"
 
@@ -27,6 +29,44 @@ const std::set<std::string, std::less<>> kServerKeys = {
 const std::set<std::string, std::less<>> kSchedulerKeys = {
     "scheduler.budget_ms", "scheduler.target_frame_ms", "scheduler.profile_tasks",
     "scheduler.stagger_recurring"};
+
+// net.* keys that take a number, with where each goes in NetOptions.
+template <class T>
+using NetField = T net::NetOptions::*;
+struct NetNumber {
+  const char* key;
+  double min;
+  double max;
+  NetField<double> d = nullptr;
+  NetField<std::uint32_t> u32 = nullptr;
+  NetField<std::size_t> size = nullptr;
+};
+const NetNumber kNetNumbers[] = {
+    {"net.max_frame_bytes", 64, 16 << 20, nullptr, &net::NetOptions::max_frame_bytes},
+    {"net.bytes_per_tick", 64, 1 << 30, nullptr, &net::NetOptions::bytes_per_tick},
+    {"net.messages_per_tick", 1, 1 << 20, nullptr, &net::NetOptions::messages_per_tick},
+    {"net.budget_burst_ticks", 1, 1000, &net::NetOptions::budget_burst_ticks},
+    {"net.max_outbound_bytes", 1024, 1u << 31, nullptr, nullptr,
+     &net::NetOptions::max_outbound_bytes},
+    {"net.handshake_timeout_seconds", 0.1, 3600, &net::NetOptions::handshake_timeout_seconds},
+    {"net.max_half_open", 1, 1 << 20, nullptr, nullptr, &net::NetOptions::max_half_open},
+    {"net.handshakes_per_address", 0.01, 1e6, &net::NetOptions::handshakes_per_address},
+    {"net.max_sessions", 1, 1 << 24, nullptr, nullptr, &net::NetOptions::max_sessions},
+    {"net.ping_interval_seconds", 0.05, 3600, &net::NetOptions::ping_interval_seconds},
+    {"net.idle_timeout_seconds", 0.1, 86400, &net::NetOptions::idle_timeout_seconds},
+    {"net.offender_drop_first", 0, 1e6, nullptr, &net::NetOptions::offender_drop_first},
+    {"net.offender_window_seconds", 0.1, 3600, &net::NetOptions::offender_window_seconds},
+    {"net.offender_kick_after", 1, 1e9, nullptr, &net::NetOptions::offender_kick_after},
+    {"net.error_frame_gap_seconds", 0, 3600, &net::NetOptions::error_frame_gap_seconds},
+};
+
+std::set<std::string, std::less<>> NetKeys() {
+  std::set<std::string, std::less<>> keys = {"net.bind", "net.port", "net.auth"};
+  for (const NetNumber& n : kNetNumbers) {
+    keys.insert(n.key);
+  }
+  return keys;
+}
 
 std::string Join(const std::set<std::string, std::less<>>& keys) {
   std::string s;
@@ -51,9 +91,13 @@ Status CheckKeys(const Config& config, const std::string& source) {
       return Status::InvalidArgument(source + ": unknown key \"" + key +
                                      "\" (known: " + Join(kSchedulerKeys) + ")");
     }
-    if (section != "server" && section != "scheduler") {
+    if (section == "net" && NetKeys().count(key) == 0) {
+      return Status::InvalidArgument(source + ": unknown key \"" + key +
+                                     "\" (known: " + Join(NetKeys()) + ")");
+    }
+    if (section != "server" && section != "scheduler" && section != "net") {
       return Status::InvalidArgument(source + ": unknown section \"" + section +
-                                     "\" (known: server, scheduler, plugins)");
+                                     "\" (known: server, scheduler, net, plugins)");
     }
   }
   return Status::Ok();
@@ -98,7 +142,56 @@ struct Settings {
   SchedulerConfig scheduler;
   std::string plugin_dir;
   std::string data_dir;
+  net::NetOptions net;
 };
+
+Status ResolveNet(const ServerOptions& options, const Config& config, net::NetOptions* out) {
+  out->bind_address =
+      options.bind_address.value_or(Text(config, "net.bind").value_or(out->bind_address));
+  double port = out->port;
+  if (options.port) {
+    port = *options.port;
+  } else if (config.Get("net.port") != nullptr) {
+    Result<double> p = Number(config, "net.port");
+    if (!p.ok()) {
+      return p.status();
+    }
+    port = *p;
+  }
+  if (!(port >= 0 && port <= 65535) || port != std::floor(port)) {
+    return Status::InvalidArgument("port " + std::to_string(port) +
+                                   " is out of range: use 0..65535 (0 picks a free port)");
+  }
+  out->port = static_cast<std::uint16_t>(port);
+  const std::string auth = Text(config, "net.auth").value_or("dev");
+  if (auth != "dev" && auth != "production") {
+    return Status::InvalidArgument("net.auth \"" + auth + "\" is unknown: use dev or production");
+  }
+  out->auth = auth == "dev" ? net::AuthMode::kDev : net::AuthMode::kProduction;
+  for (const NetNumber& n : kNetNumbers) {
+    if (config.Get(n.key) == nullptr) {
+      continue;
+    }
+    Result<double> v = Number(config, n.key);
+    if (!v.ok()) {
+      return v.status();
+    }
+    if (!(*v >= n.min && *v <= n.max)) {
+      return Status::InvalidArgument(
+          fmt::format("configuration key \"{}\" = {} is out of "
+                      "range: use {}..{}",
+                      n.key, *v, n.min, n.max));
+    }
+    if (n.d != nullptr) {
+      out->*n.d = *v;
+    } else if (n.u32 != nullptr) {
+      out->*n.u32 = static_cast<std::uint32_t>(*v);
+    } else {
+      out->*n.size = static_cast<std::size_t>(*v);
+    }
+  }
+  return Status::Ok();
+}
 
 Status Resolve(const ServerOptions& options, Config& config, Settings* out) {
   if (!options.config_file.empty()) {
@@ -185,6 +278,10 @@ Status Resolve(const ServerOptions& options, Config& config, Settings* out) {
     return Status::InvalidArgument("no plugin directory: pass --plugins DIR");
   }
   out->data_dir = options.data_dir;
+  if (Status s = ResolveNet(options, config, &out->net); !s.ok()) {
+    return s;
+  }
+  out->net.tick_rate = out->tick_rate;
   config.Set("server.tick_rate", out->tick_rate);
   config.Set("server.data_dir", out->data_dir);
   config.Set("server.plugin_dir", out->plugin_dir);
@@ -225,7 +322,9 @@ int RunServer(const ServerOptions& options) {
   Kernel& kernel = **booted;
   int exit_code = kExitOk;
   {
+    net::Network network(kernel, settings.net);
     loader::PluginHost plugins(kernel, copy_dir.string());
+    plugins.shared().set_network(&network);
     ClosePhase close(kernel, Seconds(settings.close_budget), [] { std::_Exit(kExitOk); });
     // Signals arrive on the watcher's thread: the first one posts the close to the kernel
     // thread; later ones are logged there and then, even while a stop() blocks the loop.
@@ -249,7 +348,11 @@ int RunServer(const ServerOptions& options) {
     } else if (Status s = kernel.Start(); !s.ok()) {
       log.Error("cannot start: {}", s.message());
       exit_code = kExitBootFailed;
+    } else if (Status s = network.Listen(); !s.ok()) {
+      log.Error("cannot start: {}", s.message());
+      exit_code = kExitBootFailed;
     } else {
+      network.SecurityAudit();
       log.Info("serving {} plugins from {} (data in {}); SIGTERM or SIGINT closes",
                plugins.plugins().size(), settings.plugin_dir, settings.data_dir);
       kernel.loop().Run();

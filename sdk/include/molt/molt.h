@@ -78,7 +78,7 @@ extern "C" {
 /** @brief The ABI major version: a plugin built against another major never loads. */
 #define MOLT_ABI_VERSION_MAJOR 1
 /** @brief The ABI minor version: grows with every append to this header. */
-#define MOLT_ABI_VERSION_MINOR 0
+#define MOLT_ABI_VERSION_MINOR 1
 /** @brief Packs a version as (major << 16) | minor. */
 #define MOLT_ABI_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)))
 #define MOLT_ABI_VERSION_CURRENT MOLT_ABI_VERSION(MOLT_ABI_VERSION_MAJOR, MOLT_ABI_VERSION_MINOR)
@@ -108,6 +108,9 @@ typedef int32_t molt_status_t;
 #define MOLT_ERR_REJECTED (-9)   /**< a validation refused; a hook handler returns it to veto */
 #define MOLT_ERR_IO (-10)        /**< the operating system refused (files, sockets) */
 #define MOLT_ERR_CANCELLED (-11) /**< cancelled: a killed process's body must return */
+/* --- ABI 1.1 --- */
+#define MOLT_ERR_TIMEOUT (-12)      /**< no answer in time (a request past its timeout) */
+#define MOLT_ERR_RATE_LIMITED (-13) /**< a rate limit refused; retry later */
 
 /* --- Handles ---------------------------------------------------------------------------------- */
 

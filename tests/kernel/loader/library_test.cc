@@ -63,22 +63,23 @@ TEST_F(LibraryTest, TheSameFileCanBeResidentTwice) {
 }
 
 TEST_F(LibraryTest, RefusesEachBrokenPluginWithTheFileTheCauseAndTheFix) {
+  const std::string kAbi = "1." + std::to_string(MOLT_ABI_VERSION_MINOR);
   EXPECT_EQ(Refusal("bad/fx_no_entry.so"),
             Where("bad/fx_no_entry.so") +
                 "exports no molt_plugin_entry symbol: define it with MOLT_PLUGIN(...) "
                 "(molt.hpp) or MOLT_PLUGIN_EXPORT (molt.h) and build with molt_add_plugin()");
   EXPECT_EQ(Refusal("bad/fx_abi_major.so"),
-            Where("bad/fx_abi_major.so") +
-                "built for ABI 2.0 but this host speaks ABI 1.0: rebuild the plugin against the "
+            Where("bad/fx_abi_major.so") + "built for ABI 2.0 but this host speaks ABI " + kAbi +
+                ": rebuild the plugin against the "
                 "Molt 1.x SDK");
   EXPECT_EQ(Refusal("bad/fx_abi_minor.so"),
-            Where("bad/fx_abi_minor.so") +
-                "needs ABI 1.99 but this host provides ABI 1.0: upgrade the host, or rebuild the "
-                "plugin against the 1.0 SDK");
+            Where("bad/fx_abi_minor.so") + "needs ABI 1.99 but this host provides ABI " + kAbi +
+                ": upgrade the host, or rebuild the "
+                "plugin against the " +
+                kAbi + " SDK");
   EXPECT_EQ(Refusal("bad/fx_bad_size.so"),
-            Where("bad/fx_bad_size.so") +
-                "descriptor size 40 is not valid for ABI 1.0 (expected at least " +
-                std::to_string(sizeof(molt_plugin_info)) +
+            Where("bad/fx_bad_size.so") + "descriptor size 40 is not valid for ABI " + kAbi +
+                " (expected at least " + std::to_string(sizeof(molt_plugin_info)) +
                 "): set struct_size = sizeof(molt_plugin_info) from the SDK's molt.h");
   EXPECT_EQ(Refusal("bad/fx_no_name.so"),
             Where("bad/fx_no_name.so") + "descriptor has no name: set molt_plugin_info.name");

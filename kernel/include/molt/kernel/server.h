@@ -24,6 +24,8 @@ struct ServerOptions {
   std::optional<std::string> log_level;        // debug, info, warn, error, off; default info
   std::optional<std::string> log_format;       // text or json; default text
   std::optional<double> close_budget_seconds;  // default 25
+  std::optional<std::string> bind_address;     // default 127.0.0.1 (net.bind)
+  std::optional<int> port;                     // default 7777, 0 picks a free port (net.port)
 };
 
 // Exit codes of RunServer.

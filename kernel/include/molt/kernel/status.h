@@ -36,6 +36,8 @@ class Status {
     kRejected = -9,            // a validation chain or policy refused
     kIoError = -10,            // the operating system refused (files, sockets)
     kCancelled = -11,          // cancelled: a killed process, a released operation
+    kTimedOut = -12,           // no answer in time (a request past its timeout)
+    kRateLimited = -13,        // a rate limit refused; retry later
   };
 
   Status() noexcept = default;
@@ -55,6 +57,8 @@ class Status {
   static Status Rejected(std::string m) { return {Code::kRejected, std::move(m)}; }
   static Status IoError(std::string m) { return {Code::kIoError, std::move(m)}; }
   static Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
+  static Status TimedOut(std::string m) { return {Code::kTimedOut, std::move(m)}; }
+  static Status RateLimited(std::string m) { return {Code::kRateLimited, std::move(m)}; }
 
   bool ok() const noexcept { return code_ == Code::kOk; }
   Code code() const noexcept { return code_; }

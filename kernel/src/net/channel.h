@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/net/channel.h
+//
+// Channels: what plugins declare so clients can talk to them (spec: NetDriver intents, requests,
+// state). An intent is a client -> server message, a request is a client -> server message
+// answered with a status and a payload, an event is a server -> client message. Every channel
+// names its payload schema (a FlatBuffers root type and its generated verifier), may declare
+// rules on the payload's fields, and has a per-session token bucket.
+//
+//   ChannelSpec spec;
+//   spec.name = "chat.Say";
+//   spec.kind = ChannelKind::kIntent;
+//   spec.schema = "chat.Say";
+//   spec.verify = [](const std::uint8_t* p, std::size_t n, void*) { return VerifySay(p, n); };
+//   spec.rules = {FieldRule::MaxLength(0, "text", 200)};
+//   spec.rate = 5;                                  // per session per second; default 30
+//   spec.on_intent = [](Session& s, std::span<Value> args) { ... };
+//   Result<ChannelId> id = registry.Declare(std::move(spec), owner);
+//
+// Rules read fields of the payload's root table by field id (declaration order in the .fbs,
+// from 0) with their own bounds checks, so a rule that names the wrong type cannot read outside
+// the payload. An absent field is checked as its default (0, empty string). Rules count as a
+// validator; so does any handler on the channel's Intent.<Name> / Request.<Name> hook point.
+// A handler-bearing channel with neither, and not Open, rejects every payload (fail-closed).
+//
+// Thread safety: REQUIRES the kernel thread.
+#ifndef MOLT_KERNEL_NET_CHANNEL_H_
+#define MOLT_KERNEL_NET_CHANNEL_H_
+
+#include <molt/kernel/status.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "kernel/src/core/bus.h"
+#include "kernel/src/core/callback.h"
+#include "kernel/src/core/hooks.h"
+#include "kernel/src/core/value.h"
+
+namespace molt::kernel::net {
+
+class Session;
+using ChannelId = std::uint16_t;
+using SessionId = std::uint64_t;
+
+enum class ChannelKind : std::uint8_t { kIntent = 0, kRequest = 1, kEvent = 2 };
+std::string_view ChannelKindName(ChannelKind kind);  // "intent", "request", "event"
+
+// Why an inbound message was rejected: the wire's RejectReason, in pipeline order.
+enum class Reject : std::uint8_t {
+  kFlood = 0,
+  kFrameTooLarge = 1,
+  kBadEnvelope = 2,
+  kUnknownChannel = 3,
+  kNoSession = 4,
+  kRateLimited = 5,
+  kBadPayload = 6,
+  kRuleViolated = 7,
+  kUnguarded = 8,
+  kHookRejected = 9,
+};
+inline constexpr std::size_t kRejectCount = 10;
+std::string_view RejectName(Reject reason);  // "flood", "frame_too_large", ...
+
+// The type a rule reads a field as.
+enum class FieldType : std::uint8_t {
+  kBool,
+  kInt8,
+  kUInt8,
+  kInt16,
+  kUInt16,
+  kInt32,
+  kUInt32,
+  kInt64,
+  kUInt64,
+  kFloat,
+  kDouble,
+  kString,
+};
+
+// One declarative rule on a field of the payload's root table (spec: Validate = Range, OneOf,
+// MaxLength). Numbers: inclusive range and/or a set of allowed values; NaN and infinities fail a
+// range. Strings: a maximum length in bytes.
+struct FieldRule {
+  std::uint16_t field = 0;  // the field id: its position in the table, from 0
+  std::string name;         // for error texts and the audit
+  FieldType type = FieldType::kInt32;
+  bool has_range = false;
+  double min = 0;
+  double max = 0;
+  std::vector<std::int64_t> one_of;  // empty: any value
+  std::uint32_t max_length = 0;      // strings; 0: no limit
+
+  static FieldRule Range(std::uint16_t field, std::string name, FieldType type, double min,
+                         double max);
+  static FieldRule OneOf(std::uint16_t field, std::string name, FieldType type,
+                         std::vector<std::int64_t> values);
+  static FieldRule MaxLength(std::uint16_t field, std::string name, std::uint32_t max_length);
+};
+
+// The answer to a request, handed to the request handler. Calling it answers the client; a
+// request not answered before the channel's timeout is answered MOLT_ERR_TIMEOUT.
+using RequestToken = std::uint64_t;
+
+using PayloadVerifier = bool (*)(const std::uint8_t* data, std::size_t size, void* user);
+using IntentHandler = Callback<void(Session& session, std::span<Value> args)>;
+using RequestHandler = Callback<void(Session& session, std::span<Value> args, RequestToken reply)>;
+
+inline constexpr double kDefaultRate = 30;            // per session per second (spec)
+inline constexpr double kDefaultRequestTimeout = 15;  // seconds (spec: invoke timeout)
+inline constexpr double kMinRequestTimeout = 0.5;     // spec range 0.5 - 120 s
+inline constexpr double kMaxRequestTimeout = 120;
+
+struct ChannelSpec {
+  std::string name;  // [A-Za-z0-9_.-], 1..120 characters, unique
+  ChannelKind kind = ChannelKind::kIntent;
+  std::string schema;                // the payload's root type ("chat.Say"); required
+  PayloadVerifier verify = nullptr;  // required for intents and requests
+  void* verify_user = nullptr;
+  std::vector<FieldRule> rules;
+  double rate = 0;             // 0: the default (kDefaultRate); +inf: unlimited
+  double burst = 0;            // 0: equal to the rate (at least 1)
+  bool open = false;           // accept payloads with no validator (the audit reports it)
+  double timeout_seconds = 0;  // requests: 0 is kDefaultRequestTimeout, clamped
+  std::vector<std::uint8_t> reject_payload;  // requests: sent with rejections (RejectValue)
+  IntentHandler on_intent;
+  RequestHandler on_request;
+};
+
+// Per-channel counters (spec: Net.Stats), kept per channel and per reason.
+struct ChannelCounters {
+  std::uint64_t accepted = 0;
+  std::array<std::uint64_t, kRejectCount> rejected{};
+  std::uint64_t handler_errors = 0;
+  std::uint64_t events_sent = 0;  // event channels: messages queued, counted per recipient
+  std::uint64_t timeouts = 0;     // requests answered MOLT_ERR_TIMEOUT
+
+  std::uint64_t rejected_total() const;
+};
+
+// A declared channel. Stable address while declared.
+class Channel {
+ public:
+  ChannelId id() const { return id_; }
+  const ChannelSpec& spec() const { return spec_; }
+  const std::string& name() const { return spec_.name; }
+  ChannelKind kind() const { return spec_.kind; }
+  double rate() const { return rate_; }
+  double burst() const { return burst_; }
+  double timeout_seconds() const { return timeout_; }
+  bool default_rate() const { return default_rate_; }
+  const void* owner() const { return owner_; }
+  Hooks::Point* point() const { return point_; }  // Intent.<Name> / Request.<Name>
+  Bus::Topic* topic() const { return topic_; }    // Intent.<Name> (accepted intents)
+  // Bumped every time the id is declared again, so per-session buckets start over.
+  std::uint32_t epoch() const { return epoch_; }
+  ChannelCounters& counters() { return counters_; }
+  const ChannelCounters& counters() const { return counters_; }
+
+  // Whether it has a validator: rules, or a handler on its hook point.
+  bool guarded(const Hooks& hooks) const;
+  // OK, or `field "text" (id 0) of chat.Say: length 340 exceeds 200`.
+  Status CheckRules(std::span<const std::uint8_t> payload) const;
+
+ private:
+  friend class ChannelRegistry;
+  ChannelSpec spec_;
+  ChannelId id_ = 0;
+  double rate_ = kDefaultRate;
+  double burst_ = kDefaultRate;
+  double timeout_ = kDefaultRequestTimeout;
+  bool default_rate_ = true;
+  const void* owner_ = nullptr;
+  Hooks::Point* point_ = nullptr;
+  Bus::Topic* topic_ = nullptr;
+  std::uint32_t epoch_ = 0;
+  ChannelCounters counters_;
+};
+
+class ChannelRegistry {
+ public:
+  ChannelRegistry(Hooks& hooks, Bus& bus);
+  ChannelRegistry(const ChannelRegistry&) = delete;
+  ChannelRegistry& operator=(const ChannelRegistry&) = delete;
+  ~ChannelRegistry();
+
+  // Declares a channel owned by `owner` (a plugin instance; nullptr for the host). A name keeps
+  // its id for the registry's lifetime, so a re-declared channel (a new generation) has the same
+  // id. Errors name the channel and the fix.
+  Result<ChannelId> Declare(ChannelSpec spec, const void* owner = nullptr);
+  // Removes a channel (and its counters). NOT_FOUND when it is not declared.
+  Status Remove(ChannelId id);
+  // Removes every channel of `owner` (the plugin instance stops).
+  void RemoveOwner(const void* owner);
+
+  // The live channel with `id`, or nullptr.
+  Channel* Find(ChannelId id) { return id < by_id_.size() ? by_id_[id].get() : nullptr; }
+  Channel* Find(std::string_view name);
+  // Every live channel in id order.
+  std::vector<const Channel*> List() const;
+  std::size_t size() const { return live_; }
+
+  // FNV-1a over (id, name, kind, schema) of every live channel: equal tables, equal hashes.
+  std::uint64_t ProtocolHash() const;
+
+ private:
+  Hooks& hooks_;
+  Bus& bus_;
+  std::vector<std::unique_ptr<Channel>> by_id_;  // index = id; null when not declared
+  std::unordered_map<std::string, ChannelId, internal::StringHash, std::equal_to<>> ids_;
+  std::vector<std::uint32_t> epochs_;
+  std::size_t live_ = 0;
+};
+
+// OK, or `channel name "..." is invalid: use 1..120 characters of [A-Za-z0-9_.-]`.
+Status CheckChannelName(std::string_view name);
+
+}  // namespace molt::kernel::net
+
+#endif  // MOLT_KERNEL_NET_CHANNEL_H_

@@ -1,0 +1,1041 @@
+// SPDX-License-Identifier: Apache-2.0
+// Network: the handshake, the inbound pipeline, outbound frames, housekeeping, audit and fuzz.
+#include "kernel/src/net/network.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <map>
+
+#include "kernel/src/core/kernel.h"
+#include "kernel/src/core/logger.h"
+#include "kernel/src/net/transport.h"
+#include "molt_wire_generated.h"
+
+namespace molt::kernel::net {
+namespace {
+
+namespace fb = ::flatbuffers;
+namespace w = ::molt::wire;
+
+const LogScope kLog("net");
+
+constexpr std::size_t kMaxUserId = 64;
+
+std::uint32_t Millis(double seconds) {
+  return seconds <= 0 ? 0u : static_cast<std::uint32_t>(std::min(seconds * 1000.0 + 0.5, 4.0e9));
+}
+
+std::span<const std::uint8_t> Bytes(const fb::Vector<std::uint8_t>* v) {
+  return v == nullptr ? std::span<const std::uint8_t>() : std::span(v->data(), v->size());
+}
+
+// A finished size-prefixed envelope: the frame as it goes on the wire.
+std::span<const std::uint8_t> Finish(fb::FlatBufferBuilder& b, w::Body type,
+                                     fb::Offset<void> body) {
+  b.FinishSizePrefixed(w::CreateEnvelope(b, type, body));
+  return std::span(b.GetBufferPointer(), b.GetSize());
+}
+
+bool ValidUserId(std::string_view user) {
+  if (user.empty() || user.size() > kMaxUserId) {
+    return false;
+  }
+  for (unsigned char c : user) {
+    if (c < 0x20 || c == 0x7f) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+// An unanswered request.
+struct Network::Pending {
+  SessionId session;
+  std::uint32_t wire_id;
+  ChannelId channel;
+  TaskHandle timeout;
+};
+
+std::string_view SeverityName(AuditFinding::Severity s) {
+  switch (s) {
+    case AuditFinding::Severity::kHigh:
+      return "High";
+    case AuditFinding::Severity::kMedium:
+      return "Medium";
+    case AuditFinding::Severity::kInfo:
+      return "Info";
+  }
+  return "Unknown";
+}
+
+std::string FormatFinding(const AuditFinding& f) {
+  return fmt::format("[{}] {} ({}): {}", SeverityName(f.severity), f.kind, f.name, f.detail);
+}
+
+Network::Network(Kernel& kernel, NetOptions options)
+    : kernel_(kernel),
+      options_(std::move(options)),
+      channels_(kernel.hooks(), kernel.bus()),
+      sessions_(kernel.hooks(), kernel.bus()),
+      auth_point_(kernel.hooks().Define("Auth.Hello", Hooks::Mode::kFailClosed)),
+      rate_limited_point_(kernel.hooks().Define("Net.RateLimited", Hooks::Mode::kFailOpen)),
+      flood_point_(kernel.hooks().Define("Net.FloodDetected", Hooks::Mode::kFailOpen)),
+      rate_limited_topic_(kernel.bus().Resolve("Net.RateLimited")),
+      flood_topic_(kernel.bus().Resolve("Net.FloodDetected")),
+      rejected_topic_(kernel.bus().Resolve("Net.IntentRejected")) {
+  kernel_.OnShutdown(Kernel::ShutdownStage::kFirst, "sessions", [this] {
+    Shutdown();
+    return Status();
+  });
+  kernel_.AddStatsSection("net", [this] { return StatsJson(); });
+}
+
+Network::~Network() {
+  Shutdown();
+  for (auto& [token, p] : pending_) {
+    p->timeout.Cancel();
+  }
+  kernel_.RemoveShutdownStep("sessions");
+  kernel_.RemoveStatsSection("net");
+}
+
+Status Network::Listen() {
+  if (shut_down_) {
+    return Status::FailedPrecondition("the network is shut down");
+  }
+  if (options_.auth == AuthMode::kProduction && kernel_.hooks().handler_count(auth_point_) == 0) {
+    return Status::FailedPrecondition(
+        "net.auth is \"production\" but no plugin validates Auth.Hello: load an "
+        "authentication plugin, or set net.auth = \"dev\" for development");
+  }
+  if (options_.auth == AuthMode::kDev) {
+    FuzzReport report = Fuzz(0);
+    if (!report.validator_errors.empty()) {
+      std::string text = fmt::format("the fuzz gate failed: {} validator error(s)",
+                                     report.validator_errors.size());
+      for (const FuzzReport::Error& e : report.validator_errors) {
+        text += fmt::format("; channel \"{}\": {}", e.channel, e.error);
+      }
+      return Status::FailedPrecondition(text + " (validators must reject, not throw)");
+    }
+  }
+  transport_ = std::make_unique<TcpTransport>(*this, kernel_.loop().io());
+  return transport_->Listen(options_.bind_address, options_.port);
+}
+
+std::uint16_t Network::port() const { return transport_ ? transport_->port() : 0; }
+
+void Network::Shutdown() {
+  if (shut_down_) {
+    return;
+  }
+  shut_down_ = true;
+  if (transport_) {
+    transport_->StopAccepting();
+  }
+  const std::vector<Peer*> peers = peers_;
+  for (Peer* p : peers) {
+    End(*p, ExitReason::kServerShutdown, "the server is shutting down");
+  }
+  if (housekeeping_ != 0) {
+    TaskHandle(&kernel_.scheduler(), housekeeping_).Cancel();
+    housekeeping_ = 0;
+  }
+}
+
+// --- Connections -------------------------------------------------------------------------------
+
+bool Network::Attach(Peer& peer) {
+  if (shut_down_) {
+    return false;
+  }
+  ++stats_.connections_accepted;
+  if (half_open_ >= options_.max_half_open) {
+    ++stats_.refused_half_open;
+    return false;
+  }
+  const TimePoint now = kernel_.scheduler().Now();
+  const double tick = std::max(options_.tick_rate, 1.0);
+  peer.bytes_ = TokenBucket(options_.bytes_per_tick * tick,
+                            options_.bytes_per_tick * options_.budget_burst_ticks, now);
+  peer.messages_ = TokenBucket(options_.messages_per_tick * tick,
+                               options_.messages_per_tick * options_.budget_burst_ticks, now);
+  peer.attached_at_ = now;
+  peer.last_receive_ = now;
+  peer.offender_window_start_ = now;
+  peers_.push_back(&peer);
+  ++half_open_;
+  ArmHousekeeping();
+
+  if (handshake_buckets_.size() > 4096) {  // forget addresses whose buckets refilled
+    for (auto it = handshake_buckets_.begin(); it != handshake_buckets_.end();) {
+      it = it->second.Available(now) >= it->second.burst() ? handshake_buckets_.erase(it)
+                                                           : std::next(it);
+    }
+  }
+  auto [it, fresh] = handshake_buckets_.try_emplace(peer.address(), options_.handshakes_per_address,
+                                                    options_.handshakes_per_address * 2, now);
+  if (!it->second.Take(now)) {
+    ++stats_.refused_handshake_rate;
+    Refuse(peer, static_cast<std::uint8_t>(w::RefuseReason::RateLimited),
+           fmt::format("too many connections from {}; retry later", peer.address()),
+           it->second.SecondsUntil(now));
+  }
+  return true;
+}
+
+void Network::Detach(Peer& peer, ExitReason reason) {
+  if (peer.closed_) {
+    return;
+  }
+  peer.closed_ = true;
+  std::erase(peers_, &peer);
+  if (peer.session_ == 0) {
+    --half_open_;
+    return;
+  }
+  if (Session* s = sessions_.Find(peer.session_)) {
+    s->peer_ = nullptr;
+  }
+  sessions_.End(peer.session_, reason);
+}
+
+void Network::End(Peer& peer, ExitReason reason, std::string_view text) {
+  if (peer.closed_) {
+    return;
+  }
+  const SessionId id = peer.session_;
+  Detach(peer, reason);  // the session ends first: its handlers can no longer send to it
+  const bool flush = reason != ExitReason::kSlowReader && reason != ExitReason::kTransportError;
+  if (flush && reason != ExitReason::kClientClosed) {
+    fb::FlatBufferBuilder b(128);
+    auto bye = w::CreateByeDirect(b, std::string(ExitReasonName(reason)).c_str(),
+                                  std::string(text).c_str());
+    peer.Write(Finish(b, w::Body::Bye, bye.Union()));
+  }
+  if (id != 0 && reason != ExitReason::kClientClosed && reason != ExitReason::kServerShutdown) {
+    kLog.Info("session {} ({}) ended: {}{}{}", id, peer.address(), ExitReasonName(reason),
+              text.empty() ? "" : ": ", text);
+  }
+  peer.Close(flush);
+}
+
+void Network::SendFrame(Peer& peer, std::span<const std::uint8_t> frame) {
+  if (peer.closed_) {
+    return;
+  }
+  peer.Write(frame);
+  stats_.bytes_out += frame.size();
+  if (peer.queued_bytes() > options_.max_outbound_bytes) {
+    ++stats_.slow_readers;
+    End(peer, ExitReason::kSlowReader,
+        fmt::format("more than {} bytes queued (net.max_outbound_bytes)",
+                    options_.max_outbound_bytes));
+  }
+}
+
+void Network::Refuse(Peer& peer, std::uint8_t reason, std::string_view text, double retry_after) {
+  ++stats_.handshakes_refused;
+  fb::FlatBufferBuilder b(128);
+  auto refuse = w::CreateRefuseDirect(b, static_cast<w::RefuseReason>(reason),
+                                      std::string(text).c_str(), Millis(retry_after));
+  SendFrame(peer, Finish(b, w::Body::Refuse, refuse.Union()));
+  End(peer, ExitReason::kProtocolError, text);
+}
+
+// --- Inbound -----------------------------------------------------------------------------------
+
+void Network::Receive(Peer& peer, std::span<const std::uint8_t> bytes) {
+  if (peer.closed_ || bytes.empty()) {
+    return;
+  }
+  const TimePoint started = RealNow();
+  const TimePoint now = kernel_.scheduler().Now();
+  Sessions::Hold hold(sessions_);
+  stats_.bytes_in += bytes.size();
+  peer.last_receive_ = now;
+  // 1. The byte budget, charged for what arrived before anything is decoded.
+  if (!peer.bytes_.Take(now, static_cast<double>(bytes.size()))) {
+    Flood(peer, bytes.size(), options_.bytes_per_tick);
+  }
+  const std::uint8_t* p = bytes.data();
+  std::size_t left = bytes.size();
+  while (left > 0 && !peer.closed_) {
+    if (!peer.have_header_) {
+      const std::size_t take = std::min<std::size_t>(4 - peer.partial_.size(), left);
+      peer.partial_.insert(peer.partial_.end(), p, p + take);
+      p += take;
+      left -= take;
+      if (peer.partial_.size() < 4) {
+        break;
+      }
+      std::uint32_t size = 0;
+      std::memcpy(&size, peer.partial_.data(), 4);
+      peer.partial_.clear();
+      ++stats_.frames_in;
+      // 1. The message budget.
+      if (!peer.messages_.Take(now)) {
+        Flood(peer, bytes.size(), options_.bytes_per_tick);
+        break;
+      }
+      // 2. The frame size cap.
+      if (size > options_.max_frame_bytes || size == 0) {
+        ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kFrameTooLarge)];
+        End(peer, ExitReason::kProtocolError,
+            size == 0 ? std::string("an empty frame")
+                      : fmt::format("a frame of {} bytes exceeds the {}-byte cap "
+                                    "(net.max_frame_bytes)",
+                                    size, options_.max_frame_bytes));
+        break;
+      }
+      peer.frame_size_ = size;
+      peer.have_header_ = true;
+    }
+    if (peer.partial_.empty() && left >= peer.frame_size_) {
+      const std::size_t n = peer.frame_size_;
+      peer.have_header_ = false;
+      Frame(peer, std::span(p, n));  // zero-copy: the whole frame is in this read
+      p += n;
+      left -= n;
+      continue;
+    }
+    const std::size_t take = std::min<std::size_t>(peer.frame_size_ - peer.partial_.size(), left);
+    peer.partial_.insert(peer.partial_.end(), p, p + take);
+    p += take;
+    left -= take;
+    if (peer.partial_.size() == peer.frame_size_) {
+      std::vector<std::uint8_t> frame = std::move(peer.partial_);
+      peer.partial_.clear();
+      peer.have_header_ = false;
+      Frame(peer, frame);
+    }
+  }
+  kernel_.scheduler().ChargeExternal(RealNow() - started);
+}
+
+void Network::Flood(Peer& peer, std::size_t bytes, std::size_t budget) {
+  if (peer.closed_) {
+    return;
+  }
+  ++stats_.transport_floods;
+  stats_.transport_flood_bytes += bytes;
+  ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kFlood)];
+  Value args[] = {Value::Handle(peer.session_), Value::Int(static_cast<std::int64_t>(bytes)),
+                  Value::Int(static_cast<std::int64_t>(peer.partial_.size())),
+                  Value::Int(static_cast<std::int64_t>(budget))};
+  HookContext ctx{.args = args, .session = peer.session_};
+  kernel_.hooks().Fire(flood_point_, ctx);
+  kernel_.bus().Publish(flood_topic_, args);
+  End(peer, ExitReason::kFlood,
+      fmt::format("the transport budget ({} bytes and {} messages per tick) was exceeded",
+                  options_.bytes_per_tick, options_.messages_per_tick));
+}
+
+void Network::Frame(Peer& peer, std::span<const std::uint8_t> frame) {
+  // 3. Envelope verification: bounded, so a hostile nesting cannot run away.
+  fb::Verifier::Options opts;
+  opts.max_depth = 16;
+  opts.max_tables = 64;
+  opts.check_alignment = false;  // frames start anywhere in the read buffer
+  fb::Verifier verifier(frame.data(), frame.size(), opts);
+  const bool handshake = peer.session_ == 0;
+  if (!w::VerifyEnvelopeBuffer(verifier)) {
+    ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kBadEnvelope)];
+    if (handshake) {
+      End(peer, ExitReason::kProtocolError, "the first frame is not a valid hello");
+    } else {
+      Offence(peer, nullptr, Reject::kBadEnvelope, 0, "the envelope failed verification", false);
+    }
+    return;
+  }
+  const w::Envelope* env = w::GetEnvelope(frame.data());
+  const w::Body type = env->body_type();
+  if (handshake && type != w::Body::Hello) {
+    ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kNoSession)];
+    End(peer, ExitReason::kProtocolError, "expected a hello first");
+    return;
+  }
+  switch (type) {
+    case w::Body::Hello:
+      if (!handshake) {
+        ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kBadEnvelope)];
+        Offence(peer, nullptr, Reject::kBadEnvelope, 0, "a second hello", false);
+        return;
+      }
+      OnHello(peer, env->body_as_Hello());
+      return;
+    case w::Body::Intent: {
+      const w::Intent* m = env->body_as_Intent();
+      OnInbound(peer, false, m->channel(), 0, Bytes(m->payload()));
+      return;
+    }
+    case w::Body::Request: {
+      const w::Request* m = env->body_as_Request();
+      OnInbound(peer, true, m->channel(), m->id(), Bytes(m->payload()));
+      return;
+    }
+    case w::Body::Ping: {
+      const w::Ping* m = env->body_as_Ping();
+      fb::FlatBufferBuilder b(64);
+      SendFrame(peer, Finish(b, w::Body::Pong, w::CreatePong(b, m->seq(), m->time_ns()).Union()));
+      return;
+    }
+    case w::Body::Pong: {
+      const w::Pong* m = env->body_as_Pong();
+      const std::int64_t sent = static_cast<std::int64_t>(m->time_ns());
+      const std::int64_t now = kernel_.scheduler().Now().time_since_epoch().count();
+      Session* s = sessions_.Get(peer.session_);
+      if (s != nullptr && m->seq() == peer.ping_seq_ && sent > 0 && sent <= now) {
+        s->last_rtt_ = Duration(now - sent);
+        s->rtt_ = s->rtt_.count() == 0 ? s->last_rtt_ : (s->rtt_ * 7 + s->last_rtt_) / 8;
+      }
+      return;
+    }
+    case w::Body::Bye:
+      End(peer, ExitReason::kClientClosed, "");
+      return;
+    default:
+      ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kBadEnvelope)];
+      Offence(peer, nullptr, Reject::kBadEnvelope, 0, "a server-only message", false);
+      return;
+  }
+}
+
+void Network::OnHello(Peer& peer, const void* raw) {
+  const auto* hello = static_cast<const w::Hello*>(raw);
+  auto refuse = [&](w::RefuseReason reason, std::string text, double retry = 0) {
+    Refuse(peer, static_cast<std::uint8_t>(reason), text, retry);
+  };
+  if (hello->protocol_version() != kProtocolVersion) {
+    return refuse(w::RefuseReason::ProtocolVersion,
+                  fmt::format("protocol version {} is not supported: this server speaks {}",
+                              hello->protocol_version(), kProtocolVersion));
+  }
+  const std::uint64_t hash = channels_.ProtocolHash();
+  if (hello->protocol_hash() != 0 && hello->protocol_hash() != hash) {
+    return refuse(w::RefuseReason::ProtocolHash,
+                  fmt::format("the client's channel table (hash {:016x}) differs from the "
+                              "server's ({:016x}): update the client",
+                              hello->protocol_hash(), hash));
+  }
+  std::string user = hello->user() == nullptr ? std::string() : hello->user()->str();
+  if (!ValidUserId(user)) {
+    return refuse(w::RefuseReason::BadHello,
+                  fmt::format("the user id must be 1..{} printable characters", kMaxUserId));
+  }
+  if (kernel_.shutting_down() || shut_down_) {
+    return refuse(w::RefuseReason::ShuttingDown, "the server is shutting down");
+  }
+  if (sessions_.count() >= options_.max_sessions) {
+    return refuse(w::RefuseReason::ServerFull,
+                  fmt::format("the server is full ({} sessions)", options_.max_sessions), 5);
+  }
+  const auto credentials = Bytes(hello->credentials());
+  const auto join = Bytes(hello->join_data());
+  if (kernel_.hooks().handler_count(auth_point_) > 0) {
+    Value args[] = {
+        Value::String(user),
+        Value::Bytes(credentials.data(), static_cast<std::uint32_t>(credentials.size())),
+        Value::Bytes(join.data(), static_cast<std::uint32_t>(join.size())),
+        Value::String(peer.address())};
+    HookContext ctx{.args = args};
+    HookResult r = kernel_.hooks().Fire(auth_point_, ctx);
+    if (!r.passed) {
+      if (!r.error.empty()) {
+        kLog.Warn("Auth.Hello threw for {} from {}: {}", user, peer.address(), r.error);
+      }
+      return refuse(w::RefuseReason::AuthFailed, "authentication failed");
+    }
+    // A validator may replace the claimed user id with the verified one.
+    if (args[0].type == Value::kString && args[0].AsString() != user) {
+      std::string verified(args[0].AsString());
+      if (!ValidUserId(verified)) {
+        return refuse(w::RefuseReason::AuthFailed, "authentication failed");
+      }
+      user = std::move(verified);
+    }
+  } else if (options_.auth == AuthMode::kProduction) {
+    return refuse(w::RefuseReason::AuthFailed, "no authenticator is installed");
+  }
+
+  Session& s =
+      sessions_.Create(std::move(user), std::vector<std::uint8_t>(join.begin(), join.end()),
+                       peer.address(), kernel_.scheduler().Now());
+  peer.session_ = s.id();
+  s.peer_ = &peer;
+  --half_open_;
+
+  fb::FlatBufferBuilder b(1024);
+  std::vector<fb::Offset<w::ChannelInfo>> infos;
+  for (const Channel* ch : channels_.List()) {
+    infos.push_back(w::CreateChannelInfoDirect(
+        b, ch->id(), ch->name().c_str(), static_cast<w::ChannelKind>(ch->kind()),
+        ch->spec().schema.c_str(), static_cast<float>(ch->rate()), static_cast<float>(ch->burst()),
+        ch->kind() == ChannelKind::kRequest ? Millis(ch->timeout_seconds()) : 0));
+  }
+  auto welcome = w::CreateWelcomeDirect(
+      b, s.id(), hash, static_cast<float>(options_.tick_rate), &infos, options_.max_frame_bytes,
+      options_.bytes_per_tick, options_.messages_per_tick, Millis(options_.ping_interval_seconds));
+  SendFrame(peer, Finish(b, w::Body::Welcome, welcome.Union()));
+  if (!peer.closed_) {
+    sessions_.Announce(s);
+  }
+}
+
+void Network::OnInbound(Peer& peer, bool request, ChannelId id, std::uint32_t request_id,
+                        std::span<const std::uint8_t> payload) {
+  // 4. Channel lookup.
+  Channel* ch = channels_.Find(id);
+  if (ch == nullptr || ch->kind() != (request ? ChannelKind::kRequest : ChannelKind::kIntent)) {
+    return RejectMessage(
+        peer, nullptr, Reject::kUnknownChannel, request, request_id, 0,
+        fmt::format("no {} channel has id {}", request ? "request" : "intent", id));
+  }
+  // 5. A live session.
+  Session* s = sessions_.Get(peer.session_);
+  if (s == nullptr) {
+    return RejectMessage(peer, ch, Reject::kNoSession, request, request_id, 0, "no live session");
+  }
+  // 6. The channel's token bucket for this session.
+  const TimePoint now = kernel_.scheduler().Now();
+  TokenBucket& bucket = s->Bucket(*ch, now);
+  if (!bucket.Take(now)) {
+    Value args[] = {Value::Handle(s->id()), Value::String(ch->name())};
+    HookContext ctx{.args = args, .session = s->id()};
+    kernel_.hooks().Fire(rate_limited_point_, ctx);
+    kernel_.bus().Publish(rate_limited_topic_, args);
+    return RejectMessage(
+        peer, ch, Reject::kRateLimited, request, request_id, bucket.SecondsUntil(now),
+        fmt::format("channel \"{}\" allows {} per second", ch->name(), ch->rate()));
+  }
+  // 7. The payload: the schema's verifier, then the declarative rules.
+  bool verified = false;
+  try {
+    verified = ch->spec().verify(payload.data(), payload.size(), ch->spec().verify_user);
+  } catch (...) {
+    verified = false;
+  }
+  if (!verified) {
+    return RejectMessage(peer, ch, Reject::kBadPayload, request, request_id, 0,
+                         fmt::format("the payload is not a valid {}", ch->spec().schema));
+  }
+  if (Status st = ch->CheckRules(payload); !st.ok()) {
+    return RejectMessage(peer, ch, Reject::kRuleViolated, request, request_id, 0, st.message());
+  }
+  // 8. Fail-closed on absence: no validator and not Open rejects.
+  Hooks& hooks = kernel_.hooks();
+  const bool has_hooks = hooks.handler_count(ch->point()) > 0;
+  if (!has_hooks && ch->spec().rules.empty() && !ch->spec().open) {
+    if (!peer.warned_unguarded_) {
+      peer.warned_unguarded_ = true;
+      kLog.Warn(
+          "{} \"{}\" rejected a payload: it has no validator and is not Open, so it is "
+          "fail-closed; add a {}.{} hook handler or rules, or declare it Open",
+          ChannelKindName(ch->kind()), ch->name(), request ? "Request" : "Intent", ch->name());
+    }
+    return RejectMessage(peer, ch, Reject::kUnguarded, request, request_id, 0,
+                         "the channel has no validator");
+  }
+  // 9. The hook chain, fail-closed.
+  Value args[] = {Value::Bytes(payload.data(), static_cast<std::uint32_t>(payload.size()))};
+  if (has_hooks) {
+    HookContext ctx{.args = args, .session = s->id()};
+    HookResult r = hooks.Fire(ch->point(), ctx);
+    if (!r.passed) {
+      return RejectMessage(peer, ch, Reject::kHookRejected, request, request_id, 0,
+                           r.error.empty() ? "a validator refused" : "a validator failed");
+    }
+  }
+  // 10. The handler.
+  ++ch->counters().accepted;
+  if (!request) {
+    ++stats_.intents_accepted;
+    if (ch->spec().on_intent) {
+      try {
+        ch->spec().on_intent(*s, args);
+      } catch (const std::exception& e) {
+        ++ch->counters().handler_errors;
+        kLog.Error("intent \"{}\" handler threw for session {}: {}", ch->name(), s->id(), e.what());
+      } catch (...) {
+        ++ch->counters().handler_errors;
+        kLog.Error("intent \"{}\" handler threw for session {}", ch->name(), s->id());
+      }
+    }
+    Value topic_args[] = {Value::Handle(s->id()), args[0]};
+    kernel_.bus().Publish(ch->topic(), topic_args);
+    return;
+  }
+  ++stats_.requests_accepted;
+  const RequestToken token = next_token_++;
+  auto pending = std::make_unique<Pending>();
+  pending->session = s->id();
+  pending->wire_id = request_id;
+  pending->channel = ch->id();
+  pending->timeout = kernel_.scheduler().After(
+      Seconds(ch->timeout_seconds()),
+      [this, token] {
+        auto it = pending_.find(token);
+        if (it == pending_.end()) {
+          return;
+        }
+        if (Channel* c = channels_.Find(it->second->channel)) {
+          ++c->counters().timeouts;
+        }
+        it->second->timeout = TaskHandle();
+        Reply(token, Status::Code::kTimedOut, {});
+      },
+      Priority::kKernel);
+  pending_.emplace(token, std::move(pending));
+  if (!ch->spec().on_request) {
+    Reply(token, Status::Code::kUnsupported, {});
+    return;
+  }
+  try {
+    ch->spec().on_request(*s, args, token);
+  } catch (const std::exception& e) {
+    ++ch->counters().handler_errors;
+    kLog.Error("request \"{}\" handler threw for session {}: {}", ch->name(), s->id(), e.what());
+    Reply(token, Status::Code::kInternal, {});
+  } catch (...) {
+    ++ch->counters().handler_errors;
+    kLog.Error("request \"{}\" handler threw for session {}", ch->name(), s->id());
+    Reply(token, Status::Code::kInternal, {});
+  }
+}
+
+void Network::RejectMessage(Peer& peer, Channel* ch, Reject reason, bool request,
+                            std::uint32_t request_id, double retry_after, std::string_view text) {
+  const auto r = static_cast<std::size_t>(reason);
+  if (ch != nullptr) {
+    ++ch->counters().rejected[r];
+  } else {
+    ++stats_.transport_rejected[r];
+  }
+  if (request) {
+    ++stats_.requests_rejected;
+  } else {
+    ++stats_.intents_rejected;
+    stats_.intents_rate_limited += reason == Reject::kRateLimited;
+  }
+  if (peer.session_ != 0) {
+    Value args[] = {Value::Handle(peer.session_),
+                    Value::String(ch != nullptr ? std::string_view(ch->name()) : ""),
+                    Value::String(RejectName(reason))};
+    kernel_.bus().Publish(rejected_topic_, args);
+  }
+  if (request) {
+    if (Session* s = sessions_.Get(peer.session_)) {
+      const Status::Code code = reason == Reject::kRateLimited      ? Status::Code::kRateLimited
+                                : reason == Reject::kUnknownChannel ? Status::Code::kNotFound
+                                                                    : Status::Code::kRejected;
+      std::span<const std::uint8_t> payload;
+      if (ch != nullptr) {
+        payload = ch->spec().reject_payload;
+      }
+      SendResponse(*s, request_id, code, payload, retry_after);
+    }
+  }
+  Offence(peer, ch, reason, retry_after, text, request);
+}
+
+void Network::Offence(Peer& peer, Channel* ch, Reject reason, double retry_after,
+                      std::string_view text, bool answered) {
+  if (peer.closed_) {
+    return;
+  }
+  const TimePoint now = kernel_.scheduler().Now();
+  if (now - peer.offender_window_start_ > Seconds(options_.offender_window_seconds)) {
+    peer.offender_window_start_ = now;
+    peer.offences_ = 0;
+  }
+  ++peer.offences_;
+  if (peer.offences_ >= options_.offender_kick_after) {
+    End(peer, ExitReason::kOffender,
+        fmt::format("{} refused messages within {} s", peer.offences_,
+                    options_.offender_window_seconds));
+    return;
+  }
+  if (answered || peer.offences_ <= options_.offender_drop_first ||
+      now - peer.last_error_frame_ < Seconds(options_.error_frame_gap_seconds)) {
+    return;  // dropped
+  }
+  peer.last_error_frame_ = now;
+  ++stats_.error_frames;
+  fb::FlatBufferBuilder b(128);
+  auto err =
+      w::CreateErrorDirect(b, static_cast<w::RejectReason>(reason), ch != nullptr ? ch->id() : 0,
+                           Millis(retry_after), std::string(text).c_str());
+  SendFrame(peer, Finish(b, w::Body::Error, err.Union()));
+}
+
+// --- Outbound ----------------------------------------------------------------------------------
+
+void Network::SendResponse(Session& session, std::uint32_t id, Status::Code status,
+                           std::span<const std::uint8_t> payload, double retry_after) {
+  if (session.peer_ == nullptr) {
+    return;
+  }
+  fb::FlatBufferBuilder b(64 + payload.size());
+  auto bytes = b.CreateVector(payload.data(), payload.size());
+  auto resp =
+      w::CreateResponse(b, id, static_cast<std::int32_t>(status), bytes, Millis(retry_after));
+  SendFrame(*session.peer_, Finish(b, w::Body::Response, resp.Union()));
+}
+
+Status Network::Reply(RequestToken token, Status::Code status,
+                      std::span<const std::uint8_t> payload) {
+  auto it = pending_.find(token);
+  if (it == pending_.end()) {
+    return Status::Stale("the request was already answered or timed out");
+  }
+  std::unique_ptr<Pending> p = std::move(it->second);
+  pending_.erase(it);
+  p->timeout.Cancel();
+  Session* s = sessions_.Get(p->session);
+  if (s == nullptr) {
+    return Status::Stale(fmt::format("session {} left before the answer", p->session));
+  }
+  SendResponse(*s, p->wire_id, status, payload, 0);
+  return Status();
+}
+
+Status Network::Send(ChannelId channel, SessionId session, std::span<const std::uint8_t> payload) {
+  return SendList(channel, std::span(&session, 1), payload);
+}
+
+Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
+                         std::span<const std::uint8_t> payload) {
+  Channel* ch = channels_.Find(channel);
+  if (ch == nullptr || ch->kind() != ChannelKind::kEvent) {
+    return Status::NotFound(fmt::format("channel id {} is not a declared event channel", channel));
+  }
+  if (payload.size() + 64 > options_.max_frame_bytes) {
+    return Status::InvalidArgument(fmt::format(
+        "event \"{}\": a payload of {} bytes does not fit a frame (net.max_frame_bytes = {})",
+        ch->name(), payload.size(), options_.max_frame_bytes));
+  }
+  fb::FlatBufferBuilder b(64 + payload.size());
+  auto bytes = b.CreateVector(payload.data(), payload.size());
+  auto frame = Finish(b, w::Body::Event, w::CreateEvent(b, channel, bytes).Union());
+  for (SessionId id : sessions) {
+    Session* s = sessions_.Get(id);
+    if (s != nullptr && s->peer_ != nullptr) {
+      ++ch->counters().events_sent;
+      SendFrame(*s->peer_, frame);
+    }
+  }
+  return Status();
+}
+
+Status Network::Broadcast(ChannelId channel, std::span<const std::uint8_t> payload) {
+  const std::vector<SessionId> ids = sessions_.ActiveIds();
+  return SendList(channel, ids, payload);
+}
+
+Status Network::Kick(SessionId session, std::string_view text) {
+  Session* s = sessions_.Get(session);
+  if (s == nullptr) {
+    return Status::NotFound(fmt::format("session {} is not active", session));
+  }
+  if (s->peer_ == nullptr) {
+    sessions_.End(session, ExitReason::kKicked);
+  } else {
+    End(*s->peer_, ExitReason::kKicked, text);
+  }
+  return Status();
+}
+
+// --- Housekeeping ------------------------------------------------------------------------------
+
+void Network::ArmHousekeeping() {
+  if (housekeeping_ != 0) {
+    return;
+  }
+  // Often enough for the shortest of the timers it serves, at most 4 times a second.
+  const double period =
+      std::clamp(std::min({options_.ping_interval_seconds, options_.handshake_timeout_seconds / 4,
+                           options_.idle_timeout_seconds / 4}),
+                 0.01, 0.25);
+  housekeeping_ = kernel_.scheduler()
+                      .Every(
+                          Seconds(period), [this] { Housekeep(); }, Priority::kKernel)
+                      .id();
+}
+
+void Network::Housekeep() {
+  const TimePoint now = kernel_.scheduler().Now();
+  const std::vector<Peer*> peers = peers_;
+  for (Peer* p : peers) {
+    if (p->closed_) {
+      continue;
+    }
+    if (p->session_ == 0) {
+      if (now - p->attached_at_ > Seconds(options_.handshake_timeout_seconds)) {
+        ++stats_.handshake_timeouts;
+        End(*p, ExitReason::kTimedOut,
+            fmt::format("the handshake did not finish within {} s "
+                        "(net.handshake_timeout_seconds)",
+                        options_.handshake_timeout_seconds));
+      }
+      continue;
+    }
+    if (now - p->last_receive_ > Seconds(options_.idle_timeout_seconds)) {
+      End(*p, ExitReason::kTimedOut,
+          fmt::format("nothing received for {} s (net.idle_timeout_seconds)",
+                      options_.idle_timeout_seconds));
+      continue;
+    }
+    const auto ping_every = Seconds(options_.ping_interval_seconds);
+    const std::int64_t ticks = (now - p->attached_at_) / ping_every;
+    if (options_.ping_interval_seconds > 0 && ticks > static_cast<std::int64_t>(p->ping_seq_)) {
+      p->ping_seq_ = static_cast<std::uint32_t>(ticks);
+      fb::FlatBufferBuilder b(64);
+      auto ping = w::CreatePing(b, p->ping_seq_,
+                                static_cast<std::uint64_t>(now.time_since_epoch().count()));
+      SendFrame(*p, Finish(b, w::Body::Ping, ping.Union()));
+    }
+  }
+  if (peers_.empty() && housekeeping_ != 0) {
+    TaskHandle(&kernel_.scheduler(), housekeeping_).Cancel();
+    housekeeping_ = 0;
+  }
+}
+
+// --- Audit and fuzz ----------------------------------------------------------------------------
+
+std::vector<AuditFinding> Network::SecurityAudit(bool silent) {
+  using S = AuditFinding::Severity;
+  std::vector<AuditFinding> findings;
+  const Hooks& hooks = kernel_.hooks();
+  for (const Channel* ch : channels_.List()) {
+    const bool handler = ch->spec().on_intent || ch->spec().on_request;
+    if (!handler) {
+      continue;
+    }
+    const std::string name = fmt::format("{} {}", ChannelKindName(ch->kind()), ch->name());
+    const std::string_view point = ch->kind() == ChannelKind::kIntent ? "Intent" : "Request";
+    if (!ch->guarded(hooks) && !ch->spec().open) {
+      findings.push_back(
+          {S::kHigh, "UnguardedChannel", name,
+           fmt::format("has no validator and is not Open, so every payload is rejected; add a "
+                       "{}.{} hook handler or rules, or declare it Open",
+                       point, ch->name())});
+    }
+    if (ch->spec().open) {
+      findings.push_back({S::kMedium, "OpenChannel", name,
+                          "is Open: any client payload reaches the handler unvalidated"});
+    }
+    if (ch->default_rate()) {
+      findings.push_back(
+          {S::kInfo, "DefaultRateLimit", name,
+           fmt::format("rides the default rate limit ({}/s); declare its own", kDefaultRate)});
+    }
+  }
+  for (const Hooks::PointInfo& p : hooks.ListPoints()) {
+    const bool gate = p.name.starts_with("Intent.") || p.name.starts_with("Request.");
+    if (gate && p.fail_open) {
+      findings.push_back({S::kHigh, "FailOpenGate", p.name,
+                          "the point is fail-open, so a crashing validator would pass the "
+                          "payload; define it fail-closed"});
+    }
+  }
+  std::stable_sort(
+      findings.begin(), findings.end(),
+      [](const AuditFinding& a, const AuditFinding& b) { return a.severity < b.severity; });
+  if (!silent) {
+    if (findings.empty()) {
+      kLog.Info("security audit: clean");
+    } else {
+      std::string text = fmt::format("security audit: {} finding(s)", findings.size());
+      for (const AuditFinding& f : findings) {
+        text += "\n  " + FormatFinding(f);
+      }
+      kLog.Warn("{}", text);
+    }
+  }
+  return findings;
+}
+
+FuzzReport Network::Fuzz(SessionId session, std::size_t cases_per_channel, std::uint64_t seed) {
+  FuzzReport report;
+  std::uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto next = [&] {  // splitmix64: deterministic per seed
+    state += 0x9E3779B97F4A7C15ull;
+    std::uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  static const std::string kHostileStrings[] = {"",
+                                                std::string(10 * 1024, 'A'),
+                                                "%s%s%s%n%x",
+                                                std::string("\0\x01\x1b[2J\x7f", 6),
+                                                "\xff\xfe\xc0\xaf",
+                                                "'; DROP TABLE profiles; --"};
+  const double kHostileNumbers[] = {
+      0,      -1,      1,      127,      128,          255,           256,
+      -128,   32767,   -32768, 65535,    2147483647.0, -2147483648.0, 4294967295.0,
+      9.2e18, -9.2e18, NAN,    INFINITY, -INFINITY};
+  for (const Channel* cc : channels_.List()) {
+    if (cc->kind() == ChannelKind::kEvent) {
+      continue;
+    }
+    Channel* ch = channels_.Find(cc->id());
+    ++report.channels;
+    for (std::size_t i = 0; i < cases_per_channel; ++i) {
+      fb::FlatBufferBuilder b(256);
+      std::vector<std::uint8_t> raw;
+      if (i % 4 == 3) {  // raw garbage of random length
+        raw.resize(next() % 64);
+        for (auto& byte : raw) {
+          byte = static_cast<std::uint8_t>(next());
+        }
+      } else {  // a table with every declared field (and a few undeclared ones) set hostile
+        std::vector<std::pair<std::uint16_t, fb::Offset<fb::String>>> strings;
+        for (const FieldRule& r : ch->spec().rules) {
+          if (r.type == FieldType::kString) {
+            const std::string& s = kHostileStrings[next() % std::size(kHostileStrings)];
+            strings.emplace_back(r.field, b.CreateString(s));
+          }
+        }
+        const fb::uoffset_t start = b.StartTable();
+        for (const auto& [field, off] : strings) {
+          b.AddOffset(fb::FieldIndexToOffset(field), off);
+        }
+        for (const FieldRule& r : ch->spec().rules) {
+          const double v = kHostileNumbers[next() % std::size(kHostileNumbers)];
+          const auto slot = fb::FieldIndexToOffset(r.field);
+          auto as_int = [&](auto t) {
+            using T = decltype(t);
+            b.AddElement<T>(
+                slot, std::isfinite(v) ? static_cast<T>(static_cast<std::int64_t>(v)) : T{}, T{1});
+          };
+          switch (r.type) {
+            case FieldType::kBool:
+            case FieldType::kUInt8:
+              as_int(std::uint8_t{});
+              break;
+            case FieldType::kInt8:
+              as_int(std::int8_t{});
+              break;
+            case FieldType::kInt16:
+              as_int(std::int16_t{});
+              break;
+            case FieldType::kUInt16:
+              as_int(std::uint16_t{});
+              break;
+            case FieldType::kInt32:
+              as_int(std::int32_t{});
+              break;
+            case FieldType::kUInt32:
+              as_int(std::uint32_t{});
+              break;
+            case FieldType::kInt64:
+              as_int(std::int64_t{});
+              break;
+            case FieldType::kUInt64:
+              as_int(std::uint64_t{});
+              break;
+            case FieldType::kFloat:
+              b.AddElement<float>(slot, static_cast<float>(v), 1.0f);
+              break;
+            case FieldType::kDouble:
+              b.AddElement<double>(slot, v, 1.0);
+              break;
+            case FieldType::kString:
+              break;
+          }
+        }
+        b.Finish(fb::Offset<void>(b.EndTable(start)));
+        raw.assign(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+        if (i % 4 == 2 && !raw.empty()) {
+          raw.resize(next() % raw.size());  // truncated
+        }
+      }
+      ++report.cases;
+      bool ok = false;
+      try {
+        ok = ch->spec().verify(raw.data(), raw.size(), ch->spec().verify_user);
+      } catch (const std::exception& e) {
+        report.validator_errors.push_back(
+            {ch->name(), fmt::format("the verifier threw: {}", e.what())});
+        continue;
+      }
+      ok = ok && ch->CheckRules(raw).ok();
+      if (ok && kernel_.hooks().handler_count(ch->point()) > 0) {
+        Value args[] = {Value::Bytes(raw.data(), static_cast<std::uint32_t>(raw.size()))};
+        HookContext ctx{.args = args, .session = session};
+        HookResult r = kernel_.hooks().Fire(ch->point(), ctx);
+        if (!r.error.empty()) {
+          report.validator_errors.push_back({ch->name(), r.error});
+        }
+        ok = r.passed;
+      }
+      ++(ok ? report.passed : report.rejected);
+    }
+  }
+  return report;
+}
+
+// --- Stats -------------------------------------------------------------------------------------
+
+std::string Network::StatsJson() const {
+  boost::json::object root;
+  const NetStats& s = stats_;
+  root["port"] = port();
+  root["sessions"] = sessions_.count();
+  root["half_open"] = half_open_;
+  root["connections_accepted"] = s.connections_accepted;
+  root["refused_half_open"] = s.refused_half_open;
+  root["refused_handshake_rate"] = s.refused_handshake_rate;
+  root["handshake_timeouts"] = s.handshake_timeouts;
+  root["handshakes_refused"] = s.handshakes_refused;
+  root["transport_floods"] = s.transport_floods;
+  root["transport_flood_bytes"] = s.transport_flood_bytes;
+  root["slow_readers"] = s.slow_readers;
+  root["bytes_in"] = s.bytes_in;
+  root["bytes_out"] = s.bytes_out;
+  root["frames_in"] = s.frames_in;
+  root["error_frames"] = s.error_frames;
+  root["intents_accepted"] = s.intents_accepted;
+  root["intents_rejected"] = s.intents_rejected;
+  root["intents_rate_limited"] = s.intents_rate_limited;
+  root["requests_accepted"] = s.requests_accepted;
+  root["requests_rejected"] = s.requests_rejected;
+  auto reasons = [](const std::array<std::uint64_t, kRejectCount>& counts) {
+    boost::json::object o;
+    for (std::size_t i = 0; i < kRejectCount; ++i) {
+      if (counts[i] != 0) {
+        o[RejectName(static_cast<Reject>(i))] = counts[i];
+      }
+    }
+    return o;
+  };
+  root["transport_rejected"] = reasons(s.transport_rejected);
+  boost::json::object channels;
+  for (const Channel* ch : channels_.List()) {
+    const ChannelCounters& c = ch->counters();
+    boost::json::object o;
+    o["id"] = ch->id();
+    o["kind"] = ChannelKindName(ch->kind());
+    o["accepted"] = c.accepted;
+    o["rejected"] = c.rejected_total();
+    o["rate_limited"] = c.rejected[static_cast<std::size_t>(Reject::kRateLimited)];
+    o["rejected_by_reason"] = reasons(c.rejected);
+    o["handler_errors"] = c.handler_errors;
+    o["events_sent"] = c.events_sent;
+    o["timeouts"] = c.timeouts;
+    channels[ch->name()] = std::move(o);
+  }
+  root["channels"] = std::move(channels);
+  return boost::json::serialize(root);
+}
+
+}  // namespace molt::kernel::net

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/net/network.h
+//
+// Network: the server side of the wire (spec: NetDriver, Packet). It owns the channel registry,
+// the sessions and the connections, runs the handshake, and passes every inbound frame through
+// the pipeline below before any plugin code sees it. Nothing on the path trusts a client byte.
+//
+//   Network net(kernel, options);
+//   net.channels().Declare(spec, owner);         // plugins, during init
+//   net.Listen();                                // TCP on the kernel's io_context
+//   net.Send(chat_event, session, payload);      // server -> client
+//
+// The inbound pipeline, per frame, in order; every rejection is counted per channel and reason:
+//   1. transport budgets: bytes and messages per connection (token buckets refilled per tick),
+//      charged from the frame header before anything is decoded; blowing one ends the session
+//      (Flood) and fires Net.FloodDetected (hook, fail-open) and the topic
+//   2. frame size cap (net.max_frame_bytes): larger ends the connection (ProtocolError)
+//   3. envelope verification (FlatBuffers verifier, bounded depth and table count)
+//   4. channel lookup: a live channel of the message's kind
+//   5. live session: before the welcome only Hello is accepted
+//   6. the channel's token bucket for this session (Net.RateLimited hook and topic)
+//   7. payload verification (the channel's verifier) and its declarative rules
+//   8. no validator (rules or hook handlers) and not Open: reject (fail-closed, warned once)
+//   9. the Intent.<Channel> / Request.<Channel> hook chain, fail-closed
+//  10. the handler, on the kernel thread; then the Intent.<Channel> topic (intents)
+// Rejected intents are dropped; past net.offender_drop_first rejections in the offender window
+// the client gets Error frames (with retry-after for rate limits, at most one per
+// net.error_frame_gap); at net.offender_kick_after the session ends (Offender). Rejected
+// requests are always answered (MOLT_ERR_REJECTED with the channel's reject payload, or
+// MOLT_ERR_RATE_LIMITED with retry-after).
+//
+// The handshake: a connection is half-open until its Hello is accepted. Before any plugin code
+// runs, the server caps half-open connections (net.max_half_open), handshakes per address per
+// second, and the time to finish (net.handshake_timeout_seconds). Then Auth.Hello (fail-closed)
+// decides: in "dev" mode a hello with no Auth.Hello handler is accepted with its user id; in
+// "production" mode Listen() refuses to start without a handler.
+//
+// The transport is a Peer: the TCP one lives in transport.cc (Asio stays out of this header);
+// benchmarks and the fuzzer drive Receive() with a Peer of their own.
+//
+// Thread safety: REQUIRES the kernel thread.
+#ifndef MOLT_KERNEL_NET_NETWORK_H_
+#define MOLT_KERNEL_NET_NETWORK_H_
+
+#include <molt/kernel/status.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "kernel/src/core/clock.h"
+#include "kernel/src/core/token_bucket.h"
+#include "kernel/src/net/channel.h"
+#include "kernel/src/net/session.h"
+
+namespace molt::kernel {
+class Kernel;
+}
+
+namespace molt::kernel::net {
+
+class TcpTransport;
+
+inline constexpr std::uint32_t kProtocolVersion = 1;
+
+enum class AuthMode : std::uint8_t { kDev, kProduction };
+
+// Defaults are documented in docs/network.md and settable as net.* configuration keys.
+struct NetOptions {
+  std::string bind_address = "127.0.0.1";
+  std::uint16_t port = 7777;  // 0: any free port (port() tells which)
+  double tick_rate = 60;      // Hz: the transport budgets are per tick
+  std::uint32_t max_frame_bytes = 8192;
+  std::uint32_t bytes_per_tick = 8192;       // spec: Packet's 8 KB per player per heartbeat
+  std::uint32_t messages_per_tick = 64;      // ours (the spec leaves it open)
+  double budget_burst_ticks = 4;             // how many ticks of budget may arrive at once
+  std::size_t max_outbound_bytes = 1 << 20;  // per session; more is a slow reader
+  double handshake_timeout_seconds = 5;
+  std::size_t max_half_open = 64;
+  double handshakes_per_address = 5;  // per second, burst twice that
+  std::size_t max_sessions = 10000;
+  double ping_interval_seconds = 1;
+  double idle_timeout_seconds = 15;
+  AuthMode auth = AuthMode::kDev;
+  std::uint32_t offender_drop_first = 5;
+  double offender_window_seconds = 10;
+  std::uint32_t offender_kick_after = 300;  // spec: 300 refused messages within 10 s
+  double error_frame_gap_seconds = 0.25;
+};
+
+// One connection, as the Network sees it. The transport implements the I/O.
+class Peer {
+ public:
+  explicit Peer(std::string address) : address_(std::move(address)) {}
+  Peer(const Peer&) = delete;
+  Peer& operator=(const Peer&) = delete;
+  virtual ~Peer() = default;
+
+  const std::string& address() const { return address_; }
+  SessionId session() const { return session_; }
+  bool closed() const { return closed_; }
+
+  // Queues one encoded frame (length prefix included) without blocking.
+  virtual void Write(std::span<const std::uint8_t> frame) = 0;
+  // Bytes queued and not yet written (the slow-reader check).
+  virtual std::size_t queued_bytes() const = 0;
+  // Closes the transport once the queued frames are written (or at once when `flush` is
+  // false). Called once, by the Network; the transport must not call Network again after it.
+  virtual void Close(bool flush) = 0;
+
+ private:
+  friend class Network;
+  std::string address_;
+  SessionId session_ = 0;
+  bool closed_ = false;
+  TimePoint attached_at_{};
+  TimePoint last_receive_{};
+  std::vector<std::uint8_t> partial_;  // an incomplete frame carried to the next Receive
+  std::uint32_t frame_size_ = 0;       // of the frame in partial_, once its header is read
+  bool have_header_ = false;
+  TokenBucket bytes_{0, 1, TimePoint()};
+  TokenBucket messages_{0, 1, TimePoint()};
+  TimePoint offender_window_start_{};
+  std::uint32_t offences_ = 0;
+  TimePoint last_error_frame_{};
+  std::uint32_t ping_seq_ = 0;
+  bool warned_unguarded_ = false;
+};
+
+struct NetStats {
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t refused_half_open = 0;
+  std::uint64_t refused_handshake_rate = 0;
+  std::uint64_t handshake_timeouts = 0;
+  std::uint64_t handshakes_refused = 0;  // Refuse frames (auth, version, hash, full)
+  std::uint64_t transport_floods = 0;
+  std::uint64_t transport_flood_bytes = 0;
+  std::uint64_t slow_readers = 0;
+  std::uint64_t bytes_in = 0;
+  std::uint64_t bytes_out = 0;
+  std::uint64_t frames_in = 0;
+  std::uint64_t error_frames = 0;
+  // Rejections not attributable to a channel (flood, frame size, envelope, unknown channel).
+  std::array<std::uint64_t, kRejectCount> transport_rejected{};
+  // Totals over every channel (spec: Net.Stats).
+  std::uint64_t intents_accepted = 0;
+  std::uint64_t intents_rejected = 0;
+  std::uint64_t intents_rate_limited = 0;
+  std::uint64_t requests_accepted = 0;
+  std::uint64_t requests_rejected = 0;
+};
+
+// One finding of SecurityAudit() (spec: securityAudit).
+struct AuditFinding {
+  enum class Severity : std::uint8_t { kHigh = 0, kMedium = 1, kInfo = 2 };
+  Severity severity;
+  std::string kind;  // UnguardedChannel, FailOpenGate, OpenChannel, DefaultRateLimit
+  std::string name;  // "intent Grant", "Intent.Grant"
+  std::string detail;
+};
+std::string_view SeverityName(AuditFinding::Severity s);  // "High", "Medium", "Info"
+// "[High] UnguardedChannel (intent Grant): has no validator ..."
+std::string FormatFinding(const AuditFinding& f);
+
+// What Fuzz() found (spec: Fuzz.run, validators only: the boot gate).
+struct FuzzReport {
+  std::size_t channels = 0;
+  std::size_t cases = 0;
+  std::size_t passed = 0;
+  std::size_t rejected = 0;
+  struct Error {
+    std::string channel;
+    std::string error;
+  };
+  std::vector<Error> validator_errors;  // a validator threw: the gate fails
+};
+
+class Network {
+ public:
+  Network(Kernel& kernel, NetOptions options);
+  Network(const Network&) = delete;
+  Network& operator=(const Network&) = delete;
+  ~Network();
+
+  ChannelRegistry& channels() { return channels_; }
+  Sessions& sessions() { return sessions_; }
+  const NetOptions& options() const { return options_; }
+  Kernel& kernel() { return kernel_; }
+
+  // Starts accepting TCP connections on the kernel's io_context. Fails (naming the address and
+  // the fix) when the port is taken, or in production auth mode without an Auth.Hello handler.
+  Status Listen();
+  // The bound port once listening, else 0.
+  std::uint16_t port() const;
+  // Stops accepting and ends every session with ServerShutdown (a Bye frame, then the close).
+  // Runs as the kernel's first shutdown step, while services still work. Idempotent.
+  void Shutdown();
+
+  // --- The transport's side ---
+  // A new connection. False: refused (half-open cap), close it without a word.
+  bool Attach(Peer& peer);
+  // Bytes arrived on `peer`: frames are parsed and passed through the pipeline.
+  void Receive(Peer& peer, std::span<const std::uint8_t> bytes);
+  // The transport closed on its own (EOF, error). `peer` is not used afterwards.
+  void Detach(Peer& peer, ExitReason reason);
+
+  // --- Outbound ---
+  // Queues an event on `channel` (an event channel) to one session, a list, or everyone.
+  Status Send(ChannelId channel, SessionId session, std::span<const std::uint8_t> payload);
+  Status SendList(ChannelId channel, std::span<const SessionId> sessions,
+                  std::span<const std::uint8_t> payload);
+  Status Broadcast(ChannelId channel, std::span<const std::uint8_t> payload);
+  // Answers a request. STALE when it was already answered, timed out, or its session left.
+  Status Reply(RequestToken token, Status::Code status, std::span<const std::uint8_t> payload);
+  // Ends a session with Kicked; `text` goes to the client in the Bye frame.
+  Status Kick(SessionId session, std::string_view text);
+
+  // --- Audit ---
+  // The findings, most severe first; unless `silent`, logs "security audit: clean" or one
+  // warning listing them.
+  std::vector<AuditFinding> SecurityAudit(bool silent = false);
+  // Drives `cases_per_channel` hostile payloads (deterministic per `seed`) through every inbound
+  // channel's verifier, rules and validators (never the handlers) as session `session`.
+  FuzzReport Fuzz(SessionId session, std::size_t cases_per_channel = 32, std::uint64_t seed = 1);
+
+  NetStats stats() const { return stats_; }
+  std::size_t peers() const { return peers_.size(); }
+  std::size_t half_open() const { return half_open_; }
+  std::string StatsJson() const;
+
+ private:
+  struct Pending;  // an unanswered request
+
+  void Frame(Peer& peer, std::span<const std::uint8_t> frame);
+  void OnHello(Peer& peer, const void* hello);
+  void OnInbound(Peer& peer, bool request, ChannelId channel, std::uint32_t request_id,
+                 std::span<const std::uint8_t> payload);
+  void RejectMessage(Peer& peer, Channel* channel, Reject reason, bool request,
+                     std::uint32_t request_id, double retry_after, std::string_view text);
+  void Offence(Peer& peer, Channel* channel, Reject reason, double retry_after,
+               std::string_view text, bool answered);
+  void Flood(Peer& peer, std::size_t bytes, std::size_t budget);
+  void Refuse(Peer& peer, std::uint8_t reason, std::string_view text, double retry_after);
+  void End(Peer& peer, ExitReason reason, std::string_view text);
+  void SendFrame(Peer& peer, std::span<const std::uint8_t> frame);
+  void SendResponse(Session& session, std::uint32_t id, Status::Code status,
+                    std::span<const std::uint8_t> payload, double retry_after);
+  void Housekeep();
+  void ArmHousekeeping();
+  void Reap();
+
+  Kernel& kernel_;
+  NetOptions options_;
+  ChannelRegistry channels_;
+  Sessions sessions_;
+  Hooks::Point* auth_point_;
+  Hooks::Point* rate_limited_point_;
+  Hooks::Point* flood_point_;
+  Bus::Topic* rate_limited_topic_;
+  Bus::Topic* flood_topic_;
+  Bus::Topic* rejected_topic_;
+  std::unique_ptr<TcpTransport> transport_;
+  std::vector<Peer*> peers_;  // attached and not closed
+  std::size_t half_open_ = 0;
+  std::unordered_map<std::string, TokenBucket> handshake_buckets_;
+  std::unordered_map<RequestToken, std::unique_ptr<Pending>> pending_;
+  RequestToken next_token_ = 1;
+  std::uint64_t housekeeping_ = 0;  // the scheduler task id while peers exist
+  NetStats stats_;
+  bool shut_down_ = false;
+  int dispatching_ = 0;
+};
+
+}  // namespace molt::kernel::net
+
+#endif  // MOLT_KERNEL_NET_NETWORK_H_

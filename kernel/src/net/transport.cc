@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: Apache-2.0
+// TcpTransport: Asio acceptor and connections. Reads go to Network::Receive; writes are
+// non-blocking and batched per handler; nothing here blocks the kernel thread.
+#include "kernel/src/net/transport.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "kernel/src/core/logger.h"
+#include "kernel/src/net/network.h"
+
+namespace molt::kernel::net {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+const LogScope kLog("net");
+constexpr std::size_t kReadBuffer = 16 * 1024;
+
+}  // namespace
+
+class TcpPeer;
+
+struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
+  Impl(Network& n, asio::io_context& i) : net(n), io(i), acceptor(i), retry(i) {}
+  void Accept();
+  // Drops the transport's reference later: the caller may still be inside the peer.
+  void Forget(TcpPeer* peer);
+
+  Network& net;
+  asio::io_context& io;
+  tcp::acceptor acceptor;
+  asio::steady_timer retry;
+  bool accepting = false;
+  std::unordered_map<TcpPeer*, std::shared_ptr<TcpPeer>> peers;
+};
+
+class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> {
+ public:
+  TcpPeer(TcpTransport::Impl& t, tcp::socket socket, std::string address)
+      : Peer(std::move(address)), t_(t), socket_(std::move(socket)), in_(kReadBuffer) {}
+
+  void Start() { Read(); }
+
+  void Write(std::span<const std::uint8_t> frame) override {
+    if (done_) {
+      return;
+    }
+    out_.insert(out_.end(), frame.begin(), frame.end());
+    if (!flush_posted_ && !waiting_) {
+      flush_posted_ = true;
+      asio::post(t_.io, [self = shared_from_this()] {
+        self->flush_posted_ = false;
+        if (!self->done_) {
+          self->Flush();
+        }
+      });
+    }
+  }
+
+  std::size_t queued_bytes() const override { return out_.size() - out_pos_; }
+
+  void Close(bool flush) override {
+    if (done_) {
+      return;
+    }
+    done_ = true;
+    if (flush) {
+      WriteWhatFits();  // best effort: the loop may not run again (shutdown)
+    }
+    Abort();
+    t_.Forget(this);
+  }
+
+  // Closes the socket without a word to the Network.
+  void Abort() {
+    done_ = true;
+    error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+  }
+
+ private:
+  void Read() {
+    socket_.async_read_some(
+        asio::buffer(in_), [self = shared_from_this()](error_code ec, std::size_t n) {
+          if (self->done_) {
+            return;
+          }
+          if (ec) {
+            self->Lost(ec == asio::error::eof ? ExitReason::kClientClosed
+                                              : ExitReason::kTransportError);
+            return;
+          }
+          self->t_.net.Receive(*self, std::span<const std::uint8_t>(self->in_.data(), n));
+          if (!self->done_) {
+            self->Read();
+          }
+        });
+  }
+
+  // The connection failed or the client closed it: tell the Network, then let go.
+  void Lost(ExitReason reason) {
+    done_ = true;
+    t_.net.Detach(*this, reason);
+    Abort();
+    t_.Forget(this);
+  }
+
+  // Writes until the socket would block. False on a socket error.
+  bool WriteWhatFits() {
+    while (out_pos_ < out_.size()) {
+      error_code ec;
+      const std::size_t n =
+          socket_.write_some(asio::buffer(out_.data() + out_pos_, out_.size() - out_pos_), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        break;
+      }
+      if (ec) {
+        return false;
+      }
+      out_pos_ += n;
+    }
+    if (out_pos_ == out_.size()) {
+      out_.clear();
+      out_pos_ = 0;
+    } else if (out_pos_ > 64 * 1024 && out_pos_ * 2 > out_.size()) {
+      out_.erase(out_.begin(), out_.begin() + static_cast<std::ptrdiff_t>(out_pos_));
+      out_pos_ = 0;
+    }
+    return true;
+  }
+
+  void Flush() {
+    if (!WriteWhatFits()) {
+      Lost(ExitReason::kTransportError);
+      return;
+    }
+    if (queued_bytes() > 0 && !waiting_) {
+      waiting_ = true;
+      socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](error_code ec) {
+        self->waiting_ = false;
+        if (!self->done_ && !ec) {
+          self->Flush();
+        }
+      });
+    }
+  }
+
+  TcpTransport::Impl& t_;
+  tcp::socket socket_;
+  std::vector<std::uint8_t> in_;
+  std::vector<std::uint8_t> out_;
+  std::size_t out_pos_ = 0;
+  bool flush_posted_ = false;
+  bool waiting_ = false;
+  bool done_ = false;
+};
+
+void TcpTransport::Impl::Forget(TcpPeer* peer) {
+  asio::post(io, [weak = weak_from_this(), peer] {
+    if (auto self = weak.lock()) {
+      self->peers.erase(peer);
+    }
+  });
+}
+
+void TcpTransport::Impl::Accept() {
+  acceptor.async_accept([weak = weak_from_this()](error_code ec, tcp::socket socket) {
+    auto self = weak.lock();
+    if (self == nullptr || !self->accepting) {
+      return;
+    }
+    if (ec) {
+      // Out of descriptors and the like: log, wait a moment, go on accepting.
+      kLog.Warn("accept failed: {}; retrying in 100 ms", ec.message());
+      self->retry.expires_after(std::chrono::milliseconds(100));
+      self->retry.async_wait([weak](error_code e) {
+        if (auto s = weak.lock(); s != nullptr && !e && s->accepting) {
+          s->Accept();
+        }
+      });
+      return;
+    }
+    error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    socket.non_blocking(true, ignored);
+    const auto remote = socket.remote_endpoint(ignored);
+    auto peer = std::make_shared<TcpPeer>(
+        *self, std::move(socket), ignored ? std::string("?") : remote.address().to_string());
+    self->peers.emplace(peer.get(), peer);
+    if (!self->net.Attach(*peer)) {
+      peer->Abort();
+      self->peers.erase(peer.get());
+    } else if (!peer->closed()) {
+      peer->Start();
+    }
+    self->Accept();
+  });
+}
+
+TcpTransport::TcpTransport(Network& network, asio::io_context& io)
+    : impl_(std::make_shared<Impl>(network, io)) {}
+
+TcpTransport::~TcpTransport() {
+  StopAccepting();
+  for (auto& [raw, peer] : impl_->peers) {
+    peer->Abort();
+  }
+  impl_->peers.clear();
+}
+
+Status TcpTransport::Listen(const std::string& address, std::uint16_t port) {
+  error_code ec;
+  const auto ip = asio::ip::make_address(address, ec);
+  if (ec) {
+    return Status::InvalidArgument(fmt::format(
+        "net.bind \"{}\" is not an IP address (use 127.0.0.1, 0.0.0.0 or ::)", address));
+  }
+  const tcp::endpoint endpoint(ip, port);
+  tcp::acceptor& a = impl_->acceptor;
+  a.open(endpoint.protocol(), ec);
+  if (!ec) {
+    a.set_option(tcp::acceptor::reuse_address(true), ec);
+  }
+  if (!ec) {
+    a.bind(endpoint, ec);
+  }
+  if (!ec) {
+    a.listen(asio::socket_base::max_listen_connections, ec);
+  }
+  if (ec) {
+    error_code ignored;
+    a.close(ignored);
+    return Status::IoError(
+        fmt::format("cannot listen on {}:{}: {}; pick another net.port (0 "
+                    "picks a free one) or stop what holds it",
+                    address, port, ec.message()));
+  }
+  impl_->accepting = true;
+  impl_->Accept();
+  kLog.Info("listening on {}:{}", address, this->port());
+  return Status();
+}
+
+std::uint16_t TcpTransport::port() const {
+  error_code ec;
+  const auto ep = impl_->acceptor.local_endpoint(ec);
+  return ec ? 0 : ep.port();
+}
+
+void TcpTransport::StopAccepting() {
+  impl_->accepting = false;
+  error_code ec;
+  impl_->acceptor.close(ec);
+  impl_->retry.cancel();
+}
+
+}  // namespace molt::kernel::net

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/net/transport.h
+//
+// TcpTransport: the Network's TCP side on the kernel's io_context. It accepts connections, reads
+// bytes into Network::Receive, and writes queued frames without ever blocking the kernel thread:
+// frames queued during a handler go out in one write after it; a socket that cannot take more
+// waits for writability while the queue grows, and the Network cuts it off past
+// net.max_outbound_bytes. Asio stays in transport.cc.
+//
+// Thread safety: REQUIRES the kernel thread.
+#ifndef MOLT_KERNEL_NET_TRANSPORT_H_
+#define MOLT_KERNEL_NET_TRANSPORT_H_
+
+#include <molt/kernel/status.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace molt::kernel::net {
+
+class Network;
+
+class TcpTransport {
+ public:
+  TcpTransport(Network& network, boost::asio::io_context& io);
+  TcpTransport(const TcpTransport&) = delete;
+  TcpTransport& operator=(const TcpTransport&) = delete;
+  // Closes the listener and every connection.
+  ~TcpTransport();
+
+  // Binds `address:port` (port 0: any free port) and starts accepting.
+  Status Listen(const std::string& address, std::uint16_t port);
+  std::uint16_t port() const;
+  void StopAccepting();
+
+  struct Impl;  // transport.cc; shared with the pending Asio handlers, which hold it weakly
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace molt::kernel::net
+
+#endif  // MOLT_KERNEL_NET_TRANSPORT_H_

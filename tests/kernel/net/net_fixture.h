@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: tests/net/net_fixture.h
+//
+// NetTest: a booted kernel, a Network listening on a free loopback port, the test payload
+// schema's verifiers and builders, and Run(): the client body on its own thread while this
+// thread runs the kernel loop.
+#ifndef MOLT_TESTS_NET_NET_FIXTURE_H_
+#define MOLT_TESTS_NET_NET_FIXTURE_H_
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "kernel/src/core/kernel.h"
+#include "kernel/src/net/network.h"
+#include "test_client.h"
+#include "test_payloads_generated.h"
+
+namespace molt::kernel::net {
+
+inline bool VerifySay(const std::uint8_t* p, std::size_t n, void*) {
+  flatbuffers::Verifier v(p, n);
+  return molt::test::VerifySayBuffer(v);
+}
+
+inline bool VerifyAdd(const std::uint8_t* p, std::size_t n, void*) {
+  flatbuffers::Verifier v(p, n);
+  return v.VerifyBuffer<molt::test::Add>(nullptr);
+}
+
+inline std::vector<std::uint8_t> SayPayload(const std::string& text, std::uint8_t room = 0,
+                                            float volume = 1) {
+  flatbuffers::FlatBufferBuilder b;
+  auto t = b.CreateString(text);
+  b.Finish(molt::test::CreateSay(b, t, room, volume));
+  return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+}
+
+inline std::vector<std::uint8_t> AddPayload(std::int32_t amount) {
+  flatbuffers::FlatBufferBuilder b;
+  b.Finish(molt::test::CreateAdd(b, amount));
+  return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+}
+
+inline std::string Text(const molt::wire::Envelope* e) {
+  if (auto* r = e->body_as_Refuse()) {
+    return r->text() ? r->text()->str() : "";
+  }
+  if (auto* b = e->body_as_Bye()) {
+    return b->text() ? b->text()->str() : "";
+  }
+  if (auto* x = e->body_as_Error()) {
+    return x->text() ? x->text()->str() : "";
+  }
+  return "";
+}
+
+class NetTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Boot(NetOptions()); }
+  void TearDown() override { Teardown(); }
+
+  void Teardown() {
+    net_.reset();
+    if (kernel_) {
+      (void)kernel_->Shutdown();
+      kernel_.reset();
+    }
+  }
+
+  // (Re)boots with `o` (port forced to 0). Does not listen: Listen() does.
+  void Boot(NetOptions o) {
+    Teardown();
+    o.port = 0;
+    KernelOptions ko;
+    ko.tick_rate = 1000;
+    auto k = Kernel::Boot(std::move(ko));
+    ASSERT_TRUE(k.ok()) << k.status().ToString();
+    kernel_ = std::move(k.value());
+    net_ = std::make_unique<Network>(*kernel_, std::move(o));
+  }
+
+  void Listen() {
+    Status s = net_->Listen();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    port_ = net_->port();
+    ASSERT_NE(port_, 0);
+  }
+
+  // Declares an intent on the Say schema; `guard` adds a passing validator.
+  ChannelId DeclareSay(const std::string& name, bool guard = true, double rate = 0,
+                       IntentHandler handler = nullptr) {
+    ChannelSpec spec;
+    spec.name = name;
+    spec.kind = ChannelKind::kIntent;
+    spec.schema = "molt.test.Say";
+    spec.verify = VerifySay;
+    spec.rate = rate;
+    spec.on_intent =
+        handler ? std::move(handler) : IntentHandler([](Session&, std::span<Value>) {});
+    if (guard) {
+      spec.rules = {FieldRule::MaxLength(0, "text", 32)};
+    }
+    auto id = net_->channels().Declare(std::move(spec));
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? id.value() : 0;
+  }
+
+  // Runs the kernel loop until `done` or `timeout`.
+  bool RunUntil(const std::function<bool()>& done,
+                std::chrono::milliseconds timeout = std::chrono::milliseconds(20000)) {
+    auto& io = kernel_->loop().io();
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      io.restart();
+      kernel_->loop().RunFor(std::chrono::milliseconds(5));
+    }
+    return done();
+  }
+
+  // Runs `body` (the client side) on a thread while the loop runs here.
+  void Run(const std::function<void()>& body) {
+    std::atomic<bool> finished{false};
+    std::thread t([&] {
+      body();
+      finished = true;
+    });
+    const bool ok = RunUntil([&] { return finished.load(); });
+    t.join();
+    ASSERT_TRUE(ok) << "the client body did not finish in time";
+  }
+
+  // Lets the loop process what the clients sent.
+  void Settle(std::chrono::milliseconds d = std::chrono::milliseconds(50)) {
+    RunUntil([] { return false; }, d);
+  }
+
+  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<Network> net_;
+  std::uint16_t port_ = 0;
+};
+
+}  // namespace molt::kernel::net
+
+#endif  // MOLT_TESTS_NET_NET_FIXTURE_H_

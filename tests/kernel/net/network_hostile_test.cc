@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: Apache-2.0
+// Hostile clients on real loopback sockets: each gets its expected counter and outcome, and a
+// well-behaved client on the same server keeps being served.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "net_fixture.h"
+
+namespace molt::kernel::net {
+namespace {
+
+using molt::test::Frame;
+using molt::test::TestClient;
+namespace w = ::molt::wire;
+using namespace std::chrono_literals;
+
+std::uint64_t Rejected(const Network& net, Reject r) {
+  return net.stats().transport_rejected[static_cast<std::size_t>(r)];
+}
+
+class HostileTest : public NetTest {
+ protected:
+  // A bystander that joined first and must still get its intents through afterwards.
+  void CheckBystander(TestClient& c, ChannelId say) {
+    c.Intent(say, SayPayload("still here"));
+    c.Ping(77, 1);
+    Frame f = c.NextOf(w::Body::Pong);
+    ASSERT_EQ(f.type(), w::Body::Pong);
+    EXPECT_EQ(f.envelope()->body_as_Pong()->seq(), 77u);
+  }
+  std::uint64_t accepted(ChannelId id) { return net_->channels().Find(id)->counters().accepted; }
+  std::vector<std::string> ends_;
+  Connection end_log_;
+  void LogEnds() {
+    end_log_ = kernel_->bus().Subscribe("Kernel.SessionEnd", [this](std::string_view, Args a) {
+      ends_.emplace_back(a[1].AsString());
+    });
+  }
+};
+
+TEST_F(HostileTest, AnOversizedFrameEndsTheConnectionAsAProtocolError) {
+  const ChannelId say = DeclareSay("chat.Say");
+  Listen();
+  LogEnds();
+  Run([&] {
+    TestClient good(port_);
+    ASSERT_EQ(good.Hello("good").type(), w::Body::Welcome);
+    TestClient bad(port_);
+    ASSERT_EQ(bad.Hello("bad").type(), w::Body::Welcome);
+    const std::uint32_t huge = 100000;
+    bad.SendRaw(std::string_view(reinterpret_cast<const char*>(&huge), 4));
+    Frame f = bad.NextOf(w::Body::Bye);
+    ASSERT_EQ(f.type(), w::Body::Bye);
+    EXPECT_EQ(f.envelope()->body_as_Bye()->reason()->str(), "ProtocolError");
+    EXPECT_EQ(Text(f.envelope()),
+              "a frame of 100000 bytes exceeds the 8192-byte cap (net.max_frame_bytes)");
+    EXPECT_EQ(bad.WaitClosed(), "closed");
+    CheckBystander(good, say);
+  });
+  EXPECT_EQ(Rejected(*net_, Reject::kFrameTooLarge), 1u);
+  EXPECT_EQ(ends_.front(), "ProtocolError");
+  Settle();
+  EXPECT_EQ(accepted(say), 1u);
+}
+
+TEST_F(HostileTest, GarbageEnvelopesAreCountedAndDroppedWithoutClosing) {
+  const ChannelId say = DeclareSay("chat.Say");
+  Listen();
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.SendFramed(std::vector<std::uint8_t>{0xde, 0xad, 0xbe, 0xef, 1, 2, 3});
+    c.SendFramed(std::vector<std::uint8_t>(64, 0xff));
+    // A server-only message from a client is refused too.
+    flatbuffers::FlatBufferBuilder b;
+    c.SendRaw(TestClient::Finish(b, w::Body::Event,
+                                 w::CreateEvent(b, say, b.CreateVector<std::uint8_t>({})).Union()));
+    CheckBystander(c, say);
+  });
+  EXPECT_EQ(Rejected(*net_, Reject::kBadEnvelope), 3u);
+  EXPECT_EQ(accepted(say), 1u);
+}
+
+TEST_F(HostileTest, AFrameBeforeTheHandshakeEndsTheConnection) {
+  const ChannelId say = DeclareSay("chat.Say");
+  Listen();
+  Run([&] {
+    TestClient c(port_);
+    c.Intent(say, SayPayload("x"));
+    Frame f = c.NextOf(w::Body::Bye);
+    ASSERT_EQ(f.type(), w::Body::Bye);
+    EXPECT_EQ(Text(f.envelope()), "expected a hello first");
+    EXPECT_EQ(c.WaitClosed(), "closed");
+    TestClient g(port_);
+    g.SendRaw("GET / HTTP/1.1\r\nHost: x\r\n\r\n");  // not our protocol: "GET " is a length
+    EXPECT_EQ(g.WaitClosed(), "ProtocolError");
+  });
+  EXPECT_EQ(Rejected(*net_, Reject::kNoSession), 1u);
+  EXPECT_EQ(Rejected(*net_, Reject::kFrameTooLarge), 1u);
+  EXPECT_EQ(net_->sessions().stats().started, 0u);
+  EXPECT_EQ(net_->half_open(), 0u);
+}
+
+TEST_F(HostileTest, ATruncatedFrameThenACloseLosesNothingElse) {
+  int handled = 0;
+  const ChannelId say =
+      DeclareSay("chat.Say", true, 0, [&](Session&, std::span<Value>) { ++handled; });
+  Listen();
+  LogEnds();
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Intent(say, SayPayload("whole"));
+    c.Ping(1, 1);  // a round trip, so the whole intent was handled before the half one
+    EXPECT_EQ(c.NextOf(w::Body::Pong).type(), w::Body::Pong);
+    std::vector<std::uint8_t> frame = TestClient::IntentFrame(say, SayPayload("half"));
+    frame.resize(frame.size() / 2);
+    c.SendRaw(frame);
+    c.Close();
+  });
+  ASSERT_TRUE(RunUntil([&] { return net_->sessions().count() == 0; }));
+  EXPECT_EQ(handled, 1);
+  EXPECT_EQ(ends_, std::vector<std::string>{"ClientClosed"});
+}
+
+TEST_F(HostileTest, AFloodOfBytesEndsTheSessionAsFloodAndFiresTheHook) {
+  NetOptions o;
+  o.bytes_per_tick = 256;  // 60 ticks: 15 KiB/s, bursts of 1 KiB
+  Boot(o);
+  const ChannelId say = DeclareSay("chat.Say", true, 1e9);
+  std::vector<std::int64_t> flood_args;
+  Connection hook = kernel_->hooks().On("Net.FloodDetected", [&](HookContext& ctx) {
+    flood_args = {ctx.args[1].AsInt(), ctx.args[3].AsInt()};
+    return true;
+  });
+  int topic = 0;
+  Connection t =
+      kernel_->bus().Subscribe("Net.FloodDetected", [&](std::string_view, Args) { ++topic; });
+  Listen();
+  LogEnds();
+  Run([&] {
+    TestClient good(port_);
+    ASSERT_EQ(good.Hello("good").type(), w::Body::Welcome);
+    TestClient bad(port_);
+    ASSERT_EQ(bad.Hello("bad").type(), w::Body::Welcome);
+    std::vector<std::uint8_t> burst;
+    for (int i = 0; i < 100; ++i) {
+      auto f = TestClient::IntentFrame(say, SayPayload("spam"));
+      burst.insert(burst.end(), f.begin(), f.end());
+    }
+    bad.SendRaw(burst);
+    EXPECT_EQ(bad.WaitClosed(), "Flood");
+    CheckBystander(good, say);
+  });
+  EXPECT_EQ(net_->stats().transport_floods, 1u);
+  EXPECT_GT(net_->stats().transport_flood_bytes, 0u);
+  EXPECT_EQ(Rejected(*net_, Reject::kFlood), 1u);
+  ASSERT_EQ(flood_args.size(), 2u);
+  EXPECT_EQ(flood_args[1], 256);
+  EXPECT_EQ(topic, 1);
+  EXPECT_EQ(ends_.front(), "Flood");
+}
+
+TEST_F(HostileTest, AFloodOfMessagesEndsTheSessionAsFlood) {
+  NetOptions o;
+  o.messages_per_tick = 2;  // bursts of 8 messages
+  Boot(o);
+  Listen();
+  Run([&] {
+    TestClient bad(port_);
+    ASSERT_EQ(bad.Hello("bad").type(), w::Body::Welcome);
+    std::vector<std::uint8_t> burst;
+    for (int i = 0; i < 40; ++i) {
+      flatbuffers::FlatBufferBuilder b;
+      auto f = TestClient::Finish(b, w::Body::Ping, w::CreatePing(b, 1, 1).Union());
+      burst.insert(burst.end(), f.begin(), f.end());
+    }
+    bad.SendRaw(burst);
+    EXPECT_EQ(bad.WaitClosed(), "Flood");
+  });
+  EXPECT_EQ(net_->stats().transport_floods, 1u);
+}
+
+TEST_F(HostileTest, AHandshakeThatNeverFinishesTimesOut) {
+  NetOptions o;
+  o.handshake_timeout_seconds = 0.3;
+  Boot(o);
+  Listen();
+  Run([&] {
+    TestClient c(port_);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(c.WaitClosed(5000ms), "TimedOut");
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, 250ms);
+  });
+  EXPECT_EQ(net_->stats().handshake_timeouts, 1u);
+  EXPECT_EQ(net_->half_open(), 0u);
+}
+
+TEST_F(HostileTest, HalfOpenConnectionsAreCapped) {
+  NetOptions o;
+  o.max_half_open = 3;
+  o.handshakes_per_address = 1000;
+  Boot(o);
+  const ChannelId say = DeclareSay("chat.Say");
+  Listen();
+  Run([&] {
+    std::vector<std::unique_ptr<TestClient>> idle;
+    for (int i = 0; i < 3; ++i) {
+      idle.push_back(std::make_unique<TestClient>(port_));
+    }
+    // Let the server attach the three before the fourth arrives.
+    std::this_thread::sleep_for(100ms);
+    TestClient refused(port_);
+    EXPECT_EQ(refused.WaitClosed(), "closed");  // closed at once, without a word
+    idle.clear();                               // the three give up
+    std::this_thread::sleep_for(100ms);
+    TestClient later(port_);
+    ASSERT_EQ(later.Hello("later").type(), w::Body::Welcome);
+    CheckBystander(later, say);
+  });
+  EXPECT_EQ(net_->stats().refused_half_open, 1u);
+}
+
+TEST_F(HostileTest, HandshakesPerAddressAreRateLimited) {
+  NetOptions o;
+  o.handshakes_per_address = 1;  // burst 2
+  Boot(o);
+  Listen();
+  Run([&] {
+    TestClient a(port_);
+    TestClient b(port_);
+    TestClient c(port_);
+    Frame f = c.Next();
+    ASSERT_EQ(f.type(), w::Body::Refuse);
+    EXPECT_EQ(f.envelope()->body_as_Refuse()->reason(), w::RefuseReason::RateLimited);
+    EXPECT_GT(f.envelope()->body_as_Refuse()->retry_after_ms(), 0u);
+    EXPECT_EQ(Text(f.envelope()), "too many connections from 127.0.0.1; retry later");
+    ASSERT_EQ(a.Hello("a").type(), w::Body::Welcome);
+  });
+  EXPECT_EQ(net_->stats().refused_handshake_rate, 1u);
+}
+
+TEST_F(HostileTest, ASlowReaderIsCutOffWithoutDelayingAnyoneElse) {
+  NetOptions o;
+  o.max_outbound_bytes = 64 * 1024;
+  Boot(o);
+  ChannelSpec spec;
+  spec.name = "world.State";
+  spec.kind = ChannelKind::kEvent;
+  spec.schema = "molt.test.Say";
+  const ChannelId state = net_->channels().Declare(std::move(spec)).value();
+  Listen();
+  std::atomic<bool> slow_cut{false};
+  Connection end = kernel_->bus().Subscribe("Kernel.SessionEnd", [&](std::string_view, Args a) {
+    ends_.emplace_back(a[1].AsString());
+    slow_cut = slow_cut || a[1].AsString() == "SlowReader";
+  });
+  // The server broadcasts 16 events of 4 KiB every millisecond (64 MB/s) to both clients.
+  const std::vector<std::uint8_t> big = SayPayload(std::string(4000, 's'));
+  TaskHandle pump = kernel_->scheduler().Every(std::chrono::milliseconds(1), [&] {
+    for (int i = 0; i < 16; ++i) {
+      (void)net_->Broadcast(state, big);
+    }
+  });
+  TestClient slow(port_, /*recv_buffer=*/4096);
+  TestClient fast(port_);
+  Run([&] {
+    ASSERT_EQ(slow.Hello("slow").type(), w::Body::Welcome);  // and never reads again
+    ASSERT_EQ(fast.Hello("fast").type(), w::Body::Welcome);
+    int events = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 15s;
+    while (!slow_cut && std::chrono::steady_clock::now() < deadline) {
+      Frame f = fast.Next(2000ms);
+      ASSERT_FALSE(f.closed || f.timeout);
+      events += f.type() == w::Body::Event;
+    }
+    EXPECT_TRUE(slow_cut);
+    // The fast reader goes on receiving after the cut.
+    for (int i = 0; i < 100; ++i) {
+      Frame f = fast.Next(2000ms);
+      ASSERT_FALSE(f.closed || f.timeout);
+    }
+  });
+  pump.Cancel();
+  EXPECT_EQ(net_->stats().slow_readers, 1u);
+  EXPECT_EQ(ends_, std::vector<std::string>{"SlowReader"});
+  EXPECT_EQ(net_->sessions().count(), 1u);
+}
+
+TEST_F(HostileTest, PingsMeasureRoundTripsAndSilenceTimesOut) {
+  NetOptions o;
+  o.ping_interval_seconds = 0.1;
+  o.idle_timeout_seconds = 0.6;
+  Boot(o);
+  Listen();
+  LogEnds();
+  SessionId id = 0;
+  TestClient c(port_);
+  Run([&] {
+    Frame f = c.Hello("ada");
+    ASSERT_EQ(f.type(), w::Body::Welcome);
+    id = f.envelope()->body_as_Welcome()->session_id();
+    EXPECT_EQ(f.envelope()->body_as_Welcome()->ping_interval_ms(), 100u);
+    EXPECT_TRUE(c.Next(500ms).timeout);  // answers every ping meanwhile
+    EXPECT_GE(c.pings(), 3);
+  });
+  Session* s = net_->sessions().Get(id);
+  ASSERT_NE(s, nullptr);
+  EXPECT_GT(s->rtt().count(), 0);
+  EXPECT_LT(s->rtt(), std::chrono::milliseconds(100));
+  // Silence (the client stops answering) ends the session.
+  ASSERT_TRUE(RunUntil([&] { return net_->sessions().count() == 0; }, 3000ms));
+  EXPECT_EQ(ends_, std::vector<std::string>{"TimedOut"});
+}
+
+TEST_F(HostileTest, KickAndShutdownSayWhyBeforeClosing) {
+  Listen();
+  LogEnds();
+  std::atomic<SessionId> first{0};
+  Connection trigger = kernel_->bus().Subscribe("Kernel.SessionStart", [&](std::string_view, Args) {
+    if (net_->sessions().count() == 2) {
+      kernel_->scheduler().Schedule([&] {
+        EXPECT_TRUE(net_->Kick(net_->sessions().ActiveIds()[0], "cheating").ok());
+        net_->Shutdown();
+      });
+    }
+  });
+  Run([&] {
+    TestClient a(port_);
+    Frame f = a.Hello("a");
+    ASSERT_EQ(f.type(), w::Body::Welcome);
+    first = f.envelope()->body_as_Welcome()->session_id();
+    TestClient b(port_);
+    ASSERT_EQ(b.Hello("b").type(), w::Body::Welcome);
+    // The kick and the shutdown happen on the loop thread (below) once both joined.
+    Frame bye = a.NextOf(w::Body::Bye);
+    ASSERT_EQ(bye.type(), w::Body::Bye);
+    EXPECT_EQ(bye.envelope()->body_as_Bye()->reason()->str(), "Kicked");
+    EXPECT_EQ(Text(bye.envelope()), "cheating");
+    bye = b.NextOf(w::Body::Bye);
+    ASSERT_EQ(bye.type(), w::Body::Bye);
+    EXPECT_EQ(bye.envelope()->body_as_Bye()->reason()->str(), "ServerShutdown");
+  });
+  (void)first;
+  EXPECT_EQ(ends_, (std::vector<std::string>{"Kicked", "ServerShutdown"}));
+}
+
+}  // namespace
+}  // namespace molt::kernel::net

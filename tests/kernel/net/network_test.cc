@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: Apache-2.0
+// The network on real loopback sockets: handshake, the inbound pipeline with every rejection
+// counted, requests, events, and hostile clients, with the server serving everyone else.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "net_fixture.h"
+
+namespace molt::kernel::net {
+namespace {
+
+using molt::test::Frame;
+using molt::test::TestClient;
+namespace w = ::molt::wire;
+using namespace std::chrono_literals;
+
+std::uint64_t Rejected(const Network& net, Reject r) {
+  return net.stats().transport_rejected[static_cast<std::size_t>(r)];
+}
+
+std::uint64_t Rejected(Network& net, ChannelId id, Reject r) {
+  return net.channels().Find(id)->counters().rejected[static_cast<std::size_t>(r)];
+}
+
+// Records Kernel.SessionEnd reasons.
+struct EndLog {
+  explicit EndLog(Kernel& k) {
+    c = k.bus().Subscribe("Kernel.SessionEnd", [this](std::string_view, Args args) {
+      reasons.emplace_back(args[1].AsString());
+    });
+  }
+  std::vector<std::string> reasons;
+  Connection c;
+};
+
+TEST_F(NetTest, HandshakeWelcomesWithTheChannelTable) {
+  const ChannelId say = DeclareSay("chat.Say", true, 5);
+  Listen();
+  EndLog ends(*kernel_);
+  std::uint64_t session = 0;
+  TestClient c(port_);  // connected here, closed at the end of the test
+  Run([&] {
+    Frame f = c.Hello("ada");
+    ASSERT_EQ(f.type(), w::Body::Welcome);
+    const w::Welcome* wel = f.envelope()->body_as_Welcome();
+    session = wel->session_id();
+    EXPECT_NE(session, 0u);
+    EXPECT_EQ(wel->max_frame_bytes(), 8192u);
+    EXPECT_EQ(wel->bytes_per_tick(), 8192u);
+    EXPECT_EQ(wel->messages_per_tick(), 64u);
+    ASSERT_EQ(wel->channels()->size(), 1u);
+    const w::ChannelInfo* ch = wel->channels()->Get(0);
+    EXPECT_EQ(ch->id(), say);
+    EXPECT_EQ(ch->name()->str(), "chat.Say");
+    EXPECT_EQ(ch->kind(), w::ChannelKind::Intent);
+    EXPECT_EQ(ch->schema()->str(), "molt.test.Say");
+    EXPECT_FLOAT_EQ(ch->rate(), 5);
+    EXPECT_EQ(wel->protocol_hash(), net_->channels().ProtocolHash());
+  });
+  ASSERT_EQ(net_->sessions().count(), 1u);
+  Session* s = net_->sessions().Get(session);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->user(), "ada");
+  EXPECT_EQ(s->address(), "127.0.0.1");
+  EXPECT_NE(
+      kernel_->StatsJson().find("\"net\":{\"port\":" + std::to_string(port_) + ",\"sessions\":1,"),
+      std::string::npos)
+      << kernel_->StatsJson();
+  // The client goes away (the socket closes): the session ends as ClientClosed.
+  c.Close();
+  ASSERT_TRUE(RunUntil([&] { return net_->sessions().count() == 0; }));
+  EXPECT_EQ(net_->sessions().Get(session), nullptr);
+  EXPECT_EQ(ends.reasons, std::vector<std::string>{"ClientClosed"});
+}
+
+TEST_F(NetTest, RefusesAWrongVersionHashOrUserIdWithAReason) {
+  DeclareSay("chat.Say");
+  Listen();
+  Run([&] {
+    {
+      TestClient c(port_);
+      Frame f = c.Hello("ada", 2);
+      ASSERT_EQ(f.type(), w::Body::Refuse);
+      EXPECT_EQ(f.envelope()->body_as_Refuse()->reason(), w::RefuseReason::ProtocolVersion);
+      EXPECT_EQ(Text(f.envelope()), "protocol version 2 is not supported: this server speaks 1");
+      EXPECT_EQ(c.WaitClosed(), "ProtocolError");
+    }
+    {
+      TestClient c(port_);
+      Frame f = c.Hello("ada", 1, 0x1234);
+      ASSERT_EQ(f.type(), w::Body::Refuse);
+      EXPECT_EQ(f.envelope()->body_as_Refuse()->reason(), w::RefuseReason::ProtocolHash);
+      EXPECT_NE(Text(f.envelope()).find("update the client"), std::string::npos);
+    }
+    {
+      TestClient c(port_);
+      Frame f = c.Hello("");
+      ASSERT_EQ(f.type(), w::Body::Refuse);
+      EXPECT_EQ(f.envelope()->body_as_Refuse()->reason(), w::RefuseReason::BadHello);
+      EXPECT_EQ(Text(f.envelope()), "the user id must be 1..64 printable characters");
+    }
+  });
+  EXPECT_EQ(net_->stats().handshakes_refused, 3u);
+  EXPECT_EQ(net_->sessions().stats().started, 0u);
+}
+
+TEST_F(NetTest, AuthHelloDecidesAndMayReplaceTheUserId) {
+  Listen();
+  static const std::string kVerified = "verified:ada";
+  Connection auth = kernel_->hooks().On("Auth.Hello", [](HookContext& ctx) {
+    const Value& creds = ctx.args[1];
+    const std::string_view secret(static_cast<const char*>(creds.as.ptr), creds.size);
+    if (secret != "secret") {
+      return false;
+    }
+    ctx.args[0] = Value::String(kVerified);
+    return true;
+  });
+  std::uint64_t id = 0;
+  Run([&] {
+    TestClient bad(port_);
+    Frame f = bad.Hello("ada", 1, 0, {'n', 'o'});
+    ASSERT_EQ(f.type(), w::Body::Refuse);
+    EXPECT_EQ(f.envelope()->body_as_Refuse()->reason(), w::RefuseReason::AuthFailed);
+    EXPECT_EQ(Text(f.envelope()), "authentication failed");
+    TestClient good(port_);
+    f = good.Hello("ada", 1, 0, {'s', 'e', 'c', 'r', 'e', 't'});
+    ASSERT_EQ(f.type(), w::Body::Welcome);
+    id = f.envelope()->body_as_Welcome()->session_id();
+    good.Bye();
+    EXPECT_EQ(good.WaitClosed(), "closed");
+  });
+  // The session existed with the verified id (it ended when the client said bye).
+  EXPECT_EQ(net_->sessions().stats().started, 1u);
+  EXPECT_NE(id, 0u);
+}
+
+TEST_F(NetTest, ProductionAuthRefusesToListenWithoutAValidator) {
+  NetOptions o;
+  o.auth = AuthMode::kProduction;
+  Boot(o);
+  Status s = net_->Listen();
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(s.message(),
+            "net.auth is \"production\" but no plugin validates Auth.Hello: load an "
+            "authentication plugin, or set net.auth = \"dev\" for development");
+  Connection auth = kernel_->hooks().On("Auth.Hello", [](HookContext&) { return true; });
+  EXPECT_TRUE(net_->Listen().ok());
+}
+
+TEST_F(NetTest, AnAcceptedIntentRunsHooksThenTheHandlerThenTheTopic) {
+  std::vector<std::string> order;
+  std::string seen_text;
+  const ChannelId say = DeclareSay("chat.Say", false, 0, [&](Session& s, std::span<Value> args) {
+    order.push_back("handler");
+    EXPECT_EQ(s.user(), "ada");
+    auto* msg = flatbuffers::GetRoot<molt::test::Say>(args[0].as.ptr);
+    seen_text = msg->text()->str();
+  });
+  Listen();  // before the validator: the fuzz gate at Listen drives it with session 0
+  Connection v = kernel_->hooks().On("Intent.chat.Say", [&](HookContext& ctx) {
+    order.push_back("validator");
+    EXPECT_NE(ctx.session, 0u);
+    return true;
+  });
+  Connection t = kernel_->bus().Subscribe("Intent.chat.Say", [&](std::string_view, Args a) {
+    order.push_back("topic");
+    EXPECT_EQ(a[0].type, Value::kHandle);
+  });
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Intent(say, SayPayload("hello"));
+    c.Bye();
+    c.WaitClosed();
+  });
+  EXPECT_EQ(order, (std::vector<std::string>{"validator", "handler", "topic"}));
+  EXPECT_EQ(seen_text, "hello");
+  EXPECT_EQ(net_->channels().Find(say)->counters().accepted, 1u);
+  EXPECT_EQ(net_->stats().intents_accepted, 1u);
+}
+
+TEST_F(NetTest, EveryRejectionIsCountedByChannelAndReasonAndTheClientStaysServed) {
+  int handled = 0;
+  auto count = [&](Session&, std::span<Value>) { ++handled; };
+  const ChannelId guarded = DeclareSay("chat.Say", true, 0, count);
+  const ChannelId unguarded = DeclareSay("chat.Shout", false, 0, count);
+  const ChannelId hooked = DeclareSay("chat.Whisper", false, 0, count);
+  Connection veto = kernel_->hooks().On("Intent.chat.Whisper", [](HookContext&) { return false; });
+  ChannelSpec req;
+  req.name = "shop.Buy";
+  req.kind = ChannelKind::kRequest;
+  req.schema = "molt.test.Add";
+  req.verify = VerifyAdd;
+  req.open = true;
+  const ChannelId buy = net_->channels().Declare(std::move(req)).value();
+  Listen();
+  std::vector<std::uint8_t> garbage = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Intent(99, SayPayload("x"));                        // unknown channel
+    c.Intent(buy, AddPayload(1));                         // a request channel, as an intent
+    c.Intent(guarded, garbage);                           // not a Say
+    c.Intent(guarded, SayPayload(std::string(40, 'x')));  // rule: text <= 32
+    c.Intent(unguarded, SayPayload("x"));                 // no validator, not Open
+    c.Intent(hooked, SayPayload("x"));                    // the hook vetoes
+    c.Intent(guarded, SayPayload("fine"));                // still served
+    c.Bye();
+    c.WaitClosed();
+  });
+  EXPECT_EQ(Rejected(*net_, Reject::kUnknownChannel), 2u);
+  EXPECT_EQ(Rejected(*net_, guarded, Reject::kBadPayload), 1u);
+  EXPECT_EQ(Rejected(*net_, guarded, Reject::kRuleViolated), 1u);
+  EXPECT_EQ(Rejected(*net_, unguarded, Reject::kUnguarded), 1u);
+  EXPECT_EQ(Rejected(*net_, hooked, Reject::kHookRejected), 1u);
+  EXPECT_EQ(net_->channels().Find(guarded)->counters().accepted, 1u);
+  EXPECT_EQ(handled, 1);
+  EXPECT_EQ(net_->stats().intents_rejected, 6u);
+  const std::string json = net_->StatsJson();
+  EXPECT_NE(json.find("\"chat.Say\":{\"id\":0,\"kind\":\"intent\",\"accepted\":1,\"rejected\":2"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"unknown_channel\":2"), std::string::npos) << json;
+}
+
+TEST_F(NetTest, TheTokenBucketIsPerSessionPerChannel) {
+  const ChannelId say = DeclareSay("chat.Say", true, /*rate=*/0.001);  // burst 1
+  int limited_hook = 0;
+  int limited_topic = 0;
+  Connection h = kernel_->hooks().On("Net.RateLimited", [&](HookContext& ctx) {
+    EXPECT_EQ(ctx.args[1].AsString(), "chat.Say");
+    ++limited_hook;
+    return true;
+  });
+  Connection t =
+      kernel_->bus().Subscribe("Net.RateLimited", [&](std::string_view, Args) { ++limited_topic; });
+  Listen();
+  Run([&] {
+    TestClient a(port_);
+    TestClient b(port_);
+    ASSERT_EQ(a.Hello("a").type(), w::Body::Welcome);
+    ASSERT_EQ(b.Hello("b").type(), w::Body::Welcome);
+    for (int i = 0; i < 4; ++i) {
+      a.Intent(say, SayPayload("x"));
+    }
+    b.Intent(say, SayPayload("x"));  // b has its own bucket
+    a.Bye();
+    b.Bye();
+    a.WaitClosed();
+    b.WaitClosed();
+  });
+  const ChannelCounters& c = net_->channels().Find(say)->counters();
+  EXPECT_EQ(c.accepted, 2u);
+  EXPECT_EQ(c.rejected[static_cast<std::size_t>(Reject::kRateLimited)], 3u);
+  EXPECT_EQ(net_->stats().intents_rate_limited, 3u);
+  EXPECT_EQ(limited_hook, 3);
+  EXPECT_EQ(limited_topic, 3);
+}
+
+TEST_F(NetTest, RepeatOffendersAreDroppedThenToldThenDisconnected) {
+  NetOptions o;
+  o.offender_drop_first = 2;
+  o.offender_kick_after = 6;
+  o.error_frame_gap_seconds = 0;
+  Boot(o);
+  const ChannelId say = DeclareSay("chat.Say");
+  Listen();
+  EndLog ends(*kernel_);
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    for (int i = 0; i < 6; ++i) {
+      c.Intent(say, SayPayload(std::string(40, 'x')));  // rule violations
+    }
+    int errors = 0;
+    std::string bye;
+    for (;;) {
+      Frame f = c.Next(3000ms);
+      if (f.closed || f.timeout) {
+        break;
+      }
+      if (f.type() == w::Body::Error) {
+        ++errors;
+        const w::Error* e = f.envelope()->body_as_Error();
+        EXPECT_EQ(e->reason(), w::RejectReason::RuleViolated);
+        EXPECT_EQ(e->channel(), say);
+        EXPECT_EQ(Text(f.envelope()),
+                  "field \"text\" (id 0) of molt.test.Say: length 40 exceeds 32");
+      } else if (f.type() == w::Body::Bye) {
+        bye = f.envelope()->body_as_Bye()->reason()->str();
+        EXPECT_EQ(Text(f.envelope()), "6 refused messages within 10 s");
+      }
+    }
+    EXPECT_EQ(errors, 3);  // offences 3, 4 and 5; the 6th disconnects
+    EXPECT_EQ(bye, "Offender");
+  });
+  EXPECT_EQ(ends.reasons, std::vector<std::string>{"Offender"});
+  EXPECT_EQ(net_->stats().error_frames, 3u);
+}
+
+TEST_F(NetTest, RequestsAreAnsweredRejectedOrTimedOut) {
+  std::vector<RequestToken> unanswered;
+  ChannelSpec spec;
+  spec.name = "shop.Price";
+  spec.kind = ChannelKind::kRequest;
+  spec.schema = "molt.test.Add";
+  spec.verify = VerifyAdd;
+  spec.rules = {FieldRule::Range(0, "amount", FieldType::kInt32, 0, 100)};
+  spec.timeout_seconds = 0.2;  // clamped to the 0.5 s minimum
+  spec.reject_payload = {'n', 'o'};
+  spec.on_request = [&](Session&, std::span<Value> args, RequestToken reply) {
+    auto* add = flatbuffers::GetRoot<molt::test::Add>(args[0].as.ptr);
+    if (add->amount() == 7) {
+      unanswered.push_back(reply);  // answered by the timeout
+      return;
+    }
+    const std::string price = std::to_string(add->amount() * 2);
+    EXPECT_TRUE(
+        net_->Reply(reply, Status::Code::kOk,
+                    std::span(reinterpret_cast<const std::uint8_t*>(price.data()), price.size()))
+            .ok());
+  };
+  const ChannelId price = net_->channels().Declare(std::move(spec)).value();
+  EXPECT_DOUBLE_EQ(net_->channels().Find(price)->timeout_seconds(), 0.5);
+  Listen();
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Request(price, 1, AddPayload(21));
+    Frame f = c.NextOf(w::Body::Response);
+    ASSERT_EQ(f.type(), w::Body::Response);
+    const w::Response* r = f.envelope()->body_as_Response();
+    EXPECT_EQ(r->id(), 1u);
+    EXPECT_EQ(r->status(), 0);
+    EXPECT_EQ(std::string(r->payload()->begin(), r->payload()->end()), "42");
+
+    c.Request(price, 2, AddPayload(500));  // the range rule rejects: answered with RejectValue
+    f = c.NextOf(w::Body::Response);
+    r = f.envelope()->body_as_Response();
+    EXPECT_EQ(r->id(), 2u);
+    EXPECT_EQ(r->status(), MOLT_ERR_REJECTED);
+    EXPECT_EQ(std::string(r->payload()->begin(), r->payload()->end()), "no");
+
+    const auto sent = std::chrono::steady_clock::now();
+    c.Request(price, 3, AddPayload(7));  // never answered by the handler
+    f = c.NextOf(w::Body::Response);
+    r = f.envelope()->body_as_Response();
+    EXPECT_EQ(r->id(), 3u);
+    EXPECT_EQ(r->status(), MOLT_ERR_TIMEOUT);
+    EXPECT_GE(std::chrono::steady_clock::now() - sent, 400ms);
+  });
+  ASSERT_EQ(unanswered.size(), 1u);
+  EXPECT_EQ(net_->Reply(unanswered[0], Status::Code::kOk, {}).code(), Status::Code::kStale);
+  EXPECT_EQ(net_->channels().Find(price)->counters().timeouts, 1u);
+  EXPECT_EQ(net_->stats().requests_rejected, 1u);
+}
+
+TEST_F(NetTest, EventsGoToOneSessionAListOrEveryone) {
+  ChannelSpec spec;
+  spec.name = "chat.Said";
+  spec.kind = ChannelKind::kEvent;
+  spec.schema = "molt.test.Say";
+  const ChannelId said = net_->channels().Declare(std::move(spec)).value();
+  ChannelSpec bad;
+  bad.name = "chat.Bad";
+  bad.kind = ChannelKind::kEvent;
+  EXPECT_EQ(net_->channels().Declare(std::move(bad)).status().message(),
+            "channel \"chat.Bad\": name its payload schema (the FlatBuffers root type, e.g. "
+            "\"chat.Say\")");
+  // The sender's intent makes the server send: to the sender, then to a list, then to all.
+  const ChannelId say = DeclareSay("chat.Say", true, 0, [&](Session& s, std::span<Value>) {
+    EXPECT_TRUE(net_->Send(said, s.id(), SayPayload("to a")).ok());
+    const std::vector<SessionId> all = net_->sessions().ActiveIds();
+    EXPECT_TRUE(net_->SendList(said, all, SayPayload("to the list")).ok());
+    EXPECT_TRUE(net_->Broadcast(said, SayPayload("to all")).ok());
+  });
+  EXPECT_EQ(net_->Send(say, 1, SayPayload("x")).message(),
+            "channel id 1 is not a declared event channel");
+  Listen();
+  auto text = [](const Frame& f) {
+    const auto* p = f.envelope()->body_as_Event()->payload();
+    return flatbuffers::GetRoot<molt::test::Say>(p->data())->text()->str();
+  };
+  Run([&] {
+    TestClient a(port_);
+    TestClient b(port_);
+    ASSERT_EQ(a.Hello("a").type(), w::Body::Welcome);
+    ASSERT_EQ(b.Hello("b").type(), w::Body::Welcome);
+    a.Intent(say, SayPayload("go"));
+    EXPECT_EQ(text(a.NextOf(w::Body::Event)), "to a");
+    EXPECT_EQ(text(a.NextOf(w::Body::Event)), "to the list");
+    EXPECT_EQ(text(a.NextOf(w::Body::Event)), "to all");
+    EXPECT_EQ(text(b.NextOf(w::Body::Event)), "to the list");
+    EXPECT_EQ(text(b.NextOf(w::Body::Event)), "to all");
+  });
+  EXPECT_EQ(net_->channels().Find(said)->counters().events_sent, 5u);
+}
+
+}  // namespace
+}  // namespace molt::kernel::net
