@@ -29,3 +29,36 @@ function(molt_add_plugin name)
     set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIRECTORY}")
   endif()
 endfunction()
+
+# molt_plugin_schemas(<target> <file.fbs>...)
+#
+# Compiles FlatBuffers schemas (channel payloads) with flatc into <name>_generated.h headers in
+# the target's build directory and adds that directory to the target's include path. Needs flatc
+# (Debian: flatbuffers-compiler) and the FlatBuffers headers (libflatbuffers-dev).
+function(molt_plugin_schemas target)
+  if(NOT MOLT_FLATC)
+    if(TARGET flatbuffers::flatc)
+      set(MOLT_FLATC flatbuffers::flatc)
+    else()
+      find_program(MOLT_FLATC_PROGRAM flatc REQUIRED)
+      set(MOLT_FLATC ${MOLT_FLATC_PROGRAM})
+    endif()
+  endif()
+  set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/${target}_schemas)
+  set(headers "")
+  foreach(fbs IN LISTS ARGN)
+    get_filename_component(abs ${fbs} ABSOLUTE)
+    get_filename_component(stem ${fbs} NAME_WE)
+    set(header ${out_dir}/${stem}_generated.h)
+    add_custom_command(
+      OUTPUT ${header}
+      COMMAND ${MOLT_FLATC} --cpp --scoped-enums -o ${out_dir} ${abs}
+      DEPENDS ${abs}
+      COMMENT "flatc: ${fbs} (${target})"
+      VERBATIM)
+    list(APPEND headers ${header})
+  endforeach()
+  add_custom_target(${target}_schemas DEPENDS ${headers})
+  add_dependencies(${target} ${target}_schemas)
+  target_include_directories(${target} PRIVATE ${out_dir})
+endfunction()

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // scores: per-player scores for the current round or season. Other plugins add points through
 // the "scores.v1" interface (molt/plugins/scores.h) or by publishing Score.Add(player, points);
-// every change is announced as Score.Changed(player, total).
+// every change is announced as Score.Changed(player, total). Clients (scores.fbs) ask for a total
+// with the scores.Get request and hear every change on the scores.Changed event.
+#include <flatbuffers/flatbuffers.h>
 #include <molt/plugins/scores.h>
 
 #include <algorithm>
@@ -9,6 +11,8 @@
 #include <molt/molt.hpp>
 #include <string>
 #include <vector>
+
+#include "scores_generated.h"
 
 namespace molt::plugins::scores {
 
@@ -36,7 +40,7 @@ class Scores : public molt::Service {
       return molt::Status::Error("cannot subscribe to Score.Add: " +
                                  std::string(host().LastError()));
     }
-    return molt::Status::Ok();
+    return DeclareChannels();
   }
 
   molt::Status Stop() override {
@@ -48,6 +52,9 @@ class Scores : public molt::Service {
     std::int64_t& total = scores_[player];
     total += points;
     host().Publish(changed_, {molt::Value::String(player), molt::Value::Int(total)});
+    if (changed_event_) {
+      (void)host().Broadcast(changed_event_, TotalBytes(player, total));
+    }
     return total;
   }
 
@@ -70,10 +77,53 @@ class Scores : public molt::Service {
   void Reset() { scores_.clear(); }
 
  private:
+  static std::string TotalBytes(const std::string& user, std::int64_t total) {
+    flatbuffers::FlatBufferBuilder b(64);
+    b.Finish(molt::scores::CreateTotal(b, b.CreateString(user), total));
+    return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+  }
+
+  // The client channels, where the host has a network (a host without one refuses them).
+  molt::Status DeclareChannels() {
+    if (!MOLT_API_HAS(host().api(), channel_declare)) {
+      return molt::Status::Ok();
+    }
+    changed_event_ = host().DeclareEvent("scores.Changed", "molt.scores.Total");
+    if (!changed_event_) {
+      host().Debug("no client channels: ", host().LastError());
+      return molt::Status::Ok();
+    }
+    molt::ChannelOptions get;
+    get.schema = "molt.scores.Query";
+    get.rules = {molt::MaxLengthRule(0, "user", 64)};
+    get.rate = 10;
+    get_ = host().DeclareRequest(
+        "scores.Get", get,
+        [](std::string_view p) {
+          flatbuffers::Verifier v(reinterpret_cast<const std::uint8_t*>(p.data()), p.size());
+          return v.VerifyBuffer<molt::scores::Query>(nullptr);
+        },
+        [this](molt::SessionId s, std::string_view p, molt_request_t r) -> molt::Status {
+          const auto* q = flatbuffers::GetRoot<molt::scores::Query>(p.data());
+          std::string user = q->user() != nullptr ? q->user()->str() : std::string();
+          if (user.empty()) {  // your own total
+            const auto session = host().GetSession(s);
+            user = session ? session->user : "";
+          }
+          return host().Reply(r, MOLT_OK, TotalBytes(user, Get(user)));
+        });
+    if (!get_) {
+      return molt::Status::Error("cannot declare scores.Get: " + std::string(host().LastError()));
+    }
+    return molt::Status::Ok();
+  }
+
   std::map<std::string, std::int64_t> scores_;
   std::vector<std::pair<std::string, std::int64_t>> ranking_;  // backs Top()'s strings
   molt::Topic changed_;
   molt::Subscription adds_;
+  molt::Channel changed_event_;
+  molt::Channel get_;
 };
 
 // The interface: C functions taking the plugin state as `self`. Exceptions never cross.

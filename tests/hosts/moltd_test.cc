@@ -14,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "scores_generated.h"
+#include "test_client.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -235,6 +238,49 @@ TEST_F(MoltdTest, AKilledServerLeavesNothingThatBlocksTheNextStart) {
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();
   EXPECT_TRUE(fs::is_empty(data_ + "/run"));  // the stale directory was removed at start
+}
+
+TEST_F(MoltdTest, ServesClientsThroughThePluginsChannelsAndSaysGoodbyeOnClose) {
+  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  ASSERT_TRUE(p.WaitFor("serving 3 plugins")) << p.output();
+  EXPECT_NE(p.output().find("security audit: clean"), std::string::npos) << p.output();
+  const std::string listening = "listening on 127.0.0.1:";
+  const std::size_t at = p.output().find(listening);
+  ASSERT_NE(at, std::string::npos) << p.output();
+  const auto port = static_cast<std::uint16_t>(std::stoi(p.output().substr(at + listening.size())));
+
+  molt::test::TestClient c(port);
+  molt::test::Frame welcome = c.Hello("ada");
+  ASSERT_EQ(welcome.type(), molt::wire::Body::Welcome);
+  std::uint16_t get = 0xffff;
+  for (const auto* ch : *welcome.envelope()->body_as_Welcome()->channels()) {
+    if (ch->name()->str() == "scores.Get") {
+      get = ch->id();
+    }
+  }
+  ASSERT_NE(get, 0xffff) << "the scores plugin declares scores.Get";
+  flatbuffers::FlatBufferBuilder b;
+  b.Finish(molt::scores::CreateQuery(b, b.CreateString("")));  // empty: my own total
+  c.Request(get, 1, std::span(b.GetBufferPointer(), b.GetSize()));
+  molt::test::Frame r = c.NextOf(molt::wire::Body::Response);
+  ASSERT_EQ(r.type(), molt::wire::Body::Response);
+  EXPECT_EQ(r.envelope()->body_as_Response()->status(), 0);  // MOLT_OK
+  const auto* payload = r.envelope()->body_as_Response()->payload();
+  const auto* total = flatbuffers::GetRoot<molt::scores::Total>(payload->data());
+  EXPECT_EQ(total->user()->str(), "ada");
+  EXPECT_EQ(total->total(), 0);
+
+  p.Signal(SIGTERM);
+  molt::test::Frame bye = c.NextOf(molt::wire::Body::Bye);
+  ASSERT_EQ(bye.type(), molt::wire::Body::Bye);
+  EXPECT_EQ(bye.envelope()->body_as_Bye()->reason()->str(), "ServerShutdown");
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+  // Sessions end as the close phase begins, before any service stops.
+  const auto at_close = Positions(p, {"closing (SIGTERM)", "ending 1 connection(s) (1 sessions)",
+                                      "stopped service \"scores\""});
+  EXPECT_LT(at_close[0], at_close[1]) << p.output();
+  EXPECT_LT(at_close[1], at_close[2]) << p.output();
+  EXPECT_NE(at_close[2], std::string::npos) << p.output();
 }
 
 }  // namespace

@@ -76,7 +76,60 @@ MOLT_FROZEN(molt_host_api, process_on_exit, 272);
 MOLT_FROZEN(molt_host_api, process_set_result, 280);
 MOLT_FROZEN(molt_host_api, completion_create, 288);
 MOLT_FROZEN(molt_host_api, completion_complete, 296);
-static_assert(sizeof(molt_host_api) == 304);
+// ABI 1.1
+MOLT_FROZEN(molt_host_api, channel_declare, 304);
+MOLT_FROZEN(molt_host_api, channel_remove, 312);
+MOLT_FROZEN(molt_host_api, event_send, 320);
+MOLT_FROZEN(molt_host_api, request_reply, 328);
+MOLT_FROZEN(molt_host_api, session_on, 336);
+MOLT_FROZEN(molt_host_api, session_bind, 344);
+MOLT_FROZEN(molt_host_api, session_info, 352);
+MOLT_FROZEN(molt_host_api, session_data_set, 360);
+MOLT_FROZEN(molt_host_api, session_data_get, 368);
+MOLT_FROZEN(molt_host_api, session_kick, 376);
+static_assert(sizeof(molt_host_api) == 384);
+
+// ABI 1.1: networking.
+MOLT_FROZEN(molt_field_rule, field, 0);
+MOLT_FROZEN(molt_field_rule, type, 2);
+MOLT_FROZEN(molt_field_rule, rule, 3);
+MOLT_FROZEN(molt_field_rule, max_length, 4);
+MOLT_FROZEN(molt_field_rule, min, 8);
+MOLT_FROZEN(molt_field_rule, max, 16);
+MOLT_FROZEN(molt_field_rule, one_of, 24);
+MOLT_FROZEN(molt_field_rule, one_of_count, 32);
+MOLT_FROZEN(molt_field_rule, name, 40);
+static_assert(sizeof(molt_field_rule) == 48);
+
+MOLT_FROZEN(molt_channel_spec, struct_size, 0);
+MOLT_FROZEN(molt_channel_spec, kind, 4);
+MOLT_FROZEN(molt_channel_spec, name, 8);
+MOLT_FROZEN(molt_channel_spec, schema, 16);
+MOLT_FROZEN(molt_channel_spec, verify, 24);
+MOLT_FROZEN(molt_channel_spec, rules, 32);
+MOLT_FROZEN(molt_channel_spec, rule_count, 40);
+MOLT_FROZEN(molt_channel_spec, rate, 48);
+MOLT_FROZEN(molt_channel_spec, burst, 56);
+MOLT_FROZEN(molt_channel_spec, open, 64);
+MOLT_FROZEN(molt_channel_spec, reserved, 68);
+MOLT_FROZEN(molt_channel_spec, timeout_seconds, 72);
+MOLT_FROZEN(molt_channel_spec, reject_payload, 80);
+MOLT_FROZEN(molt_channel_spec, reject_size, 88);
+MOLT_FROZEN(molt_channel_spec, on_intent, 96);
+MOLT_FROZEN(molt_channel_spec, on_request, 104);
+MOLT_FROZEN(molt_channel_spec, user_data, 112);
+static_assert(sizeof(molt_channel_spec) == 120);
+
+MOLT_FROZEN(molt_session_info, struct_size, 0);
+MOLT_FROZEN(molt_session_info, active, 4);
+MOLT_FROZEN(molt_session_info, user, 8);
+MOLT_FROZEN(molt_session_info, join_data, 16);
+MOLT_FROZEN(molt_session_info, join_size, 24);
+MOLT_FROZEN(molt_session_info, address, 32);
+MOLT_FROZEN(molt_session_info, exit_reason, 40);
+MOLT_FROZEN(molt_session_info, reserved, 44);
+MOLT_FROZEN(molt_session_info, rtt_seconds, 48);
+static_assert(sizeof(molt_session_info) == 56);
 
 MOLT_FROZEN(molt_process_options, struct_size, 0);
 MOLT_FROZEN(molt_process_options, priority, 4);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernel/src/abi/plugin_instance.h"
+#include "kernel/src/net/network.h"
 
 namespace molt::kernel::abi {
 namespace {
@@ -863,6 +864,333 @@ molt_status_t CompletionComplete(molt_context_t* ctx, molt_completion_t completi
   });
 }
 
+// --- Networking (ABI 1.1) ---
+
+static_assert(static_cast<int>(net::ChannelKind::kEvent) == MOLT_CHANNEL_EVENT &&
+                  static_cast<int>(net::FieldType::kString) == MOLT_FIELD_STRING &&
+                  static_cast<int>(net::FieldType::kFloat) == MOLT_FIELD_FLOAT &&
+                  static_cast<int>(net::ExitReason::kClientClosed) == MOLT_EXIT_CLIENT_CLOSED &&
+                  static_cast<int>(net::ExitReason::kOffender) == MOLT_EXIT_OFFENDER &&
+                  static_cast<int>(net::ExitReason::kTransportError) == MOLT_EXIT_TRANSPORT_ERROR,
+              "the kernel's network enums are the ABI's numbers");
+
+Result<net::Network*> NetworkOf(PluginInstance& p) {
+  if (net::Network* n = p.shared().network()) {
+    return n;
+  }
+  return Status::Unsupported("this host has no network (channels and sessions are server-side)");
+}
+
+Result<net::FieldRule> ToRule(const molt_field_rule& r, std::size_t index) {
+  const std::string where = "rule " + std::to_string(index);
+  if (r.type > MOLT_FIELD_STRING) {
+    return Status::InvalidArgument(where + ": type " + std::to_string(r.type) +
+                                   " is not a MOLT_FIELD_* value");
+  }
+  const auto type = static_cast<net::FieldType>(r.type);
+  std::string name = r.name != nullptr ? r.name : "field " + std::to_string(r.field);
+  switch (r.rule) {
+    case MOLT_RULE_RANGE:
+      return net::FieldRule::Range(r.field, std::move(name), type, r.min, r.max);
+    case MOLT_RULE_ONE_OF:
+      if (r.one_of == nullptr || r.one_of_count == 0) {
+        return Status::InvalidArgument(where + ": MOLT_RULE_ONE_OF needs one_of values");
+      }
+      return net::FieldRule::OneOf(r.field, std::move(name), type,
+                                   std::vector<std::int64_t>(r.one_of, r.one_of + r.one_of_count));
+    case MOLT_RULE_MAX_LENGTH:
+      if (r.type != MOLT_FIELD_STRING) {
+        return Status::InvalidArgument(where +
+                                       ": MOLT_RULE_MAX_LENGTH applies to MOLT_FIELD_STRING");
+      }
+      return net::FieldRule::MaxLength(r.field, std::move(name), r.max_length);
+  }
+  return Status::InvalidArgument(where + ": rule " + std::to_string(r.rule) +
+                                 " is not a MOLT_RULE_* value");
+}
+
+Result<net::ChannelSpec> ToChannelSpec(PluginInstance& p, net::Network& network,
+                                       const molt_channel_spec& in) {
+  if (in.struct_size < sizeof(molt_channel_spec)) {
+    return Status::InvalidArgument("spec->struct_size is " + std::to_string(in.struct_size) +
+                                   ": set it to sizeof(molt_channel_spec)");
+  }
+  if (Status s = Required({{in.name, "spec->name"}, {in.schema, "spec->schema"}}); !s.ok()) {
+    return s;
+  }
+  if (in.kind < MOLT_CHANNEL_INTENT || in.kind > MOLT_CHANNEL_EVENT) {
+    return Status::InvalidArgument("spec->kind " + std::to_string(in.kind) +
+                                   " is not MOLT_CHANNEL_INTENT, _REQUEST or _EVENT");
+  }
+  if (in.rule_count > 0 && in.rules == nullptr) {
+    return Status::InvalidArgument("spec->rules is NULL with rule_count > 0");
+  }
+  if (in.reject_size > 0 && in.reject_payload == nullptr) {
+    return Status::InvalidArgument("spec->reject_payload is NULL with reject_size > 0");
+  }
+  net::ChannelSpec out;
+  out.name = in.name;
+  out.kind = static_cast<net::ChannelKind>(in.kind);
+  out.schema = in.schema;
+  for (std::size_t i = 0; i < in.rule_count; ++i) {
+    Result<net::FieldRule> r = ToRule(in.rules[i], i);
+    if (!r.ok()) {
+      return r.status();
+    }
+    out.rules.push_back(std::move(r.value()));
+  }
+  out.rate = in.rate;
+  out.burst = in.burst;
+  out.open = in.open != 0;
+  out.timeout_seconds = in.timeout_seconds;
+  const auto* reject = static_cast<const std::uint8_t*>(in.reject_payload);
+  out.reject_payload.assign(reject, reject + (reject != nullptr ? in.reject_size : 0));
+  PluginInstance* inst = &p;
+  void* ud = in.user_data;
+  if (molt_verify_fn verify = in.verify) {
+    out.verify = [verify, ud](std::span<const std::uint8_t> payload) {
+      return verify(ud, payload.data(), payload.size()) != 0;
+    };
+  }
+  if (molt_intent_fn fn = in.on_intent) {
+    out.on_intent = [inst, fn, ud](net::Session& s, std::span<Value> args) {
+      const molt_status_t st = CallPlugin(*inst, [&] {
+        return fn(ud, s.id(), static_cast<const molt_value*>(static_cast<void*>(args.data())),
+                  args.size());
+      });
+      if (st != MOLT_OK) {
+        inst->CountCallbackError();
+        throw std::runtime_error("plugin \"" + inst->name() + "\": " + inst->CallbackError(st));
+      }
+    };
+  }
+  if (molt_request_fn fn = in.on_request) {
+    net::Network* n = &network;
+    out.on_request = [inst, fn, ud, n](net::Session& s, std::span<Value> args,
+                                       net::RequestToken request) {
+      const molt_status_t st = CallPlugin(*inst, [&] {
+        return fn(ud, s.id(), static_cast<const molt_value*>(static_cast<void*>(args.data())),
+                  args.size(), request);
+      });
+      if (st != MOLT_OK) {
+        inst->ReportCallbackError("request handler of channel", st);
+        (void)n->Reply(request, AbiCode(st), {});  // STALE when the handler had answered
+      }
+    };
+  }
+  return out;
+}
+
+molt_status_t ChannelDeclare(molt_context_t* ctx, const molt_channel_spec* spec,
+                             molt_cleanup_fn release, molt_channel_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required({{spec, "spec"}, {out, "out_channel"}}); !s.ok()) {
+      return s;
+    }
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    Result<net::ChannelSpec> cs = ToChannelSpec(p, **network, *spec);
+    if (!cs.ok()) {
+      return cs.status();
+    }
+    Result<net::ChannelId> id = (*network)->channels().Declare(std::move(cs.value()), &p);
+    if (!id.ok()) {
+      return id.status();
+    }
+    PluginInstance::Resource r{Kind::kChannel, {}, 0, false, nullptr, release, spec->user_data};
+    r.channel = *id;
+    *out = p.Own(std::move(r));
+    return Status::Ok();
+  });
+}
+
+molt_status_t ChannelRemove(molt_context_t* ctx, molt_channel_t channel) noexcept {
+  return Guard(
+      ctx, [&](PluginInstance& p) { return ReleaseOwned(p, channel, Kind::kChannel, "channel"); });
+}
+
+molt_status_t EventSend(molt_context_t* ctx, molt_channel_t channel, const molt_session_t* sessions,
+                        std::size_t count, const void* data, std::size_t size) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    Result<PluginInstance::Resource*> r = FindKind(p, channel, Kind::kChannel, "channel");
+    if (!r.ok()) {
+      return r.status();
+    }
+    if (size > 0 && data == nullptr) {
+      return Status::InvalidArgument("data is NULL with size > 0");
+    }
+    const std::span payload(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0);
+    if (sessions == nullptr) {
+      if (count > 0) {
+        return Status::InvalidArgument("sessions is NULL with count > 0 (NULL and 0: everyone)");
+      }
+      return (*network)->Broadcast((*r)->channel, payload);
+    }
+    return (*network)->SendList((*r)->channel, std::span(sessions, count), payload);
+  });
+}
+
+molt_status_t RequestReply(molt_context_t* ctx, molt_request_t request, molt_status_t status,
+                           const void* data, std::size_t size) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    if (size > 0 && data == nullptr) {
+      return Status::InvalidArgument("data is NULL with size > 0");
+    }
+    return (*network)->Reply(
+        request, status == MOLT_OK ? Status::Code::kOk : AbiCode(status),
+        std::span(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0));
+  });
+}
+
+molt_status_t SessionOn(molt_context_t* ctx, molt_session_fn fn, void* user_data,
+                        molt_cleanup_fn release, molt_subscription_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required({{reinterpret_cast<const void*>(fn), "fn"}, {out, "out_subscription"}});
+        !s.ok()) {
+      return s;
+    }
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    PluginInstance* inst = &p;
+    PluginInstance::Resource r{Kind::kSubscription, {}, 0, false, nullptr, release, user_data};
+    r.connection = (*network)->sessions().OnSession(
+        [inst, fn, user_data](net::Session& s) {
+          CallPlugin(*inst, [&] {
+            fn(user_data, s.id());
+            return MOLT_OK;
+          });
+        },
+        &p);
+    *out = p.Own(std::move(r));
+    return Status::Ok();
+  });
+}
+
+// The live or ending session `id`, for the session_* slots.
+Result<net::Session*> FindSession(PluginInstance& p, molt_session_t id) {
+  Result<net::Network*> network = NetworkOf(p);
+  if (!network.ok()) {
+    return network.status();
+  }
+  if (net::Session* s = (*network)->sessions().Find(id)) {
+    return s;
+  }
+  return Status::NotFound("session " + std::to_string(id) +
+                          " is not live (it left, or never existed)");
+}
+
+molt_status_t SessionBind(molt_context_t* ctx, molt_session_t session, std::int32_t last,
+                          molt_cleanup_fn fn, void* user_data) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(reinterpret_cast<const void*>(fn), "fn"); !s.ok()) {
+      return s;
+    }
+    Result<net::Session*> s = FindSession(p, session);
+    if (!s.ok()) {
+      return s.status();
+    }
+    PluginInstance* inst = &p;
+    auto cleanup = [inst, fn, user_data] {
+      CallPlugin(*inst, [&] {
+        fn(user_data);
+        return MOLT_OK;
+      });
+    };
+    if (last != 0) {
+      (*s)->BindLast(std::move(cleanup), &p);
+    } else {
+      (*s)->Bind(std::move(cleanup), &p);
+    }
+    return Status::Ok();
+  });
+}
+
+molt_status_t SessionInfo(molt_context_t* ctx, molt_session_t session,
+                          molt_session_info* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(out, "out_info"); !s.ok()) {
+      return s;
+    }
+    if (out->struct_size < sizeof(molt_session_info)) {
+      return Status::InvalidArgument("out_info->struct_size is " +
+                                     std::to_string(out->struct_size) +
+                                     ": set it to sizeof(molt_session_info)");
+    }
+    Result<net::Session*> found = FindSession(p, session);
+    if (!found.ok()) {
+      return found.status();
+    }
+    const net::Session& s = **found;
+    out->active = s.active() ? 1 : 0;
+    out->user = s.user().c_str();
+    out->join_data = s.join_data().data();
+    out->join_size = s.join_data().size();
+    out->address = s.address().c_str();
+    out->exit_reason =
+        s.exit_reason() ? static_cast<std::int32_t>(*s.exit_reason()) : MOLT_EXIT_NONE;
+    out->rtt_seconds = ToSeconds(s.rtt());
+    return Status::Ok();
+  });
+}
+
+molt_status_t SessionDataSet(molt_context_t* ctx, molt_session_t session, const char* key,
+                             void* value, molt_cleanup_fn release) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(key, "key"); !s.ok()) {
+      return s;
+    }
+    Result<net::Session*> s = FindSession(p, session);
+    if (!s.ok()) {
+      return s.status();
+    }
+    PluginInstance* inst = &p;
+    Callback<void(void*)> on_release;
+    if (release != nullptr) {
+      on_release = [inst, release](void* v) { inst->RunRelease(release, v); };
+    }
+    (*s)->SetData(key, value, std::move(on_release), &p);
+    return Status::Ok();
+  });
+}
+
+molt_status_t SessionDataGet(molt_context_t* ctx, molt_session_t session, const char* key,
+                             void** out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required({{key, "key"}, {out, "out_value"}}); !s.ok()) {
+      return s;
+    }
+    Result<net::Session*> s = FindSession(p, session);
+    if (!s.ok()) {
+      return s.status();
+    }
+    *out = (*s)->GetData(key);
+    return Status::Ok();
+  });
+}
+
+molt_status_t SessionKick(molt_context_t* ctx, molt_session_t session,
+                          const char* reason) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    return (*network)->Kick(session, reason != nullptr ? reason : "kicked");
+  });
+}
+
 molt_host_api MakeTable() {
   molt_host_api api{};
   api.struct_size = sizeof(molt_host_api);
@@ -904,6 +1232,16 @@ molt_host_api MakeTable() {
   api.process_set_result = ProcessSetResult;
   api.completion_create = CompletionCreate;
   api.completion_complete = CompletionComplete;
+  api.channel_declare = ChannelDeclare;
+  api.channel_remove = ChannelRemove;
+  api.event_send = EventSend;
+  api.request_reply = RequestReply;
+  api.session_on = SessionOn;
+  api.session_bind = SessionBind;
+  api.session_info = SessionInfo;
+  api.session_data_set = SessionDataSet;
+  api.session_data_get = SessionDataGet;
+  api.session_kick = SessionKick;
   return api;
 }
 

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "kernel/src/abi/host_api.h"
+#include "kernel/src/net/network.h"
 
 namespace molt::kernel::abi {
 namespace {
@@ -88,6 +89,8 @@ std::string_view PluginInstance::KindName(molt_handle_t handle) {
       return "completion";
     case AbiShared::kTopicTag:
       return "topic";
+    case static_cast<int>(Kind::kChannel):
+      return "channel";
   }
   return "handle";
 }
@@ -163,6 +166,11 @@ void PluginInstance::ReleaseResource(Resource& r) {
       }
       process_handles_.erase(r.process.get());
       r.process->Kill("plugin \"" + name_ + "\" stopped");
+      break;
+    case Kind::kChannel:
+      if (net::Network* net = shared_.network()) {
+        (void)net->channels().Remove(r.channel);
+      }
       break;
     case Kind::kCompletion:
       if (!r.completion->done()) {
@@ -243,6 +251,11 @@ Status PluginInstance::Stop() {
     Resource r = std::move(it->second);
     resources_.erase(it);
     ReleaseResource(r);
+  }
+  // What it bound to sessions (bindings, data, onSession handlers) goes with it. An instance
+  // that never ran init bound nothing.
+  if (net::Network* net = live_ ? shared_.network() : nullptr) {
+    net->sessions().ReleaseOwner(this);
   }
   root_scope_->Close();
   live_ = false;

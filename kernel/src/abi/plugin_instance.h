@@ -76,6 +76,7 @@ class PluginInstance final : public molt_context, public Service {
  public:
   // 5 is the topic tag (AbiShared); kinds fit the handle's low 3 bits.
   enum class Kind : std::uint8_t {
+    kChannel = 0,
     kSubscription = 1,
     kHookHandler = 2,
     kTask = 3,
@@ -108,6 +109,7 @@ class PluginInstance final : public molt_context, public Service {
     std::shared_ptr<Process> process{};        // kProcess
     std::shared_ptr<ProcessRecord> record{};   // kProcess
     std::shared_ptr<Completion> completion{};  // kCompletion
+    std::uint16_t channel = 0;                 // kChannel: the network's channel id
   };
 
   // `info` and the code it points to must stay loaded for the instance's lifetime.
@@ -172,6 +174,9 @@ class PluginInstance final : public molt_context, public Service {
   // Counts a failure the caller reports itself (a hook handler's, through the chain's result).
   void CountCallbackError() { ++callback_errors_; }
 
+  // Calls the plugin's release function (after its callback returns, when inside one).
+  void RunRelease(molt_cleanup_fn fn, void* user_data);
+
   std::uint64_t callback_errors() const { return callback_errors_; }
   std::size_t resource_count() const { return resources_.size(); }
 
@@ -180,7 +185,6 @@ class PluginInstance final : public molt_context, public Service {
   template <class F>
   Status CallLifecycle(const char* what, F&& call);
   void ReleaseResource(Resource& r);
-  void RunRelease(molt_cleanup_fn fn, void* user_data);
 
   AbiShared& shared_;
   Bus* bus_;  // the kernel's, cached for the publish hot path

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <typeinfo>
 
 namespace molt::kernel {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 thread_local ThrowTrace* t_armed = nullptr;
 
 // GCC declares __cxa_throw internally with the type_info as void*: the same symbol and ABI.
-using ThrowFn = void (*)(void*, void*, void (*)(void*));
+using ThrowFn = void (*)(void*, std::type_info*, void (*)(void*));
 
 ThrowFn RealThrow() {
   static const ThrowFn real = [] {
@@ -82,10 +83,13 @@ std::string ThrowTrace::Format() const {
 }  // namespace molt::kernel
 
 // Every throw in the process passes here (the executable's definition wins the symbol lookup).
-extern "C" [[noreturn]] void __cxa_throw(void* object, void* type, void (*destroy)(void*)) {
+// Defined as <cxxabi.h> declares it (in __cxxabiv1, noreturn), so g++ and clang agree.
+namespace __cxxabiv1 {
+extern "C" void __cxa_throw(void* object, std::type_info* type, void (*destroy)(void*)) {
   if (molt::kernel::ThrowTrace* trace = molt::kernel::t_armed) {
     trace->Capture();
   }
   molt::kernel::RealThrow()(object, type, destroy);
   __builtin_unreachable();
 }
+}  // namespace __cxxabiv1

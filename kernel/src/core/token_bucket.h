@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "kernel/src/core/clock.h"
 
@@ -32,6 +33,9 @@ class TokenBucket {
 
   // Refills, then takes `n` tokens if available. Returns whether it took them.
   bool Take(TimePoint now, double n = 1.0) {
+    if (unlimited()) [[unlikely]] {
+      return true;
+    }
     Refill(now);
     if (tokens_ >= n) {
       tokens_ -= n;
@@ -57,6 +61,7 @@ class TokenBucket {
   }
 
   double rate() const { return per_ns_ * 1e9; }
+  bool unlimited() const { return per_ns_ == std::numeric_limits<double>::infinity(); }
   double burst() const { return burst_; }
 
  private:

@@ -250,7 +250,7 @@ Result<ChannelId> ChannelRegistry::Declare(ChannelSpec spec, const void* owner) 
     return bad("name its payload schema (the FlatBuffers root type, e.g. \"chat.Say\")");
   }
   const bool inbound = spec.kind != ChannelKind::kEvent;
-  if (inbound && spec.verify == nullptr) {
+  if (inbound && !spec.verify) {
     return bad("an inbound channel needs a payload verifier (the schema's generated Verify...)");
   }
   if (spec.kind == ChannelKind::kIntent && spec.on_request) {

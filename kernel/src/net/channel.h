@@ -11,7 +11,7 @@
 //   spec.name = "chat.Say";
 //   spec.kind = ChannelKind::kIntent;
 //   spec.schema = "chat.Say";
-//   spec.verify = [](const std::uint8_t* p, std::size_t n, void*) { return VerifySay(p, n); };
+//   spec.verify = [](std::span<const std::uint8_t> p) { return VerifySayPayload(p); };
 //   spec.rules = {FieldRule::MaxLength(0, "text", 200)};
 //   spec.rate = 5;                                  // per session per second; default 30
 //   spec.on_intent = [](Session& s, std::span<Value> args) { ... };
@@ -36,6 +36,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "kernel/src/core/bus.h"
@@ -108,7 +109,8 @@ struct FieldRule {
 // request not answered before the channel's timeout is answered MOLT_ERR_TIMEOUT.
 using RequestToken = std::uint64_t;
 
-using PayloadVerifier = bool (*)(const std::uint8_t* data, std::size_t size, void* user);
+// The schema's verifier: true when `payload` is a well-formed root table of the channel's type.
+using PayloadVerifier = Callback<bool(std::span<const std::uint8_t> payload)>;
 using IntentHandler = Callback<void(Session& session, std::span<Value> args)>;
 using RequestHandler = Callback<void(Session& session, std::span<Value> args, RequestToken reply)>;
 
@@ -120,9 +122,8 @@ inline constexpr double kMaxRequestTimeout = 120;
 struct ChannelSpec {
   std::string name;  // [A-Za-z0-9_.-], 1..120 characters, unique
   ChannelKind kind = ChannelKind::kIntent;
-  std::string schema;                // the payload's root type ("chat.Say"); required
-  PayloadVerifier verify = nullptr;  // required for intents and requests
-  void* verify_user = nullptr;
+  std::string schema;      // the payload's root type ("chat.Say"); required
+  PayloadVerifier verify;  // required for intents and requests
   std::vector<FieldRule> rules;
   double rate = 0;             // 0: the default (kDefaultRate); +inf: unlimited
   double burst = 0;            // 0: equal to the rate (at least 1)
@@ -163,6 +164,9 @@ class Channel {
   ChannelCounters& counters() { return counters_; }
   const ChannelCounters& counters() const { return counters_; }
 
+  // True the first time only: the spec's one-time warning when it rejects for lack of a validator.
+  bool FirstUnguardedReject() { return !std::exchange(warned_unguarded_, true); }
+
   // Whether it has a validator: rules, or a handler on its hook point.
   bool guarded(const Hooks& hooks) const;
   // OK, or `field "text" (id 0) of chat.Say: length 340 exceeds 200`.
@@ -180,6 +184,7 @@ class Channel {
   Hooks::Point* point_ = nullptr;
   Bus::Topic* topic_ = nullptr;
   std::uint32_t epoch_ = 0;
+  bool warned_unguarded_ = false;
   ChannelCounters counters_;
 };
 

@@ -41,6 +41,24 @@ std::span<const std::uint8_t> Finish(fb::FlatBufferBuilder& b, w::Body type,
   return std::span(b.GetBufferPointer(), b.GetSize());
 }
 
+// `bytes` on an 8-byte boundary: itself when it is, else a copy in `scratch`.
+std::span<const std::uint8_t> Aligned(std::span<const std::uint8_t> bytes,
+                                      std::vector<std::uint64_t>& scratch) {
+  if (reinterpret_cast<std::uintptr_t>(bytes.data()) % 8 == 0) {
+    return bytes;
+  }
+  scratch.resize((bytes.size() + 7) / 8);
+  std::memcpy(scratch.data(), bytes.data(), bytes.size());
+  return std::span(reinterpret_cast<const std::uint8_t*>(scratch.data()), bytes.size());
+}
+
+// A payload vector aligned to 8 bytes in the frame, so the receiver can read it in place.
+fb::Offset<fb::Vector<std::uint8_t>> PayloadVector(fb::FlatBufferBuilder& b,
+                                                   std::span<const std::uint8_t> payload) {
+  b.ForceVectorAlignment(payload.size(), 1, 8);
+  return b.CreateVector(payload.data(), payload.size());
+}
+
 bool ValidUserId(std::string_view user) {
   if (user.empty() || user.size() > kMaxUserId) {
     return false;
@@ -141,6 +159,10 @@ void Network::Shutdown() {
     transport_->StopAccepting();
   }
   const std::vector<Peer*> peers = peers_;
+  if (!peers.empty()) {
+    kLog.Info("ending {} connection(s) ({} sessions): the server is shutting down", peers.size(),
+              sessions_.count());
+  }
   for (Peer* p : peers) {
     End(*p, ExitReason::kServerShutdown, "the server is shutting down");
   }
@@ -257,7 +279,7 @@ void Network::Receive(Peer& peer, std::span<const std::uint8_t> bytes) {
     return;
   }
   const TimePoint started = RealNow();
-  const TimePoint now = kernel_.scheduler().Now();
+  const TimePoint now = batch_now_ = kernel_.scheduler().Now();
   Sessions::Hold hold(sessions_);
   stats_.bytes_in += bytes.size();
   peer.last_receive_ = now;
@@ -265,6 +287,28 @@ void Network::Receive(Peer& peer, std::span<const std::uint8_t> bytes) {
   if (!peer.bytes_.Take(now, static_cast<double>(bytes.size()))) {
     Flood(peer, bytes.size(), options_.bytes_per_tick);
   }
+  // A frame's header was read: count it, charge the message budget, check the size cap.
+  auto header = [&](std::uint32_t size) {
+    ++stats_.frames_in;
+    // 1. The message budget.
+    if (!peer.messages_.Take(now)) {
+      Flood(peer, bytes.size(), options_.bytes_per_tick);
+      return false;
+    }
+    // 2. The frame size cap.
+    if (size > options_.max_frame_bytes || size == 0) {
+      ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kFrameTooLarge)];
+      End(peer, ExitReason::kProtocolError,
+          size == 0 ? std::string("an empty frame")
+                    : fmt::format("a frame of {} bytes exceeds the {}-byte cap "
+                                  "(net.max_frame_bytes)",
+                                  size, options_.max_frame_bytes));
+      return false;
+    }
+    peer.frame_size_ = size;
+    peer.have_header_ = true;
+    return true;
+  };
   const std::uint8_t* p = bytes.data();
   std::size_t left = bytes.size();
   while (left > 0 && !peer.closed_) {
@@ -278,39 +322,25 @@ void Network::Receive(Peer& peer, std::span<const std::uint8_t> bytes) {
       }
       std::uint32_t size = 0;
       std::memcpy(&size, peer.partial_.data(), 4);
-      peer.partial_.clear();
-      ++stats_.frames_in;
-      // 1. The message budget.
-      if (!peer.messages_.Take(now)) {
-        Flood(peer, bytes.size(), options_.bytes_per_tick);
+      if (!header(size)) {
         break;
       }
-      // 2. The frame size cap.
-      if (size > options_.max_frame_bytes || size == 0) {
-        ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kFrameTooLarge)];
-        End(peer, ExitReason::kProtocolError,
-            size == 0 ? std::string("an empty frame")
-                      : fmt::format("a frame of {} bytes exceeds the {}-byte cap "
-                                    "(net.max_frame_bytes)",
-                                    size, options_.max_frame_bytes));
-        break;
-      }
-      peer.frame_size_ = size;
-      peer.have_header_ = true;
     }
-    if (peer.partial_.empty() && left >= peer.frame_size_) {
-      const std::size_t n = peer.frame_size_;
+    // Frames go to Frame() with their 4-byte header (FlatBuffers' size-prefixed layout).
+    const std::size_t whole = 4 + std::size_t{peer.frame_size_};
+    if (peer.partial_.size() == 4 && left >= whole - 4 && p - bytes.data() >= 4) {
+      peer.partial_.clear();  // zero-copy: the header sits just before p in this read
       peer.have_header_ = false;
-      Frame(peer, std::span(p, n));  // zero-copy: the whole frame is in this read
-      p += n;
-      left -= n;
+      Frame(peer, std::span(p - 4, whole));
+      p += whole - 4;
+      left -= whole - 4;
       continue;
     }
-    const std::size_t take = std::min<std::size_t>(peer.frame_size_ - peer.partial_.size(), left);
+    const std::size_t take = std::min<std::size_t>(whole - peer.partial_.size(), left);
     peer.partial_.insert(peer.partial_.end(), p, p + take);
     p += take;
     left -= take;
-    if (peer.partial_.size() == peer.frame_size_) {
+    if (peer.partial_.size() == whole) {
       std::vector<std::uint8_t> frame = std::move(peer.partial_);
       peer.partial_.clear();
       peer.have_header_ = false;
@@ -339,23 +369,29 @@ void Network::Flood(Peer& peer, std::size_t bytes, std::size_t budget) {
 }
 
 void Network::Frame(Peer& peer, std::span<const std::uint8_t> frame) {
-  // 3. Envelope verification: bounded, so a hostile nesting cannot run away.
+  // 3. Envelope verification: bounded, so a hostile nesting cannot run away. FlatBuffers reads
+  // fields in place, so the frame (header included) is first put on an 8-byte boundary.
+  frame = Aligned(frame, frame_scratch_);
   fb::Verifier::Options opts;
   opts.max_depth = 16;
   opts.max_tables = 64;
-  opts.check_alignment = false;  // frames start anywhere in the read buffer
   fb::Verifier verifier(frame.data(), frame.size(), opts);
   const bool handshake = peer.session_ == 0;
-  if (!w::VerifyEnvelopeBuffer(verifier)) {
+  const w::Envelope* env = w::VerifySizePrefixedEnvelopeBuffer(verifier)
+                               ? w::GetSizePrefixedEnvelope(frame.data())
+                               : nullptr;
+  // The verifier accepts a union type without its table: that is no message either.
+  if (env == nullptr || env->body() == nullptr || env->body_type() == w::Body::NONE) {
     ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kBadEnvelope)];
     if (handshake) {
       End(peer, ExitReason::kProtocolError, "the first frame is not a valid hello");
     } else {
-      Offence(peer, nullptr, Reject::kBadEnvelope, 0, "the envelope failed verification", false);
+      Offence(peer, nullptr, Reject::kBadEnvelope, 0,
+              env == nullptr ? "the envelope failed verification" : "the envelope has no message",
+              false);
     }
     return;
   }
-  const w::Envelope* env = w::GetEnvelope(frame.data());
   const w::Body type = env->body_type();
   if (handshake && type != w::Body::Hello) {
     ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kNoSession)];
@@ -390,7 +426,7 @@ void Network::Frame(Peer& peer, std::span<const std::uint8_t> frame) {
     case w::Body::Pong: {
       const w::Pong* m = env->body_as_Pong();
       const std::int64_t sent = static_cast<std::int64_t>(m->time_ns());
-      const std::int64_t now = kernel_.scheduler().Now().time_since_epoch().count();
+      const std::int64_t now = batch_now_.time_since_epoch().count();
       Session* s = sessions_.Get(peer.session_);
       if (s != nullptr && m->seq() == peer.ping_seq_ && sent > 0 && sent <= now) {
         s->last_rtt_ = Duration(now - sent);
@@ -504,7 +540,7 @@ void Network::OnInbound(Peer& peer, bool request, ChannelId id, std::uint32_t re
     return RejectMessage(peer, ch, Reject::kNoSession, request, request_id, 0, "no live session");
   }
   // 6. The channel's token bucket for this session.
-  const TimePoint now = kernel_.scheduler().Now();
+  const TimePoint now = batch_now_;
   TokenBucket& bucket = s->Bucket(*ch, now);
   if (!bucket.Take(now)) {
     Value args[] = {Value::Handle(s->id()), Value::String(ch->name())};
@@ -515,10 +551,12 @@ void Network::OnInbound(Peer& peer, bool request, ChannelId id, std::uint32_t re
         peer, ch, Reject::kRateLimited, request, request_id, bucket.SecondsUntil(now),
         fmt::format("channel \"{}\" allows {} per second", ch->name(), ch->rate()));
   }
-  // 7. The payload: the schema's verifier, then the declarative rules.
+  // 7. The payload: the schema's verifier, then the declarative rules. Senders align payloads to
+  // 8 bytes inside the frame; one that did not is copied, so plugins read aligned tables.
+  payload = Aligned(payload, payload_scratch_);
   bool verified = false;
   try {
-    verified = ch->spec().verify(payload.data(), payload.size(), ch->spec().verify_user);
+    verified = ch->spec().verify(payload);
   } catch (...) {
     verified = false;
   }
@@ -533,11 +571,10 @@ void Network::OnInbound(Peer& peer, bool request, ChannelId id, std::uint32_t re
   Hooks& hooks = kernel_.hooks();
   const bool has_hooks = hooks.handler_count(ch->point()) > 0;
   if (!has_hooks && ch->spec().rules.empty() && !ch->spec().open) {
-    if (!peer.warned_unguarded_) {
-      peer.warned_unguarded_ = true;
+    if (ch->FirstUnguardedReject()) {
       kLog.Warn(
           "{} \"{}\" rejected a payload: it has no validator and is not Open, so it is "
-          "fail-closed; add a {}.{} hook handler or rules, or declare it Open",
+          "fail-closed; add a validator (a {}.{} hook handler, or rules), or declare it Open",
           ChannelKindName(ch->kind()), ch->name(), request ? "Request" : "Intent", ch->name());
     }
     return RejectMessage(peer, ch, Reject::kUnguarded, request, request_id, 0,
@@ -650,7 +687,7 @@ void Network::Offence(Peer& peer, Channel* ch, Reject reason, double retry_after
   if (peer.closed_) {
     return;
   }
-  const TimePoint now = kernel_.scheduler().Now();
+  const TimePoint now = batch_now_;
   if (now - peer.offender_window_start_ > Seconds(options_.offender_window_seconds)) {
     peer.offender_window_start_ = now;
     peer.offences_ = 0;
@@ -683,7 +720,7 @@ void Network::SendResponse(Session& session, std::uint32_t id, Status::Code stat
     return;
   }
   fb::FlatBufferBuilder b(64 + payload.size());
-  auto bytes = b.CreateVector(payload.data(), payload.size());
+  auto bytes = PayloadVector(b, payload);
   auto resp =
       w::CreateResponse(b, id, static_cast<std::int32_t>(status), bytes, Millis(retry_after));
   SendFrame(*session.peer_, Finish(b, w::Body::Response, resp.Union()));
@@ -722,7 +759,7 @@ Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
         ch->name(), payload.size(), options_.max_frame_bytes));
   }
   fb::FlatBufferBuilder b(64 + payload.size());
-  auto bytes = b.CreateVector(payload.data(), payload.size());
+  auto bytes = PayloadVector(b, payload);
   auto frame = Finish(b, w::Body::Event, w::CreateEvent(b, channel, bytes).Union());
   for (SessionId id : sessions) {
     Session* s = sessions_.Get(id);
@@ -792,9 +829,11 @@ void Network::Housekeep() {
                       options_.idle_timeout_seconds));
       continue;
     }
-    const auto ping_every = Seconds(options_.ping_interval_seconds);
-    const std::int64_t ticks = (now - p->attached_at_) / ping_every;
-    if (options_.ping_interval_seconds > 0 && ticks > static_cast<std::int64_t>(p->ping_seq_)) {
+    if (options_.ping_interval_seconds <= 0) {
+      continue;  // pings are off
+    }
+    const std::int64_t ticks = (now - p->attached_at_) / Seconds(options_.ping_interval_seconds);
+    if (ticks > static_cast<std::int64_t>(p->ping_seq_)) {
       p->ping_seq_ = static_cast<std::uint32_t>(ticks);
       fb::FlatBufferBuilder b(64);
       auto ping = w::CreatePing(b, p->ping_seq_,
@@ -825,7 +864,7 @@ std::vector<AuditFinding> Network::SecurityAudit(bool silent) {
       findings.push_back(
           {S::kHigh, "UnguardedChannel", name,
            fmt::format("has no validator and is not Open, so every payload is rejected; add a "
-                       "{}.{} hook handler or rules, or declare it Open",
+                       "validator (a {}.{} hook handler, or rules), or declare it Open",
                        point, ch->name())});
     }
     if (ch->spec().open) {
@@ -962,7 +1001,7 @@ FuzzReport Network::Fuzz(SessionId session, std::size_t cases_per_channel, std::
       ++report.cases;
       bool ok = false;
       try {
-        ok = ch->spec().verify(raw.data(), raw.size(), ch->spec().verify_user);
+        ok = ch->spec().verify(raw);
       } catch (const std::exception& e) {
         report.validator_errors.push_back(
             {ch->name(), fmt::format("the verifier threw: {}", e.what())});

@@ -129,7 +129,6 @@ class Peer {
   std::uint32_t offences_ = 0;
   TimePoint last_error_frame_{};
   std::uint32_t ping_seq_ = 0;
-  bool warned_unguarded_ = false;
 };
 
 struct NetStats {
@@ -271,6 +270,9 @@ class Network {
   std::unordered_map<RequestToken, std::unique_ptr<Pending>> pending_;
   RequestToken next_token_ = 1;
   std::uint64_t housekeeping_ = 0;  // the scheduler task id while peers exist
+  TimePoint batch_now_{};           // the clock, read once per Receive for every frame in it
+  std::vector<std::uint64_t> frame_scratch_;    // an aligned copy of a misaligned frame
+  std::vector<std::uint64_t> payload_scratch_;  // ... and of a misaligned payload
   NetStats stats_;
   bool shut_down_ = false;
   int dispatching_ = 0;

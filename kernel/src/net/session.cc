@@ -158,7 +158,8 @@ void Session::RunCleanups() {
 void Session::ClearData() {
   auto data = std::move(data_);
   data_.clear();
-  for (auto& [key, slot] : data) {
+  for (auto& entry : data) {
+    DataSlot& slot = entry.second;  // (clang < 16 cannot capture structured bindings)
     if (slot.release) {
       RunIsolated(id_, [&] { slot.release(slot.value); });
     }

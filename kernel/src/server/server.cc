@@ -353,6 +353,11 @@ int RunServer(const ServerOptions& options) {
       exit_code = kExitBootFailed;
     } else {
       network.SecurityAudit();
+      // Closing ends the sessions first (after the plugins' own Kernel.Closing handlers, which
+      // subscribed at init and may still send a last event), so their leave cleanups run while
+      // every service still works; then the services stop.
+      Connection end_sessions = kernel.bus().Subscribe(
+          "Kernel.Closing", [&network](std::string_view, Args) { network.Shutdown(); });
       log.Info("serving {} plugins from {} (data in {}); SIGTERM or SIGINT closes",
                plugins.plugins().size(), settings.plugin_dir, settings.data_dir);
       kernel.loop().Run();

@@ -254,6 +254,110 @@ typedef struct molt_interface_ref {
   uint32_t reserved;
 } molt_interface_ref;
 
+/* --- Networking: channels and sessions (ABI 1.1) ------------------------------------------------
+ */
+
+typedef molt_handle_t molt_channel_t; /**< a channel this plugin declared (ABI 1.1) */
+typedef uint64_t molt_session_t;      /**< a session id: kernel-owned, 0 is none (ABI 1.1) */
+typedef uint64_t molt_request_t;      /**< a request awaiting request_reply (ABI 1.1) */
+
+/* Channel kinds: intents and requests go client -> server, events server -> client. */
+#define MOLT_CHANNEL_INTENT 0
+#define MOLT_CHANNEL_REQUEST 1
+#define MOLT_CHANNEL_EVENT 2
+
+/* How a rule reads a field of the payload's root table. */
+#define MOLT_FIELD_BOOL 0
+#define MOLT_FIELD_INT8 1
+#define MOLT_FIELD_UINT8 2
+#define MOLT_FIELD_INT16 3
+#define MOLT_FIELD_UINT16 4
+#define MOLT_FIELD_INT32 5
+#define MOLT_FIELD_UINT32 6
+#define MOLT_FIELD_INT64 7
+#define MOLT_FIELD_UINT64 8
+#define MOLT_FIELD_FLOAT 9
+#define MOLT_FIELD_DOUBLE 10
+#define MOLT_FIELD_STRING 11
+
+#define MOLT_RULE_RANGE 1      /**< min <= value <= max (numbers; NaN fails) */
+#define MOLT_RULE_ONE_OF 2     /**< value is one of one_of[] (integers) */
+#define MOLT_RULE_MAX_LENGTH 3 /**< at most max_length bytes (strings) */
+
+/* Why a session ended (molt_session_info.exit_reason; the names go to Kernel.SessionEnd). */
+#define MOLT_EXIT_NONE (-1) /**< still active */
+#define MOLT_EXIT_CLIENT_CLOSED 0
+#define MOLT_EXIT_KICKED 1
+#define MOLT_EXIT_TIMED_OUT 2
+#define MOLT_EXIT_PROTOCOL_ERROR 3
+#define MOLT_EXIT_FLOOD 4
+#define MOLT_EXIT_SLOW_READER 5
+#define MOLT_EXIT_OFFENDER 6
+#define MOLT_EXIT_SERVER_SHUTDOWN 7
+#define MOLT_EXIT_TRANSPORT_ERROR 8
+
+/** @brief A declarative rule on field `field` (its position in the .fbs table, from 0). */
+typedef struct molt_field_rule {
+  uint16_t field;
+  uint8_t type; /**< MOLT_FIELD_* */
+  uint8_t rule; /**< MOLT_RULE_* */
+  uint32_t max_length;
+  double min;
+  double max;
+  const int64_t* one_of;
+  size_t one_of_count;
+  const char* name; /**< for error texts and the audit */
+} molt_field_rule;
+
+/** @brief The payload verifier: the schema's generated FlatBuffers verifier. Non-zero: valid. */
+typedef int32_t (*molt_verify_fn)(void* user_data, const void* data, size_t size);
+/** @brief An accepted intent. args[0] is the payload (MOLT_VALUE_BYTES), as validators left it.
+ *  An error return (with set_error) is logged and counted as a handler error. */
+typedef molt_status_t (*molt_intent_fn)(void* user_data, molt_session_t session,
+                                        const molt_value* args, size_t arg_count);
+/** @brief An accepted request: answer it with request_reply, now or later (before the channel's
+ *  timeout). An error return answers the request with that status unless it was answered. */
+typedef molt_status_t (*molt_request_fn)(void* user_data, molt_session_t session,
+                                         const molt_value* args, size_t arg_count,
+                                         molt_request_t request);
+/** @brief A session started (or was already live when session_on was called). */
+typedef void (*molt_session_fn)(void* user_data, molt_session_t session);
+
+/** @brief A channel declaration. Zero-initialize, then set what you need. */
+typedef struct molt_channel_spec {
+  uint32_t struct_size;  /**< sizeof(molt_channel_spec) */
+  int32_t kind;          /**< MOLT_CHANNEL_* */
+  const char* name;      /**< [A-Za-z0-9_.-], 1..120 characters, unique per server */
+  const char* schema;    /**< the payload's FlatBuffers root type, e.g. "chat.Say" */
+  molt_verify_fn verify; /**< required for intents and requests */
+  const molt_field_rule* rules;
+  size_t rule_count;
+  double rate;  /**< per session per second; 0: the default (30); INFINITY: unlimited */
+  double burst; /**< 0: equal to the rate */
+  int32_t open; /**< 1: accept payloads without a validator (the audit reports it) */
+  uint32_t reserved;
+  double timeout_seconds;     /**< requests: 0 is 15 s; clamped to 0.5 .. 120 */
+  const void* reject_payload; /**< requests: sent with rejections */
+  size_t reject_size;
+  molt_intent_fn on_intent;   /**< intents; may be NULL (validators and the topic still run) */
+  molt_request_fn on_request; /**< requests */
+  void* user_data;            /**< passed to verify and the handler */
+} molt_channel_spec;
+
+/** @brief What session_info reports. Pointers stay valid until the session is destroyed (after
+ *  its leave cleanups ran); copy what you keep. */
+typedef struct molt_session_info {
+  uint32_t struct_size;  /**< set by the caller: sizeof(molt_session_info) */
+  int32_t active;        /**< 1 from the handshake until the client leaves */
+  const char* user;      /**< the authenticated user id (NUL-terminated) */
+  const void* join_data; /**< the hello's join data: untrusted client bytes */
+  size_t join_size;
+  const char* address; /**< the client's IP address */
+  int32_t exit_reason; /**< MOLT_EXIT_*; MOLT_EXIT_NONE while active */
+  uint32_t reserved;
+  double rtt_seconds; /**< smoothed round-trip time; 0 before the first pong */
+} molt_session_info;
+
 /* --- The host API ----------------------------------------------------------------------------- */
 
 /** @brief The functions a plugin calls, handed to init() and valid until the instance is unloaded.
@@ -404,6 +508,47 @@ typedef struct molt_host_api {
    *  MOLT_ERR_STATE when it was already complete. */
   molt_status_t (*completion_complete)(molt_context_t* ctx, molt_completion_t completion,
                                        molt_status_t status, const void* data, size_t size);
+
+  /* --- ABI 1.1: networking (MOLT_ERR_UNSUPPORTED where the host has no network) --- */
+
+  /** @brief Declares a channel clients can use. Its handlers run on the kernel thread after the
+   *  whole inbound pipeline accepted a message. `release` (may be NULL) gets spec->user_data
+   *  once the channel is removed (channel_remove, or this plugin stops).
+   *  @param[out] out_channel  the handle, for event_send and channel_remove. */
+  molt_status_t (*channel_declare)(molt_context_t* ctx, const molt_channel_spec* spec,
+                                   molt_cleanup_fn release, molt_channel_t* out_channel);
+  /** @brief Removes a channel this plugin declared. */
+  molt_status_t (*channel_remove)(molt_context_t* ctx, molt_channel_t channel);
+  /** @brief Queues `data` on event channel `channel` to `count` sessions, or to every session
+   *  when `sessions` is NULL. Sessions that left are skipped. */
+  molt_status_t (*event_send)(molt_context_t* ctx, molt_channel_t channel,
+                              const molt_session_t* sessions, size_t count, const void* data,
+                              size_t size);
+  /** @brief Answers a request (once) with `status` and `data`. MOLT_ERR_STALE when it was already
+   *  answered, timed out, or its session left. */
+  molt_status_t (*request_reply)(molt_context_t* ctx, molt_request_t request, molt_status_t status,
+                                 const void* data, size_t size);
+  /** @brief Calls `fn` for every live session now and every future one (spec: onSession), until
+   *  bus_unsubscribe(*out_subscription) or this plugin stops; then `release` gets user_data. */
+  molt_status_t (*session_on)(molt_context_t* ctx, molt_session_fn fn, void* user_data,
+                              molt_cleanup_fn release, molt_subscription_t* out_subscription);
+  /** @brief Runs `fn(user_data)` when the session ends: in bind order, or after every ordinary
+   *  binding when `last` is 1 (the final save goes there). Also runs when this plugin stops
+   *  first. A session that already ended runs it at once. */
+  molt_status_t (*session_bind)(molt_context_t* ctx, molt_session_t session, int32_t last,
+                                molt_cleanup_fn fn, void* user_data);
+  /** @brief Describes a session that is live or ending (MOLT_ERR_NOT_FOUND once it is gone). */
+  molt_status_t (*session_info)(molt_context_t* ctx, molt_session_t session,
+                                molt_session_info* out_info);
+  /** @brief Stores per-visit data under `key` (prefix keys with your plugin's name). `release`
+   *  (may be NULL) gets `value` when it is replaced, the session ends, or this plugin stops. */
+  molt_status_t (*session_data_set)(molt_context_t* ctx, molt_session_t session, const char* key,
+                                    void* value, molt_cleanup_fn release);
+  /** @brief The value under `key`, or NULL. */
+  molt_status_t (*session_data_get)(molt_context_t* ctx, molt_session_t session, const char* key,
+                                    void** out_value);
+  /** @brief Ends a session as Kicked; `reason` goes to the client (may be NULL). */
+  molt_status_t (*session_kick)(molt_context_t* ctx, molt_session_t session, const char* reason);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it

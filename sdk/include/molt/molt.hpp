@@ -51,6 +51,7 @@
 #include <exception>
 #include <initializer_list>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -58,6 +59,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace molt {
 
@@ -254,6 +256,55 @@ using Subscription = OwnedHandle<&molt_host_api::bus_unsubscribe>;
 using HookHandler = OwnedHandle<&molt_host_api::hook_off>;
 using Task = OwnedHandle<&molt_host_api::task_cancel>;
 using Scope = OwnedHandle<&molt_host_api::scope_close>;
+using Channel = OwnedHandle<&molt_host_api::channel_remove>;  // ABI 1.1
+
+// A session id (ABI 1.1): kernel-owned; calls naming one that left fail with NOT_FOUND.
+using SessionId = molt_session_t;
+
+// How a channel checks and limits what clients send (ABI 1.1). See molt_channel_spec.
+struct ChannelOptions {
+  std::string schema;                  // the payload's FlatBuffers root type ("chat.Say")
+  std::vector<molt_field_rule> rules;  // built with RangeRule, OneOfRule, MaxLengthRule
+  double rate = 0;                     // per session per second; 0: the default (30)
+  double burst = 0;                    // 0: equal to the rate
+  bool open = false;                   // accept payloads without a validator
+  double timeout_seconds = 0;          // requests: 0 is 15 s
+  std::string reject_payload;          // requests: sent with rejections
+};
+
+inline molt_field_rule RangeRule(std::uint16_t field, const char* name, std::uint8_t type,
+                                 double min, double max) {
+  molt_field_rule r{};
+  r.field = field;
+  r.name = name;
+  r.type = type;
+  r.rule = MOLT_RULE_RANGE;
+  r.min = min;
+  r.max = max;
+  return r;
+}
+// `values` must outlive the declaration call (a static array is typical).
+inline molt_field_rule OneOfRule(std::uint16_t field, const char* name, std::uint8_t type,
+                                 const std::int64_t* values, std::size_t count) {
+  molt_field_rule r{};
+  r.field = field;
+  r.name = name;
+  r.type = type;
+  r.rule = MOLT_RULE_ONE_OF;
+  r.one_of = values;
+  r.one_of_count = count;
+  return r;
+}
+inline molt_field_rule MaxLengthRule(std::uint16_t field, const char* name,
+                                     std::uint32_t max_length) {
+  molt_field_rule r{};
+  r.field = field;
+  r.name = name;
+  r.type = MOLT_FIELD_STRING;
+  r.rule = MOLT_RULE_MAX_LENGTH;
+  r.max_length = max_length;
+  return r;
+}
 
 // A resolved topic: publishing by handle skips hashing the name.
 struct Topic {
@@ -545,12 +596,68 @@ class Host {
     return out;
   }
 
+  // --- Networking (ABI 1.1; server hosts) ---
+  // Payloads are bytes in a std::string_view. `verify(payload)` returns bool (the schema's
+  // generated verifier); handlers return void or molt::Status. An empty Channel means the host
+  // refused: LastError() says why.
+
+  // fn(SessionId, std::string_view payload)
+  template <class V, class F>
+  Channel DeclareIntent(std::string_view name, const ChannelOptions& options, V&& verify,
+                        F&& fn) const {
+    return Declare<MOLT_CHANNEL_INTENT>(name, options, std::forward<V>(verify),
+                                        std::forward<F>(fn));
+  }
+  // fn(SessionId, std::string_view payload, molt_request_t request): answer with Reply().
+  template <class V, class F>
+  Channel DeclareRequest(std::string_view name, const ChannelOptions& options, V&& verify,
+                         F&& fn) const {
+    return Declare<MOLT_CHANNEL_REQUEST>(name, options, std::forward<V>(verify),
+                                         std::forward<F>(fn));
+  }
+  Channel DeclareEvent(std::string_view name, std::string_view schema) const {
+    ChannelOptions o;
+    o.schema = std::string(schema);
+    return Declare<MOLT_CHANNEL_EVENT>(name, o, nullptr, nullptr);
+  }
+  Status Send(const Channel& channel, SessionId session, std::string_view payload) const {
+    return Check(
+        api_->event_send(ctx_, channel.get(), &session, 1, payload.data(), payload.size()));
+  }
+  Status Broadcast(const Channel& channel, std::string_view payload) const {
+    return Check(api_->event_send(ctx_, channel.get(), nullptr, 0, payload.data(), payload.size()));
+  }
+  Status Reply(molt_request_t request, molt_status_t code, std::string_view payload = {}) const {
+    return Check(api_->request_reply(ctx_, request, code, payload.data(), payload.size()));
+  }
+  // fn(SessionId) for every live session now and every future one.
+  template <class F>
+  Subscription OnSession(F&& fn) const;
+  // fn() when the session ends (after every ordinary binding when `last`).
+  template <class F>
+  Status Bind(SessionId session, F&& fn, bool last = false) const;
+  Status Kick(SessionId session, const char* reason = nullptr) const {
+    return Check(api_->session_kick(ctx_, session, reason));
+  }
+  // The session's user, join data, address, state; nullopt once it is gone (spec: getSession).
+  std::optional<molt_session_info> GetSession(SessionId session) const {
+    molt_session_info info{};
+    info.struct_size = sizeof(info);
+    if (api_->session_info(ctx_, session, &info) != MOLT_OK) {
+      return std::nullopt;
+    }
+    return info;
+  }
+
   // OK, or the failure with the host's text.
   Status Check(molt_status_t code) const {
     return code == MOLT_OK ? Status() : Status(code, std::string(LastError()));
   }
 
  private:
+  template <std::int32_t kKind, class V, class F>
+  Channel Declare(std::string_view name, const ChannelOptions& o, V&& verify, F&& fn) const;
+
   void Parked(molt_status_t code) const {
     if (code == MOLT_ERR_CANCELLED) {
       throw ProcessKilled{};
@@ -617,6 +724,106 @@ molt_status_t CallGuarded(const Host& host, F&& fn) noexcept {
 }
 
 }  // namespace detail
+
+namespace detail {
+
+template <class V, class F>
+struct ChannelBox {
+  Host host;
+  V verify;
+  F fn;
+};
+
+}  // namespace detail
+
+template <std::int32_t kKind, class V, class F>
+Channel Host::Declare(std::string_view name, const ChannelOptions& o, V&& verify, F&& fn) const {
+  using Vd = std::decay_t<V>;
+  using Fd = std::decay_t<F>;
+  using B = detail::ChannelBox<Vd, Fd>;
+  auto* box = new B{*this, std::forward<V>(verify), std::forward<F>(fn)};
+  const std::string n(name);
+  molt_channel_spec spec{};
+  spec.struct_size = sizeof(spec);
+  spec.kind = kKind;
+  spec.name = n.c_str();
+  spec.schema = o.schema.c_str();
+  spec.rules = o.rules.data();
+  spec.rule_count = o.rules.size();
+  spec.rate = o.rate;
+  spec.burst = o.burst;
+  spec.open = o.open ? 1 : 0;
+  spec.timeout_seconds = o.timeout_seconds;
+  spec.reject_payload = o.reject_payload.data();
+  spec.reject_size = o.reject_payload.size();
+  spec.user_data = box;
+  if constexpr (!std::is_same_v<Vd, std::nullptr_t>) {
+    spec.verify = [](void* ud, const void* data, std::size_t size) noexcept -> std::int32_t {
+      try {
+        return static_cast<B*>(ud)->verify(std::string_view(static_cast<const char*>(data), size))
+                   ? 1
+                   : 0;
+      } catch (...) {
+        return 0;  // a verifier that throws rejects
+      }
+    };
+  }
+  if constexpr (std::is_same_v<Fd, std::nullptr_t>) {
+    // an event channel: no handler
+  } else if constexpr (kKind == MOLT_CHANNEL_INTENT) {
+    spec.on_intent = [](void* ud, molt_session_t s, const molt_value* args,
+                        std::size_t) noexcept -> molt_status_t {
+      auto* b = static_cast<B*>(ud);
+      const std::string_view payload(static_cast<const char*>(args[0].as.ptr), args[0].size);
+      return detail::CallGuarded(b->host, [&] { return b->fn(s, payload); });
+    };
+  } else {
+    spec.on_request = [](void* ud, molt_session_t s, const molt_value* args, std::size_t,
+                         molt_request_t r) noexcept -> molt_status_t {
+      auto* b = static_cast<B*>(ud);
+      const std::string_view payload(static_cast<const char*>(args[0].as.ptr), args[0].size);
+      return detail::CallGuarded(b->host, [&] { return b->fn(s, payload, r); });
+    };
+  }
+  molt_channel_t ch = 0;
+  if (api_->channel_declare(
+          ctx_, &spec, [](void* ud) noexcept { delete static_cast<B*>(ud); }, &ch) != MOLT_OK) {
+    delete box;
+    return Channel();
+  }
+  return Channel(ctx_, api_, ch);
+}
+
+template <class F>
+Subscription Host::OnSession(F&& fn) const {
+  using Fn = std::decay_t<F>;
+  auto* box = new detail::Box<Fn>{*this, std::forward<F>(fn)};
+  molt_session_fn trampoline = [](void* ud, molt_session_t s) noexcept {
+    auto* b = static_cast<detail::Box<Fn>*>(ud);
+    (void)detail::CallGuarded(b->host, [&] { return b->fn(s); });
+  };
+  molt_subscription_t sub = 0;
+  if (api_->session_on(ctx_, trampoline, box, &DeleteBox<Fn>, &sub) != MOLT_OK) {
+    delete box;
+    return Subscription();
+  }
+  return Subscription(ctx_, api_, sub);
+}
+
+template <class F>
+Status Host::Bind(SessionId session, F&& fn, bool last) const {
+  using Fn = std::decay_t<F>;
+  auto* box = new detail::Box<Fn>{*this, std::forward<F>(fn)};
+  molt_cleanup_fn run = [](void* ud) noexcept {
+    std::unique_ptr<detail::Box<Fn>> b(static_cast<detail::Box<Fn>*>(ud));  // runs once
+    (void)detail::CallGuarded(b->host, [&] { return b->fn(); });
+  };
+  const molt_status_t code = api_->session_bind(ctx_, session, last ? 1 : 0, run, box);
+  if (code != MOLT_OK) {
+    delete box;
+  }
+  return Check(code);
+}
 
 template <class F>
 Subscription Host::Subscribe(std::string_view pattern, F&& fn) const {

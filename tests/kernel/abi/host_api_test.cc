@@ -485,6 +485,19 @@ TEST_F(HostApiTest, FailedInitReportsThePluginsTextAndReleasesWhatItRegistered) 
   EXPECT_EQ(g_probe[0].destroyed, 1);  // alpha was rolled back: stopped and destroyed
 }
 
+TEST_F(HostApiTest, NetworkingSlotsSayWhenTheHostHasNoNetwork) {
+  Boot();
+  ASSERT_TRUE(MOLT_API_HAS(&api(), session_kick));
+  molt_channel_spec spec{};
+  spec.struct_size = sizeof(spec);
+  spec.name = "a.B";
+  spec.schema = "a.B";
+  molt_channel_t ch = 0;
+  EXPECT_EQ(api().channel_declare(a(), &spec, nullptr, &ch), MOLT_ERR_UNSUPPORTED);
+  EXPECT_EQ(Error(a()), "this host has no network (channels and sessions are server-side)");
+  EXPECT_EQ(api().session_kick(a(), 1, nullptr), MOLT_ERR_UNSUPPORTED);
+}
+
 TEST_F(HostApiTest, InterfacesOnlyFromDeclaredDependencies) {
   Boot();
   molt_interface_ref ref{};

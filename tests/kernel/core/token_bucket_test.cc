@@ -51,6 +51,11 @@ TEST(TokenBucketTest, InfiniteRateNeverLimits) {
     clock.Advance(std::chrono::nanoseconds(1));
     EXPECT_TRUE(bucket.Take(clock.Now()));
   }
+  // Also many takes at one instant (a batch of frames shares one clock reading).
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_TRUE(bucket.Take(clock.Now()));
+  }
+  EXPECT_TRUE(bucket.unlimited());
 }
 
 TEST(TokenBucketTest, TimeGoingBackwardsRefillsNothing) {

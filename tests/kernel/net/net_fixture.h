@@ -22,13 +22,13 @@
 
 namespace molt::kernel::net {
 
-inline bool VerifySay(const std::uint8_t* p, std::size_t n, void*) {
-  flatbuffers::Verifier v(p, n);
+inline bool VerifySay(std::span<const std::uint8_t> p) {
+  flatbuffers::Verifier v(p.data(), p.size());
   return molt::test::VerifySayBuffer(v);
 }
 
-inline bool VerifyAdd(const std::uint8_t* p, std::size_t n, void*) {
-  flatbuffers::Verifier v(p, n);
+inline bool VerifyAdd(std::span<const std::uint8_t> p) {
+  flatbuffers::Verifier v(p.data(), p.size());
   return v.VerifyBuffer<molt::test::Add>(nullptr);
 }
 

@@ -32,7 +32,8 @@ class HostileTest : public NetTest {
   }
   std::uint64_t accepted(ChannelId id) { return net_->channels().Find(id)->counters().accepted; }
   std::vector<std::string> ends_;
-  Connection end_log_;
+  std::atomic<bool> slow_cut_{false};
+  Connection end_log_;  // a member: sessions still open end in TearDown
   void LogEnds() {
     end_log_ = kernel_->bus().Subscribe("Kernel.SessionEnd", [this](std::string_view, Args a) {
       ends_.emplace_back(a[1].AsString());
@@ -81,6 +82,35 @@ TEST_F(HostileTest, GarbageEnvelopesAreCountedAndDroppedWithoutClosing) {
   });
   EXPECT_EQ(Rejected(*net_, Reject::kBadEnvelope), 3u);
   EXPECT_EQ(accepted(say), 1u);
+}
+
+// A union type without its table passes the FlatBuffers verifier: it must not reach a handler
+// (found by the fuzzer: before the fix a 24-byte hello crashed the server).
+std::vector<std::uint8_t> BodilessFrame(w::Body type) {
+  flatbuffers::FlatBufferBuilder b;
+  w::EnvelopeBuilder e(b);
+  e.add_body_type(type);
+  b.FinishSizePrefixed(e.Finish());
+  return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+}
+
+TEST_F(HostileTest, AMessageTypeWithoutItsMessageIsABadEnvelope) {
+  const ChannelId say = DeclareSay("chat.Say");
+  Listen();
+  Run([&] {
+    TestClient before(port_);
+    before.SendRaw(BodilessFrame(w::Body::Hello));
+    EXPECT_EQ(before.WaitClosed(), "ProtocolError");
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    for (w::Body type : {w::Body::Intent, w::Body::Request, w::Body::Ping, w::Body::Pong,
+                         w::Body::Hello, w::Body::Bye}) {
+      c.SendRaw(BodilessFrame(type));
+    }
+    CheckBystander(c, say);
+  });
+  EXPECT_EQ(Rejected(*net_, Reject::kBadEnvelope), 7u);
+  EXPECT_EQ(net_->sessions().stats().started, 1u);
 }
 
 TEST_F(HostileTest, AFrameBeforeTheHandshakeEndsTheConnection) {
@@ -252,15 +282,16 @@ TEST_F(HostileTest, ASlowReaderIsCutOffWithoutDelayingAnyoneElse) {
   spec.schema = "molt.test.Say";
   const ChannelId state = net_->channels().Declare(std::move(spec)).value();
   Listen();
-  std::atomic<bool> slow_cut{false};
-  Connection end = kernel_->bus().Subscribe("Kernel.SessionEnd", [&](std::string_view, Args a) {
+  slow_cut_ = false;
+  end_log_ = kernel_->bus().Subscribe("Kernel.SessionEnd", [this](std::string_view, Args a) {
     ends_.emplace_back(a[1].AsString());
-    slow_cut = slow_cut || a[1].AsString() == "SlowReader";
+    slow_cut_ = slow_cut_ || a[1].AsString() == "SlowReader";
   });
-  // The server broadcasts 16 events of 4 KiB every millisecond (64 MB/s) to both clients.
+  // Once both joined, the server broadcasts 16 events of 4 KiB every millisecond (64 MB/s).
   const std::vector<std::uint8_t> big = SayPayload(std::string(4000, 's'));
+  std::atomic<bool> joined{false};
   TaskHandle pump = kernel_->scheduler().Every(std::chrono::milliseconds(1), [&] {
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; joined && i < 16; ++i) {
       (void)net_->Broadcast(state, big);
     }
   });
@@ -269,14 +300,15 @@ TEST_F(HostileTest, ASlowReaderIsCutOffWithoutDelayingAnyoneElse) {
   Run([&] {
     ASSERT_EQ(slow.Hello("slow").type(), w::Body::Welcome);  // and never reads again
     ASSERT_EQ(fast.Hello("fast").type(), w::Body::Welcome);
+    joined = true;
     int events = 0;
     const auto deadline = std::chrono::steady_clock::now() + 15s;
-    while (!slow_cut && std::chrono::steady_clock::now() < deadline) {
+    while (!slow_cut_ && std::chrono::steady_clock::now() < deadline) {
       Frame f = fast.Next(2000ms);
       ASSERT_FALSE(f.closed || f.timeout);
       events += f.type() == w::Body::Event;
     }
-    EXPECT_TRUE(slow_cut);
+    EXPECT_TRUE(slow_cut_);
     // The fast reader goes on receiving after the cut.
     for (int i = 0; i < 100; ++i) {
       Frame f = fast.Next(2000ms);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel/src/core/logger.h"
 #include "net_fixture.h"
 
 namespace molt::kernel::net {
@@ -31,6 +32,7 @@ struct EndLog {
       reasons.emplace_back(args[1].AsString());
     });
   }
+  ~EndLog() { c.Disconnect(); }  // before `reasons` goes: sessions may still end later
   std::vector<std::string> reasons;
   Connection c;
 };
@@ -197,6 +199,12 @@ TEST_F(NetTest, EveryRejectionIsCountedByChannelAndReasonAndTheClientStaysServed
   req.open = true;
   const ChannelId buy = net_->channels().Declare(std::move(req)).value();
   Listen();
+  std::vector<std::string> warnings;
+  Logger::Registration capture = Logger::Get().Capture([&](std::string_view line, LogLevel l) {
+    if (l == LogLevel::kWarn) {
+      warnings.emplace_back(line);
+    }
+  });
   std::vector<std::uint8_t> garbage = {1, 2, 3, 4, 5, 6, 7, 8, 9};
   Run([&] {
     TestClient c(port_);
@@ -206,6 +214,7 @@ TEST_F(NetTest, EveryRejectionIsCountedByChannelAndReasonAndTheClientStaysServed
     c.Intent(guarded, garbage);                           // not a Say
     c.Intent(guarded, SayPayload(std::string(40, 'x')));  // rule: text <= 32
     c.Intent(unguarded, SayPayload("x"));                 // no validator, not Open
+    c.Intent(unguarded, SayPayload("y"));                 // (warned once)
     c.Intent(hooked, SayPayload("x"));                    // the hook vetoes
     c.Intent(guarded, SayPayload("fine"));                // still served
     c.Bye();
@@ -214,11 +223,17 @@ TEST_F(NetTest, EveryRejectionIsCountedByChannelAndReasonAndTheClientStaysServed
   EXPECT_EQ(Rejected(*net_, Reject::kUnknownChannel), 2u);
   EXPECT_EQ(Rejected(*net_, guarded, Reject::kBadPayload), 1u);
   EXPECT_EQ(Rejected(*net_, guarded, Reject::kRuleViolated), 1u);
-  EXPECT_EQ(Rejected(*net_, unguarded, Reject::kUnguarded), 1u);
+  EXPECT_EQ(Rejected(*net_, unguarded, Reject::kUnguarded), 2u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("intent \"chat.Shout\" rejected a payload: it has no validator and "
+                             "is not Open, so it is fail-closed; add a validator (a "
+                             "Intent.chat.Shout hook handler, or rules), or declare it Open"),
+            std::string::npos)
+      << warnings[0];
   EXPECT_EQ(Rejected(*net_, hooked, Reject::kHookRejected), 1u);
   EXPECT_EQ(net_->channels().Find(guarded)->counters().accepted, 1u);
   EXPECT_EQ(handled, 1);
-  EXPECT_EQ(net_->stats().intents_rejected, 6u);
+  EXPECT_EQ(net_->stats().intents_rejected, 7u);
   const std::string json = net_->StatsJson();
   EXPECT_NE(json.find("\"chat.Say\":{\"id\":0,\"kind\":\"intent\",\"accepted\":1,\"rejected\":2"),
             std::string::npos)
@@ -397,6 +412,90 @@ TEST_F(NetTest, EventsGoToOneSessionAListOrEveryone) {
     EXPECT_EQ(text(b.NextOf(w::Body::Event)), "to all");
   });
   EXPECT_EQ(net_->channels().Find(said)->counters().events_sent, 5u);
+}
+
+TEST_F(NetTest, SecurityAuditListsFindingsMostSevereFirst) {
+  std::vector<std::string> lines;
+  Logger::Registration capture =
+      Logger::Get().Capture([&](std::string_view line, LogLevel) { lines.emplace_back(line); });
+  EXPECT_TRUE(net_->SecurityAudit().empty());
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines.back().find("security audit: clean"), std::string::npos);
+
+  DeclareSay("shop.Grant", /*guard=*/false, /*rate=*/5);  // a handler, no validator
+  ChannelSpec open;
+  open.name = "chat.Emote";
+  open.schema = "molt.test.Say";
+  open.verify = VerifySay;
+  open.open = true;
+  open.on_intent = [](Session&, std::span<Value>) {};
+  ASSERT_TRUE(net_->channels().Declare(std::move(open)).ok());
+  DeclareSay("chat.Say", /*guard=*/true, /*rate=*/5);  // guarded, own rate: clean
+  kernel_->hooks().Define("Intent.chat.Say", Hooks::Mode::kFailOpen);
+  const std::vector<AuditFinding> f = net_->SecurityAudit();
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(FormatFinding(f[0]),
+            "[High] UnguardedChannel (intent shop.Grant): has no validator and is not Open, so "
+            "every payload is rejected; add a validator (a Intent.shop.Grant hook handler, or "
+            "rules), or declare it Open");
+  EXPECT_EQ(FormatFinding(f[1]),
+            "[High] FailOpenGate (Intent.chat.Say): the point is fail-open, so a crashing "
+            "validator would pass the payload; define it fail-closed");
+  EXPECT_EQ(FormatFinding(f[2]),
+            "[Medium] OpenChannel (intent chat.Emote): is Open: any client payload reaches the "
+            "handler unvalidated");
+  EXPECT_EQ(FormatFinding(f[3]),
+            "[Info] DefaultRateLimit (intent chat.Emote): rides the default rate limit (30/s); "
+            "declare its own");
+  EXPECT_NE(lines.back().find("security audit: 4 finding(s)\n  [High] UnguardedChannel"),
+            std::string::npos)
+      << lines.back();
+  const std::size_t before = lines.size();
+  EXPECT_EQ(net_->SecurityAudit(/*silent=*/true).size(), 4u);
+  EXPECT_EQ(lines.size(), before);
+}
+
+TEST_F(NetTest, TheFuzzGateRunsValidatorsNeverHandlersAndFailsListenWhenOneThrows) {
+  int handled = 0;
+  ChannelSpec spec;
+  spec.name = "chat.Say";
+  spec.schema = "molt.test.Say";
+  spec.verify = VerifySay;
+  spec.rules = {FieldRule::MaxLength(0, "text", 20000),
+                FieldRule::Range(2, "volume", FieldType::kFloat, -1e30, 1e30)};
+  spec.on_intent = [&](Session&, std::span<Value>) { ++handled; };
+  ASSERT_TRUE(net_->channels().Declare(std::move(spec)).ok());
+  int validated = 0;
+  Connection v = kernel_->hooks().On("Intent.chat.Say", [&](HookContext& ctx) {
+    ++validated;
+    auto* say = flatbuffers::GetRoot<molt::test::Say>(ctx.args[0].as.ptr);
+    if (say->text() != nullptr && say->text()->size() > 5000) {
+      throw std::runtime_error("text too long for my buffer");
+    }
+    return true;
+  });
+  const FuzzReport a = net_->Fuzz(0, 32, 7);
+  const FuzzReport b = net_->Fuzz(0, 32, 7);
+  EXPECT_EQ(a.channels, 1u);
+  EXPECT_EQ(a.cases, 32u);
+  EXPECT_EQ(a.passed + a.rejected, a.cases);
+  EXPECT_EQ(a.passed, b.passed);  // deterministic per seed
+  EXPECT_EQ(a.validator_errors.size(), b.validator_errors.size());
+  ASSERT_FALSE(a.validator_errors.empty());
+  EXPECT_EQ(a.validator_errors[0].channel, "chat.Say");
+  EXPECT_NE(a.validator_errors[0].error.find("text too long for my buffer"), std::string::npos);
+  EXPECT_GT(validated, 0);
+  EXPECT_EQ(handled, 0);
+  Status s = net_->Listen();
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("the fuzz gate failed: "), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("(validators must reject, not throw)"), std::string::npos);
+  v.Disconnect();
+  Connection fixed = kernel_->hooks().On("Intent.chat.Say", [](HookContext& ctx) {
+    auto* say = flatbuffers::GetRoot<molt::test::Say>(ctx.args[0].as.ptr);
+    return say->text() == nullptr || say->text()->size() <= 5000;  // rejects instead
+  });
+  EXPECT_TRUE(net_->Listen().ok());
 }
 
 }  // namespace

@@ -35,13 +35,14 @@ namespace molt::test {
 
 namespace w = ::molt::wire;
 
-// One received frame: the envelope bytes (length prefix stripped).
+// One received frame: the length prefix and the envelope, as FlatBuffers lays out a
+// size-prefixed buffer (the vector's storage keeps it 8-byte aligned).
 struct Frame {
   std::vector<std::uint8_t> bytes;
   bool closed = false;   // the server closed the connection instead
   bool timeout = false;  // nothing arrived in time
 
-  const w::Envelope* envelope() const { return w::GetEnvelope(bytes.data()); }
+  const w::Envelope* envelope() const { return w::GetSizePrefixedEnvelope(bytes.data()); }
   w::Body type() const { return bytes.empty() ? w::Body::NONE : envelope()->body_type(); }
 };
 
@@ -100,6 +101,12 @@ class TestClient {
     b.FinishSizePrefixed(w::CreateEnvelope(b, type, body));
     return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
   }
+  // Payloads are aligned to 8 bytes in the frame, as the protocol asks of senders.
+  static flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> Payload(
+      flatbuffers::FlatBufferBuilder& b, std::span<const std::uint8_t> payload) {
+    b.ForceVectorAlignment(payload.size(), 1, 8);
+    return b.CreateVector(payload.data(), payload.size());
+  }
   static std::vector<std::uint8_t> HelloFrame(const std::string& user, std::uint32_t version = 1,
                                               std::uint64_t hash = 0,
                                               std::vector<std::uint8_t> credentials = {},
@@ -111,14 +118,13 @@ class TestClient {
   static std::vector<std::uint8_t> IntentFrame(std::uint16_t channel,
                                                std::span<const std::uint8_t> payload) {
     flatbuffers::FlatBufferBuilder b;
-    auto v = b.CreateVector(payload.data(), payload.size());
-    return Finish(b, w::Body::Intent, w::CreateIntent(b, channel, v).Union());
+    return Finish(b, w::Body::Intent, w::CreateIntent(b, channel, Payload(b, payload)).Union());
   }
   static std::vector<std::uint8_t> RequestFrame(std::uint16_t channel, std::uint32_t id,
                                                 std::span<const std::uint8_t> payload) {
     flatbuffers::FlatBufferBuilder b;
-    auto v = b.CreateVector(payload.data(), payload.size());
-    return Finish(b, w::Body::Request, w::CreateRequest(b, channel, id, v).Union());
+    return Finish(b, w::Body::Request,
+                  w::CreateRequest(b, channel, id, Payload(b, payload)).Union());
   }
   bool Intent(std::uint16_t channel, std::span<const std::uint8_t> payload) {
     return SendRaw(IntentFrame(channel, payload));
@@ -227,7 +233,7 @@ class TestClient {
       (timed_out ? f.timeout : f.closed) = true;
       return f;
     }
-    f.bytes.assign(buf_.begin() + 4, buf_.begin() + 4 + n);
+    f.bytes.assign(buf_.begin(), buf_.begin() + 4 + n);
     buf_.erase(buf_.begin(), buf_.begin() + 4 + n);
     return f;
   }

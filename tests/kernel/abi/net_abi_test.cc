@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+// The networking slots of the C ABI (1.1), through a real plugin (fx_net, on molt.hpp) loaded by
+// the PluginHost into a kernel with a listening Network, driven by real loopback clients.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kernel/src/abi/host_api.h"
+#include "kernel/src/loader/plugin_host.h"
+#include "net_fixture.h"
+
+namespace molt::kernel::net {
+namespace {
+
+using molt::test::Frame;
+using molt::test::TestClient;
+namespace w = ::molt::wire;
+
+class NetAbiTest : public NetTest {
+ protected:
+  void SetUp() override {
+    NetTest::SetUp();
+    copies_ = ::testing::TempDir() + "molt_net_abi_" + std::to_string(::getpid());
+    std::filesystem::remove_all(copies_);
+    plugins_ = std::make_unique<loader::PluginHost>(*kernel_, copies_);
+    plugins_->shared().set_network(net_.get());
+    Status s = plugins_->LoadDirectory(std::string(MOLT_FIXTURE_DIR) + "/net");
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    s = kernel_->Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    Listen();
+    log_ = kernel_->bus().Subscribe("Fx.net.*", [this](std::string_view, Args a) {
+      events_.push_back(std::string(a[1].AsString()));
+    });
+    released_ = kernel_->bus().Subscribe("Kernel.SessionEnd", [this](std::string_view, Args a) {
+      events_.push_back("end " + std::string(a[1].AsString()));
+    });
+  }
+  void TearDown() override {
+    if (kernel_) {
+      (void)kernel_->Shutdown();
+    }
+    plugins_.reset();
+    NetTest::TearDown();
+    std::filesystem::remove_all(copies_);
+  }
+  ChannelId Id(const char* name) { return net_->channels().Find(name)->id(); }
+  static std::string SayText(const Frame& f) {
+    const auto* p = f.envelope()->body_as_Event()->payload();
+    return flatbuffers::GetRoot<molt::test::Say>(p->data())->text()->str();
+  }
+
+  std::string copies_;
+  std::unique_ptr<loader::PluginHost> plugins_;
+  std::vector<std::string> events_;
+  Connection log_;
+  Connection released_;
+};
+
+TEST_F(NetAbiTest, APluginsChannelsServeRealClients) {
+  ASSERT_EQ(net_->channels().size(), 3u);
+  const ChannelId say = Id("fx.Say");
+  const ChannelId dbl = Id("fx.Double");
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    EXPECT_EQ(SayText(c.NextOf(w::Body::Event)), "hello ada");  // sent from onSession
+    c.Intent(say, SayPayload("hi all"));
+    EXPECT_EQ(SayText(c.NextOf(w::Body::Event)), "hi all");
+    auto answer = [&](std::uint32_t id, std::int32_t amount) {
+      c.Request(dbl, id, AddPayload(amount));
+      Frame f = c.NextOf(w::Body::Response);
+      const w::Response* r = f.envelope()->body_as_Response();
+      EXPECT_EQ(r->id(), id);
+      return std::make_pair(r->status(), std::string(r->payload()->begin(), r->payload()->end()));
+    };
+    EXPECT_EQ(answer(1, 21), std::make_pair(0, std::string("42")));
+    EXPECT_EQ(answer(2, 13), std::make_pair(MOLT_ERR_NOT_FOUND, std::string()));
+    EXPECT_EQ(answer(3, 5000), std::make_pair(MOLT_ERR_REJECTED, std::string("refused")));
+    c.Intent(say, SayPayload("kick"));
+    Frame bye = c.NextOf(w::Body::Bye);
+    ASSERT_EQ(bye.type(), w::Body::Bye);
+    EXPECT_EQ(bye.envelope()->body_as_Bye()->reason()->str(), "Kicked");
+    EXPECT_EQ(Text(bye.envelope()), "asked to");
+  });
+  EXPECT_EQ(events_,
+            (std::vector<std::string>{"end Kicked", "first", "second", "last", "released"}));
+  EXPECT_EQ(
+      net_->channels().Find(dbl)->counters().rejected[static_cast<int>(Reject::kRuleViolated)], 1u);
+}
+
+TEST_F(NetAbiTest, AStoppingPluginTakesItsChannelsAndBindingsAndLeavesTheSession) {
+  TestClient c(port_);
+  Run([&] {
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    EXPECT_EQ(SayText(c.NextOf(w::Body::Event)), "hello ada");
+  });
+  ASSERT_EQ(net_->sessions().count(), 1u);
+  plugins_->UnloadAll();  // stops fx_net: its bindings run now, its channels go
+  EXPECT_EQ(events_, (std::vector<std::string>{"first", "second", "last", "released"}));
+  EXPECT_EQ(net_->channels().size(), 0u);
+  EXPECT_EQ(net_->sessions().count(), 1u);  // the session is the kernel's, not the plugin's
+  events_.clear();
+  c.Close();
+  ASSERT_TRUE(RunUntil([&] { return net_->sessions().count() == 0; }));
+  EXPECT_EQ(events_, std::vector<std::string>{"end ClientClosed"});  // nothing ran twice
+}
+
+TEST_F(NetAbiTest, SlotErrorsNameTheArgumentAndTheFix) {
+  const molt_host_api& api = abi::HostApi();
+  molt_context_t* ctx = plugins_->plugins()[0].instance->context();
+  auto error = [&] { return std::string(api.last_error(ctx)); };
+  molt_channel_spec spec{};
+  molt_channel_t ch = 0;
+  EXPECT_EQ(api.channel_declare(ctx, &spec, nullptr, &ch), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "spec->struct_size is 0: set it to sizeof(molt_channel_spec)");
+  spec.struct_size = sizeof(spec);
+  spec.name = "fx.Other";
+  spec.schema = "molt.test.Say";
+  spec.kind = 7;
+  EXPECT_EQ(api.channel_declare(ctx, &spec, nullptr, &ch), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "spec->kind 7 is not MOLT_CHANNEL_INTENT, _REQUEST or _EVENT");
+  spec.kind = MOLT_CHANNEL_INTENT;
+  EXPECT_EQ(api.channel_declare(ctx, &spec, nullptr, &ch), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(),
+            "channel \"fx.Other\": an inbound channel needs a payload verifier (the schema's "
+            "generated Verify...)");
+  molt_field_rule rule{};
+  rule.rule = MOLT_RULE_MAX_LENGTH;
+  rule.type = MOLT_FIELD_INT32;
+  spec.rules = &rule;
+  spec.rule_count = 1;
+  EXPECT_EQ(api.channel_declare(ctx, &spec, nullptr, &ch), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "rule 0: MOLT_RULE_MAX_LENGTH applies to MOLT_FIELD_STRING");
+  spec.rule_count = 0;
+  spec.name = "fx.Say";
+  spec.verify = [](void*, const void*, size_t) -> std::int32_t { return 1; };
+  EXPECT_EQ(api.channel_declare(ctx, &spec, nullptr, &ch), MOLT_ERR_ALREADY_EXISTS);
+
+  molt_session_info info{};
+  info.struct_size = sizeof(info);
+  EXPECT_EQ(api.session_info(ctx, 42, &info), MOLT_ERR_NOT_FOUND);
+  EXPECT_EQ(error(), "session 42 is not live (it left, or never existed)");
+  EXPECT_EQ(api.session_kick(ctx, 42, nullptr), MOLT_ERR_NOT_FOUND);
+  EXPECT_EQ(api.request_reply(ctx, 99, MOLT_OK, nullptr, 0), MOLT_ERR_STALE);
+  EXPECT_EQ(error(), "the request was already answered or timed out");
+  // Another plugin's channel (or a made-up handle) is not this plugin's to send on.
+  EXPECT_EQ(api.event_send(ctx, 999999u << 3, nullptr, 0, nullptr, 0), MOLT_ERR_STALE);
+  EXPECT_EQ(api.event_send(ctx, 9, nullptr, 0, nullptr, 0), MOLT_ERR_INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace molt::kernel::net
