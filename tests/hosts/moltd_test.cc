@@ -111,6 +111,17 @@ class MoltdTest : public ::testing::Test {
     std::ofstream(path) << json;
     return path;
   }
+  // Waits until moltd serves (the bundled plugins) and returns the port it logged, or "".
+  static std::string ServingPort(Process& p) {
+    const std::string listening = "listening on 127.0.0.1:";
+    if (!p.WaitFor("serving 3 plugins")) {
+      return "";
+    }
+    const std::size_t at = p.output().find(listening);
+    return at == std::string::npos
+               ? ""
+               : std::to_string(std::stoi(p.output().substr(at + listening.size())));
+  }
   // Positions of each needle in the output, in order; -1 when missing.
   std::vector<std::size_t> Positions(const Process& p, const std::vector<std::string>& needles) {
     std::vector<std::size_t> at;
@@ -242,12 +253,10 @@ TEST_F(MoltdTest, AKilledServerLeavesNothingThatBlocksTheNextStart) {
 
 TEST_F(MoltdTest, ServesClientsThroughThePluginsChannelsAndSaysGoodbyeOnClose) {
   Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
-  ASSERT_TRUE(p.WaitFor("serving 3 plugins")) << p.output();
+  const std::string serving = ServingPort(p);
+  ASSERT_FALSE(serving.empty()) << p.output();
   EXPECT_NE(p.output().find("security audit: clean"), std::string::npos) << p.output();
-  const std::string listening = "listening on 127.0.0.1:";
-  const std::size_t at = p.output().find(listening);
-  ASSERT_NE(at, std::string::npos) << p.output();
-  const auto port = static_cast<std::uint16_t>(std::stoi(p.output().substr(at + listening.size())));
+  const auto port = static_cast<std::uint16_t>(std::stoi(serving));
 
   molt::test::TestClient c(port);
   molt::test::Frame welcome = c.Hello("ada");
@@ -281,6 +290,39 @@ TEST_F(MoltdTest, ServesClientsThroughThePluginsChannelsAndSaysGoodbyeOnClose) {
   EXPECT_LT(at_close[0], at_close[1]) << p.output();
   EXPECT_LT(at_close[1], at_close[2]) << p.output();
   EXPECT_NE(at_close[2], std::string::npos) << p.output();
+}
+
+TEST_F(MoltdTest, APlainCClientTalksToIt) {
+  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  const std::string port = ServingPort(p);
+  ASSERT_FALSE(port.empty()) << p.output();
+  Process client({MOLT_C_CLIENT_PATH, port});
+  EXPECT_EQ(client.Wait(), 0) << client.output();
+  EXPECT_NE(client.output().find("scores.Get answered"), std::string::npos) << client.output();
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+}
+
+TEST_F(MoltdTest, MoltBotLoadsItAndReports) {
+  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  const std::string port = ServingPort(p);
+  ASSERT_FALSE(port.empty()) << p.output();
+  Process bot({MOLT_BOT_PATH, "--port", port, "--clients", "4", "--duration", "1.2", "--rate", "5",
+               "--request", "scores.Get"});
+  EXPECT_EQ(bot.Wait(), 0) << bot.output();
+  EXPECT_NE(bot.output().find("4/4 clients joined"), std::string::npos) << bot.output();
+  EXPECT_NE(bot.output().find("[1s] 4/4 connected"), std::string::npos) << bot.output();
+  // 4 clients x 5/s x 1.2 s: about 24 requests, every one answered (scores.Get allows 10/s).
+  const std::size_t done = bot.output().find("molt-bot: done: 4/4 connected  intents 0 sent 0");
+  ASSERT_NE(done, std::string::npos) << bot.output();
+  EXPECT_NE(bot.output().find(" 0 rejected 0 limited 0 timed out", done), std::string::npos)
+      << bot.output();
+  EXPECT_NE(bot.output().find("disconnects 0", done), std::string::npos) << bot.output();
+  Process help({MOLT_BOT_PATH, "--help"});
+  EXPECT_EQ(help.Wait(), 0);
+  EXPECT_NE(help.output().find("--request"), std::string::npos);
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
 }
 
 }  // namespace

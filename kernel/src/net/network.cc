@@ -14,6 +14,7 @@
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/transport.h"
+#include "kernel/src/net/wire.h"
 #include "molt_wire_generated.h"
 
 namespace molt::kernel::net {
@@ -39,24 +40,6 @@ std::span<const std::uint8_t> Finish(fb::FlatBufferBuilder& b, w::Body type,
                                      fb::Offset<void> body) {
   b.FinishSizePrefixed(w::CreateEnvelope(b, type, body));
   return std::span(b.GetBufferPointer(), b.GetSize());
-}
-
-// `bytes` on an 8-byte boundary: itself when it is, else a copy in `scratch`.
-std::span<const std::uint8_t> Aligned(std::span<const std::uint8_t> bytes,
-                                      std::vector<std::uint64_t>& scratch) {
-  if (reinterpret_cast<std::uintptr_t>(bytes.data()) % 8 == 0) {
-    return bytes;
-  }
-  scratch.resize((bytes.size() + 7) / 8);
-  std::memcpy(scratch.data(), bytes.data(), bytes.size());
-  return std::span(reinterpret_cast<const std::uint8_t*>(scratch.data()), bytes.size());
-}
-
-// A payload vector aligned to 8 bytes in the frame, so the receiver can read it in place.
-fb::Offset<fb::Vector<std::uint8_t>> PayloadVector(fb::FlatBufferBuilder& b,
-                                                   std::span<const std::uint8_t> payload) {
-  b.ForceVectorAlignment(payload.size(), 1, 8);
-  return b.CreateVector(payload.data(), payload.size());
 }
 
 bool ValidUserId(std::string_view user) {
@@ -372,10 +355,7 @@ void Network::Frame(Peer& peer, std::span<const std::uint8_t> frame) {
   // 3. Envelope verification: bounded, so a hostile nesting cannot run away. FlatBuffers reads
   // fields in place, so the frame (header included) is first put on an 8-byte boundary.
   frame = Aligned(frame, frame_scratch_);
-  fb::Verifier::Options opts;
-  opts.max_depth = 16;
-  opts.max_tables = 64;
-  fb::Verifier verifier(frame.data(), frame.size(), opts);
+  fb::Verifier verifier(frame.data(), frame.size(), EnvelopeVerifierOptions());
   const bool handshake = peer.session_ == 0;
   const w::Envelope* env = w::VerifySizePrefixedEnvelopeBuffer(verifier)
                                ? w::GetSizePrefixedEnvelope(frame.data())

@@ -57,6 +57,7 @@
 #include "kernel/src/core/token_bucket.h"
 #include "kernel/src/net/channel.h"
 #include "kernel/src/net/session.h"
+#include "kernel/src/net/wire.h"
 
 namespace molt::kernel {
 class Kernel;
@@ -65,8 +66,6 @@ class Kernel;
 namespace molt::kernel::net {
 
 class TcpTransport;
-
-inline constexpr std::uint32_t kProtocolVersion = 1;
 
 enum class AuthMode : std::uint8_t { kDev, kProduction };
 
@@ -82,7 +81,7 @@ struct NetOptions {
   std::size_t max_outbound_bytes = 1 << 20;  // per session; more is a slow reader
   double handshake_timeout_seconds = 5;
   std::size_t max_half_open = 64;
-  double handshakes_per_address = 5;  // per second, burst twice that
+  double handshakes_per_address = 20;  // per second, burst twice that (players share NATs)
   std::size_t max_sessions = 10000;
   double ping_interval_seconds = 1;
   double idle_timeout_seconds = 15;

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: hosts/molt-bot/main.cc
+//
+// molt-bot: N simulated clients on libmolt_client (the C API, as any app would use it). They
+// join, send intents and requests at a given rate on the chosen channels, and the bot reports
+// what happened: a progress line every second, then a summary (intents sent and refused by the
+// client's own limiter, requests answered / rejected / rate limited / timed out, round-trip
+// p50 and p99, disconnects). The load generator for benchmarks and hot-swap tests.
+//
+// Everything runs on one thread: each frame steps every client, as a game's frame loop would.
+#include <molt/client.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cxxopts.hpp>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// An empty FlatBuffers table: a valid payload for any root type whose fields are all optional.
+const std::vector<std::uint8_t> kEmptyTable = {0x08, 0x00, 0x00, 0x00, 0x04, 0x00,
+                                               0x04, 0x00, 0x04, 0x00, 0x00, 0x00};
+
+struct Totals {
+  std::uint64_t intents_sent = 0;
+  std::uint64_t intents_refused = 0;  // by the client's limiter or queue: never reached the server
+  std::uint64_t requests_sent = 0;
+  std::uint64_t requests_ok = 0;
+  std::uint64_t requests_rejected = 0;
+  std::uint64_t requests_rate_limited = 0;
+  std::uint64_t requests_timed_out = 0;
+  std::uint64_t requests_failed = 0;  // any other status
+  std::uint64_t disconnects = 0;
+  std::vector<double> rtts;  // seconds, one per answered request
+};
+
+struct Bot;
+
+// One request in flight: the bot and when it was sent.
+struct InFlight {
+  Bot* bot;
+  Clock::time_point sent;
+};
+
+struct Bot {
+  molt_client* client = nullptr;
+  Totals* totals = nullptr;
+  std::vector<std::uint16_t> intents;
+  std::vector<std::uint16_t> requests;
+  bool joined = false;
+  double owed = 0;  // messages this bot should have sent by now, not yet sent
+  std::size_t next = 0;
+};
+
+void OnState(void* ud, std::int32_t state, const char* reason) {
+  auto* b = static_cast<Bot*>(ud);
+  if (state == MOLT_CLIENT_CLOSED) {
+    ++b->totals->disconnects;
+    std::cerr << "molt-bot: a client closed: " << reason << "\n";
+  }
+}
+
+void OnResponse(void* ud, molt_status_t status, const void*, std::size_t) {
+  std::unique_ptr<InFlight> f(static_cast<InFlight*>(ud));
+  Totals& t = *f->bot->totals;
+  switch (status) {
+    case MOLT_OK:
+      ++t.requests_ok;
+      t.rtts.push_back(std::chrono::duration<double>(Clock::now() - f->sent).count());
+      break;
+    case MOLT_ERR_REJECTED:
+      ++t.requests_rejected;
+      break;
+    case MOLT_ERR_RATE_LIMITED:
+      ++t.requests_rate_limited;
+      break;
+    case MOLT_ERR_TIMEOUT:
+      ++t.requests_timed_out;
+      break;
+    default:
+      ++t.requests_failed;
+  }
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) {
+    return 0;
+  }
+  const auto k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+std::string Line(const Totals& t, std::size_t connected, std::size_t clients) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%zu/%zu connected  intents %llu sent %llu refused  requests %llu ok %llu "
+                "rejected %llu limited %llu timed out  rtt p50 %.2f ms p99 %.2f ms  "
+                "disconnects %llu",
+                connected, clients, static_cast<unsigned long long>(t.intents_sent),
+                static_cast<unsigned long long>(t.intents_refused),
+                static_cast<unsigned long long>(t.requests_ok),
+                static_cast<unsigned long long>(t.requests_rejected),
+                static_cast<unsigned long long>(t.requests_rate_limited),
+                static_cast<unsigned long long>(t.requests_timed_out),
+                Percentile(t.rtts, 0.5) * 1e3, Percentile(t.rtts, 0.99) * 1e3,
+                static_cast<unsigned long long>(t.disconnects));
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cxxopts::Options options(
+      "molt-bot",
+      "molt-bot: simulated clients for a Molt server (load and soak tests).\n\n"
+      "Each client joins as <user-prefix><n>, then sends --rate messages per second, taking\n"
+      "the named intent and request channels in turn. Payloads are an empty FlatBuffers table\n"
+      "unless --payload names a file. A progress line is printed every second, then a summary;\n"
+      "the exit code is 0 when every client stayed connected, 1 otherwise, 2 on bad flags.\n");
+  options.set_width(100);
+  // clang-format off
+  options.add_options()
+      ("host", "server address", cxxopts::value<std::string>()->default_value("127.0.0.1"))
+      ("p,port", "server port", cxxopts::value<int>()->default_value("7777"))
+      ("c,clients", "simulated clients", cxxopts::value<int>()->default_value("10"))
+      ("d,duration", "seconds to run after the clients joined",
+       cxxopts::value<double>()->default_value("10"))
+      ("r,rate", "messages per client per second", cxxopts::value<double>()->default_value("10"))
+      ("intent", "an intent channel to send on (repeatable)",
+       cxxopts::value<std::vector<std::string>>())
+      ("request", "a request channel to call (repeatable)",
+       cxxopts::value<std::vector<std::string>>())
+      ("payload", "file holding the payload bytes (default: an empty table)",
+       cxxopts::value<std::string>())
+      ("join-rate", "clients connecting per second (the server limits handshakes per address: "
+                    "net.handshakes_per_address, 20/s by default)",
+       cxxopts::value<double>()->default_value("20"))
+      ("user-prefix", "user ids are this plus the client's number",
+       cxxopts::value<std::string>()->default_value("bot"))
+      ("h,help", "print this help and exit");
+  // clang-format on
+  cxxopts::ParseResult args;
+  try {
+    args = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::cerr << "molt-bot: " << e.what() << "\nTry 'molt-bot --help'.\n";
+    return 2;
+  }
+  if (args.count("help") != 0) {
+    std::cout << options.help() << "\nExample:\n"
+              << "  molt-bot --port 7777 --clients 50 --rate 20 --request scores.Get\n";
+    return 0;
+  }
+  const int clients = args["clients"].as<int>();
+  const double rate = args["rate"].as<double>();
+  const double duration = args["duration"].as<double>();
+  const int port = args["port"].as<int>();
+  if (clients < 1 || clients > 100000 || !(rate >= 0) || !(duration > 0) || port < 1 ||
+      port > 65535) {
+    std::cerr << "molt-bot: --clients must be 1..100000, --rate >= 0, --duration > 0, --port "
+                 "1..65535\n";
+    return 2;
+  }
+  const std::vector<std::string> intent_names = args.count("intent")
+                                                    ? args["intent"].as<std::vector<std::string>>()
+                                                    : std::vector<std::string>();
+  const std::vector<std::string> request_names =
+      args.count("request") ? args["request"].as<std::vector<std::string>>()
+                            : std::vector<std::string>();
+  std::vector<std::uint8_t> payload = kEmptyTable;
+  if (args.count("payload") != 0) {
+    std::ifstream in(args["payload"].as<std::string>(), std::ios::binary);
+    if (!in) {
+      std::cerr << "molt-bot: cannot read --payload " << args["payload"].as<std::string>() << "\n";
+      return 2;
+    }
+    payload.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+
+  const double join_rate = args["join-rate"].as<double>();
+  if (!(join_rate > 0)) {
+    std::cerr << "molt-bot: --join-rate must be above 0\n";
+    return 2;
+  }
+  Totals totals;
+  std::vector<Bot> bots(static_cast<std::size_t>(clients));
+  const std::string host = args["host"].as<std::string>();
+  const std::string prefix = args["user-prefix"].as<std::string>();
+  const auto joining = Clock::now();
+  for (std::size_t i = 0; i < bots.size(); ++i) {
+    // Pace the connects at --join-rate, stepping the clients already connecting meanwhile.
+    const auto due =
+        joining + std::chrono::duration_cast<Clock::duration>(
+                      std::chrono::duration<double>(static_cast<double>(i) / join_rate));
+    while (Clock::now() < due) {
+      for (std::size_t j = 0; j < i; ++j) {
+        molt_client_step(bots[j].client, 0);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    Bot& b = bots[i];
+    b.totals = &totals;
+    if (molt_client_create(nullptr, &b.client) != MOLT_OK) {
+      std::cerr << "molt-bot: cannot create client " << i << "\n";
+      return 1;
+    }
+    molt_client_on_state(b.client, OnState, &b);
+    const std::string user = prefix + std::to_string(i);
+    if (molt_client_connect(b.client, host.c_str(), static_cast<std::uint16_t>(port), user.c_str(),
+                            nullptr, 0, nullptr, 0) != MOLT_OK) {
+      std::cerr << "molt-bot: " << molt_client_last_error(b.client) << "\n";
+      return 1;
+    }
+  }
+
+  // Join: step until every client is connected or gave up.
+  const auto join_deadline = Clock::now() + std::chrono::seconds(15);
+  std::size_t connected = 0;
+  std::size_t settled = 0;
+  while (settled < bots.size() && Clock::now() < join_deadline) {
+    settled = connected = 0;
+    for (Bot& b : bots) {
+      molt_client_step(b.client, 0);
+      const std::int32_t s = molt_client_state(b.client);
+      connected += s == MOLT_CLIENT_CONNECTED;
+      settled += s != MOLT_CLIENT_CONNECTING;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (Bot& b : bots) {
+    if (molt_client_state(b.client) != MOLT_CLIENT_CONNECTED) {
+      continue;
+    }
+    b.joined = true;
+    for (auto [names, ids] :
+         {std::pair{&intent_names, &b.intents}, std::pair{&request_names, &b.requests}}) {
+      for (const std::string& n : *names) {
+        std::uint16_t id = 0;
+        if (molt_client_channel(b.client, n.c_str(), &id) != MOLT_OK) {
+          std::cerr << "molt-bot: " << molt_client_last_error(b.client) << "\n";
+          return 2;
+        }
+        ids->push_back(id);
+      }
+    }
+  }
+  std::cout << "molt-bot: " << connected << "/" << bots.size() << " clients joined " << host << ":"
+            << port << "\n";
+
+  // Run: every frame (about 1 ms) each client sends what its rate owes and steps.
+  const auto start = Clock::now();
+  const auto end =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(duration));
+  auto last = start;
+  auto next_report = start + std::chrono::seconds(1);
+  while (Clock::now() < end) {
+    const auto now = Clock::now();
+    const double dt = std::chrono::duration<double>(now - last).count();
+    last = now;
+    connected = 0;
+    for (Bot& b : bots) {
+      if (!b.joined || molt_client_state(b.client) != MOLT_CLIENT_CONNECTED) {
+        molt_client_step(b.client, 0);
+        continue;
+      }
+      ++connected;
+      const std::size_t channels = b.intents.size() + b.requests.size();
+      b.owed += channels > 0 ? rate * dt : 0;
+      while (b.owed >= 1) {
+        b.owed -= 1;
+        const std::size_t k = b.next++ % channels;
+        if (k < b.intents.size()) {
+          const bool ok =
+              molt_client_intent(b.client, b.intents[k], payload.data(), payload.size()) == MOLT_OK;
+          ++(ok ? totals.intents_sent : totals.intents_refused);
+        } else {
+          auto* f = new InFlight{&b, Clock::now()};
+          if (molt_client_request(b.client, b.requests[k - b.intents.size()], payload.data(),
+                                  payload.size(), 0, OnResponse, f) == MOLT_OK) {
+            ++totals.requests_sent;
+          } else {
+            delete f;
+            ++totals.requests_rate_limited;
+          }
+        }
+      }
+      molt_client_step(b.client, 0);
+    }
+    if (now >= next_report) {
+      next_report += std::chrono::seconds(1);
+      const double t = std::chrono::duration<double>(now - start).count();
+      std::cout << "[" << static_cast<int>(t + 0.5) << "s] " << Line(totals, connected, bots.size())
+                << std::endl;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  // Let the last answers arrive, then leave.
+  const auto drain = Clock::now() + std::chrono::seconds(2);
+  while (Clock::now() < drain && totals.requests_ok + totals.requests_rejected +
+                                         totals.requests_rate_limited + totals.requests_timed_out +
+                                         totals.requests_failed <
+                                     totals.requests_sent) {
+    for (Bot& b : bots) {
+      molt_client_step(b.client, 0);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::cout << "molt-bot: done: " << Line(totals, connected, bots.size()) << std::endl;
+  const bool all_stayed = connected == bots.size() && totals.disconnects == 0;
+  for (Bot& b : bots) {
+    molt_client_disconnect(b.client);
+    molt_client_destroy(b.client);
+  }
+  return all_stayed ? 0 : 1;
+}

@@ -1,0 +1,623 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/client/client.cc
+//
+// libmolt_client: the client side of the wire (sdk/include/molt/client.h). One molt_client owns
+// an Asio io_context that only molt_client_step runs, so I/O and every callback happen on the
+// app's thread, inside step. The server is not trusted either: every frame is verified before it
+// is read, and a frame over the client's cap ends the connection.
+#include <molt/client.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernel/src/core/token_bucket.h"
+#include "kernel/src/net/wire.h"
+#include "molt_wire_generated.h"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace fb = ::flatbuffers;
+namespace w = ::molt::wire;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using molt::kernel::TokenBucket;
+
+constexpr std::uint32_t kMaxInboundFrame = 16u << 20;  // the client's own cap on server frames
+constexpr double kDefaultConnectTimeout = 10;
+constexpr std::size_t kDefaultSendQueue = 1 << 20;
+
+std::chrono::nanoseconds Seconds(double s) {
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(s * 1e9));
+}
+
+}  // namespace
+
+struct molt_client {
+  struct Channel {
+    std::string name;
+    w::ChannelKind kind = w::ChannelKind::Intent;
+    double timeout_seconds = 15;
+    TokenBucket bucket{0, 1, Clock::time_point()};
+  };
+  struct Pending {
+    molt_client_response_fn fn;
+    void* user_data;
+    Clock::time_point deadline;
+  };
+  struct Handler {
+    molt_client_event_fn fn = nullptr;
+    void* user_data = nullptr;
+  };
+
+  explicit molt_client(const molt_client_options& o)
+      : connect_timeout(o.connect_timeout_seconds > 0 ? o.connect_timeout_seconds
+                                                      : kDefaultConnectTimeout),
+        max_send_queue(o.max_send_queue_bytes > 0 ? o.max_send_queue_bytes : kDefaultSendQueue) {}
+
+  molt_status_t Fail(molt_status_t code, std::string text) {
+    error = std::move(text);
+    return code;
+  }
+
+  // --- Connection ---
+
+  void Connect(const std::string& host, std::uint16_t port) {
+    const std::uint64_t gen = ++generation;
+    SetState(MOLT_CLIENT_CONNECTING, "");
+    connect_deadline = Clock::now() + Seconds(connect_timeout);
+    target = host + ":" + std::to_string(port);
+    resolver.async_resolve(
+        host, std::to_string(port),
+        [this, gen](boost::system::error_code ec, tcp::resolver::results_type r) {
+          if (gen != generation) {
+            return;
+          }
+          if (ec) {
+            return Lost("cannot resolve " + target + ": " + ec.message());
+          }
+          asio::async_connect(socket, r,
+                              [this, gen](boost::system::error_code e, const tcp::endpoint&) {
+                                if (gen == generation) {
+                                  OnConnected(e);
+                                }
+                              });
+        });
+  }
+
+  void OnConnected(boost::system::error_code ec) {
+    if (ec) {
+      return Lost("cannot connect to " + target + ": " + ec.message());
+    }
+    boost::system::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    fb::FlatBufferBuilder b(256);
+    auto hello = w::CreateHelloDirect(b, molt::kernel::net::kProtocolVersion, 0, user.c_str(),
+                                      &credentials, &join_data);
+    Queue(b, w::Body::Hello, hello.Union());
+    Read();
+  }
+
+  void Read() {
+    const std::uint64_t gen = generation;
+    socket.async_read_some(
+        asio::buffer(in), [this, gen](boost::system::error_code ec, std::size_t n) {
+          if (gen != generation) {
+            return;
+          }
+          if (ec) {
+            return Lost(ec == asio::error::eof ? "the server closed the connection"
+                                               : "connection lost: " + ec.message());
+          }
+          last_receive = Clock::now();
+          rx.insert(rx.end(), in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
+          Parse(gen);
+          if (gen == generation) {
+            Read();
+          }
+        });
+  }
+
+  void Parse(std::uint64_t gen) {
+    std::size_t at = 0;
+    while (gen == generation && rx.size() - at >= 4) {
+      std::uint32_t size = 0;
+      std::memcpy(&size, rx.data() + at, 4);
+      if (size == 0 || size > kMaxInboundFrame) {
+        return Lost("the server sent a frame of " + std::to_string(size) + " bytes");
+      }
+      if (rx.size() - at < 4 + std::size_t{size}) {
+        break;
+      }
+      Frame(std::span<const std::uint8_t>(rx.data() + at, 4 + std::size_t{size}));
+      at += 4 + std::size_t{size};
+    }
+    if (gen == generation) {
+      rx.erase(rx.begin(), rx.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+  }
+
+  void Frame(std::span<const std::uint8_t> frame) {
+    frame = molt::kernel::net::Aligned(frame, frame_scratch);
+    fb::Verifier v(frame.data(), frame.size(), molt::kernel::net::EnvelopeVerifierOptions());
+    const w::Envelope* env =
+        w::VerifySizePrefixedEnvelopeBuffer(v) ? w::GetSizePrefixedEnvelope(frame.data()) : nullptr;
+    if (env == nullptr || env->body() == nullptr) {
+      return Lost("the server sent a malformed frame");
+    }
+    auto bytes = [this](const fb::Vector<std::uint8_t>* p) {
+      return p == nullptr
+                 ? std::span<const std::uint8_t>()
+                 : molt::kernel::net::Aligned(std::span(p->data(), p->size()), payload_scratch);
+    };
+    switch (env->body_type()) {
+      case w::Body::Welcome:
+        return OnWelcome(env->body_as_Welcome());
+      case w::Body::Refuse: {
+        const w::Refuse* r = env->body_as_Refuse();
+        return Closed(std::string(w::EnumNameRefuseReason(r->reason())) + ": " +
+                      (r->text() ? r->text()->str() : ""));
+      }
+      case w::Body::Bye: {
+        const w::Bye* m = env->body_as_Bye();
+        return Closed((m->reason() ? m->reason()->str() : "Bye") + ": " +
+                      (m->text() ? m->text()->str() : ""));
+      }
+      case w::Body::Event: {
+        const w::Event* e = env->body_as_Event();
+        const std::span<const std::uint8_t> payload = bytes(e->payload());
+        Handler h = handlers.count(e->channel()) ? handlers[e->channel()] : all_channels;
+        if (h.fn != nullptr) {
+          h.fn(h.user_data, e->channel(), payload.data(), payload.size());
+        }
+        return;
+      }
+      case w::Body::Response: {
+        const w::Response* r = env->body_as_Response();
+        auto it = pending.find(r->id());
+        if (it == pending.end()) {
+          return;  // answered late, after our own timeout
+        }
+        const Pending p = it->second;
+        pending.erase(it);
+        const std::span<const std::uint8_t> payload = bytes(r->payload());
+        p.fn(p.user_data, r->status(), payload.data(), payload.size());
+        return;
+      }
+      case w::Body::Ping: {
+        const w::Ping* m = env->body_as_Ping();
+        fb::FlatBufferBuilder b(64);
+        Queue(b, w::Body::Pong, w::CreatePong(b, m->seq(), m->time_ns()).Union());
+        return;
+      }
+      case w::Body::Pong: {
+        const w::Pong* m = env->body_as_Pong();
+        const auto now = Clock::now().time_since_epoch().count();
+        const auto sent = static_cast<std::int64_t>(m->time_ns());
+        if (m->seq() == ping_seq && sent > 0 && sent <= now) {
+          const double sample = static_cast<double>(now - sent) * 1e-9;
+          rtt = rtt == 0 ? sample : (rtt * 7 + sample) / 8;
+        }
+        return;
+      }
+      case w::Body::Error:
+        return;  // the server dropped something we sent (counted there); nothing to do here
+      default:
+        return Lost("the server sent a client-to-server message");
+    }
+  }
+
+  void OnWelcome(const w::Welcome* wel) {
+    if (state != MOLT_CLIENT_CONNECTING) {
+      return Lost("the server sent a second welcome");
+    }
+    session = wel->session_id();
+    max_frame = wel->max_frame_bytes();
+    ping_interval = wel->ping_interval_ms() / 1000.0;
+    channels.clear();
+    ids.clear();
+    const auto now = Clock::now();
+    if (wel->channels() != nullptr) {
+      for (const w::ChannelInfo* info : *wel->channels()) {
+        if (info->name() == nullptr) {
+          continue;
+        }
+        Channel c;
+        c.name = info->name()->str();
+        c.kind = info->kind();
+        c.timeout_seconds = info->timeout_ms() / 1000.0;
+        c.bucket = TokenBucket(info->rate(), info->burst(), now);
+        ids[c.name] = info->id();
+        channels[info->id()] = std::move(c);
+      }
+    }
+    next_ping = now + Seconds(ping_interval > 0 ? ping_interval : 1);
+    SetState(MOLT_CLIENT_CONNECTED, "");
+  }
+
+  // The server ended it (Refuse, Bye): no retry.
+  void Closed(const std::string& reason) {
+    Teardown();
+    SetState(MOLT_CLIENT_CLOSED, reason);
+  }
+  // The transport failed.
+  void Lost(const std::string& reason) { Closed(reason); }
+
+  // Drops the socket and every pending request (each answered MOLT_ERR_TIMEOUT).
+  void Teardown() {
+    ++generation;  // completions of the old connection are ignored from here on
+    boost::system::error_code ignored;
+    resolver.cancel();
+    socket.close(ignored);
+    socket = tcp::socket(io);
+    rx.clear();
+    out.clear();
+    writing.clear();
+    session = 0;
+    auto requests = std::move(pending);
+    pending.clear();
+    for (auto& [id, p] : requests) {
+      p.fn(p.user_data, MOLT_ERR_TIMEOUT, nullptr, 0);
+    }
+  }
+
+  void SetState(std::int32_t s, const std::string& reason) {
+    state = s;
+    if (state_fn != nullptr) {
+      state_fn(state_user, s, reason.c_str());
+    }
+  }
+
+  // --- Outbound ---
+
+  void Queue(fb::FlatBufferBuilder& b, w::Body type, fb::Offset<void> body) {
+    b.FinishSizePrefixed(w::CreateEnvelope(b, type, body));
+    out.insert(out.end(), b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+    Flush();
+  }
+
+  void Flush() {
+    if (!writing.empty() || out.empty() || !socket.is_open()) {
+      return;
+    }
+    writing.swap(out);
+    const std::uint64_t gen = generation;
+    asio::async_write(socket, asio::buffer(writing),
+                      [this, gen](boost::system::error_code ec, std::size_t) {
+                        if (gen != generation) {
+                          return;
+                        }
+                        writing.clear();
+                        if (ec) {
+                          return Lost("connection lost: " + ec.message());
+                        }
+                        Flush();
+                      });
+  }
+
+  std::size_t queued() const { return out.size() + writing.size(); }
+
+  // --- Timers, checked once per step ---
+
+  void Timers() {
+    const auto now = Clock::now();
+    if (state == MOLT_CLIENT_CONNECTING && now > connect_deadline) {
+      return Lost("timed out connecting to " + target + " (connect_timeout_seconds)");
+    }
+    if (state != MOLT_CLIENT_CONNECTED) {
+      return;
+    }
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (now >= it->second.deadline) {
+        const Pending p = it->second;
+        it = pending.erase(it);
+        p.fn(p.user_data, MOLT_ERR_TIMEOUT, nullptr, 0);
+        if (state != MOLT_CLIENT_CONNECTED) {
+          return;
+        }
+      } else {
+        ++it;
+      }
+    }
+    if (now >= next_ping) {
+      next_ping = now + Seconds(ping_interval > 0 ? ping_interval : 1);
+      fb::FlatBufferBuilder b(64);
+      const auto t = static_cast<std::uint64_t>(now.time_since_epoch().count());
+      Queue(b, w::Body::Ping, w::CreatePing(b, ++ping_seq, t).Union());
+    }
+  }
+
+  asio::io_context io;
+  tcp::resolver resolver{io};
+  tcp::socket socket{io};
+  std::uint64_t generation = 0;
+  double connect_timeout;
+  std::size_t max_send_queue;
+  std::int32_t state = MOLT_CLIENT_IDLE;
+  std::string error;
+  std::string target;
+  std::string user;
+  std::vector<std::uint8_t> credentials;
+  std::vector<std::uint8_t> join_data;
+  Clock::time_point connect_deadline{};
+  Clock::time_point last_receive{};
+  Clock::time_point next_ping{};
+  std::vector<std::uint8_t> in = std::vector<std::uint8_t>(16 * 1024);
+  std::vector<std::uint8_t> rx;
+  std::vector<std::uint8_t> out;
+  std::vector<std::uint8_t> writing;
+  std::vector<std::uint64_t> frame_scratch;
+  std::vector<std::uint64_t> payload_scratch;
+  std::uint64_t session = 0;
+  std::uint32_t max_frame = 8192;
+  double ping_interval = 1;
+  std::uint32_t ping_seq = 0;
+  double rtt = 0;
+  std::unordered_map<std::uint16_t, Channel> channels;
+  std::unordered_map<std::string, std::uint16_t> ids;
+  std::uint32_t next_request = 1;
+  std::map<std::uint32_t, Pending> pending;
+  std::unordered_map<std::uint16_t, Handler> handlers;
+  Handler all_channels;
+  molt_client_state_fn state_fn = nullptr;
+  void* state_user = nullptr;
+};
+
+namespace {
+
+// Runs `body` for a non-null client; exceptions become MOLT_ERR_INTERNAL with their text.
+template <class F>
+molt_status_t Guard(molt_client* c, F&& body) noexcept {
+  if (c == nullptr) {
+    return MOLT_ERR_INVALID_ARGUMENT;
+  }
+  try {
+    c->error.clear();
+    return body(*c);
+  } catch (const std::exception& e) {
+    return c->Fail(MOLT_ERR_INTERNAL, e.what());
+  } catch (...) {
+    return c->Fail(MOLT_ERR_INTERNAL, "unknown exception");
+  }
+}
+
+// The channel `id` of `kind` for a send of `size` bytes; an error code (with text) otherwise.
+molt_status_t CheckSend(molt_client& c, std::uint16_t id, w::ChannelKind kind, const void* data,
+                        std::size_t size, molt_client::Channel** out) {
+  if (c.state != MOLT_CLIENT_CONNECTED) {
+    return c.Fail(MOLT_ERR_STATE, "not connected");
+  }
+  if (size > 0 && data == nullptr) {
+    return c.Fail(MOLT_ERR_INVALID_ARGUMENT, "data is NULL with size > 0");
+  }
+  auto it = c.channels.find(id);
+  if (it == c.channels.end() || it->second.kind != kind) {
+    return c.Fail(MOLT_ERR_NOT_FOUND,
+                  "the server has no " +
+                      std::string(kind == w::ChannelKind::Intent ? "intent" : "request") +
+                      " channel with id " + std::to_string(id));
+  }
+  if (size + 64 > c.max_frame) {
+    return c.Fail(MOLT_ERR_INVALID_ARGUMENT, "a payload of " + std::to_string(size) +
+                                                 " bytes does not fit the server's " +
+                                                 std::to_string(c.max_frame) + "-byte frames");
+  }
+  if (c.queued() + size > c.max_send_queue) {
+    return c.Fail(MOLT_ERR_STATE, "the send queue is full (" + std::to_string(c.queued()) +
+                                      " bytes; max_send_queue_bytes)");
+  }
+  if (!it->second.bucket.Take(Clock::now())) {
+    return c.Fail(MOLT_ERR_RATE_LIMITED, "channel \"" + it->second.name + "\" allows " +
+                                             std::to_string(it->second.bucket.rate()) +
+                                             " per second: the server would refuse this one");
+  }
+  *out = &it->second;
+  return MOLT_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+molt_status_t molt_client_create(const molt_client_options* options, molt_client** out) {
+  if (out == nullptr) {
+    return MOLT_ERR_INVALID_ARGUMENT;
+  }
+  molt_client_options o{};
+  if (options != nullptr) {
+    if (options->struct_size < sizeof(molt_client_options)) {
+      return MOLT_ERR_INVALID_ARGUMENT;
+    }
+    o = *options;
+  }
+  try {
+    *out = new molt_client(o);
+    return MOLT_OK;
+  } catch (...) {
+    return MOLT_ERR_INTERNAL;
+  }
+}
+
+void molt_client_destroy(molt_client* c) {
+  if (c == nullptr) {
+    return;
+  }
+  c->state_fn = nullptr;  // no callbacks from a client being destroyed
+  for (auto& [id, p] : c->pending) {
+    p.fn = [](void*, molt_status_t, const void*, std::size_t) {};
+  }
+  c->Teardown();
+  delete c;
+}
+
+const char* molt_client_last_error(const molt_client* c) {
+  return c == nullptr ? "" : c->error.c_str();
+}
+
+molt_status_t molt_client_connect(molt_client* client, const char* host, std::uint16_t port,
+                                  const char* user, const void* credentials,
+                                  std::size_t credentials_size, const void* join_data,
+                                  std::size_t join_size) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    if (host == nullptr || user == nullptr) {
+      return c.Fail(MOLT_ERR_INVALID_ARGUMENT, host == nullptr ? "host is NULL" : "user is NULL");
+    }
+    if ((credentials_size > 0 && credentials == nullptr) ||
+        (join_size > 0 && join_data == nullptr)) {
+      return c.Fail(MOLT_ERR_INVALID_ARGUMENT, "credentials or join_data is NULL with a size");
+    }
+    if (c.state == MOLT_CLIENT_CONNECTING || c.state == MOLT_CLIENT_CONNECTED) {
+      return c.Fail(MOLT_ERR_STATE, "already connecting or connected: disconnect first");
+    }
+    c.user = user;
+    const auto* cr = static_cast<const std::uint8_t*>(credentials);
+    const auto* jd = static_cast<const std::uint8_t*>(join_data);
+    c.credentials.assign(cr, cr + (cr != nullptr ? credentials_size : 0));
+    c.join_data.assign(jd, jd + (jd != nullptr ? join_size : 0));
+    c.Connect(host, port);
+    return MOLT_OK;
+  });
+}
+
+molt_status_t molt_client_disconnect(molt_client* client) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    if (c.state == MOLT_CLIENT_IDLE || c.state == MOLT_CLIENT_CLOSED) {
+      c.state = MOLT_CLIENT_IDLE;
+      return MOLT_OK;
+    }
+    if (c.state == MOLT_CLIENT_CONNECTED && c.writing.empty()) {
+      // Best effort, without waiting: a Bye written now, before the socket closes.
+      fb::FlatBufferBuilder b(64);
+      b.FinishSizePrefixed(
+          w::CreateEnvelope(b, w::Body::Bye, w::CreateByeDirect(b, "ClientClosed", "").Union()));
+      c.out.insert(c.out.end(), b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+      boost::system::error_code ignored;
+      c.socket.non_blocking(true, ignored);
+      asio::write(c.socket, asio::buffer(c.out), ignored);
+    }
+    c.Teardown();
+    c.SetState(MOLT_CLIENT_IDLE, "disconnected by the app");
+    return MOLT_OK;
+  });
+}
+
+molt_status_t molt_client_step(molt_client* client, double budget_seconds) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    if (!(budget_seconds >= 0) || !std::isfinite(budget_seconds)) {
+      return c.Fail(MOLT_ERR_INVALID_ARGUMENT, "budget_seconds must be a finite number >= 0");
+    }
+    const auto deadline = Clock::now() + Seconds(budget_seconds);
+    c.io.restart();
+    do {
+      if (c.io.poll_one() == 0) {
+        break;
+      }
+    } while (Clock::now() < deadline);
+    c.Timers();
+    return MOLT_OK;
+  });
+}
+
+std::int32_t molt_client_state(const molt_client* c) {
+  return c == nullptr ? MOLT_CLIENT_IDLE : c->state;
+}
+
+std::uint64_t molt_client_session(const molt_client* c) { return c == nullptr ? 0 : c->session; }
+
+double molt_client_rtt(const molt_client* c) { return c == nullptr ? 0 : c->rtt; }
+
+molt_status_t molt_client_channel(molt_client* client, const char* name, std::uint16_t* out) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    if (name == nullptr || out == nullptr) {
+      return c.Fail(MOLT_ERR_INVALID_ARGUMENT, name == nullptr ? "name is NULL" : "out is NULL");
+    }
+    if (c.state != MOLT_CLIENT_CONNECTED) {
+      return c.Fail(MOLT_ERR_STATE, "not connected: channels come with the server's welcome");
+    }
+    auto it = c.ids.find(name);
+    if (it == c.ids.end()) {
+      return c.Fail(MOLT_ERR_NOT_FOUND, "the server has no channel \"" + std::string(name) + "\"");
+    }
+    *out = it->second;
+    return MOLT_OK;
+  });
+}
+
+molt_status_t molt_client_intent(molt_client* client, std::uint16_t channel, const void* data,
+                                 std::size_t size) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    molt_client::Channel* ch = nullptr;
+    if (molt_status_t s = CheckSend(c, channel, w::ChannelKind::Intent, data, size, &ch);
+        s != MOLT_OK) {
+      return s;
+    }
+    fb::FlatBufferBuilder b(64 + size);
+    auto payload = molt::kernel::net::PayloadVector(
+        b, std::span(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0));
+    c.Queue(b, w::Body::Intent, w::CreateIntent(b, channel, payload).Union());
+    return MOLT_OK;
+  });
+}
+
+molt_status_t molt_client_request(molt_client* client, std::uint16_t channel, const void* data,
+                                  std::size_t size, double timeout_seconds,
+                                  molt_client_response_fn fn, void* user_data) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    if (fn == nullptr) {
+      return c.Fail(MOLT_ERR_INVALID_ARGUMENT, "fn is NULL");
+    }
+    if (!(timeout_seconds >= 0) || !std::isfinite(timeout_seconds)) {
+      return c.Fail(MOLT_ERR_INVALID_ARGUMENT, "timeout_seconds must be a finite number >= 0");
+    }
+    molt_client::Channel* ch = nullptr;
+    if (molt_status_t s = CheckSend(c, channel, w::ChannelKind::Request, data, size, &ch);
+        s != MOLT_OK) {
+      return s;
+    }
+    // The server answers MOLT_ERR_TIMEOUT at the channel's timeout; our own deadline is a second
+    // later, for a server that does not answer at all.
+    const double timeout = timeout_seconds > 0 ? timeout_seconds : ch->timeout_seconds + 1;
+    const std::uint32_t id = c.next_request++;
+    c.pending[id] = {fn, user_data, Clock::now() + Seconds(timeout)};
+    fb::FlatBufferBuilder b(64 + size);
+    auto payload = molt::kernel::net::PayloadVector(
+        b, std::span(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0));
+    c.Queue(b, w::Body::Request, w::CreateRequest(b, channel, id, payload).Union());
+    return MOLT_OK;
+  });
+}
+
+molt_status_t molt_client_on_event(molt_client* client, std::uint16_t channel,
+                                   molt_client_event_fn fn, void* user_data) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    if (channel == MOLT_CLIENT_ALL_CHANNELS) {
+      c.all_channels = {fn, user_data};
+    } else if (fn == nullptr) {
+      c.handlers.erase(channel);
+    } else {
+      c.handlers[channel] = {fn, user_data};
+    }
+    return MOLT_OK;
+  });
+}
+
+molt_status_t molt_client_on_state(molt_client* client, molt_client_state_fn fn, void* user_data) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    c.state_fn = fn;
+    c.state_user = user_data;
+    return MOLT_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/net/wire.h
+//
+// What both ends of the wire share (schemas/molt_wire.fbs): the protocol version, and the two
+// alignment rules that let FlatBuffers read fields in place. A frame is a size-prefixed Envelope
+// and is verified from an 8-byte boundary; a channel payload is a byte vector that senders align
+// to 8 bytes, and receivers copy to an aligned scratch buffer when a sender did not.
+//
+// Header-only: the server (network.cc) and the client library (client/) both include it.
+#ifndef MOLT_KERNEL_NET_WIRE_H_
+#define MOLT_KERNEL_NET_WIRE_H_
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+namespace molt::kernel::net {
+
+inline constexpr std::uint32_t kProtocolVersion = 1;
+
+// `bytes` on an 8-byte boundary: itself when it is, else a copy in `scratch`.
+inline std::span<const std::uint8_t> Aligned(std::span<const std::uint8_t> bytes,
+                                             std::vector<std::uint64_t>& scratch) {
+  if (bytes.empty() || reinterpret_cast<std::uintptr_t>(bytes.data()) % 8 == 0) {
+    return bytes;
+  }
+  scratch.resize((bytes.size() + 7) / 8);
+  std::memcpy(scratch.data(), bytes.data(), bytes.size());
+  return std::span(reinterpret_cast<const std::uint8_t*>(scratch.data()), bytes.size());
+}
+
+// A payload vector aligned to 8 bytes in the frame, so the receiver can read it in place.
+inline flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> PayloadVector(
+    flatbuffers::FlatBufferBuilder& b, std::span<const std::uint8_t> payload) {
+  b.ForceVectorAlignment(payload.size(), 1, 8);
+  return b.CreateVector(payload.data(), payload.size());
+}
+
+// Bounds for verifying an envelope: a hostile nesting cannot run away.
+inline flatbuffers::Verifier::Options EnvelopeVerifierOptions() {
+  flatbuffers::Verifier::Options opts;
+  opts.max_depth = 16;
+  opts.max_tables = 64;
+  return opts;
+}
+
+}  // namespace molt::kernel::net
+
+#endif  // MOLT_KERNEL_NET_WIRE_H_

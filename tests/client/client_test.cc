@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: Apache-2.0
+// libmolt_client (sdk/include/molt/client.h) against a real Network on loopback, in one thread:
+// the test alternates the server's loop and molt_client_step, as an app's frame loop would.
+#include <gtest/gtest.h>
+#include <molt/client.h>
+
+#include <string>
+#include <vector>
+
+#include "net_fixture.h"
+
+namespace molt::kernel::net {
+namespace {
+
+struct Journal {
+  std::vector<std::string> states;
+  std::vector<std::string> events;
+  std::vector<std::pair<molt_status_t, std::string>> responses;
+};
+
+void OnState(void* ud, std::int32_t state, const char* reason) {
+  static const char* kNames[] = {"idle", "connecting", "connected", "closed"};
+  std::string s = kNames[state];
+  if (reason[0] != '\0') {
+    s += " (" + std::string(reason) + ")";
+  }
+  static_cast<Journal*>(ud)->states.push_back(s);
+}
+
+void OnEvent(void* ud, std::uint16_t, const void* data, std::size_t) {
+  static_cast<Journal*>(ud)->events.push_back(
+      flatbuffers::GetRoot<molt::test::Say>(data)->text()->str());
+}
+
+void OnResponse(void* ud, molt_status_t status, const void* data, std::size_t size) {
+  static_cast<Journal*>(ud)->responses.emplace_back(
+      status, std::string(static_cast<const char*>(data), data != nullptr ? size : 0));
+}
+
+class ClientTest : public NetTest {
+ protected:
+  void SetUp() override {
+    NetTest::SetUp();
+    molt_client_options o{};
+    o.struct_size = sizeof(o);
+    o.connect_timeout_seconds = 5;
+    ASSERT_EQ(molt_client_create(&o, &client_), MOLT_OK);
+    molt_client_on_state(client_, OnState, &journal_);
+    molt_client_on_event(client_, MOLT_CLIENT_ALL_CHANNELS, OnEvent, &journal_);
+  }
+  void TearDown() override {
+    molt_client_destroy(client_);
+    NetTest::TearDown();
+  }
+
+  // The app's frame loop: the server's loop, then a client step, until `done`.
+  bool Pump(const std::function<bool()>& done,
+            std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      kernel_->loop().io().restart();
+      kernel_->loop().RunFor(std::chrono::milliseconds(1));
+      EXPECT_EQ(molt_client_step(client_, 0.0015), MOLT_OK);
+    }
+    return done();
+  }
+  bool Connect(const char* user = "ada") {
+    EXPECT_EQ(molt_client_connect(client_, "127.0.0.1", port_, user, "pw", 2, nullptr, 0), MOLT_OK);
+    return Pump([&] { return molt_client_state(client_) != MOLT_CLIENT_CONNECTING; });
+  }
+  std::uint16_t Channel(const char* name) {
+    std::uint16_t id = 0;
+    EXPECT_EQ(molt_client_channel(client_, name, &id), MOLT_OK) << molt_client_last_error(client_);
+    return id;
+  }
+  std::string Error() { return molt_client_last_error(client_); }
+
+  molt_client* client_ = nullptr;
+  Journal journal_;
+};
+
+TEST_F(ClientTest, ConnectsSendsIntentsAndReceivesEvents) {
+  ChannelSpec said;
+  said.name = "chat.Said";
+  said.kind = ChannelKind::kEvent;
+  said.schema = "molt.test.Say";
+  const ChannelId said_id = net_->channels().Declare(std::move(said)).value();
+  std::vector<std::string> heard;
+  DeclareSay("chat.Say", true, 100, [&](Session& s, std::span<Value> args) {
+    auto* m = flatbuffers::GetRoot<molt::test::Say>(args[0].as.ptr);
+    heard.push_back(s.user() + ": " + m->text()->str());
+    (void)net_->Broadcast(said_id, SayPayload("echo " + m->text()->str()));
+  });
+  Listen();
+  ASSERT_TRUE(Connect());
+  EXPECT_EQ(journal_.states, (std::vector<std::string>{"connecting", "connected"}));
+  EXPECT_NE(molt_client_session(client_), 0u);
+  EXPECT_EQ(net_->sessions().Get(molt_client_session(client_))->user(), "ada");
+  const std::uint16_t say = Channel("chat.Say");
+  const std::vector<std::uint8_t> p = SayPayload("hi");
+  ASSERT_EQ(molt_client_intent(client_, say, p.data(), p.size()), MOLT_OK);
+  ASSERT_TRUE(Pump([&] { return !journal_.events.empty(); }));
+  EXPECT_EQ(heard, std::vector<std::string>{"ada: hi"});
+  EXPECT_EQ(journal_.events, std::vector<std::string>{"echo hi"});
+
+  // Argument and state errors say what is wrong.
+  std::uint16_t id = 0;
+  EXPECT_EQ(molt_client_channel(client_, "chat.Nope", &id), MOLT_ERR_NOT_FOUND);
+  EXPECT_EQ(Error(), "the server has no channel \"chat.Nope\"");
+  EXPECT_EQ(molt_client_intent(client_, said_id, p.data(), p.size()), MOLT_ERR_NOT_FOUND);
+  EXPECT_EQ(Error(), "the server has no intent channel with id " + std::to_string(said_id));
+  EXPECT_EQ(molt_client_intent(client_, say, nullptr, 3), MOLT_ERR_INVALID_ARGUMENT);
+  const std::vector<std::uint8_t> big(9000, 1);
+  EXPECT_EQ(molt_client_intent(client_, say, big.data(), big.size()), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(), "a payload of 9000 bytes does not fit the server's 8192-byte frames");
+  EXPECT_EQ(molt_client_connect(client_, "127.0.0.1", port_, "ada", nullptr, 0, nullptr, 0),
+            MOLT_ERR_STATE);
+
+  // Disconnecting says goodbye: the server ends the session as ClientClosed.
+  std::vector<std::string> ends;
+  Connection end = kernel_->bus().Subscribe(
+      "Kernel.SessionEnd", [&](std::string_view, Args a) { ends.emplace_back(a[1].AsString()); });
+  ASSERT_EQ(molt_client_disconnect(client_), MOLT_OK);
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_IDLE);
+  ASSERT_TRUE(Pump([&] { return !ends.empty(); }));
+  EXPECT_EQ(ends, std::vector<std::string>{"ClientClosed"});
+  end.Disconnect();
+}
+
+TEST_F(ClientTest, RequestsAreAnsweredRejectedOrTimedOut) {
+  ChannelSpec spec;
+  spec.name = "shop.Double";
+  spec.kind = ChannelKind::kRequest;
+  spec.schema = "molt.test.Add";
+  spec.verify = VerifyAdd;
+  spec.rules = {FieldRule::Range(0, "amount", FieldType::kInt32, 0, 100)};
+  spec.rate = 100;
+  spec.timeout_seconds = 0.5;
+  spec.reject_payload = {'n', 'o'};
+  spec.on_request = [&](Session&, std::span<Value> args, RequestToken reply) {
+    const int amount = flatbuffers::GetRoot<molt::test::Add>(args[0].as.ptr)->amount();
+    if (amount == 7) {
+      return;  // never answered: the server's timeout answers
+    }
+    const std::string s = std::to_string(amount * 2);
+    (void)net_->Reply(reply, Status::Code::kOk,
+                      std::span(reinterpret_cast<const std::uint8_t*>(s.data()), s.size()));
+  };
+  ASSERT_TRUE(net_->channels().Declare(std::move(spec)).ok());
+  Listen();
+  ASSERT_TRUE(Connect());
+  const std::uint16_t dbl = Channel("shop.Double");
+  for (int amount : {21, 500, 7}) {
+    const std::vector<std::uint8_t> p = AddPayload(amount);
+    ASSERT_EQ(molt_client_request(client_, dbl, p.data(), p.size(), 0, OnResponse, &journal_),
+              MOLT_OK);
+  }
+  ASSERT_TRUE(Pump([&] { return journal_.responses.size() == 3; }));
+  EXPECT_EQ(journal_.responses[0], std::make_pair(MOLT_OK, std::string("42")));
+  EXPECT_EQ(journal_.responses[1], std::make_pair(MOLT_ERR_REJECTED, std::string("no")));
+  EXPECT_EQ(journal_.responses[2], std::make_pair(MOLT_ERR_TIMEOUT, std::string()));
+
+  // A request in flight when the connection ends is answered too: MOLT_ERR_TIMEOUT.
+  const std::vector<std::uint8_t> p = AddPayload(7);
+  ASSERT_EQ(molt_client_request(client_, dbl, p.data(), p.size(), 0, OnResponse, &journal_),
+            MOLT_OK);
+  ASSERT_EQ(molt_client_disconnect(client_), MOLT_OK);
+  ASSERT_EQ(journal_.responses.size(), 4u);
+  EXPECT_EQ(journal_.responses[3].first, MOLT_ERR_TIMEOUT);
+}
+
+TEST_F(ClientTest, TheClientMirrorsTheChannelsRateLimitSoTheServerNeverRefuses) {
+  const ChannelId say = DeclareSay("chat.Say", true, /*rate=*/0.001);  // burst 1
+  Listen();
+  ASSERT_TRUE(Connect());
+  const std::vector<std::uint8_t> p = SayPayload("x");
+  EXPECT_EQ(molt_client_intent(client_, say, p.data(), p.size()), MOLT_OK);
+  EXPECT_EQ(molt_client_intent(client_, say, p.data(), p.size()), MOLT_ERR_RATE_LIMITED);
+  EXPECT_NE(Error().find("the server would refuse this one"), std::string::npos) << Error();
+  Pump([&] { return net_->channels().Find(say)->counters().accepted == 1; });
+  EXPECT_EQ(net_->channels().Find(say)->counters().accepted, 1u);
+  EXPECT_EQ(net_->channels().Find(say)->counters().rejected_total(), 0u);
+}
+
+TEST_F(ClientTest, RefusalsKicksAndUnreachableServersCloseWithTheReason) {
+  Connection auth = kernel_->hooks().On(
+      "Auth.Hello", [](HookContext& ctx) { return ctx.args[0].AsString() != "mallory"; });
+  Listen();
+  ASSERT_TRUE(Connect("mallory"));
+  EXPECT_EQ(journal_.states.back(), "closed (AuthFailed: authentication failed)");
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_CLOSED);
+
+  ASSERT_TRUE(Connect("ada"));  // a closed client may connect again
+  ASSERT_EQ(molt_client_state(client_), MOLT_CLIENT_CONNECTED);
+  ASSERT_TRUE(net_->Kick(molt_client_session(client_), "cheating").ok());
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CLOSED; }));
+  EXPECT_EQ(journal_.states.back(), "closed (Kicked: cheating)");
+  EXPECT_EQ(molt_client_session(client_), 0u);
+
+  net_.reset();  // nothing listens on the port any more
+  ASSERT_TRUE(Connect("ada"));
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_CLOSED);
+  EXPECT_NE(journal_.states.back().find("closed (cannot connect to 127.0.0.1:"), std::string::npos)
+      << journal_.states.back();
+}
+
+TEST_F(ClientTest, PingsGiveTheClientARoundTripTime) {
+  NetOptions o;
+  o.ping_interval_seconds = 0.05;
+  Boot(o);
+  Listen();
+  ASSERT_TRUE(Connect());
+  Pump([&] { return molt_client_rtt(client_) > 0; });
+  EXPECT_GT(molt_client_rtt(client_), 0);
+  EXPECT_LT(molt_client_rtt(client_), 0.5);
+}
+
+TEST(ClientApiTest, NullAndBadArgumentsAreErrorsNotCrashes) {
+  EXPECT_EQ(molt_client_create(nullptr, nullptr), MOLT_ERR_INVALID_ARGUMENT);
+  molt_client_options small{};
+  small.struct_size = 4;
+  molt_client* c = nullptr;
+  EXPECT_EQ(molt_client_create(&small, &c), MOLT_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(molt_client_create(nullptr, &c), MOLT_OK);
+  EXPECT_EQ(molt_client_step(c, -1), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(molt_client_connect(c, nullptr, 1, "u", nullptr, 0, nullptr, 0),
+            MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(molt_client_last_error(c), "host is NULL");
+  std::uint16_t id = 0;
+  EXPECT_EQ(molt_client_channel(c, "x", &id), MOLT_ERR_STATE);
+  EXPECT_EQ(molt_client_intent(c, 0, nullptr, 0), MOLT_ERR_STATE);
+  EXPECT_STREQ(molt_client_last_error(c), "not connected");
+  EXPECT_EQ(molt_client_step(nullptr, 0), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(molt_client_state(nullptr), MOLT_CLIENT_IDLE);
+  molt_client_destroy(c);
+  molt_client_destroy(nullptr);
+}
+
+}  // namespace
+}  // namespace molt::kernel::net
