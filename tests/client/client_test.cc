@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "net_fixture.h"
+#include "relay.h"
 
 namespace molt::kernel::net {
 namespace {
@@ -19,7 +20,7 @@ struct Journal {
 };
 
 void OnState(void* ud, std::int32_t state, const char* reason) {
-  static const char* kNames[] = {"idle", "connecting", "connected", "closed"};
+  static const char* kNames[] = {"idle", "connecting", "connected", "closed", "reconnecting"};
   std::string s = kNames[state];
   if (reason[0] != '\0') {
     s += " (" + std::string(reason) + ")";
@@ -64,8 +65,10 @@ class ClientTest : public NetTest {
     }
     return done();
   }
-  bool Connect(const char* user = "ada") {
-    EXPECT_EQ(molt_client_connect(client_, "127.0.0.1", port_, user, "pw", 2, nullptr, 0), MOLT_OK);
+  bool Connect(const char* user = "ada", std::uint16_t port = 0) {
+    EXPECT_EQ(molt_client_connect(client_, "127.0.0.1", port != 0 ? port : port_, user, "pw", 2,
+                                  nullptr, 0),
+              MOLT_OK);
     return Pump([&] { return molt_client_state(client_) != MOLT_CLIENT_CONNECTING; });
   }
   std::uint16_t Channel(const char* name) {
@@ -205,7 +208,7 @@ TEST_F(ClientTest, RefusalsKicksAndUnreachableServersCloseWithTheReason) {
 }
 
 TEST_F(ClientTest, PingsGiveTheClientARoundTripTime) {
-  NetOptions o;
+  NetOptions o = NoResume();
   o.ping_interval_seconds = 0.05;
   Boot(o);
   Listen();
@@ -215,12 +218,68 @@ TEST_F(ClientTest, PingsGiveTheClientARoundTripTime) {
   EXPECT_LT(molt_client_rtt(client_), 0.5);
 }
 
+TEST_F(ClientTest, ALostLinkReconnectsAndResumesTheSessionWithNothingLost) {
+  Boot(NetOptions());  // the server keeps a lost link's session for 30 s
+  ChannelSpec said;
+  said.name = "chat.Said";
+  said.kind = ChannelKind::kEvent;
+  said.schema = "molt.test.Say";
+  const ChannelId said_id = net_->channels().Declare(std::move(said)).value();
+  std::vector<std::string> heard;
+  const ChannelId say = DeclareSay("chat.Say", true, 100, [&](Session& s, std::span<Value> args) {
+    heard.push_back(std::to_string(s.id()) + " " +
+                    flatbuffers::GetRoot<molt::test::Say>(args[0].as.ptr)->text()->str());
+  });
+  Listen();
+  molt::test::Relay relay(port_);
+  ASSERT_TRUE(Connect("ada", relay.port()));
+  const std::uint64_t session = molt_client_session(client_);
+
+  relay.Cut();  // the link breaks under both ends
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_RECONNECTING; }));
+  ASSERT_TRUE(Pump([&] { return net_->stats().links_lost == 1; }));
+  // Meanwhile: the app keeps sending (queued), the server keeps sending (kept for the session).
+  const std::vector<std::uint8_t> p = SayPayload("sent while away");
+  ASSERT_EQ(molt_client_intent(client_, say, p.data(), p.size()), MOLT_OK);
+  ASSERT_TRUE(net_->Send(said_id, session, SayPayload("missed")).ok());
+
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CONNECTED; }));
+  EXPECT_EQ(molt_client_session(client_), session);
+  ASSERT_TRUE(Pump([&] { return !heard.empty() && !journal_.events.empty(); }));
+  EXPECT_EQ(heard, std::vector<std::string>{std::to_string(session) + " sent while away"});
+  EXPECT_EQ(journal_.events, std::vector<std::string>{"missed"});
+  ASSERT_GE(journal_.states.size(), 4u);
+  EXPECT_EQ(journal_.states[2], "reconnecting (the server closed the connection)");
+  EXPECT_EQ(journal_.states.back(), "connected (resumed)");
+  EXPECT_EQ(net_->stats().resumes, 1u);
+  EXPECT_EQ(net_->sessions().stats().started, 1u);
+  EXPECT_EQ(relay.connections(), 2);
+}
+
+TEST_F(ClientTest, WithoutReconnectALostLinkClosesTheClient) {
+  molt_client_destroy(client_);
+  molt_client_options o{};
+  o.struct_size = sizeof(o);
+  o.flags = MOLT_CLIENT_NO_RECONNECT;
+  ASSERT_EQ(molt_client_create(&o, &client_), MOLT_OK);
+  molt_client_on_state(client_, OnState, &journal_);
+  Listen();
+  molt::test::Relay relay(port_);
+  ASSERT_TRUE(Connect("ada", relay.port()));
+  relay.Cut();
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CLOSED; }));
+  EXPECT_EQ(journal_.states.back(), "closed (the server closed the connection)");
+}
+
 TEST(ClientApiTest, NullAndBadArgumentsAreErrorsNotCrashes) {
   EXPECT_EQ(molt_client_create(nullptr, nullptr), MOLT_ERR_INVALID_ARGUMENT);
   molt_client_options small{};
   small.struct_size = 4;
   molt_client* c = nullptr;
   EXPECT_EQ(molt_client_create(&small, &c), MOLT_ERR_INVALID_ARGUMENT);
+  small.struct_size = offsetof(molt_client_options, flags);  // an app built against API 1
+  ASSERT_EQ(molt_client_create(&small, &c), MOLT_OK);
+  molt_client_destroy(c);
   ASSERT_EQ(molt_client_create(nullptr, &c), MOLT_OK);
   EXPECT_EQ(molt_client_step(c, -1), MOLT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(molt_client_connect(c, nullptr, 1, "u", nullptr, 0, nullptr, 0),

@@ -139,6 +139,7 @@ World* Boot() {
   o.handshakes_per_address = 1e6;
   o.offender_drop_first = 2;
   o.offender_kick_after = 40;
+  o.resume_window_seconds = 0;  // a lost link ends its session at once: nothing may be left
   world->net = std::make_unique<Network>(*world->kernel, o);
   Network& net = *world->net;
   Hooks& hooks = world->kernel->hooks();

@@ -7,16 +7,20 @@
 // is read, and a frame over the client's cap ends the connection.
 #include <molt/client.h>
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,6 +41,10 @@ using molt::kernel::TokenBucket;
 constexpr std::uint32_t kMaxInboundFrame = 16u << 20;  // the client's own cap on server frames
 constexpr double kDefaultConnectTimeout = 10;
 constexpr std::size_t kDefaultSendQueue = 1 << 20;
+constexpr double kFirstReconnectDelay = 0.1;
+constexpr double kDefaultReconnectMax = 8;
+// The size of molt_client_options in client API 1 (struct_size may be that of any version).
+constexpr std::uint32_t kOptionsV1Size = offsetof(molt_client_options, flags);
 
 std::chrono::nanoseconds Seconds(double s) {
   return std::chrono::nanoseconds(static_cast<std::int64_t>(s * 1e9));
@@ -64,7 +72,10 @@ struct molt_client {
   explicit molt_client(const molt_client_options& o)
       : connect_timeout(o.connect_timeout_seconds > 0 ? o.connect_timeout_seconds
                                                       : kDefaultConnectTimeout),
-        max_send_queue(o.max_send_queue_bytes > 0 ? o.max_send_queue_bytes : kDefaultSendQueue) {}
+        max_send_queue(o.max_send_queue_bytes > 0 ? o.max_send_queue_bytes : kDefaultSendQueue),
+        reconnect((o.flags & MOLT_CLIENT_NO_RECONNECT) == 0),
+        reconnect_max(o.reconnect_max_seconds > 0 ? o.reconnect_max_seconds
+                                                  : kDefaultReconnectMax) {}
 
   molt_status_t Fail(molt_status_t code, std::string text) {
     error = std::move(text);
@@ -73,9 +84,16 @@ struct molt_client {
 
   // --- Connection ---
 
-  void Connect(const std::string& host, std::uint16_t port) {
+  // Starts one attempt: resolve, connect, Hello. A first connect announces CONNECTING; a
+  // reconnect stays RECONNECTING until the Welcome.
+  void Connect(const std::string& h, std::uint16_t p) {
     const std::uint64_t gen = ++generation;
-    SetState(MOLT_CLIENT_CONNECTING, "");
+    host = h;
+    port = p;
+    attempting = true;
+    if (state != MOLT_CLIENT_RECONNECTING) {
+      SetState(MOLT_CLIENT_CONNECTING, "");
+    }
     connect_deadline = Clock::now() + Seconds(connect_timeout);
     target = host + ":" + std::to_string(port);
     resolver.async_resolve(
@@ -102,10 +120,13 @@ struct molt_client {
     }
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
+    // The Hello goes first, before anything queued while the link was down.
     fb::FlatBufferBuilder b(256);
     auto hello = w::CreateHelloDirect(b, molt::kernel::net::kProtocolVersion, 0, user.c_str(),
-                                      &credentials, &join_data);
-    Queue(b, w::Body::Hello, hello.Union());
+                                      &credentials, &join_data, &resume_token);
+    b.FinishSizePrefixed(w::CreateEnvelope(b, w::Body::Hello, hello.Union()));
+    out.insert(out.begin(), b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+    Flush();
     Read();
   }
 
@@ -135,7 +156,7 @@ struct molt_client {
       std::uint32_t size = 0;
       std::memcpy(&size, rx.data() + at, 4);
       if (size == 0 || size > kMaxInboundFrame) {
-        return Lost("the server sent a frame of " + std::to_string(size) + " bytes");
+        return Closed("the server sent a frame of " + std::to_string(size) + " bytes");
       }
       if (rx.size() - at < 4 + std::size_t{size}) {
         break;
@@ -154,7 +175,7 @@ struct molt_client {
     const w::Envelope* env =
         w::VerifySizePrefixedEnvelopeBuffer(v) ? w::GetSizePrefixedEnvelope(frame.data()) : nullptr;
     if (env == nullptr || env->body() == nullptr) {
-      return Lost("the server sent a malformed frame");
+      return Closed("the server sent a malformed frame");
     }
     auto bytes = [this](const fb::Vector<std::uint8_t>* p) {
       return p == nullptr
@@ -214,15 +235,26 @@ struct molt_client {
       case w::Body::Error:
         return;  // the server dropped something we sent (counted there); nothing to do here
       default:
-        return Lost("the server sent a client-to-server message");
+        return Closed("the server sent a client-to-server message");
     }
   }
 
   void OnWelcome(const w::Welcome* wel) {
-    if (state != MOLT_CLIENT_CONNECTING) {
-      return Lost("the server sent a second welcome");
+    if (!attempting) {
+      return Closed("the server sent a second welcome");
+    }
+    attempting = false;
+    const bool was_reconnecting = state == MOLT_CLIENT_RECONNECTING;
+    const bool resumed = was_reconnecting && wel->resumed() && wel->session_id() == session;
+    if (was_reconnecting && !resumed) {
+      FailPending();  // the old session is gone: nobody will answer its requests
     }
     session = wel->session_id();
+    resume_token.clear();
+    if (wel->resume_token() != nullptr) {
+      resume_token.assign(wel->resume_token()->begin(), wel->resume_token()->end());
+    }
+    backoff = kFirstReconnectDelay;
     max_frame = wel->max_frame_bytes();
     ping_interval = wel->ping_interval_ms() / 1000.0;
     channels.clear();
@@ -243,7 +275,10 @@ struct molt_client {
       }
     }
     next_ping = now + Seconds(ping_interval > 0 ? ping_interval : 1);
-    SetState(MOLT_CLIENT_CONNECTED, "");
+    SetState(MOLT_CLIENT_CONNECTED, !was_reconnecting ? ""
+                                    : resumed
+                                        ? "resumed"
+                                        : "a new session: the server did not resume the old one");
   }
 
   // The server ended it (Refuse, Bye): no retry.
@@ -251,25 +286,52 @@ struct molt_client {
     Teardown();
     SetState(MOLT_CLIENT_CLOSED, reason);
   }
-  // The transport failed.
-  void Lost(const std::string& reason) { Closed(reason); }
 
-  // Drops the socket and every pending request (each answered MOLT_ERR_TIMEOUT).
-  void Teardown() {
+  // The link failed. With a session to resume (and reconnect on) the client retries after a
+  // backoff with jitter; otherwise it is closed.
+  void Lost(const std::string& reason) {
+    const bool had_session = state == MOLT_CLIENT_CONNECTED || state == MOLT_CLIENT_RECONNECTING;
+    if (!reconnect || !had_session) {
+      return Closed(reason);
+    }
+    DropTransport();
+    std::uniform_real_distribution<double> jitter(0.75, 1.25);
+    next_attempt = Clock::now() + Seconds(backoff * jitter(rng));
+    backoff = std::min(backoff * 2, reconnect_max);
+    if (state != MOLT_CLIENT_RECONNECTING) {
+      SetState(MOLT_CLIENT_RECONNECTING, reason);
+    }
+  }
+
+  // Closes the socket; what is queued and the requests in flight stay for the next link.
+  void DropTransport() {
     ++generation;  // completions of the old connection are ignored from here on
+    attempting = false;
     boost::system::error_code ignored;
     resolver.cancel();
     socket.close(ignored);
     socket = tcp::socket(io);
     rx.clear();
-    out.clear();
-    writing.clear();
-    session = 0;
+    writing.clear();  // on the wire when the link broke: may be lost
+  }
+
+  // Every request in flight is answered MOLT_ERR_TIMEOUT.
+  void FailPending() {
     auto requests = std::move(pending);
     pending.clear();
     for (auto& [id, p] : requests) {
       p.fn(p.user_data, MOLT_ERR_TIMEOUT, nullptr, 0);
     }
+  }
+
+  // Drops the connection, the queue, the session and every pending request.
+  void Teardown() {
+    DropTransport();
+    out.clear();
+    session = 0;
+    resume_token.clear();
+    backoff = kFirstReconnectDelay;
+    FailPending();
   }
 
   void SetState(std::int32_t s, const std::string& reason) {
@@ -312,10 +374,13 @@ struct molt_client {
 
   void Timers() {
     const auto now = Clock::now();
-    if (state == MOLT_CLIENT_CONNECTING && now > connect_deadline) {
+    if (attempting && now > connect_deadline) {
       return Lost("timed out connecting to " + target + " (connect_timeout_seconds)");
     }
-    if (state != MOLT_CLIENT_CONNECTED) {
+    if (state == MOLT_CLIENT_RECONNECTING && !attempting && now >= next_attempt) {
+      Connect(host, port);
+    }
+    if (state != MOLT_CLIENT_CONNECTED && state != MOLT_CLIENT_RECONNECTING) {
       return;
     }
     for (auto it = pending.begin(); it != pending.end();) {
@@ -323,14 +388,14 @@ struct molt_client {
         const Pending p = it->second;
         it = pending.erase(it);
         p.fn(p.user_data, MOLT_ERR_TIMEOUT, nullptr, 0);
-        if (state != MOLT_CLIENT_CONNECTED) {
+        if (state != MOLT_CLIENT_CONNECTED && state != MOLT_CLIENT_RECONNECTING) {
           return;
         }
       } else {
         ++it;
       }
     }
-    if (now >= next_ping) {
+    if (state == MOLT_CLIENT_CONNECTED && now >= next_ping) {
       next_ping = now + Seconds(ping_interval > 0 ? ping_interval : 1);
       fb::FlatBufferBuilder b(64);
       const auto t = static_cast<std::uint64_t>(now.time_since_epoch().count());
@@ -344,6 +409,15 @@ struct molt_client {
   std::uint64_t generation = 0;
   double connect_timeout;
   std::size_t max_send_queue;
+  bool reconnect;
+  double reconnect_max;
+  double backoff = kFirstReconnectDelay;
+  bool attempting = false;  // an attempt (resolve, connect, Hello) waits for its Welcome
+  Clock::time_point next_attempt{};
+  std::minstd_rand rng{std::random_device{}()};
+  std::string host;
+  std::uint16_t port = 0;
+  std::vector<std::uint8_t> resume_token;
   std::int32_t state = MOLT_CLIENT_IDLE;
   std::string error;
   std::string target;
@@ -395,7 +469,7 @@ molt_status_t Guard(molt_client* c, F&& body) noexcept {
 // The channel `id` of `kind` for a send of `size` bytes; an error code (with text) otherwise.
 molt_status_t CheckSend(molt_client& c, std::uint16_t id, w::ChannelKind kind, const void* data,
                         std::size_t size, molt_client::Channel** out) {
-  if (c.state != MOLT_CLIENT_CONNECTED) {
+  if (c.state != MOLT_CLIENT_CONNECTED && c.state != MOLT_CLIENT_RECONNECTING) {
     return c.Fail(MOLT_ERR_STATE, "not connected");
   }
   if (size > 0 && data == nullptr) {
@@ -436,10 +510,11 @@ molt_status_t molt_client_create(const molt_client_options* options, molt_client
   }
   molt_client_options o{};
   if (options != nullptr) {
-    if (options->struct_size < sizeof(molt_client_options)) {
+    if (options->struct_size < kOptionsV1Size) {
       return MOLT_ERR_INVALID_ARGUMENT;
     }
-    o = *options;
+    // An app built against an older client.h passes a shorter struct: the rest stays zero.
+    std::memcpy(&o, options, std::min<std::size_t>(options->struct_size, sizeof o));
   }
   try {
     *out = new molt_client(o);
@@ -477,7 +552,8 @@ molt_status_t molt_client_connect(molt_client* client, const char* host, std::ui
         (join_size > 0 && join_data == nullptr)) {
       return c.Fail(MOLT_ERR_INVALID_ARGUMENT, "credentials or join_data is NULL with a size");
     }
-    if (c.state == MOLT_CLIENT_CONNECTING || c.state == MOLT_CLIENT_CONNECTED) {
+    if (c.state == MOLT_CLIENT_CONNECTING || c.state == MOLT_CLIENT_CONNECTED ||
+        c.state == MOLT_CLIENT_RECONNECTING) {
       return c.Fail(MOLT_ERR_STATE, "already connecting or connected: disconnect first");
     }
     c.user = user;

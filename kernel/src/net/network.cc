@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <random>
 
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
@@ -40,6 +41,17 @@ std::span<const std::uint8_t> Finish(fb::FlatBufferBuilder& b, w::Body type,
                                      fb::Offset<void> body) {
   b.FinishSizePrefixed(w::CreateEnvelope(b, type, body));
   return std::span(b.GetBufferPointer(), b.GetSize());
+}
+
+// 16 bytes from the operating system's generator: a resume token nobody can guess.
+std::vector<std::uint8_t> NewResumeToken() {
+  static std::random_device device;
+  std::vector<std::uint8_t> token(16);
+  for (std::size_t i = 0; i < token.size(); i += 4) {
+    const std::uint32_t r = device();
+    std::memcpy(token.data() + i, &r, 4);
+  }
+  return token;
 }
 
 bool ValidUserId(std::string_view user) {
@@ -90,7 +102,8 @@ Network::Network(Kernel& kernel, NetOptions options)
       flood_point_(kernel.hooks().Define("Net.FloodDetected", Hooks::Mode::kFailOpen)),
       rate_limited_topic_(kernel.bus().Resolve("Net.RateLimited")),
       flood_topic_(kernel.bus().Resolve("Net.FloodDetected")),
-      rejected_topic_(kernel.bus().Resolve("Net.IntentRejected")) {
+      rejected_topic_(kernel.bus().Resolve("Net.IntentRejected")),
+      resumed_topic_(kernel.bus().Resolve("Kernel.SessionResumed")) {
   kernel_.OnShutdown(Kernel::ShutdownStage::kFirst, "sessions", [this] {
     Shutdown();
     return Status();
@@ -149,6 +162,9 @@ void Network::Shutdown() {
   for (Peer* p : peers) {
     End(*p, ExitReason::kServerShutdown, "the server is shutting down");
   }
+  for (SessionId id : std::exchange(detached_, {})) {
+    sessions_.End(id, ExitReason::kServerShutdown);
+  }
   if (housekeeping_ != 0) {
     TaskHandle(&kernel_.scheduler(), housekeeping_).Cancel();
     housekeeping_ = 0;
@@ -197,6 +213,11 @@ bool Network::Attach(Peer& peer) {
 }
 
 void Network::Detach(Peer& peer, ExitReason reason) {
+  // The link failed under the session (EOF without a Bye, a socket error): it may come back.
+  Unlink(peer, reason, /*resumable=*/true);
+}
+
+void Network::Unlink(Peer& peer, ExitReason reason, bool resumable) {
   if (peer.closed_) {
     return;
   }
@@ -206,10 +227,58 @@ void Network::Detach(Peer& peer, ExitReason reason) {
     --half_open_;
     return;
   }
-  if (Session* s = sessions_.Find(peer.session_)) {
-    s->peer_ = nullptr;
+  Session* s = sessions_.Get(peer.session_);
+  if (s == nullptr) {
+    return;
+  }
+  s->peer_ = nullptr;
+  if (resumable && options_.resume_window_seconds > 0 && !shut_down_) {
+    s->detached_ = true;
+    s->detached_until_ = kernel_.scheduler().Now() + Seconds(options_.resume_window_seconds);
+    s->detach_reason_ = reason;
+    detached_.push_back(s->id());
+    ++stats_.links_lost;
+    ArmHousekeeping();
+    return;
   }
   sessions_.End(peer.session_, reason);
+}
+
+Session* Network::Resumable(std::span<const std::uint8_t> token, std::string_view user) {
+  if (token.empty()) {
+    return nullptr;
+  }
+  for (SessionId id : detached_) {
+    Session* s = sessions_.Get(id);
+    if (s == nullptr || s->user() != user || s->resume_token_.size() != token.size()) {
+      continue;
+    }
+    unsigned char diff = 0;  // every byte compared: the time says nothing about the token
+    for (std::size_t i = 0; i < token.size(); ++i) {
+      diff |= static_cast<unsigned char>(s->resume_token_[i] ^ token[i]);
+    }
+    if (diff == 0) {
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+void Network::SendTo(Session& s, std::span<const std::uint8_t> frame) {
+  if (s.peer_ != nullptr) {
+    SendFrame(*s.peer_, frame);
+    return;
+  }
+  if (!s.detached_) {
+    return;
+  }
+  if (s.outbox_.size() + frame.size() > options_.max_outbound_bytes) {
+    ++stats_.slow_readers;
+    std::erase(detached_, s.id());
+    sessions_.End(s.id(), ExitReason::kSlowReader);  // it could never catch up
+    return;
+  }
+  s.outbox_.insert(s.outbox_.end(), frame.begin(), frame.end());
 }
 
 void Network::End(Peer& peer, ExitReason reason, std::string_view text) {
@@ -217,7 +286,7 @@ void Network::End(Peer& peer, ExitReason reason, std::string_view text) {
     return;
   }
   const SessionId id = peer.session_;
-  Detach(peer, reason);  // the session ends first: its handlers can no longer send to it
+  Unlink(peer, reason, /*resumable=*/false);  // the session ends first: no more sends to it
   const bool flush = reason != ExitReason::kSlowReader && reason != ExitReason::kTransportError;
   if (flush && reason != ExitReason::kClientClosed) {
     fb::FlatBufferBuilder b(128);
@@ -449,7 +518,9 @@ void Network::OnHello(Peer& peer, const void* raw) {
   if (kernel_.shutting_down() || shut_down_) {
     return refuse(w::RefuseReason::ShuttingDown, "the server is shutting down");
   }
-  if (sessions_.count() >= options_.max_sessions) {
+  const auto token = Bytes(hello->resume_token());
+  Session* resume = Resumable(token, user);
+  if (resume == nullptr && sessions_.count() >= options_.max_sessions) {
     return refuse(w::RefuseReason::ServerFull,
                   fmt::format("the server is full ({} sessions)", options_.max_sessions), 5);
   }
@@ -480,10 +551,21 @@ void Network::OnHello(Peer& peer, const void* raw) {
   } else if (options_.auth == AuthMode::kProduction) {
     return refuse(w::RefuseReason::AuthFailed, "no authenticator is installed");
   }
+  resume = Resumable(token, user);  // the token is only good for the user it was issued to
 
-  Session& s =
-      sessions_.Create(std::move(user), std::vector<std::uint8_t>(join.begin(), join.end()),
-                       peer.address(), kernel_.scheduler().Now());
+  // A lost link's client comes back: the same session, its bindings and data intact, and what
+  // was sent to it meanwhile.
+  const bool resuming = resume != nullptr;
+  Session& s = resuming ? *resume
+                        : sessions_.Create(std::move(user),
+                                           std::vector<std::uint8_t>(join.begin(), join.end()),
+                                           peer.address(), kernel_.scheduler().Now());
+  if (resuming) {
+    std::erase(detached_, s.id());
+    s.detached_ = false;
+    ++stats_.resumes;
+  }
+  s.resume_token_ = NewResumeToken();
   peer.session_ = s.id();
   s.peer_ = &peer;
   --half_open_;
@@ -498,11 +580,22 @@ void Network::OnHello(Peer& peer, const void* raw) {
   }
   auto welcome = w::CreateWelcomeDirect(
       b, s.id(), hash, static_cast<float>(options_.tick_rate), &infos, options_.max_frame_bytes,
-      options_.bytes_per_tick, options_.messages_per_tick, Millis(options_.ping_interval_seconds));
+      options_.bytes_per_tick, options_.messages_per_tick, Millis(options_.ping_interval_seconds),
+      &s.resume_token_, resuming, Millis(options_.resume_window_seconds));
   SendFrame(peer, Finish(b, w::Body::Welcome, welcome.Union()));
-  if (!peer.closed_) {
-    sessions_.Announce(s);
+  if (peer.closed_) {
+    return;
   }
+  if (resuming) {
+    const std::vector<std::uint8_t> missed = std::exchange(s.outbox_, {});
+    if (!missed.empty()) {
+      SendFrame(peer, missed);
+    }
+    Value args[] = {Value::Handle(s.id())};
+    kernel_.bus().Publish(resumed_topic_, args);
+    return;
+  }
+  sessions_.Announce(s);
 }
 
 void Network::OnInbound(Peer& peer, bool request, ChannelId id, std::uint32_t request_id,
@@ -696,14 +789,11 @@ void Network::Offence(Peer& peer, Channel* ch, Reject reason, double retry_after
 
 void Network::SendResponse(Session& session, std::uint32_t id, Status::Code status,
                            std::span<const std::uint8_t> payload, double retry_after) {
-  if (session.peer_ == nullptr) {
-    return;
-  }
   fb::FlatBufferBuilder b(64 + payload.size());
   auto bytes = PayloadVector(b, payload);
   auto resp =
       w::CreateResponse(b, id, static_cast<std::int32_t>(status), bytes, Millis(retry_after));
-  SendFrame(*session.peer_, Finish(b, w::Body::Response, resp.Union()));
+  SendTo(session, Finish(b, w::Body::Response, resp.Union()));
 }
 
 Status Network::Reply(RequestToken token, Status::Code status,
@@ -742,10 +832,9 @@ Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
   auto bytes = PayloadVector(b, payload);
   auto frame = Finish(b, w::Body::Event, w::CreateEvent(b, channel, bytes).Union());
   for (SessionId id : sessions) {
-    Session* s = sessions_.Get(id);
-    if (s != nullptr && s->peer_ != nullptr) {
+    if (Session* s = sessions_.Get(id)) {
       ++ch->counters().events_sent;
-      SendFrame(*s->peer_, frame);
+      SendTo(*s, frame);  // a session whose link is lost gets it when it resumes
     }
   }
   return Status();
@@ -762,6 +851,7 @@ Status Network::Kick(SessionId session, std::string_view text) {
     return Status::NotFound(fmt::format("session {} is not active", session));
   }
   if (s->peer_ == nullptr) {
+    std::erase(detached_, session);
     sessions_.End(session, ExitReason::kKicked);
   } else {
     End(*s->peer_, ExitReason::kKicked, text);
@@ -821,7 +911,19 @@ void Network::Housekeep() {
       SendFrame(*p, Finish(b, w::Body::Ping, ping.Union()));
     }
   }
-  if (peers_.empty() && housekeeping_ != 0) {
+  // Sessions whose link was lost and whose client did not come back in time end now.
+  const std::vector<SessionId> waiting = detached_;
+  for (SessionId id : waiting) {
+    Session* s = sessions_.Get(id);
+    if (s == nullptr) {
+      std::erase(detached_, id);
+    } else if (now >= s->detached_until_) {
+      std::erase(detached_, id);
+      ++stats_.resumes_expired;
+      sessions_.End(id, s->detach_reason_);
+    }
+  }
+  if (peers_.empty() && detached_.empty() && housekeeping_ != 0) {
     TaskHandle(&kernel_.scheduler(), housekeeping_).Cancel();
     housekeeping_ = 0;
   }
@@ -1023,6 +1125,10 @@ std::string Network::StatsJson() const {
   root["bytes_out"] = s.bytes_out;
   root["frames_in"] = s.frames_in;
   root["error_frames"] = s.error_frames;
+  root["sessions_waiting_resume"] = detached_.size();
+  root["links_lost"] = s.links_lost;
+  root["resumes"] = s.resumes;
+  root["resumes_expired"] = s.resumes_expired;
   root["intents_accepted"] = s.intents_accepted;
   root["intents_rejected"] = s.intents_rejected;
   root["intents_rate_limited"] = s.intents_rate_limited;

@@ -35,6 +35,10 @@
 // decides: in "dev" mode a hello with no Auth.Hello handler is accepted with its user id; in
 // "production" mode Listen() refuses to start without a handler.
 //
+// A link that fails under its session (no Bye) leaves the session waiting
+// net.resume_window_seconds for a Hello with its resume token; what is sent to it meanwhile is
+// kept and delivered after the resumed Welcome (docs/network.md, "Lost links and resume").
+//
 // The transport is a Peer: the TCP one lives in transport.cc (Asio stays out of this header);
 // benchmarks and the fuzzer drive Receive() with a Peer of their own.
 //
@@ -85,6 +89,7 @@ struct NetOptions {
   std::size_t max_sessions = 10000;
   double ping_interval_seconds = 1;
   double idle_timeout_seconds = 15;
+  double resume_window_seconds = 30;  // a lost link's session waits this long; 0: no resume
   AuthMode auth = AuthMode::kDev;
   std::uint32_t offender_drop_first = 5;
   double offender_window_seconds = 10;
@@ -143,6 +148,9 @@ struct NetStats {
   std::uint64_t bytes_out = 0;
   std::uint64_t frames_in = 0;
   std::uint64_t error_frames = 0;
+  std::uint64_t links_lost = 0;       // sessions detached to wait for a resume
+  std::uint64_t resumes = 0;          // sessions resumed by their client
+  std::uint64_t resumes_expired = 0;  // detached sessions ended when the window passed
   // Rejections not attributable to a channel (flood, frame size, envelope, unknown channel).
   std::array<std::uint64_t, kRejectCount> transport_rejected{};
   // Totals over every channel (spec: Net.Stats).
@@ -204,7 +212,8 @@ class Network {
   bool Attach(Peer& peer);
   // Bytes arrived on `peer`: frames are parsed and passed through the pipeline.
   void Receive(Peer& peer, std::span<const std::uint8_t> bytes);
-  // The transport closed on its own (EOF, error). `peer` is not used afterwards.
+  // The transport closed on its own (EOF, error). `peer` is not used afterwards. The session
+  // waits net.resume_window_seconds for its client to come back (resume) before it ends.
   void Detach(Peer& peer, ExitReason reason);
 
   // --- Outbound ---
@@ -245,6 +254,12 @@ class Network {
   void Flood(Peer& peer, std::size_t bytes, std::size_t budget);
   void Refuse(Peer& peer, std::uint8_t reason, std::string_view text, double retry_after);
   void End(Peer& peer, ExitReason reason, std::string_view text);
+  // Unlinks `peer` from the network; its session ends, or waits for a resume when `resumable`.
+  void Unlink(Peer& peer, ExitReason reason, bool resumable);
+  // The session that `token` (a Hello's resume token) names, waiting for its client; or nullptr.
+  Session* Resumable(std::span<const std::uint8_t> token, std::string_view user);
+  // Queues `frame` for `s`: to its peer, or to its outbox while the link is lost.
+  void SendTo(Session& s, std::span<const std::uint8_t> frame);
   void SendFrame(Peer& peer, std::span<const std::uint8_t> frame);
   void SendResponse(Session& session, std::uint32_t id, Status::Code status,
                     std::span<const std::uint8_t> payload, double retry_after);
@@ -262,8 +277,10 @@ class Network {
   Bus::Topic* rate_limited_topic_;
   Bus::Topic* flood_topic_;
   Bus::Topic* rejected_topic_;
+  Bus::Topic* resumed_topic_;
   std::unique_ptr<TcpTransport> transport_;
-  std::vector<Peer*> peers_;  // attached and not closed
+  std::vector<Peer*> peers_;         // attached and not closed
+  std::vector<SessionId> detached_;  // sessions waiting for a resume
   std::size_t half_open_ = 0;
   std::unordered_map<std::string, TokenBucket> handshake_buckets_;
   std::unordered_map<RequestToken, std::unique_ptr<Pending>> pending_;

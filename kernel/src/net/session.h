@@ -106,6 +106,8 @@ class Session {
   TokenBucket& Bucket(const Channel& channel, TimePoint now);
 
   Peer* peer() const { return peer_; }
+  // True while the link is lost and the session waits for the client to resume it.
+  bool detached() const { return detached_; }
 
  private:
   friend class Sessions;
@@ -145,6 +147,13 @@ class Session {
   std::map<std::string, DataSlot, std::less<>> data_;
   std::vector<ChannelBucket> buckets_;  // index = channel id
   Peer* peer_ = nullptr;                // the connection; nullptr once closed
+  // Resume (network.h): the token the client must present, and while detached the deadline,
+  // why the link was lost, and the frames queued for the client meanwhile.
+  std::vector<std::uint8_t> resume_token_;
+  bool detached_ = false;
+  TimePoint detached_until_{};
+  ExitReason detach_reason_ = ExitReason::kTransportError;
+  std::vector<std::uint8_t> outbox_;
 };
 
 class Sessions {

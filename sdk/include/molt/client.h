@@ -24,6 +24,12 @@
  *
  * Channels: the server's Welcome lists them; molt_client_channel() finds one by name. Payloads
  * are the channel's FlatBuffers root type, built by the app with the schema's generated code.
+ *
+ * A lost link (not a refusal or a Bye) is not the end: the client goes RECONNECTING, retries
+ * with exponential backoff and jitter, and presents the session's resume token; inside the
+ * server's resume window (net.resume_window_seconds) it gets the same session back, bindings
+ * intact, with the events and answers sent to it meanwhile. Intents and requests made while
+ * reconnecting are queued; frames that were on the wire when the link broke may be lost.
  */
 #ifndef MOLT_CLIENT_H_
 #define MOLT_CLIENT_H_
@@ -35,7 +41,7 @@ extern "C" {
 #endif
 
 /** @brief The client API version: grows with every append to this header. */
-#define MOLT_CLIENT_API_VERSION 1
+#define MOLT_CLIENT_API_VERSION 2
 
 #if defined(__GNUC__)
 #define MOLT_CLIENT_EXPORT __attribute__((visibility("default")))
@@ -50,6 +56,10 @@ typedef struct molt_client molt_client; /**< opaque */
 #define MOLT_CLIENT_CONNECTING 1 /**< resolving, connecting, or waiting for the Welcome */
 #define MOLT_CLIENT_CONNECTED 2  /**< welcomed: a session exists; channels are known */
 #define MOLT_CLIENT_CLOSED 3     /**< refused, or the server ended the session: see the reason */
+/* --- client API 2 --- */
+/** The link was lost: the client reconnects with exponential backoff (and jitter) and resumes
+ *  its session; sends are queued meanwhile (up to max_send_queue_bytes). */
+#define MOLT_CLIENT_RECONNECTING 4
 
 /** @brief Options for molt_client_create. Zero-initialize, set struct_size, then what you need. */
 typedef struct molt_client_options {
@@ -57,7 +67,13 @@ typedef struct molt_client_options {
   uint32_t reserved;
   double connect_timeout_seconds; /**< resolve + connect + Welcome; 0: 10 s */
   size_t max_send_queue_bytes;    /**< queued outbound bytes before sends fail; 0: 1 MiB */
+  /* --- client API 2 --- */
+  uint32_t flags; /**< MOLT_CLIENT_NO_RECONNECT: a lost link closes the client */
+  uint32_t reserved2;
+  double reconnect_max_seconds; /**< the longest wait between attempts; 0: 8 s (first: 0.1 s) */
 } molt_client_options;
+
+#define MOLT_CLIENT_NO_RECONNECT 1u
 
 /** @brief The connection changed state; `reason` says why (empty when there is none): the
  *  server's Refuse or Bye text prefixed with its reason name, or the transport's error. */

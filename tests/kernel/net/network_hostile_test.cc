@@ -156,7 +156,7 @@ TEST_F(HostileTest, ATruncatedFrameThenACloseLosesNothingElse) {
 }
 
 TEST_F(HostileTest, AFloodOfBytesEndsTheSessionAsFloodAndFiresTheHook) {
-  NetOptions o;
+  NetOptions o = NoResume();
   o.bytes_per_tick = 256;  // 60 ticks: 15 KiB/s, bursts of 1 KiB
   Boot(o);
   const ChannelId say = DeclareSay("chat.Say", true, 1e9);
@@ -194,7 +194,7 @@ TEST_F(HostileTest, AFloodOfBytesEndsTheSessionAsFloodAndFiresTheHook) {
 }
 
 TEST_F(HostileTest, AFloodOfMessagesEndsTheSessionAsFlood) {
-  NetOptions o;
+  NetOptions o = NoResume();
   o.messages_per_tick = 2;  // bursts of 8 messages
   Boot(o);
   Listen();
@@ -214,7 +214,7 @@ TEST_F(HostileTest, AFloodOfMessagesEndsTheSessionAsFlood) {
 }
 
 TEST_F(HostileTest, AHandshakeThatNeverFinishesTimesOut) {
-  NetOptions o;
+  NetOptions o = NoResume();
   o.handshake_timeout_seconds = 0.3;
   Boot(o);
   Listen();
@@ -229,7 +229,7 @@ TEST_F(HostileTest, AHandshakeThatNeverFinishesTimesOut) {
 }
 
 TEST_F(HostileTest, HalfOpenConnectionsAreCapped) {
-  NetOptions o;
+  NetOptions o = NoResume();
   o.max_half_open = 3;
   o.handshakes_per_address = 1000;
   Boot(o);
@@ -254,7 +254,7 @@ TEST_F(HostileTest, HalfOpenConnectionsAreCapped) {
 }
 
 TEST_F(HostileTest, HandshakesPerAddressAreRateLimited) {
-  NetOptions o;
+  NetOptions o = NoResume();
   o.handshakes_per_address = 1;  // burst 2
   Boot(o);
   Listen();
@@ -273,7 +273,7 @@ TEST_F(HostileTest, HandshakesPerAddressAreRateLimited) {
 }
 
 TEST_F(HostileTest, ASlowReaderIsCutOffWithoutDelayingAnyoneElse) {
-  NetOptions o;
+  NetOptions o = NoResume();
   o.max_outbound_bytes = 64 * 1024;
   Boot(o);
   ChannelSpec spec;
@@ -322,7 +322,7 @@ TEST_F(HostileTest, ASlowReaderIsCutOffWithoutDelayingAnyoneElse) {
 }
 
 TEST_F(HostileTest, PingsMeasureRoundTripsAndSilenceTimesOut) {
-  NetOptions o;
+  NetOptions o = NoResume();
   o.ping_interval_seconds = 0.1;
   o.idle_timeout_seconds = 0.6;
   Boot(o);
@@ -345,6 +345,86 @@ TEST_F(HostileTest, PingsMeasureRoundTripsAndSilenceTimesOut) {
   // Silence (the client stops answering) ends the session.
   ASSERT_TRUE(RunUntil([&] { return net_->sessions().count() == 0; }, 3000ms));
   EXPECT_EQ(ends_, std::vector<std::string>{"TimedOut"});
+}
+
+TEST_F(HostileTest, ALostLinkResumesTheSameSessionWithWhatItMissed) {
+  Boot(NetOptions());  // the default window: 30 s
+  ChannelSpec spec;
+  spec.name = "chat.Said";
+  spec.kind = ChannelKind::kEvent;
+  spec.schema = "molt.test.Say";
+  const ChannelId said = net_->channels().Declare(std::move(spec)).value();
+  Listen();
+  LogEnds();
+  int starts = 0;
+  int resumed = 0;
+  int unbound = 0;
+  Connection on = net_->sessions().OnSession([&](Session& s) {
+    ++starts;
+    s.Bind([&] { ++unbound; });
+  });
+  Connection r =
+      kernel_->bus().Subscribe("Kernel.SessionResumed", [&](std::string_view, Args) { ++resumed; });
+  SessionId id = 0;
+  std::vector<std::uint8_t> token;
+  Run([&] {
+    TestClient c(port_);
+    Frame f = c.Hello("ada");
+    ASSERT_EQ(f.type(), w::Body::Welcome);
+    const w::Welcome* wel = f.envelope()->body_as_Welcome();
+    id = wel->session_id();
+    token.assign(wel->resume_token()->begin(), wel->resume_token()->end());
+    EXPECT_EQ(token.size(), 16u);
+    EXPECT_FALSE(wel->resumed());
+    EXPECT_EQ(wel->resume_window_ms(), 30000u);
+  });  // the socket closes without a Bye: the link is lost, not the session
+  ASSERT_TRUE(RunUntil([&] { return net_->stats().links_lost == 1; }));
+  Session* s = net_->sessions().Get(id);
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(s->detached());
+  ASSERT_TRUE(net_->Send(said, id, SayPayload("while you were away")).ok());  // kept for it
+  Run([&] {
+    TestClient stranger(port_);  // a token for another user resumes nothing
+    Frame f = stranger.Resume("mallory", token);
+    ASSERT_EQ(f.type(), w::Body::Welcome);
+    EXPECT_NE(f.envelope()->body_as_Welcome()->session_id(), id);
+    EXPECT_FALSE(f.envelope()->body_as_Welcome()->resumed());
+    TestClient back(port_);
+    f = back.Resume("ada", token);
+    ASSERT_EQ(f.type(), w::Body::Welcome);
+    EXPECT_EQ(f.envelope()->body_as_Welcome()->session_id(), id);
+    EXPECT_TRUE(f.envelope()->body_as_Welcome()->resumed());
+    Frame missed = back.NextOf(w::Body::Event);
+    ASSERT_EQ(missed.type(), w::Body::Event);
+    const auto* p = missed.envelope()->body_as_Event()->payload();
+    EXPECT_EQ(flatbuffers::GetRoot<molt::test::Say>(p->data())->text()->str(),
+              "while you were away");
+    back.Bye();
+    EXPECT_EQ(back.WaitClosed(), "closed");
+  });
+  EXPECT_EQ(starts, 2);  // ada once (not again on resume), mallory once
+  EXPECT_EQ(resumed, 1);
+  EXPECT_EQ(net_->stats().resumes, 1u);
+  ASSERT_TRUE(RunUntil([&] { return net_->sessions().Get(id) == nullptr; }));
+  EXPECT_EQ(unbound, 1);  // ada's binding ran once, when she said bye (mallory's link waits)
+}
+
+TEST_F(HostileTest, ASessionWhoseClientNeverComesBackEndsWhenTheWindowPasses) {
+  NetOptions o = NoResume();
+  o.resume_window_seconds = 0.3;
+  Boot(o);
+  Listen();
+  LogEnds();
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+  });
+  ASSERT_TRUE(RunUntil([&] { return net_->stats().links_lost == 1; }));
+  EXPECT_EQ(net_->sessions().count(), 1u);
+  EXPECT_TRUE(ends_.empty());
+  ASSERT_TRUE(RunUntil([&] { return net_->sessions().count() == 0; }, 3000ms));
+  EXPECT_EQ(ends_, std::vector<std::string>{"ClientClosed"});
+  EXPECT_EQ(net_->stats().resumes_expired, 1u);
 }
 
 TEST_F(HostileTest, KickAndShutdownSayWhyBeforeClosing) {

@@ -140,7 +140,7 @@ TEST_F(NetTest, AuthHelloDecidesAndMayReplaceTheUserId) {
 }
 
 TEST_F(NetTest, ProductionAuthRefusesToListenWithoutAValidator) {
-  NetOptions o;
+  NetOptions o = NoResume();
   o.auth = AuthMode::kProduction;
   Boot(o);
   Status s = net_->Listen();
@@ -276,7 +276,7 @@ TEST_F(NetTest, TheTokenBucketIsPerSessionPerChannel) {
 }
 
 TEST_F(NetTest, RepeatOffendersAreDroppedThenToldThenDisconnected) {
-  NetOptions o;
+  NetOptions o = NoResume();
   o.offender_drop_first = 2;
   o.offender_kick_after = 6;
   o.error_frame_gap_seconds = 0;

@@ -110,9 +110,10 @@ class TestClient {
   static std::vector<std::uint8_t> HelloFrame(const std::string& user, std::uint32_t version = 1,
                                               std::uint64_t hash = 0,
                                               std::vector<std::uint8_t> credentials = {},
-                                              std::vector<std::uint8_t> join = {}) {
+                                              std::vector<std::uint8_t> join = {},
+                                              std::vector<std::uint8_t> resume = {}) {
     flatbuffers::FlatBufferBuilder b;
-    auto hello = w::CreateHelloDirect(b, version, hash, user.c_str(), &credentials, &join);
+    auto hello = w::CreateHelloDirect(b, version, hash, user.c_str(), &credentials, &join, &resume);
     return Finish(b, w::Body::Hello, hello.Union());
   }
   static std::vector<std::uint8_t> IntentFrame(std::uint16_t channel,
@@ -141,6 +142,11 @@ class TestClient {
     return SendRaw(Finish(b, w::Body::Bye, w::CreateByeDirect(b, "ClientClosed", "").Union()));
   }
 
+  // Sends a hello carrying a resume token and returns the answer.
+  Frame Resume(const std::string& user, std::vector<std::uint8_t> token) {
+    SendRaw(HelloFrame(user, 1, 0, {}, {}, std::move(token)));
+    return Next();
+  }
   // Sends a hello and returns the answer (Welcome or Refuse).
   Frame Hello(const std::string& user, std::uint32_t version = 1, std::uint64_t hash = 0,
               std::vector<std::uint8_t> credentials = {}) {
