@@ -83,11 +83,7 @@ class ClientTest : public NetTest {
 };
 
 TEST_F(ClientTest, ConnectsSendsIntentsAndReceivesEvents) {
-  ChannelSpec said;
-  said.name = "chat.Said";
-  said.kind = ChannelKind::kEvent;
-  said.schema = "molt.test.Say";
-  const ChannelId said_id = net_->channels().Declare(std::move(said)).value();
+  const ChannelId said_id = DeclareEvent("chat.Said");
   std::vector<std::string> heard;
   DeclareSay("chat.Say", true, 100, [&](Session& s, std::span<Value> args) {
     auto* m = flatbuffers::GetRoot<molt::test::Say>(args[0].as.ptr);
@@ -220,11 +216,7 @@ TEST_F(ClientTest, PingsGiveTheClientARoundTripTime) {
 
 TEST_F(ClientTest, ALostLinkReconnectsAndResumesTheSessionWithNothingLost) {
   Boot(NetOptions());  // the server keeps a lost link's session for 30 s
-  ChannelSpec said;
-  said.name = "chat.Said";
-  said.kind = ChannelKind::kEvent;
-  said.schema = "molt.test.Say";
-  const ChannelId said_id = net_->channels().Declare(std::move(said)).value();
+  const ChannelId said_id = DeclareEvent("chat.Said");
   std::vector<std::string> heard;
   const ChannelId say = DeclareSay("chat.Say", true, 100, [&](Session& s, std::span<Value> args) {
     heard.push_back(std::to_string(s.id()) + " " +

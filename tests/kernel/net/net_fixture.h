@@ -116,6 +116,17 @@ class NetTest : public ::testing::Test {
     return id.ok() ? id.value() : 0;
   }
 
+  // Declares an event channel (server -> client) carrying molt.test.Say.
+  ChannelId DeclareEvent(const std::string& name) {
+    ChannelSpec spec;
+    spec.name = name;
+    spec.kind = ChannelKind::kEvent;
+    spec.schema = "molt.test.Say";
+    auto id = net_->channels().Declare(std::move(spec));
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? id.value() : 0;
+  }
+
   // Runs the kernel loop until `done` or `timeout`.
   bool RunUntil(const std::function<bool()>& done,
                 std::chrono::milliseconds timeout = std::chrono::milliseconds(20000)) {

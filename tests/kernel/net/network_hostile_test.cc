@@ -276,11 +276,7 @@ TEST_F(HostileTest, ASlowReaderIsCutOffWithoutDelayingAnyoneElse) {
   NetOptions o = NoResume();
   o.max_outbound_bytes = 64 * 1024;
   Boot(o);
-  ChannelSpec spec;
-  spec.name = "world.State";
-  spec.kind = ChannelKind::kEvent;
-  spec.schema = "molt.test.Say";
-  const ChannelId state = net_->channels().Declare(std::move(spec)).value();
+  const ChannelId state = DeclareEvent("world.State");
   Listen();
   slow_cut_ = false;
   end_log_ = kernel_->bus().Subscribe("Kernel.SessionEnd", [this](std::string_view, Args a) {
@@ -349,11 +345,7 @@ TEST_F(HostileTest, PingsMeasureRoundTripsAndSilenceTimesOut) {
 
 TEST_F(HostileTest, ALostLinkResumesTheSameSessionWithWhatItMissed) {
   Boot(NetOptions());  // the default window: 30 s
-  ChannelSpec spec;
-  spec.name = "chat.Said";
-  spec.kind = ChannelKind::kEvent;
-  spec.schema = "molt.test.Say";
-  const ChannelId said = net_->channels().Declare(std::move(spec)).value();
+  const ChannelId said = DeclareEvent("chat.Said");
   Listen();
   LogEnds();
   int starts = 0;

@@ -374,11 +374,7 @@ TEST_F(NetTest, RequestsAreAnsweredRejectedOrTimedOut) {
 }
 
 TEST_F(NetTest, EventsGoToOneSessionAListOrEveryone) {
-  ChannelSpec spec;
-  spec.name = "chat.Said";
-  spec.kind = ChannelKind::kEvent;
-  spec.schema = "molt.test.Say";
-  const ChannelId said = net_->channels().Declare(std::move(spec)).value();
+  const ChannelId said = DeclareEvent("chat.Said");
   ChannelSpec bad;
   bad.name = "chat.Bad";
   bad.kind = ChannelKind::kEvent;
