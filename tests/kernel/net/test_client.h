@@ -66,6 +66,7 @@ class TestClient {
   ~TestClient() { Close(); }
 
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }
   void Close() {
     if (fd_ >= 0) {
       ::close(fd_);

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: tests/bench/client_bench.cc
+//
+// A request's round trip through libmolt_client and a listening Network (DESIGN.md §11: p50 for
+// one client within 1.3 x a raw Asio ping-pong), beside that baseline measured in the same run:
+// a plain Boost.Asio echo server (async_read_some, async_write) and a blocking POSIX client
+// sending the same number of bytes and waiting for them back. In both cases the server runs on
+// its own thread and the client spins on the benchmark's thread. Results: docs/benchmarks.md.
+#include <benchmark/benchmark.h>
+#include <molt/client.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <limits>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "kernel/src/core/kernel.h"
+#include "kernel/src/core/logger.h"
+#include "kernel/src/net/network.h"
+#include "net_fixture.h"
+#include "test_client.h"
+
+namespace molt::kernel::net {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Per-iteration times, reported as p50 and p99 counters (microseconds).
+void ReportPercentiles(benchmark::State& state, std::vector<double>& us) {
+  if (us.empty()) {
+    return;
+  }
+  std::sort(us.begin(), us.end());
+  state.counters["p50_us"] = us[us.size() / 2];
+  state.counters["p99_us"] = us[std::min(us.size() - 1, us.size() * 99 / 100)];
+}
+
+void OnAnswer(void* ud, molt_status_t status, const void*, std::size_t) {
+  *static_cast<molt_status_t*>(ud) = status;
+}
+
+void BM_ClientRequestRoundTrip(benchmark::State& state) {
+  Logger::Get().SetConsoleEnabled(false);
+  auto booted = Kernel::Boot(KernelOptions());
+  if (!booted.ok()) {
+    state.SkipWithError(booted.status().ToString().c_str());
+    return;
+  }
+  std::unique_ptr<Kernel> kernel = std::move(booted.value());
+  NetOptions o;
+  o.port = 0;
+  o.messages_per_tick = 1 << 20;  // a spinning client sends ~25k requests/s: not a flood here
+  o.bytes_per_tick = 1 << 30;
+  auto net = std::make_unique<Network>(*kernel, o);
+  ChannelSpec spec;
+  spec.name = "bench.Echo";
+  spec.kind = ChannelKind::kRequest;
+  spec.schema = "molt.test.Add";
+  spec.verify = VerifyAdd;
+  spec.rules = {FieldRule::Range(0, "amount", FieldType::kInt32, 0, 1000)};
+  spec.rate = std::numeric_limits<double>::infinity();
+  Network* n = net.get();
+  spec.on_request = [n](Session&, std::span<Value> args, RequestToken reply) {
+    (void)n->Reply(reply, Status::Code::kOk,
+                   std::span(static_cast<const std::uint8_t*>(args[0].as.ptr), args[0].size));
+  };
+  const ChannelId echo = net->channels().Declare(std::move(spec)).value();
+  if (!net->Listen().ok()) {
+    state.SkipWithError("listen failed");
+    return;
+  }
+  const std::uint16_t port = net->port();
+  std::thread loop([&] { kernel->loop().Run(); });
+
+  molt_client* c = nullptr;
+  molt_client_create(nullptr, &c);
+  molt_client_connect(c, "127.0.0.1", port, "bench", nullptr, 0, nullptr, 0);
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (molt_client_state(c) == MOLT_CLIENT_CONNECTING && Clock::now() < deadline) {
+    molt_client_step(c, 0);
+  }
+  const std::vector<std::uint8_t> payload = AddPayload(21);
+  std::vector<double> us;
+  if (molt_client_state(c) != MOLT_CLIENT_CONNECTED) {
+    state.SkipWithError("the client did not connect");
+  } else {
+    for (auto _ : state) {
+      molt_status_t answer = 1;
+      const auto t0 = Clock::now();
+      molt_client_request(c, echo, payload.data(), payload.size(), 0, OnAnswer, &answer);
+      while (answer == 1) {
+        molt_client_step(c, 0);
+      }
+      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      if (answer != MOLT_OK) {
+        state.SkipWithError("a request failed");
+        break;
+      }
+    }
+  }
+  ReportPercentiles(state, us);
+  state.counters["request_bytes"] =
+      static_cast<double>(test::TestClient::RequestFrame(echo, 1, payload).size());
+  molt_client_disconnect(c);
+  molt_client_destroy(c);
+  kernel->loop().Post([&] { kernel->loop().Stop(); });
+  loop.join();
+  net.reset();
+  (void)kernel->Shutdown();
+  kernel.reset();
+  Logger::Get().SetConsoleEnabled(true);
+}
+BENCHMARK(BM_ClientRequestRoundTrip)->Unit(benchmark::kMicrosecond);
+
+// The baseline: raw Asio echo, one blocking client, the same frame size as the request.
+void BM_AsioPingPongBaseline(benchmark::State& state) {
+  namespace ip = boost::asio::ip;
+  boost::asio::io_context io;
+  ip::tcp::acceptor acceptor(io, ip::tcp::endpoint(ip::make_address("127.0.0.1"), 0));
+  struct Echo : std::enable_shared_from_this<Echo> {
+    explicit Echo(ip::tcp::socket s) : socket(std::move(s)), in(16 * 1024) {}
+    void Read() {
+      socket.async_read_some(
+          boost::asio::buffer(in),
+          [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+            if (ec) {
+              return;
+            }
+            boost::asio::async_write(self->socket, boost::asio::buffer(self->in.data(), n),
+                                     [self](boost::system::error_code e, std::size_t) {
+                                       if (!e) {
+                                         self->Read();
+                                       }
+                                     });
+          });
+    }
+    ip::tcp::socket socket;
+    std::vector<std::uint8_t> in;
+  };
+  acceptor.async_accept([](boost::system::error_code ec, ip::tcp::socket s) {
+    if (!ec) {
+      s.set_option(ip::tcp::no_delay(true));
+      std::make_shared<Echo>(std::move(s))->Read();
+    }
+  });
+  std::thread server([&] { io.run(); });
+  test::TestClient client(acceptor.local_endpoint().port());
+  const std::vector<std::uint8_t> frame = test::TestClient::RequestFrame(0, 1, AddPayload(21));
+  std::vector<std::uint8_t> back(frame.size());
+  std::vector<double> us;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    client.SendRaw(frame);
+    std::size_t got = 0;
+    while (got < back.size()) {
+      const ssize_t r = ::recv(client.fd(), back.data() + got, back.size() - got, 0);
+      if (r <= 0) {
+        state.SkipWithError("the echo server closed");
+        break;
+      }
+      got += static_cast<std::size_t>(r);
+    }
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  ReportPercentiles(state, us);
+  state.counters["request_bytes"] = static_cast<double>(frame.size());
+  client.Close();
+  io.stop();
+  server.join();
+}
+BENCHMARK(BM_AsioPingPongBaseline)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace molt::kernel::net
