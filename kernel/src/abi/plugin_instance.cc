@@ -244,20 +244,25 @@ Status PluginInstance::Stop() {
   if (initialized_ && info_.stop != nullptr) {
     result = CallLifecycle("stop", [this] { return info_.stop(state_); });
   }
-  // Release what the plugin left, newest first; then its root scope.
-  const std::size_t leftovers = resources_.size();
-  while (!resources_.empty()) {
-    auto it = std::prev(resources_.end());
-    Resource r = std::move(it->second);
-    resources_.erase(it);
-    ReleaseResource(r);
-  }
-  // What it bound to sessions (bindings, data, onSession handlers) goes with it. An instance
-  // that never ran init bound nothing.
+  // What it bound to sessions runs first (bindings, data, onSession handlers): those cleanups
+  // may still use its channels and tasks. An instance that never ran init bound nothing.
   if (net::Network* net = live_ ? shared_.network() : nullptr) {
     net->sessions().ReleaseOwner(this);
   }
+  // Release what the plugin left, newest first; then its root scope; then whatever the scope's
+  // cleanups created meanwhile.
+  const std::size_t leftovers = resources_.size();
+  auto drain = [this] {
+    while (!resources_.empty()) {
+      auto it = std::prev(resources_.end());
+      Resource r = std::move(it->second);
+      resources_.erase(it);
+      ReleaseResource(r);
+    }
+  };
+  drain();
   root_scope_->Close();
+  drain();
   live_ = false;
   if (leftovers > 0) {
     log_.Debug("released {} resources the plugin left at stop", leftovers);

@@ -46,8 +46,9 @@ constexpr double kDefaultReconnectMax = 8;
 // The size of molt_client_options in client API 1 (struct_size may be that of any version).
 constexpr std::uint32_t kOptionsV1Size = offsetof(molt_client_options, flags);
 
+// Seconds as a duration, clamped to [0, 11 days] so no conversion overflows.
 std::chrono::nanoseconds Seconds(double s) {
-  return std::chrono::nanoseconds(static_cast<std::int64_t>(s * 1e9));
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(std::clamp(s, 0.0, 1e6) * 1e9));
 }
 
 }  // namespace
@@ -120,7 +121,9 @@ struct molt_client {
     }
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    // The Hello goes first, before anything queued while the link was down.
+    linked = true;
+    last_receive = Clock::now();
+    // The Hello goes first; what the app queued while the link was down waits for the Welcome.
     fb::FlatBufferBuilder b(256);
     auto hello = w::CreateHelloDirect(b, molt::kernel::net::kProtocolVersion, 0, user.c_str(),
                                       &credentials, &join_data, &resume_token);
@@ -187,8 +190,17 @@ struct molt_client {
         return OnWelcome(env->body_as_Welcome());
       case w::Body::Refuse: {
         const w::Refuse* r = env->body_as_Refuse();
-        return Closed(std::string(w::EnumNameRefuseReason(r->reason())) + ": " +
-                      (r->text() ? r->text()->str() : ""));
+        const std::string why = std::string(w::EnumNameRefuseReason(r->reason())) + ": " +
+                                (r->text() ? r->text()->str() : "");
+        const bool passing = r->reason() == w::RefuseReason::RateLimited ||
+                             r->reason() == w::RefuseReason::ServerFull ||
+                             r->reason() == w::RefuseReason::ShuttingDown;
+        if (state == MOLT_CLIENT_RECONNECTING && passing) {
+          // A busy server is not the end of a session being resumed: try again later.
+          backoff = std::max(backoff, r->retry_after_ms() / 1000.0);
+          return Lost(why);
+        }
+        return Closed(why);
       }
       case w::Body::Bye: {
         const w::Bye* m = env->body_as_Bye();
@@ -217,6 +229,9 @@ struct molt_client {
         return;
       }
       case w::Body::Ping: {
+        if (queued() > max_send_queue) {
+          return;  // a server that pings and never reads does not grow our queue
+        }
         const w::Ping* m = env->body_as_Ping();
         fb::FlatBufferBuilder b(64);
         Queue(b, w::Body::Pong, w::CreatePong(b, m->seq(), m->time_ns()).Union());
@@ -247,7 +262,14 @@ struct molt_client {
     const bool was_reconnecting = state == MOLT_CLIENT_RECONNECTING;
     const bool resumed = was_reconnecting && wel->resumed() && wel->session_id() == session;
     if (was_reconnecting && !resumed) {
-      FailPending();  // the old session is gone: nobody will answer its requests
+      // The old session is gone: nobody will answer its requests, and what was queued for it
+      // (with its channel ids) is not sent to the new one.
+      ClearBacklog();
+      const std::uint64_t gen = generation;
+      FailPending();
+      if (gen != generation) {
+        return;  // a callback disconnected
+      }
     }
     session = wel->session_id();
     resume_token.clear();
@@ -275,6 +297,13 @@ struct molt_client {
       }
     }
     next_ping = now + Seconds(ping_interval > 0 ? ping_interval : 1);
+    bytes_per_tick = wel->bytes_per_tick();
+    messages_per_tick = wel->messages_per_tick();
+    if (resumed) {  // what the app sent while the link was down goes now, after the Welcome
+      out.insert(out.end(), backlog.begin(), backlog.end());
+      ClearBacklog();
+      Flush();
+    }
     SetState(MOLT_CLIENT_CONNECTED, !was_reconnecting ? ""
                                     : resumed
                                         ? "resumed"
@@ -283,6 +312,7 @@ struct molt_client {
 
   // The server ended it (Refuse, Bye): no retry.
   void Closed(const std::string& reason) {
+    state = MOLT_CLIENT_CLOSED;  // before the requests' callbacks: they may not send any more
     Teardown();
     SetState(MOLT_CLIENT_CLOSED, reason);
   }
@@ -307,12 +337,19 @@ struct molt_client {
   void DropTransport() {
     ++generation;  // completions of the old connection are ignored from here on
     attempting = false;
+    linked = false;
     boost::system::error_code ignored;
     resolver.cancel();
     socket.close(ignored);
     socket = tcp::socket(io);
     rx.clear();
     writing.clear();  // on the wire when the link broke: may be lost
+  }
+
+  void ClearBacklog() {
+    backlog.clear();
+    backlog_frames = 0;
+    backlog_per_channel.clear();
   }
 
   // Every request in flight is answered MOLT_ERR_TIMEOUT.
@@ -328,6 +365,7 @@ struct molt_client {
   void Teardown() {
     DropTransport();
     out.clear();
+    ClearBacklog();
     session = 0;
     resume_token.clear();
     backoff = kFirstReconnectDelay;
@@ -343,14 +381,17 @@ struct molt_client {
 
   // --- Outbound ---
 
+  // Queues a frame; the app's intents and requests wait in the backlog while reconnecting.
   void Queue(fb::FlatBufferBuilder& b, w::Body type, fb::Offset<void> body) {
     b.FinishSizePrefixed(w::CreateEnvelope(b, type, body));
-    out.insert(out.end(), b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+    const bool app = type == w::Body::Intent || type == w::Body::Request;
+    std::vector<std::uint8_t>& to = app && state == MOLT_CLIENT_RECONNECTING ? backlog : out;
+    to.insert(to.end(), b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
     Flush();
   }
 
   void Flush() {
-    if (!writing.empty() || out.empty() || !socket.is_open()) {
+    if (!linked || !writing.empty() || out.empty()) {
       return;
     }
     writing.swap(out);
@@ -368,7 +409,7 @@ struct molt_client {
                       });
   }
 
-  std::size_t queued() const { return out.size() + writing.size(); }
+  std::size_t queued() const { return out.size() + writing.size() + backlog.size(); }
 
   // --- Timers, checked once per step ---
 
@@ -395,6 +436,11 @@ struct molt_client {
         ++it;
       }
     }
+    const double silence = 3 * (ping_interval > 0 ? ping_interval : 1) + 2;
+    if (state == MOLT_CLIENT_CONNECTED && linked && now - last_receive > Seconds(silence)) {
+      return Lost("nothing from the server for " + std::to_string(static_cast<int>(silence)) +
+                  " s");
+    }
     if (state == MOLT_CLIENT_CONNECTED && now >= next_ping) {
       next_ping = now + Seconds(ping_interval > 0 ? ping_interval : 1);
       fb::FlatBufferBuilder b(64);
@@ -418,6 +464,14 @@ struct molt_client {
   std::string host;
   std::uint16_t port = 0;
   std::vector<std::uint8_t> resume_token;
+  bool linked = false;  // TCP connected: frames may be written (the Hello first)
+  // While reconnecting: the app's frames, kept within one tick of the server's budgets and each
+  // channel's burst, so the resumed burst is never a flood or a rate-limit rejection.
+  std::vector<std::uint8_t> backlog;
+  std::uint32_t backlog_frames = 0;
+  std::unordered_map<std::uint16_t, std::uint32_t> backlog_per_channel;
+  std::uint32_t bytes_per_tick = 8192;
+  std::uint32_t messages_per_tick = 64;
   std::int32_t state = MOLT_CLIENT_IDLE;
   std::string error;
   std::string target;
@@ -491,10 +545,24 @@ molt_status_t CheckSend(molt_client& c, std::uint16_t id, w::ChannelKind kind, c
     return c.Fail(MOLT_ERR_STATE, "the send queue is full (" + std::to_string(c.queued()) +
                                       " bytes; max_send_queue_bytes)");
   }
+  const bool down = c.state == MOLT_CLIENT_RECONNECTING;
+  const double burst = it->second.bucket.unlimited() ? 1e9 : it->second.bucket.burst();
+  if (down &&
+      (c.backlog_frames + 1 > c.messages_per_tick ||
+       c.backlog.size() + size + 64 > c.bytes_per_tick || c.backlog_per_channel[id] + 1 > burst)) {
+    return c.Fail(MOLT_ERR_STATE,
+                  "the link is down and " + std::to_string(c.backlog_frames) +
+                      " messages wait for it (the server's per-tick budget and the channel's "
+                      "burst): try again once reconnected");
+  }
   if (!it->second.bucket.Take(Clock::now())) {
     return c.Fail(MOLT_ERR_RATE_LIMITED, "channel \"" + it->second.name + "\" allows " +
                                              std::to_string(it->second.bucket.rate()) +
                                              " per second: the server would refuse this one");
+  }
+  if (down) {
+    ++c.backlog_per_channel[id];
+    ++c.backlog_frames;
   }
   *out = &it->second;
   return MOLT_OK;
@@ -582,6 +650,7 @@ molt_status_t molt_client_disconnect(molt_client* client) {
       c.socket.non_blocking(true, ignored);
       asio::write(c.socket, asio::buffer(c.out), ignored);
     }
+    c.state = MOLT_CLIENT_IDLE;  // before the requests' callbacks: they may not send any more
     c.Teardown();
     c.SetState(MOLT_CLIENT_IDLE, "disconnected by the app");
     return MOLT_OK;

@@ -317,7 +317,7 @@ Status ChannelRegistry::Remove(ChannelId id) {
   if (Find(id) == nullptr) {
     return Status::NotFound(fmt::format("channel id {} is not declared", id));
   }
-  by_id_[id].reset();
+  Retire(by_id_[id]);
   --live_;
   return Status();
 }
@@ -325,10 +325,17 @@ Status ChannelRegistry::Remove(ChannelId id) {
 void ChannelRegistry::RemoveOwner(const void* owner) {
   for (auto& ch : by_id_) {
     if (ch != nullptr && ch->owner_ == owner) {
-      ch.reset();
+      Retire(ch);
       --live_;
     }
   }
+}
+
+void ChannelRegistry::Retire(std::unique_ptr<Channel>& slot) {
+  if (holds_ > 0) {
+    retired_.push_back(std::move(slot));
+  }
+  slot.reset();
 }
 
 Channel* ChannelRegistry::Find(std::string_view name) {

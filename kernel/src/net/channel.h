@@ -190,6 +190,23 @@ class Channel {
 
 class ChannelRegistry {
  public:
+  // Keeps removed channels alive while it exists: a handler may remove its own channel while
+  // the pipeline still holds it.
+  class Hold {
+   public:
+    explicit Hold(ChannelRegistry& registry) : registry_(registry) { ++registry_.holds_; }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+    ~Hold() {
+      if (--registry_.holds_ == 0) {
+        registry_.retired_.clear();
+      }
+    }
+
+   private:
+    ChannelRegistry& registry_;
+  };
+
   ChannelRegistry(Hooks& hooks, Bus& bus);
   ChannelRegistry(const ChannelRegistry&) = delete;
   ChannelRegistry& operator=(const ChannelRegistry&) = delete;
@@ -215,12 +232,16 @@ class ChannelRegistry {
   std::uint64_t ProtocolHash() const;
 
  private:
+  void Retire(std::unique_ptr<Channel>& slot);
+
   Hooks& hooks_;
   Bus& bus_;
   std::vector<std::unique_ptr<Channel>> by_id_;  // index = id; null when not declared
   std::unordered_map<std::string, ChannelId, internal::StringHash, std::equal_to<>> ids_;
   std::vector<std::uint32_t> epochs_;
   std::size_t live_ = 0;
+  std::vector<std::unique_ptr<Channel>> retired_;  // removed while a Hold existed
+  int holds_ = 0;
 };
 
 // OK, or `channel name "..." is invalid: use 1..120 characters of [A-Za-z0-9_.-]`.

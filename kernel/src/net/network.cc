@@ -245,10 +245,12 @@ void Network::Unlink(Peer& peer, ExitReason reason, bool resumable) {
 }
 
 Session* Network::Resumable(std::span<const std::uint8_t> token, std::string_view user) {
-  if (token.empty()) {
+  if (token.empty() || options_.resume_window_seconds <= 0) {
     return nullptr;
   }
-  for (SessionId id : detached_) {
+  // Detached sessions, and attached ones too: the old link may have died without the server
+  // noticing yet (the client then takes its session over).
+  for (SessionId id : sessions_.ActiveIds()) {
     Session* s = sessions_.Get(id);
     if (s == nullptr || s->user() != user || s->resume_token_.size() != token.size()) {
       continue;
@@ -272,7 +274,8 @@ void Network::SendTo(Session& s, std::span<const std::uint8_t> frame) {
   if (!s.detached_) {
     return;
   }
-  if (s.outbox_.size() + frame.size() > options_.max_outbound_bytes) {
+  // Half the outbound cap: the flush on resume queues behind the Welcome and must fit.
+  if (s.outbox_.size() + frame.size() > options_.max_outbound_bytes / 2) {
     ++stats_.slow_readers;
     std::erase(detached_, s.id());
     sessions_.End(s.id(), ExitReason::kSlowReader);  // it could never catch up
@@ -333,6 +336,7 @@ void Network::Receive(Peer& peer, std::span<const std::uint8_t> bytes) {
   const TimePoint started = RealNow();
   const TimePoint now = batch_now_ = kernel_.scheduler().Now();
   Sessions::Hold hold(sessions_);
+  ChannelRegistry::Hold channels_hold(channels_);  // a handler may remove its own channel
   stats_.bytes_in += bytes.size();
   peer.last_receive_ = now;
   // 1. The byte budget, charged for what arrived before anything is decoded.
@@ -560,6 +564,11 @@ void Network::OnHello(Peer& peer, const void* raw) {
                         : sessions_.Create(std::move(user),
                                            std::vector<std::uint8_t>(join.begin(), join.end()),
                                            peer.address(), kernel_.scheduler().Now());
+  if (resuming && s.peer_ != nullptr) {  // take the session over from its old link
+    Peer* old = s.peer_;
+    Unlink(*old, ExitReason::kTransportError, /*resumable=*/true);
+    old->Close(/*flush=*/false);
+  }
   if (resuming) {
     std::erase(detached_, s.id());
     s.detached_ = false;
@@ -590,6 +599,9 @@ void Network::OnHello(Peer& peer, const void* raw) {
     const std::vector<std::uint8_t> missed = std::exchange(s.outbox_, {});
     if (!missed.empty()) {
       SendFrame(peer, missed);
+    }
+    if (peer.closed_) {
+      return;
     }
     Value args[] = {Value::Handle(s.id())};
     kernel_.bus().Publish(resumed_topic_, args);
@@ -802,6 +814,12 @@ Status Network::Reply(RequestToken token, Status::Code status,
   if (it == pending_.end()) {
     return Status::Stale("the request was already answered or timed out");
   }
+  if (payload.size() + 64 > options_.max_frame_bytes) {
+    return Status::InvalidArgument(fmt::format(
+        "an answer of {} bytes does not fit a frame (net.max_frame_bytes = {}); the request "
+        "is still open",
+        payload.size(), options_.max_frame_bytes));
+  }
   std::unique_ptr<Pending> p = std::move(it->second);
   pending_.erase(it);
   p->timeout.Cancel();
@@ -831,6 +849,8 @@ Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
   fb::FlatBufferBuilder b(64 + payload.size());
   auto bytes = PayloadVector(b, payload);
   auto frame = Finish(b, w::Body::Event, w::CreateEvent(b, channel, bytes).Union());
+  ChannelRegistry::Hold hold(channels_);  // an ending session's hooks may remove the channel
+  Sessions::Hold sessions_hold(sessions_);
   for (SessionId id : sessions) {
     if (Session* s = sessions_.Get(id)) {
       ++ch->counters().events_sent;
@@ -894,9 +914,9 @@ void Network::Housekeep() {
       continue;
     }
     if (now - p->last_receive_ > Seconds(options_.idle_timeout_seconds)) {
-      End(*p, ExitReason::kTimedOut,
-          fmt::format("nothing received for {} s (net.idle_timeout_seconds)",
-                      options_.idle_timeout_seconds));
+      // A silent link is a lost link: the session waits for a resume like any other.
+      Unlink(*p, ExitReason::kTimedOut, /*resumable=*/true);
+      p->Close(/*flush=*/false);
       continue;
     }
     if (options_.ping_interval_seconds <= 0) {

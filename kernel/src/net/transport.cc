@@ -47,7 +47,11 @@ struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
 class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> {
  public:
   TcpPeer(TcpTransport::Impl& t, tcp::socket socket, std::string address)
-      : Peer(std::move(address)), t_(t), socket_(std::move(socket)), in_(kReadBuffer) {}
+      : Peer(std::move(address)),
+        t_(t),
+        socket_(std::move(socket)),
+        linger_(t.io),
+        in_(kReadBuffer) {}
 
   void Start() { Read(); }
 
@@ -74,11 +78,49 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
       return;
     }
     done_ = true;
-    if (flush) {
-      WriteWhatFits();  // best effort: the loop may not run again (shutdown)
+    if (flush && WriteWhatFits() && queued_bytes() == 0) {
+      Linger();
+      return;
     }
     Abort();
     t_.Forget(this);
+  }
+
+  // Everything (the Bye last) is in the kernel's send buffer: send FIN, then read and discard
+  // until the client closes too (or 2 s pass), so unread input does not turn the close into a
+  // reset that could destroy the Bye in flight.
+  void Linger() {
+    boost::system::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    linger_.expires_after(std::chrono::seconds(2));
+    linger_.async_wait([self = shared_from_this()](boost::system::error_code) { self->Finish(); });
+    Drain();
+  }
+  void Drain() {
+    socket_.async_read_some(asio::buffer(in_),
+                            [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                              if (ec) {
+                                self->Finish();
+                              } else {
+                                self->Drain();
+                              }
+                            });
+  }
+  void Finish() {
+    if (finished_) {
+      return;
+    }
+    finished_ = true;
+    linger_.cancel();
+    Abort();
+    t_.Forget(this);
+  }
+
+  // The transport goes away: close now, and no pending handler may reach it afterwards.
+  void Discard() {
+    finished_ = true;
+    linger_.cancel();
+    Abort();
   }
 
   // Closes the socket without a word to the Network.
@@ -158,7 +200,9 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
 
   TcpTransport::Impl& t_;
   tcp::socket socket_;
+  asio::steady_timer linger_;
   std::vector<std::uint8_t> in_;
+  bool finished_ = false;
   std::vector<std::uint8_t> out_;
   std::size_t out_pos_ = 0;
   bool flush_posted_ = false;
@@ -214,7 +258,7 @@ TcpTransport::TcpTransport(Network& network, asio::io_context& io)
 TcpTransport::~TcpTransport() {
   StopAccepting();
   for (auto& [raw, peer] : impl_->peers) {
-    peer->Abort();
+    peer->Discard();
   }
   impl_->peers.clear();
 }

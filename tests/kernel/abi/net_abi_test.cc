@@ -99,8 +99,10 @@ TEST_F(NetAbiTest, AStoppingPluginTakesItsChannelsAndBindingsAndLeavesTheSession
     EXPECT_EQ(SayText(c.NextOf(w::Body::Event)), "hello ada");
   });
   ASSERT_EQ(net_->sessions().count(), 1u);
-  plugins_->UnloadAll();  // stops fx_net: its bindings run now, its channels go
+  plugins_->UnloadAll();  // stops fx_net: its bindings run now (still able to send), then its
+                          // channels go
   EXPECT_EQ(events_, (std::vector<std::string>{"first", "second", "last", "released"}));
+  Run([&] { EXPECT_EQ(SayText(c.NextOf(w::Body::Event)), "goodbye"); });
   EXPECT_EQ(net_->channels().size(), 0u);
   EXPECT_EQ(net_->sessions().count(), 1u);  // the session is the kernel's, not the plugin's
   events_.clear();

@@ -419,6 +419,33 @@ TEST_F(HostileTest, ASessionWhoseClientNeverComesBackEndsWhenTheWindowPasses) {
   EXPECT_EQ(net_->stats().resumes_expired, 1u);
 }
 
+TEST_F(HostileTest, ASilentLinkIsALostLinkTheSessionWaitsForItsClient) {
+  NetOptions o;  // resume on (30 s)
+  o.ping_interval_seconds = 0.1;
+  o.idle_timeout_seconds = 0.4;
+  Boot(o);
+  Listen();
+  LogEnds();
+  TestClient c(port_);
+  std::vector<std::uint8_t> token;
+  Run([&] {
+    Frame f = c.Hello("ada");
+    ASSERT_EQ(f.type(), w::Body::Welcome);
+    const auto* t = f.envelope()->body_as_Welcome()->resume_token();
+    token.assign(t->begin(), t->end());
+  });  // then the client stops answering (its socket stays open)
+  ASSERT_TRUE(RunUntil([&] { return net_->stats().links_lost == 1; }, 3000ms));
+  EXPECT_TRUE(ends_.empty());
+  EXPECT_EQ(net_->sessions().count(), 1u);
+  Run([&] {
+    TestClient back(port_);
+    Frame f = back.Resume("ada", token);
+    ASSERT_EQ(f.type(), w::Body::Welcome);
+    EXPECT_TRUE(f.envelope()->body_as_Welcome()->resumed());
+  });
+  EXPECT_EQ(net_->stats().resumes, 1u);
+}
+
 TEST_F(HostileTest, KickAndShutdownSayWhyBeforeClosing) {
   Listen();
   LogEnds();

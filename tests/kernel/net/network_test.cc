@@ -410,6 +410,30 @@ TEST_F(NetTest, EventsGoToOneSessionAListOrEveryone) {
   EXPECT_EQ(net_->channels().Find(said)->counters().events_sent, 5u);
 }
 
+TEST_F(NetTest, AHandlerMayRemoveItsOwnChannel) {
+  ChannelId say = 0;
+  int handled = 0;
+  say = DeclareSay("chat.Once", true, 0, [&](Session&, std::span<Value>) {
+    ++handled;
+    EXPECT_TRUE(net_->channels().Remove(say).ok());  // the pipeline still holds it (ASan checks)
+  });
+  int published = 0;
+  Connection t =
+      kernel_->bus().Subscribe("Intent.chat.Once", [&](std::string_view, Args) { ++published; });
+  Listen();
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Intent(say, SayPayload("once"));
+    c.Intent(say, SayPayload("twice"));  // the channel is gone: unknown
+    c.Bye();
+    c.WaitClosed();
+  });
+  EXPECT_EQ(handled, 1);
+  EXPECT_EQ(published, 1);
+  EXPECT_EQ(Rejected(*net_, Reject::kUnknownChannel), 1u);
+}
+
 TEST_F(NetTest, SecurityAuditListsFindingsMostSevereFirst) {
   std::vector<std::string> lines;
   Logger::Registration capture =
