@@ -284,76 +284,22 @@ class RoundCounter {
   std::binary_semaphore done_{0};
 };
 
-// One blocking POSIX client connection (the same kind for Molt and for the Asio baseline).
-class BenchSocket {
+// One blocking POSIX client connection (the same kind for Molt and for the Asio baseline): the
+// tests' TestClient, plus what the blasters need from their own threads.
+class BenchSocket : public TestClient {
  public:
-  explicit BenchSocket(std::uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  }
-  BenchSocket(const BenchSocket&) = delete;
-  BenchSocket& operator=(const BenchSocket&) = delete;
-  ~BenchSocket() { ::close(fd_); }
+  using TestClient::TestClient;
 
-  bool connected() const { return connected_; }
-
-  bool SendAll(std::span<const std::uint8_t> bytes) {
-    std::size_t off = 0;
-    while (off < bytes.size()) {
-      const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) {
-        return false;
-      }
-      off += static_cast<std::size_t>(n);
-    }
-    return true;
-  }
-  // Reads exactly `n` bytes; false on EOF or error.
-  bool RecvAll(std::uint8_t* out, std::size_t n) {
-    std::size_t off = 0;
-    while (off < n) {
-      const ssize_t r = ::recv(fd_, out + off, n - off, 0);
-      if (r <= 0) {
-        return false;
-      }
-      off += static_cast<std::size_t>(r);
-    }
-    return true;
-  }
   // Reads and drops everything until EOF (the echo baseline's clients read their echo back).
   void Drain() {
     std::vector<std::uint8_t> buf(64 * 1024);
-    while (::recv(fd_, buf.data(), buf.size(), 0) > 0) {
+    while (::recv(fd(), buf.data(), buf.size(), 0) > 0) {
     }
   }
   // Wakes a thread blocked in Drain() and tells the server we are gone.
-  void Shutdown() { ::shutdown(fd_, SHUT_RDWR); }
-
+  void Shutdown() { ::shutdown(fd(), SHUT_RDWR); }
   // The Molt handshake: a hello, then the Welcome. False when refused.
-  bool Handshake(const std::string& user) {
-    if (!SendAll(TestClient::HelloFrame(user))) {
-      return false;
-    }
-    std::uint32_t size = 0;
-    if (!RecvAll(reinterpret_cast<std::uint8_t*>(&size), 4) || size == 0 || size > (1u << 20)) {
-      return false;
-    }
-    std::vector<std::uint8_t> body(size);
-    if (!RecvAll(body.data(), size)) {
-      return false;
-    }
-    return w::GetEnvelope(body.data())->body_type() == w::Body::Welcome;
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
+  bool Handshake(const std::string& user) { return Hello(user).type() == w::Body::Welcome; }
 };
 
 // Client threads that each send their share of a round of frames when told to.
@@ -414,7 +360,7 @@ class Blasters {
         return;
       }
       for (int s = 0; s < sends_per_round_; ++s) {
-        if (!sockets_[i]->SendAll(buffer_)) {
+        if (!sockets_[i]->SendRaw(buffer_)) {
           failed_ = true;
           break;
         }
