@@ -259,6 +259,29 @@ TEST_F(ClientTest, ALostLinkReconnectsAndResumesTheSessionWithNothingLost) {
   EXPECT_EQ(relay.connections(), 2);
 }
 
+TEST_F(ClientTest, ASilentLinkIsNoticedByTheClientWhichTakesItsSessionOver) {
+  NetOptions o;  // resume on; the server itself would wait 15 s before calling the link idle
+  o.ping_interval_seconds = 0.05;
+  Boot(o);
+  Listen();
+  molt::test::Relay relay(port_);
+  ASSERT_TRUE(Connect("ada", relay.port()));
+  const std::uint64_t session = molt_client_session(client_);
+  relay.Freeze();  // nothing gets through any more, and nothing closes
+  // Silence for 3 ping intervals + 2 s: the client calls the link lost and reconnects; the
+  // server still thinks the old link alive, and the token takes the session over from it.
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_RECONNECTING; },
+                   std::chrono::milliseconds(6000)));
+  EXPECT_NE(journal_.states.back().find("reconnecting (nothing from the server for 2 s)"),
+            std::string::npos)
+      << journal_.states.back();
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CONNECTED; }));
+  EXPECT_EQ(journal_.states.back(), "connected (resumed)");
+  EXPECT_EQ(molt_client_session(client_), session);
+  EXPECT_EQ(net_->stats().resumes, 1u);
+  EXPECT_EQ(net_->sessions().count(), 1u);
+}
+
 TEST_F(ClientTest, WithoutReconnectALostLinkClosesTheClient) {
   molt_client_destroy(client_);
   molt_client_options o{};

@@ -38,7 +38,8 @@ class Relay {
   ~Relay() {
     stop_ = true;
     thread_.join();
-    Cut();
+    CloseCut();
+    pairs_ = std::move(frozen_);
     CloseCut();
     ::close(listen_);
   }
@@ -46,6 +47,9 @@ class Relay {
   std::uint16_t port() const { return port_; }
   // Closes every relayed connection on the relay's next turn (within ~10 ms).
   void Cut() { cut_ = true; }
+  // Stops relaying the current connections without closing them (a link that goes silent);
+  // new connections are relayed as usual.
+  void Freeze() { freeze_ = true; }
   int connections() const { return connections_; }
 
  private:
@@ -69,6 +73,10 @@ class Relay {
     while (!stop_) {
       if (cut_.exchange(false)) {
         CloseCut();
+      }
+      if (freeze_.exchange(false)) {
+        frozen_.insert(frozen_.end(), pairs_.begin(), pairs_.end());
+        pairs_.clear();
       }
       std::vector<pollfd> fds{{listen_, POLLIN, 0}};
       for (auto& [a, b] : pairs_) {
@@ -116,6 +124,8 @@ class Relay {
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<bool> cut_{false};
+  std::atomic<bool> freeze_{false};
+  std::vector<std::pair<int, int>> frozen_;  // open, never serviced
   std::atomic<int> connections_{0};
   std::vector<std::pair<int, int>> pairs_;  // (client side, server side); the relay thread's
   std::thread thread_;
