@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <molt/client.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "kernel/src/net/replica.h"
 #include "net_fixture.h"
 #include "relay.h"
 
@@ -295,6 +297,271 @@ TEST_F(ClientTest, WithoutReconnectALostLinkClosesTheClient) {
   relay.Cut();
   ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CLOSED; }));
   EXPECT_EQ(journal_.states.back(), "closed (the server closed the connection)");
+}
+
+// --- Replicas ------------------------------------------------------------------------------------
+
+// What a client's replica callbacks saw: "snapshot score", "changed score.red", "removed score".
+struct ReplicaLog {
+  molt_client* client = nullptr;
+  std::vector<std::string> seen;
+};
+
+void OnReplica(void* ud, molt_client_replica_t replica, std::int32_t what, std::int32_t field) {
+  auto* log = static_cast<ReplicaLog*>(ud);
+  static const char* kWhat[] = {"snapshot", "changed", "removed"};
+  std::string s = std::string(kWhat[what]) + " " + molt_client_replica_name(log->client, replica);
+  if (field >= 0) {
+    std::int32_t index = -1;
+    // The field's name: found through the field list the snapshot brought.
+    for (const char* name : {"red", "blue", "banner", "speed"}) {
+      if (molt_client_replica_field(log->client, replica, name, &index, nullptr) == MOLT_OK &&
+          index == field) {
+        s += std::string(".") + name;
+      }
+    }
+  }
+  log->seen.push_back(s);
+}
+
+class ReplicaTest : public ClientTest {
+ protected:
+  // "score": red and blue (ints), banner (bytes), speed (float); 20 deliveries a second.
+  ReplicaId CreateScore(Audience audience = Audience::kAll) {
+    ReplicaSpec spec;
+    spec.name = "score";
+    spec.fields = {{"red", ReplicaFieldType::kInt},
+                   {"blue", ReplicaFieldType::kInt},
+                   {"banner", ReplicaFieldType::kBytes, 32},
+                   {"speed", ReplicaFieldType::kFloat}};
+    spec.tick_rate = 20;
+    spec.audience = audience;
+    Result<ReplicaId> id = net_->replicas().Create(std::move(spec), nullptr);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? *id : 0;
+  }
+  std::int64_t Int(molt_client* c, const char* field) {
+    molt_client_replica_t r = 0;
+    std::int32_t index = -1;
+    std::int64_t v = -1;
+    EXPECT_EQ(molt_client_replica_find(c, "score", &r), MOLT_OK) << molt_client_last_error(c);
+    EXPECT_EQ(molt_client_replica_field(c, r, field, &index, nullptr), MOLT_OK);
+    EXPECT_EQ(molt_client_replica_int(c, r, index, &v), MOLT_OK) << molt_client_last_error(c);
+    return v;
+  }
+  std::vector<std::uint8_t> Bytes(std::string_view s) { return {s.begin(), s.end()}; }
+
+  ReplicaLog log_;
+};
+
+TEST_F(ReplicaTest, ASnapshotFirstThenWritesCoalesceIntoOneDeltaPerDeadline) {
+  Listen();
+  const ReplicaId score = CreateScore();
+  ASSERT_TRUE(net_->replicas().SetInt(score, 0, 5).ok());
+  ASSERT_TRUE(net_->replicas().SetBytes(score, 2, Bytes("go red")).ok());
+  ASSERT_TRUE(net_->replicas().SetFloat(score, 3, 1.5).ok());
+  log_.client = client_;
+  ASSERT_EQ(molt_client_on_replica(client_, "score", OnReplica, &log_), MOLT_OK);
+  ASSERT_TRUE(Connect());
+  ASSERT_TRUE(Pump([&] { return !log_.seen.empty(); }));
+  EXPECT_EQ(log_.seen, std::vector<std::string>{"snapshot score"});
+  EXPECT_EQ(Int(client_, "red"), 5);
+  EXPECT_EQ(Int(client_, "blue"), 0);
+  molt_client_replica_t r = 0;
+  ASSERT_EQ(molt_client_replica_find(client_, "score", &r), MOLT_OK);
+  const void* data = nullptr;
+  std::size_t size = 0;
+  ASSERT_EQ(molt_client_replica_bytes(client_, r, 2, &data, &size), MOLT_OK);
+  EXPECT_EQ(std::string(static_cast<const char*>(data), size), "go red");
+  double speed = 0;
+  ASSERT_EQ(molt_client_replica_float(client_, r, 3, &speed), MOLT_OK);
+  EXPECT_EQ(speed, 1.5);
+
+  // Three writes of red and one of blue before the deadline: one delta, the last values.
+  for (std::int64_t v : {6, 7, 8}) {
+    ASSERT_TRUE(net_->replicas().SetInt(score, 0, v).ok());
+  }
+  ASSERT_TRUE(net_->replicas().SetInt(score, 1, 2).ok());
+  ASSERT_TRUE(Pump([&] { return log_.seen.size() == 3; }));
+  EXPECT_EQ(log_.seen, (std::vector<std::string>{"snapshot score", "changed score.red",
+                                                 "changed score.blue"}));
+  EXPECT_EQ(Int(client_, "red"), 8);
+  EXPECT_EQ(Int(client_, "blue"), 2);
+  EXPECT_EQ(net_->replicas().stats().snapshots_sent, 1u);
+  EXPECT_EQ(net_->replicas().stats().deltas_sent, 1u);
+
+  // Writing the value already there sends nothing, even after several deadlines.
+  ASSERT_TRUE(net_->replicas().SetInt(score, 0, 8).ok());
+  Pump([] { return false; }, std::chrono::milliseconds(200));
+  EXPECT_EQ(net_->replicas().stats().deltas_sent, 1u);
+  EXPECT_EQ(log_.seen.size(), 3u);
+
+  // Reading errors name the replica and the field.
+  std::int64_t v = 0;
+  EXPECT_EQ(molt_client_replica_int(client_, r, 3, &v), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(), "replica \"score\": field \"speed\" is float, not int");
+  EXPECT_EQ(molt_client_replica_int(client_, r, 9, &v), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(), "replica \"score\" has no field 9 (it has 4)");
+  EXPECT_EQ(molt_client_replica_field(client_, r, "green", nullptr, nullptr), MOLT_ERR_NOT_FOUND);
+  EXPECT_EQ(Error(), "replica \"score\" has no field \"green\"");
+  EXPECT_EQ(molt_client_replica_find(client_, "nope", &r), MOLT_ERR_NOT_FOUND);
+  EXPECT_EQ(Error(), "no replica \"nope\" is held (not sent yet, or not to this session)");
+  EXPECT_EQ(molt_client_replica_name(client_, 999), nullptr);
+
+  // Destroying it removes it from the client.
+  ASSERT_TRUE(net_->replicas().Destroy(score).ok());
+  ASSERT_TRUE(Pump([&] { return log_.seen.size() == 4; }));
+  EXPECT_EQ(log_.seen.back(), "removed score");
+  EXPECT_EQ(molt_client_replica_find(client_, "score", &r), MOLT_ERR_NOT_FOUND);
+  EXPECT_EQ(net_->replicas().count(), 0u);
+}
+
+TEST_F(ReplicaTest, ALateJoinerGetsTheCurrentStateAndAListenerRegisteredLateIsCaughtUp) {
+  Listen();
+  const ReplicaId score = CreateScore();
+  ASSERT_TRUE(Connect());
+  ASSERT_TRUE(net_->replicas().SetInt(score, 0, 1).ok());
+  ASSERT_TRUE(Pump([&] { return net_->replicas().stats().snapshots_sent == 1; }));
+  ASSERT_TRUE(net_->replicas().SetInt(score, 0, 42).ok());
+  ASSERT_TRUE(Pump([&] { return net_->replicas().stats().deltas_sent == 1; }));
+
+  molt_client* late = nullptr;
+  ASSERT_EQ(molt_client_create(nullptr, &late), MOLT_OK);
+  ASSERT_EQ(molt_client_connect(late, "127.0.0.1", port_, "bob", nullptr, 0, nullptr, 0), MOLT_OK);
+  molt_client_replica_t r = 0;
+  ASSERT_TRUE(Pump([&] {
+    EXPECT_EQ(molt_client_step(late, 0.001), MOLT_OK);
+    return molt_client_replica_find(late, "score", &r) == MOLT_OK;
+  }));
+  EXPECT_EQ(Int(late, "red"), 42);
+  EXPECT_EQ(net_->replicas().stats().snapshots_sent, 2u);
+  // Nobody listened while it arrived: listening now announces what is held.
+  log_.client = late;
+  ASSERT_EQ(molt_client_on_replica(late, nullptr, OnReplica, &log_), MOLT_OK);
+  EXPECT_EQ(log_.seen, std::vector<std::string>{"snapshot score"});
+  molt_client_destroy(late);
+  EXPECT_EQ(Int(client_, "red"), 42);
+}
+
+TEST_F(ReplicaTest, AListAudienceReachesOnlyItsSessionsAndLeavingSendsARemove) {
+  Listen();
+  const ReplicaId inv = CreateScore(Audience::kList);
+  log_.client = client_;
+  ASSERT_EQ(molt_client_on_replica(client_, nullptr, OnReplica, &log_), MOLT_OK);
+  ASSERT_TRUE(Connect());
+  molt_client* other = nullptr;
+  ASSERT_EQ(molt_client_create(nullptr, &other), MOLT_OK);
+  ASSERT_EQ(molt_client_connect(other, "127.0.0.1", port_, "bob", nullptr, 0, nullptr, 0), MOLT_OK);
+  ASSERT_TRUE(Pump([&] {
+    EXPECT_EQ(molt_client_step(other, 0.001), MOLT_OK);
+    return molt_client_state(other) == MOLT_CLIENT_CONNECTED;
+  }));
+  ASSERT_TRUE(net_->replicas().AddSession(inv, molt_client_session(client_)).ok());
+  ASSERT_TRUE(net_->replicas().AddSession(inv, molt_client_session(client_)).ok());  // no-op
+  ASSERT_TRUE(net_->replicas().SetInt(inv, 1, 3).ok());
+  ASSERT_TRUE(Pump([&] { return !log_.seen.empty(); }));
+  EXPECT_EQ(Int(client_, "blue"), 3);
+  ASSERT_TRUE(net_->replicas().RemoveSession(inv, molt_client_session(client_)).ok());
+  ASSERT_TRUE(Pump([&] { return log_.seen.size() == 2; }));
+  EXPECT_EQ(log_.seen, (std::vector<std::string>{"snapshot score", "removed score"}));
+  // The other session never had it.
+  molt_client_step(other, 0.01);
+  molt_client_replica_t r = 0;
+  EXPECT_EQ(molt_client_replica_find(other, "score", &r), MOLT_ERR_NOT_FOUND);
+  EXPECT_EQ(net_->replicas().stats().snapshots_sent, 1u);
+  EXPECT_EQ(net_->replicas().stats().removes_sent, 1u);
+  molt_client_destroy(other);
+
+  // A session that is not live cannot be added; an everyone-replica has no list.
+  Status s = net_->replicas().AddSession(inv, 999);
+  EXPECT_EQ(s.message(), "session 999 is not active");
+  const ReplicaId all = CreateScore();
+  s = net_->replicas().AddSession(all, molt_client_session(client_));
+  EXPECT_EQ(s.message(),
+            "replica \"score\" goes to everyone; create it with the list audience to choose "
+            "sessions");
+}
+
+TEST_F(ReplicaTest, AResumedSessionGetsAFreshSnapshotInsteadOfTheDeltasItMissed) {
+  Boot(NetOptions());  // the server keeps a lost link's session for 30 s
+  Listen();
+  const ReplicaId score = CreateScore();
+  log_.client = client_;
+  ASSERT_EQ(molt_client_on_replica(client_, "score", OnReplica, &log_), MOLT_OK);
+  molt::test::Relay relay(port_);
+  ASSERT_TRUE(Connect("ada", relay.port()));
+  ASSERT_TRUE(Pump([&] { return log_.seen.size() == 1; }));
+
+  relay.Cut();
+  ASSERT_TRUE(Pump([&] { return net_->stats().links_lost == 1; }));
+  for (std::int64_t v = 1; v <= 50; ++v) {  // many deadlines pass while it is away
+    ASSERT_TRUE(net_->replicas().SetInt(score, 0, v).ok());
+    Pump([] { return false; }, std::chrono::milliseconds(2));
+  }
+  const std::uint64_t deltas = net_->replicas().stats().deltas_sent;
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CONNECTED; }));
+  ASSERT_TRUE(Pump([&] { return log_.seen.size() == 2; }));
+  EXPECT_EQ(log_.seen, (std::vector<std::string>{"snapshot score", "snapshot score"}));
+  EXPECT_EQ(Int(client_, "red"), 50);
+  EXPECT_EQ(net_->replicas().stats().snapshots_sent, 2u);
+  EXPECT_EQ(deltas, 0u);  // nothing was queued for the lost link
+  EXPECT_EQ(net_->stats().resumes, 1u);
+}
+
+TEST_F(ReplicaTest, ANewSessionDropsTheOldSessionsReplicas) {
+  Listen();
+  CreateScore();
+  log_.client = client_;
+  ASSERT_EQ(molt_client_on_replica(client_, "score", OnReplica, &log_), MOLT_OK);
+  ASSERT_TRUE(Connect());
+  ASSERT_TRUE(Pump([&] { return log_.seen.size() == 1; }));
+  ASSERT_EQ(molt_client_disconnect(client_), MOLT_OK);
+  ASSERT_TRUE(Connect());  // a new session: its own snapshot, after the old one's removal
+  ASSERT_TRUE(Pump([&] { return log_.seen.size() == 3; }));
+  EXPECT_EQ(log_.seen,
+            (std::vector<std::string>{"snapshot score", "removed score", "snapshot score"}));
+}
+
+TEST_F(ReplicaTest, BadSpecsAndWritesAreRefusedWithTheReason) {
+  auto create = [&](ReplicaSpec spec) {
+    Result<ReplicaId> id = net_->replicas().Create(std::move(spec), nullptr);
+    return id.ok() ? std::string("ok") : id.status().message();
+  };
+  ReplicaSpec spec;
+  spec.name = "r";
+  EXPECT_EQ(create(spec),
+            "replica \"r\": 0 fields; a replica has 1 to 64 (split it by audience or cadence)");
+  spec.fields = {{"a", ReplicaFieldType::kInt}, {"a", ReplicaFieldType::kFloat}};
+  EXPECT_EQ(create(spec), "replica \"r\": field \"a\" is declared twice");
+  spec.fields = {{"", ReplicaFieldType::kInt}};
+  EXPECT_EQ(create(spec), "replica \"r\": field 0 needs a name of 1 to 64 characters");
+  spec.fields = {{"a", ReplicaFieldType::kInt}};
+  spec.tick_rate = 0;
+  EXPECT_EQ(create(spec),
+            "replica \"r\": tick rate 0 is out of range (0, 1000] deliveries per second");
+  spec.tick_rate = 10;
+  spec.fields = {{"blob", ReplicaFieldType::kBytes, 9000}};
+  EXPECT_EQ(create(spec),
+            "replica \"r\": a snapshot could take 9125 bytes, more than a frame "
+            "(net.max_frame_bytes = 8192); lower the bytes fields' max_bytes or split the replica");
+  spec.name = "";
+  EXPECT_EQ(create(spec), "a replica needs a name of 1 to 128 characters");
+
+  const ReplicaId id = CreateScore();
+  Replicas& rs = net_->replicas();
+  EXPECT_EQ(rs.SetFloat(id, 0, 1).message(), "replica \"score\": field \"red\" is int, not float");
+  EXPECT_EQ(rs.SetInt(id, 4, 1).message(), "replica \"score\" has no field 4 (it has 4)");
+  EXPECT_EQ(rs.SetBytes(id, 2, Bytes(std::string(33, 'x'))).message(),
+            "replica \"score\": 33 bytes for field \"banner\", whose max_bytes is 32");
+  EXPECT_EQ(rs.SetFloat(id, 3, std::nan("")).message(),
+            "replica \"score\": field \"speed\" cannot be NaN");
+  EXPECT_EQ(rs.SetInt(999, 0, 1).message(), "set: replica 999 does not exist (destroyed?)");
+  EXPECT_EQ(rs.Destroy(999).message(), "destroy: replica 999 does not exist (destroyed?)");
+  EXPECT_EQ(rs.RemoveSession(id, 1).message(),
+            "replica \"score\" goes to everyone; it has no session list");
+  // The counters are in the kernel's stats.
+  EXPECT_NE(kernel_->StatsJson().find("\"replicas\":{\"live\":1"), std::string::npos)
+      << kernel_->StatsJson();
 }
 
 TEST(ClientApiTest, NullAndBadArgumentsAreErrorsNotCrashes) {

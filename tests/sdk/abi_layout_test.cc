@@ -87,7 +87,15 @@ MOLT_FROZEN(molt_host_api, session_info, 352);
 MOLT_FROZEN(molt_host_api, session_data_set, 360);
 MOLT_FROZEN(molt_host_api, session_data_get, 368);
 MOLT_FROZEN(molt_host_api, session_kick, 376);
-static_assert(sizeof(molt_host_api) == 384);
+// ABI 1.2
+MOLT_FROZEN(molt_host_api, replica_create, 384);
+MOLT_FROZEN(molt_host_api, replica_destroy, 392);
+MOLT_FROZEN(molt_host_api, replica_set_int, 400);
+MOLT_FROZEN(molt_host_api, replica_set_float, 408);
+MOLT_FROZEN(molt_host_api, replica_set_bytes, 416);
+MOLT_FROZEN(molt_host_api, replica_add_session, 424);
+MOLT_FROZEN(molt_host_api, replica_remove_session, 432);
+static_assert(sizeof(molt_host_api) == 440);
 
 // ABI 1.1: networking.
 MOLT_FROZEN(molt_field_rule, field, 0);
@@ -130,6 +138,19 @@ MOLT_FROZEN(molt_session_info, exit_reason, 40);
 MOLT_FROZEN(molt_session_info, reserved, 44);
 MOLT_FROZEN(molt_session_info, rtt_seconds, 48);
 static_assert(sizeof(molt_session_info) == 56);
+
+// ABI 1.2
+MOLT_FROZEN(molt_replica_field, name, 0);
+MOLT_FROZEN(molt_replica_field, type, 8);
+MOLT_FROZEN(molt_replica_field, max_bytes, 12);
+static_assert(sizeof(molt_replica_field) == 16);
+MOLT_FROZEN(molt_replica_spec, struct_size, 0);
+MOLT_FROZEN(molt_replica_spec, audience, 4);
+MOLT_FROZEN(molt_replica_spec, name, 8);
+MOLT_FROZEN(molt_replica_spec, fields, 16);
+MOLT_FROZEN(molt_replica_spec, field_count, 24);
+MOLT_FROZEN(molt_replica_spec, tick_rate, 32);
+static_assert(sizeof(molt_replica_spec) == 40);
 
 MOLT_FROZEN(molt_process_options, struct_size, 0);
 MOLT_FROZEN(molt_process_options, priority, 4);

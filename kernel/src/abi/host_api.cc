@@ -42,7 +42,7 @@ molt_status_t Guard(molt_context_t* ctx, F&& body) noexcept {
 
 // Releases `handle` when it is one of `kind`'s that `p` owns.
 Status ReleaseOwned(PluginInstance& p, molt_handle_t handle, Kind kind, const char* kind_name) {
-  if ((handle & 7) != static_cast<std::uint64_t>(kind)) {
+  if (AbiShared::KindOf(handle) != static_cast<std::uint64_t>(kind)) {
     return Status::InvalidArgument(std::string(PluginInstance::KindName(handle)) + " " +
                                    std::to_string(handle) + " is not a " + kind_name);
   }
@@ -581,7 +581,7 @@ molt_status_t StatsJson(molt_context_t* ctx, molt_bytes_fn sink, void* user_data
 
 Result<PluginInstance::Resource*> FindKind(PluginInstance& p, molt_handle_t h, Kind kind,
                                            const char* kind_name) {
-  if ((h & 7) != static_cast<std::uint64_t>(kind)) {
+  if (AbiShared::KindOf(h) != static_cast<std::uint64_t>(kind)) {
     return Status::InvalidArgument(std::string(PluginInstance::KindName(h)) + " " +
                                    std::to_string(h) + " is not a " + kind_name);
   }
@@ -1191,6 +1191,119 @@ molt_status_t SessionKick(molt_context_t* ctx, molt_session_t session,
   });
 }
 
+// --- Replicas (ABI 1.2) ---
+
+static_assert(static_cast<int>(net::ReplicaFieldType::kBytes) == MOLT_REPLICA_BYTES &&
+                  static_cast<int>(net::Audience::kList) == MOLT_AUDIENCE_LIST,
+              "replica enums follow molt.h");
+
+molt_status_t ReplicaCreate(molt_context_t* ctx, const molt_replica_spec* spec,
+                            molt_replica_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required({{spec, "spec"}, {out, "out_replica"}}); !s.ok()) {
+      return s;
+    }
+    if (spec->struct_size < sizeof(molt_replica_spec)) {
+      return Status::InvalidArgument("spec->struct_size is " + std::to_string(spec->struct_size) +
+                                     ": set it to sizeof(molt_replica_spec)");
+    }
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    if (Status s = Required({{spec->name, "spec->name"}, {spec->fields, "spec->fields"}});
+        !s.ok()) {
+      return s;
+    }
+    if (spec->audience != MOLT_AUDIENCE_ALL && spec->audience != MOLT_AUDIENCE_LIST) {
+      return Status::InvalidArgument("spec->audience is not a MOLT_AUDIENCE_* value");
+    }
+    net::ReplicaSpec rs;
+    rs.name = spec->name;
+    rs.tick_rate = spec->tick_rate == 0 ? 10 : spec->tick_rate;
+    rs.audience = static_cast<net::Audience>(spec->audience);
+    for (std::size_t i = 0; i < spec->field_count; ++i) {
+      const molt_replica_field& f = spec->fields[i];
+      if (f.type < MOLT_REPLICA_INT || f.type > MOLT_REPLICA_BYTES) {
+        return Status::InvalidArgument("replica \"" + rs.name + "\": field " + std::to_string(i) +
+                                       " has type " + std::to_string(f.type) +
+                                       ", not a MOLT_REPLICA_* value");
+      }
+      rs.fields.push_back({f.name != nullptr ? f.name : "",
+                           static_cast<net::ReplicaFieldType>(f.type),
+                           f.max_bytes == 0 ? net::kDefaultReplicaBytes : f.max_bytes});
+    }
+    Result<net::ReplicaId> id = (*network)->replicas().Create(std::move(rs), &p);
+    if (!id.ok()) {
+      return id.status();
+    }
+    PluginInstance::Resource r{Kind::kReplica, {}, 0, false, nullptr, nullptr, nullptr};
+    r.replica = *id;
+    *out = p.Own(std::move(r));
+    return Status::Ok();
+  });
+}
+
+molt_status_t ReplicaDestroy(molt_context_t* ctx, molt_replica_t replica) noexcept {
+  return Guard(
+      ctx, [&](PluginInstance& p) { return ReleaseOwned(p, replica, Kind::kReplica, "replica"); });
+}
+
+// Runs `fn(replicas, id)` for a replica `p` owns.
+template <class F>
+molt_status_t WithReplica(molt_context_t* ctx, molt_replica_t replica, F fn) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    Result<PluginInstance::Resource*> r = FindKind(p, replica, Kind::kReplica, "replica");
+    if (!r.ok()) {
+      return r.status();
+    }
+    return fn((*network)->replicas(), (*r)->replica);
+  });
+}
+
+molt_status_t ReplicaSetInt(molt_context_t* ctx, molt_replica_t replica, std::uint32_t field,
+                            std::int64_t value) noexcept {
+  return WithReplica(ctx, replica, [&](net::Replicas& rs, net::ReplicaId id) {
+    return rs.SetInt(id, field, value);
+  });
+}
+
+molt_status_t ReplicaSetFloat(molt_context_t* ctx, molt_replica_t replica, std::uint32_t field,
+                              double value) noexcept {
+  return WithReplica(ctx, replica, [&](net::Replicas& rs, net::ReplicaId id) {
+    return rs.SetFloat(id, field, value);
+  });
+}
+
+molt_status_t ReplicaSetBytes(molt_context_t* ctx, molt_replica_t replica, std::uint32_t field,
+                              const void* data, std::size_t size) noexcept {
+  return WithReplica(ctx, replica, [&](net::Replicas& rs, net::ReplicaId id) -> Status {
+    if (size > 0 && data == nullptr) {
+      return Status::InvalidArgument("data is NULL with size > 0");
+    }
+    return rs.SetBytes(
+        id, field, std::span(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0));
+  });
+}
+
+molt_status_t ReplicaAddSession(molt_context_t* ctx, molt_replica_t replica,
+                                molt_session_t session) noexcept {
+  return WithReplica(ctx, replica, [&](net::Replicas& rs, net::ReplicaId id) {
+    return rs.AddSession(id, session);
+  });
+}
+
+molt_status_t ReplicaRemoveSession(molt_context_t* ctx, molt_replica_t replica,
+                                   molt_session_t session) noexcept {
+  return WithReplica(ctx, replica, [&](net::Replicas& rs, net::ReplicaId id) {
+    return rs.RemoveSession(id, session);
+  });
+}
+
 molt_host_api MakeTable() {
   molt_host_api api{};
   api.struct_size = sizeof(molt_host_api);
@@ -1242,6 +1355,13 @@ molt_host_api MakeTable() {
   api.session_data_set = SessionDataSet;
   api.session_data_get = SessionDataGet;
   api.session_kick = SessionKick;
+  api.replica_create = ReplicaCreate;
+  api.replica_destroy = ReplicaDestroy;
+  api.replica_set_int = ReplicaSetInt;
+  api.replica_set_float = ReplicaSetFloat;
+  api.replica_set_bytes = ReplicaSetBytes;
+  api.replica_add_session = ReplicaAddSession;
+  api.replica_remove_session = ReplicaRemoveSession;
   return api;
 }
 

@@ -11,7 +11,8 @@
 namespace molt::kernel::abi {
 namespace {
 
-// Handles are (sequence << 3) | kind, from one process-wide sequence: never 0, never reused.
+// Handles are (sequence << AbiShared::kKindBits) | kind, from one process-wide sequence: never 0,
+// never reused.
 std::atomic<std::uint64_t> g_next_handle{1};
 
 static_assert(static_cast<int>(Status::Code::kInvalidArgument) == MOLT_ERR_INVALID_ARGUMENT &&
@@ -50,7 +51,7 @@ molt_topic_t AbiShared::TopicHandle(Bus::Topic* topic) {
     return it->second;
   }
   topics_.push_back(topic);
-  const molt_topic_t handle = (static_cast<std::uint64_t>(topics_.size()) << 3) | kTopicTag;
+  const molt_topic_t handle = (static_cast<std::uint64_t>(topics_.size()) << kKindBits) | kTopicTag;
   handles_.emplace(topic, handle);
   return handle;
 }
@@ -74,7 +75,7 @@ PluginInstance::~PluginInstance() {
 }
 
 std::string_view PluginInstance::KindName(molt_handle_t handle) {
-  switch (handle & 7) {
+  switch (AbiShared::KindOf(handle)) {
     case static_cast<int>(Kind::kSubscription):
       return "subscription";
     case static_cast<int>(Kind::kHookHandler):
@@ -91,6 +92,8 @@ std::string_view PluginInstance::KindName(molt_handle_t handle) {
       return "topic";
     case static_cast<int>(Kind::kChannel):
       return "channel";
+    case static_cast<int>(Kind::kReplica):
+      return "replica";
   }
   return "handle";
 }
@@ -114,8 +117,9 @@ void PluginInstance::ReportCallbackError(std::string_view what, molt_status_t co
 }
 
 molt_handle_t PluginInstance::Own(Resource resource) {
-  const molt_handle_t handle = (g_next_handle.fetch_add(1, std::memory_order_relaxed) << 3) |
-                               static_cast<std::uint64_t>(resource.kind);
+  const molt_handle_t handle =
+      (g_next_handle.fetch_add(1, std::memory_order_relaxed) << AbiShared::kKindBits) |
+      static_cast<std::uint64_t>(resource.kind);
   resources_.emplace(handle, std::move(resource));
   return handle;
 }
@@ -170,6 +174,11 @@ void PluginInstance::ReleaseResource(Resource& r) {
     case Kind::kChannel:
       if (net::Network* net = shared_.network()) {
         (void)net->channels().Remove(r.channel);
+      }
+      break;
+    case Kind::kReplica:
+      if (net::Network* net = shared_.network()) {
+        (void)net->replicas().Destroy(r.replica);
       }
       break;
     case Kind::kCompletion:

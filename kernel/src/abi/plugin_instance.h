@@ -59,10 +59,15 @@ class AbiShared {
   molt_topic_t TopicHandle(Bus::Topic* topic);
   // nullptr for a handle that was never issued.
   Bus::Topic* TopicAt(molt_topic_t handle) const {
-    const std::uint64_t index = (handle >> 3) - 1;
-    return (handle & 7) == kTopicTag && index < topics_.size() ? topics_[index] : nullptr;
+    const std::uint64_t index = (handle >> kKindBits) - 1;
+    return KindOf(handle) == kTopicTag && index < topics_.size() ? topics_[index] : nullptr;
   }
 
+  // Handles are (sequence << kKindBits) | kind: the kind is readable from any handle.
+  static constexpr int kKindBits = 4;
+  static constexpr std::uint64_t KindOf(molt_handle_t handle) {
+    return handle & ((1u << kKindBits) - 1);
+  }
   static constexpr std::uint64_t kTopicTag = 5;
 
  private:
@@ -74,7 +79,7 @@ class AbiShared {
 
 class PluginInstance final : public molt_context, public Service {
  public:
-  // 5 is the topic tag (AbiShared); kinds fit the handle's low 3 bits.
+  // 5 is the topic tag (AbiShared); kinds fit the handle's low AbiShared::kKindBits bits.
   enum class Kind : std::uint8_t {
     kChannel = 0,
     kSubscription = 1,
@@ -83,6 +88,7 @@ class PluginInstance final : public molt_context, public Service {
     kScope = 4,
     kProcess = 6,
     kCompletion = 7,
+    kReplica = 8,  // ABI 1.2
   };
 
   // What the ABI keeps beside a plugin's process.
@@ -110,6 +116,7 @@ class PluginInstance final : public molt_context, public Service {
     std::shared_ptr<ProcessRecord> record{};   // kProcess
     std::shared_ptr<Completion> completion{};  // kCompletion
     std::uint16_t channel = 0;                 // kChannel: the network's channel id
+    std::uint32_t replica = 0;                 // kReplica: the network's replica id
   };
 
   // `info` and the code it points to must stay loaded for the instance's lifetime.

@@ -69,6 +69,22 @@ struct molt_client {
     molt_client_event_fn fn = nullptr;
     void* user_data = nullptr;
   };
+  struct Replica {
+    std::string name;
+    struct Field {
+      std::string name;
+      std::int32_t type = MOLT_CLIENT_FIELD_INT;
+      std::int64_t i = 0;
+      double f = 0;
+      std::vector<std::uint8_t> bytes;
+    };
+    std::vector<Field> fields;
+  };
+  struct ReplicaListener {
+    std::string name;  // empty: every replica
+    molt_client_replica_fn fn;
+    void* user_data;
+  };
 
   explicit molt_client(const molt_client_options& o)
       : connect_timeout(o.connect_timeout_seconds > 0 ? o.connect_timeout_seconds
@@ -247,10 +263,131 @@ struct molt_client {
         }
         return;
       }
+      case w::Body::Replica:
+        return OnReplica(env->body_as_Replica());
       case w::Body::Error:
         return;  // the server dropped something we sent (counted there); nothing to do here
       default:
         return Closed("the server sent a client-to-server message");
+    }
+  }
+
+  // --- Replicas ---
+
+  void OnReplica(const w::Replica* m) {
+    const std::uint32_t id = m->id();
+    switch (m->kind()) {
+      case w::ReplicaUpdateKind::Snapshot: {
+        Replica r;
+        r.name = m->name() != nullptr ? m->name()->str() : "";
+        if (m->fields() != nullptr) {
+          for (const w::ReplicaFieldInfo* f : *m->fields()) {
+            Replica::Field field;
+            field.name = f->name() != nullptr ? f->name()->str() : "";
+            field.type = static_cast<std::int32_t>(f->type());
+            r.fields.push_back(std::move(field));
+          }
+        }
+        replicas[id] = std::move(r);
+        Apply(replicas[id], m, nullptr);
+        return NotifyReplica(id, MOLT_CLIENT_REPLICA_SNAPSHOT, -1);
+      }
+      case w::ReplicaUpdateKind::Delta: {
+        auto it = replicas.find(id);
+        if (it == replicas.end()) {
+          return;  // no snapshot for it: nothing to apply a delta to
+        }
+        std::vector<std::int32_t> changed;
+        Apply(it->second, m, &changed);
+        const std::uint64_t gen = generation;
+        for (std::int32_t field : changed) {
+          NotifyReplica(id, MOLT_CLIENT_REPLICA_CHANGED, field);
+          if (gen != generation || replicas.count(id) == 0) {
+            return;  // a callback disconnected
+          }
+        }
+        return;
+      }
+      case w::ReplicaUpdateKind::Remove:
+        if (replicas.count(id) != 0) {
+          NotifyReplica(id, MOLT_CLIENT_REPLICA_REMOVED, -1);
+          replicas.erase(id);
+        }
+        return;
+    }
+  }
+
+  // Copies the message's values into `r`; a value for a field it does not have, or of another
+  // type, is ignored.
+  static void Apply(Replica& r, const w::Replica* m, std::vector<std::int32_t>* changed) {
+    if (m->values() == nullptr) {
+      return;
+    }
+    for (const w::ReplicaValue* v : *m->values()) {
+      if (v->field() >= r.fields.size()) {
+        continue;
+      }
+      Replica::Field& f = r.fields[v->field()];
+      switch (f.type) {
+        case MOLT_CLIENT_FIELD_INT:
+          f.i = v->int_value();
+          break;
+        case MOLT_CLIENT_FIELD_FLOAT:
+          f.f = v->float_value();
+          break;
+        case MOLT_CLIENT_FIELD_BYTES:
+          if (v->bytes() != nullptr) {
+            f.bytes.assign(v->bytes()->begin(), v->bytes()->end());
+          } else {
+            f.bytes.clear();
+          }
+          break;
+        default:
+          continue;
+      }
+      if (changed != nullptr) {
+        changed->push_back(v->field());
+      }
+    }
+  }
+
+  void NotifyReplica(std::uint32_t id, std::int32_t what, std::int32_t field) {
+    const std::string& name = replicas[id].name;
+    const ReplicaListener* exact = nullptr;
+    const ReplicaListener* any = nullptr;
+    for (const ReplicaListener& l : replica_listeners) {
+      if (l.name.empty()) {
+        any = &l;
+      } else if (l.name == name) {
+        exact = &l;
+      }
+    }
+    // Copies: the callback may replace its own listener.
+    const ReplicaListener* chosen[] = {exact, any};
+    ReplicaListener calls[2];
+    int n = 0;
+    for (const ReplicaListener* l : chosen) {
+      if (l != nullptr) {
+        calls[n++] = *l;
+      }
+    }
+    const std::uint64_t gen = generation;
+    for (int i = 0; i < n && gen == generation && replicas.count(id) != 0; ++i) {
+      calls[i].fn(calls[i].user_data, id, what, field);
+    }
+  }
+
+  // The session is new (not resumed): what the old one was sent is gone.
+  void DropReplicas() {
+    std::vector<std::uint32_t> held;
+    for (const auto& [id, r] : replicas) {
+      held.push_back(id);
+    }
+    for (std::uint32_t id : held) {
+      if (replicas.count(id) != 0) {
+        NotifyReplica(id, MOLT_CLIENT_REPLICA_REMOVED, -1);
+        replicas.erase(id);
+      }
     }
   }
 
@@ -269,6 +406,13 @@ struct molt_client {
       FailPending();
       if (gen != generation) {
         return;  // a callback disconnected
+      }
+    }
+    if (!resumed && !replicas.empty()) {
+      const std::uint64_t gen = generation;
+      DropReplicas();
+      if (gen != generation) {
+        return;
       }
     }
     session = wel->session_id();
@@ -498,6 +642,8 @@ struct molt_client {
   std::map<std::uint32_t, Pending> pending;
   std::unordered_map<std::uint16_t, Handler> handlers;
   Handler all_channels;
+  std::map<std::uint32_t, Replica> replicas;
+  std::vector<ReplicaListener> replica_listeners;
   molt_client_state_fn state_fn = nullptr;
   void* state_user = nullptr;
 };
@@ -762,6 +908,160 @@ molt_status_t molt_client_on_state(molt_client* client, molt_client_state_fn fn,
     c.state_fn = fn;
     c.state_user = user_data;
     return MOLT_OK;
+  });
+}
+
+// --- Replicas ---
+
+namespace {
+
+// The held replica `id`'s field `field` of type `type`, or a failure on `c`.
+molt_client::Replica::Field* ReplicaField(molt_client& c, molt_client_replica_t id,
+                                          std::int32_t field, std::int32_t type,
+                                          molt_status_t* status) {
+  static const char* kTypes[] = {"int", "float", "bytes"};
+  auto it = c.replicas.find(id);
+  if (it == c.replicas.end()) {
+    *status = c.Fail(MOLT_ERR_NOT_FOUND, "replica " + std::to_string(id) + " is not held");
+    return nullptr;
+  }
+  molt_client::Replica& r = it->second;
+  if (field < 0 || static_cast<std::size_t>(field) >= r.fields.size()) {
+    *status = c.Fail(MOLT_ERR_INVALID_ARGUMENT, "replica \"" + r.name + "\" has no field " +
+                                                    std::to_string(field) + " (it has " +
+                                                    std::to_string(r.fields.size()) + ")");
+    return nullptr;
+  }
+  molt_client::Replica::Field& f = r.fields[static_cast<std::size_t>(field)];
+  if (f.type != type) {
+    *status = c.Fail(MOLT_ERR_INVALID_ARGUMENT,
+                     "replica \"" + r.name + "\": field \"" + f.name + "\" is " +
+                         (f.type >= 0 && f.type <= 2 ? kTypes[f.type] : "unknown") + ", not " +
+                         kTypes[type]);
+    return nullptr;
+  }
+  *status = MOLT_OK;
+  return &f;
+}
+
+}  // namespace
+
+molt_status_t molt_client_on_replica(molt_client* client, const char* name,
+                                     molt_client_replica_fn fn, void* user_data) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    const std::string key = name != nullptr ? name : "";
+    std::erase_if(c.replica_listeners, [&](const auto& l) { return l.name == key; });
+    if (fn == nullptr) {
+      return MOLT_OK;
+    }
+    c.replica_listeners.push_back({key, fn, user_data});
+    // Replicas that arrived before anyone listened (spec: early packets are buffered).
+    std::vector<std::uint32_t> held;
+    for (const auto& [id, r] : c.replicas) {
+      if (key.empty() || r.name == key) {
+        held.push_back(id);
+      }
+    }
+    for (std::uint32_t id : held) {
+      if (c.replicas.count(id) != 0) {
+        fn(user_data, id, MOLT_CLIENT_REPLICA_SNAPSHOT, -1);
+      }
+    }
+    return MOLT_OK;
+  });
+}
+
+molt_status_t molt_client_replica_find(molt_client* client, const char* name,
+                                       molt_client_replica_t* out) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    if (name == nullptr || out == nullptr) {
+      return c.Fail(MOLT_ERR_INVALID_ARGUMENT, name == nullptr ? "name is NULL" : "out is NULL");
+    }
+    for (const auto& [id, r] : c.replicas) {
+      if (r.name == name) {
+        *out = id;
+        return MOLT_OK;
+      }
+    }
+    return c.Fail(MOLT_ERR_NOT_FOUND, "no replica \"" + std::string(name) +
+                                          "\" is held (not sent yet, or not to this session)");
+  });
+}
+
+const char* molt_client_replica_name(molt_client* c, molt_client_replica_t replica) {
+  if (c == nullptr) {
+    return nullptr;
+  }
+  auto it = c->replicas.find(replica);
+  return it == c->replicas.end() ? nullptr : it->second.name.c_str();
+}
+
+molt_status_t molt_client_replica_field(molt_client* client, molt_client_replica_t replica,
+                                        const char* field_name, std::int32_t* out_index,
+                                        std::int32_t* out_type) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    if (field_name == nullptr) {
+      return c.Fail(MOLT_ERR_INVALID_ARGUMENT, "field_name is NULL");
+    }
+    auto it = c.replicas.find(replica);
+    if (it == c.replicas.end()) {
+      return c.Fail(MOLT_ERR_NOT_FOUND, "replica " + std::to_string(replica) + " is not held");
+    }
+    const auto& fields = it->second.fields;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (fields[i].name == field_name) {
+        if (out_index != nullptr) {
+          *out_index = static_cast<std::int32_t>(i);
+        }
+        if (out_type != nullptr) {
+          *out_type = fields[i].type;
+        }
+        return MOLT_OK;
+      }
+    }
+    return c.Fail(MOLT_ERR_NOT_FOUND,
+                  "replica \"" + it->second.name + "\" has no field \"" + field_name + "\"");
+  });
+}
+
+molt_status_t molt_client_replica_int(molt_client* client, molt_client_replica_t replica,
+                                      std::int32_t field, std::int64_t* out) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    molt_status_t status = MOLT_OK;
+    const auto* f = ReplicaField(c, replica, field, MOLT_CLIENT_FIELD_INT, &status);
+    if (f != nullptr && out != nullptr) {
+      *out = f->i;
+    }
+    return out == nullptr ? c.Fail(MOLT_ERR_INVALID_ARGUMENT, "out is NULL") : status;
+  });
+}
+
+molt_status_t molt_client_replica_float(molt_client* client, molt_client_replica_t replica,
+                                        std::int32_t field, double* out) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    molt_status_t status = MOLT_OK;
+    const auto* f = ReplicaField(c, replica, field, MOLT_CLIENT_FIELD_FLOAT, &status);
+    if (f != nullptr && out != nullptr) {
+      *out = f->f;
+    }
+    return out == nullptr ? c.Fail(MOLT_ERR_INVALID_ARGUMENT, "out is NULL") : status;
+  });
+}
+
+molt_status_t molt_client_replica_bytes(molt_client* client, molt_client_replica_t replica,
+                                        std::int32_t field, const void** out_data,
+                                        std::size_t* out_size) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    if (out_data == nullptr || out_size == nullptr) {
+      return c.Fail(MOLT_ERR_INVALID_ARGUMENT, "out_data or out_size is NULL");
+    }
+    molt_status_t status = MOLT_OK;
+    const auto* f = ReplicaField(c, replica, field, MOLT_CLIENT_FIELD_BYTES, &status);
+    if (f != nullptr) {
+      *out_data = f->bytes.data();
+      *out_size = f->bytes.size();
+    }
+    return status;
   });
 }
 

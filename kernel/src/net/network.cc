@@ -97,6 +97,7 @@ Network::Network(Kernel& kernel, NetOptions options)
       options_(std::move(options)),
       channels_(kernel.hooks(), kernel.bus()),
       sessions_(kernel.hooks(), kernel.bus()),
+      replicas_(*this),
       auth_point_(kernel.hooks().Define("Auth.Hello", Hooks::Mode::kFailClosed)),
       rate_limited_point_(kernel.hooks().Define("Net.RateLimited", Hooks::Mode::kFailOpen)),
       flood_point_(kernel.hooks().Define("Net.FloodDetected", Hooks::Mode::kFailOpen)),
@@ -603,6 +604,7 @@ void Network::OnHello(Peer& peer, const void* raw) {
     if (peer.closed_) {
       return;
     }
+    replicas_.Resumed(s.id());
     Value args[] = {Value::Handle(s.id())};
     kernel_.bus().Publish(resumed_topic_, args);
     return;
@@ -1154,6 +1156,12 @@ std::string Network::StatsJson() const {
   root["intents_rate_limited"] = s.intents_rate_limited;
   root["requests_accepted"] = s.requests_accepted;
   root["requests_rejected"] = s.requests_rejected;
+  const ReplicaStats r = replicas_.stats();
+  root["replicas"] = {{"live", r.live},
+                      {"snapshots_sent", r.snapshots_sent},
+                      {"deltas_sent", r.deltas_sent},
+                      {"removes_sent", r.removes_sent},
+                      {"bytes_sent", r.bytes_sent}};
   auto reasons = [](const std::array<std::uint64_t, kRejectCount>& counts) {
     boost::json::object o;
     for (std::size_t i = 0; i < kRejectCount; ++i) {

@@ -60,6 +60,7 @@
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/token_bucket.h"
 #include "kernel/src/net/channel.h"
+#include "kernel/src/net/replica.h"
 #include "kernel/src/net/session.h"
 #include "kernel/src/net/wire.h"
 
@@ -195,6 +196,7 @@ class Network {
 
   ChannelRegistry& channels() { return channels_; }
   Sessions& sessions() { return sessions_; }
+  Replicas& replicas() { return replicas_; }
   const NetOptions& options() const { return options_; }
   Kernel& kernel() { return kernel_; }
 
@@ -241,7 +243,8 @@ class Network {
   std::string StatsJson() const;
 
  private:
-  struct Pending;  // an unanswered request
+  friend class Replicas;  // sends its frames with SendTo
+  struct Pending;         // an unanswered request
 
   void Frame(Peer& peer, std::span<const std::uint8_t> frame);
   void OnHello(Peer& peer, const void* hello);
@@ -271,6 +274,7 @@ class Network {
   NetOptions options_;
   ChannelRegistry channels_;
   Sessions sessions_;
+  Replicas replicas_;  // after sessions_: it subscribes to them
   Hooks::Point* auth_point_;
   Hooks::Point* rate_limited_point_;
   Hooks::Point* flood_point_;

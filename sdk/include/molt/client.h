@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 /** @brief The client API version: grows with every append to this header. */
-#define MOLT_CLIENT_API_VERSION 2
+#define MOLT_CLIENT_API_VERSION 3
 
 #if defined(__GNUC__)
 #define MOLT_CLIENT_EXPORT __attribute__((visibility("default")))
@@ -144,6 +144,56 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_on_event(molt_client* client, uint1
 /** @brief Calls `fn` on every state change (one handler; NULL removes it). */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_on_state(molt_client* client, molt_client_state_fn fn,
                                                       void* user_data);
+
+/* --- Replicas (client API 3) ------------------------------------------------------------------
+ * State objects the server replicates to this session (docs/client.md, "Replicas"). The client
+ * keeps the latest value of every field of every replica it was sent, whether or not anything
+ * listens, so a listener registered late still finds them. */
+
+typedef uint32_t molt_client_replica_t; /**< the server's replica id; valid until REMOVED */
+
+#define MOLT_CLIENT_REPLICA_SNAPSHOT 0 /**< arrived, or replaced after a resume: read every field \
+                                        */
+#define MOLT_CLIENT_REPLICA_CHANGED 1  /**< field `field` has a new value */
+#define MOLT_CLIENT_REPLICA_REMOVED 2  /**< gone once the callback returns */
+
+#define MOLT_CLIENT_FIELD_INT 0   /**< molt_client_replica_int */
+#define MOLT_CLIENT_FIELD_FLOAT 1 /**< molt_client_replica_float */
+#define MOLT_CLIENT_FIELD_BYTES 2 /**< molt_client_replica_bytes */
+
+/** @brief A replica update. `field` is the changed field's index for CHANGED, -1 otherwise. */
+typedef void (*molt_client_replica_fn)(void* user_data, molt_client_replica_t replica, int32_t what,
+                                       int32_t field);
+
+/** @brief Calls `fn` for updates of replicas named `name` (NULL: every replica). Replicas already
+ *  held are announced at once as SNAPSHOT. One handler per name; a new one replaces the old;
+ *  NULL `fn` removes it. */
+MOLT_CLIENT_EXPORT molt_status_t molt_client_on_replica(molt_client* client, const char* name,
+                                                        molt_client_replica_fn fn, void* user_data);
+/** @brief The held replica named `name` with the lowest id. MOLT_ERR_NOT_FOUND when none. */
+MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_find(molt_client* client, const char* name,
+                                                          molt_client_replica_t* out_replica);
+/** @brief The replica's name, valid until it is removed; NULL for an unknown replica. */
+MOLT_CLIENT_EXPORT const char* molt_client_replica_name(molt_client* client,
+                                                        molt_client_replica_t replica);
+/** @brief The index and type (MOLT_CLIENT_FIELD_*) of field `field_name` (either out may be
+ *  NULL). MOLT_ERR_NOT_FOUND names the replica and field. */
+MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_field(molt_client* client,
+                                                           molt_client_replica_t replica,
+                                                           const char* field_name,
+                                                           int32_t* out_index, int32_t* out_type);
+/** @brief Field `field`'s value. MOLT_ERR_INVALID_ARGUMENT for a field of another type. */
+MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_int(molt_client* client,
+                                                         molt_client_replica_t replica,
+                                                         int32_t field, int64_t* out_value);
+MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_float(molt_client* client,
+                                                           molt_client_replica_t replica,
+                                                           int32_t field, double* out_value);
+/** @brief A bytes field: `*out_data` is valid until the next step or disconnect. */
+MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_bytes(molt_client* client,
+                                                           molt_client_replica_t replica,
+                                                           int32_t field, const void** out_data,
+                                                           size_t* out_size);
 
 #ifdef __cplusplus
 } /* extern "C" */

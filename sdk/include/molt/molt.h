@@ -78,7 +78,7 @@ extern "C" {
 /** @brief The ABI major version: a plugin built against another major never loads. */
 #define MOLT_ABI_VERSION_MAJOR 1
 /** @brief The ABI minor version: grows with every append to this header. */
-#define MOLT_ABI_VERSION_MINOR 1
+#define MOLT_ABI_VERSION_MINOR 2
 /** @brief Packs a version as (major << 16) | minor. */
 #define MOLT_ABI_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)))
 #define MOLT_ABI_VERSION_CURRENT MOLT_ABI_VERSION(MOLT_ABI_VERSION_MAJOR, MOLT_ABI_VERSION_MINOR)
@@ -358,6 +358,37 @@ typedef struct molt_session_info {
   double rtt_seconds; /**< smoothed round-trip time; 0 before the first pong */
 } molt_session_info;
 
+/* --- Replicas: server-owned state replicated to sessions (ABI 1.2) ------------------------------
+ * A replica has a fixed list of typed fields. Writes mark fields dirty; delivery coalesces at the
+ * replica's next scheduler deadline (1 / tick_rate after the previous one): a session that has
+ * not seen it gets a snapshot, the others the changed fields. docs/network.md, "Replicas". */
+
+typedef molt_handle_t molt_replica_t; /**< a replica this plugin created (ABI 1.2) */
+
+#define MOLT_REPLICA_INT 0   /**< int64_t */
+#define MOLT_REPLICA_FLOAT 1 /**< double */
+#define MOLT_REPLICA_BYTES 2 /**< up to max_bytes bytes (a string, a FlatBuffer, ...) */
+
+#define MOLT_AUDIENCE_ALL 0  /**< every session, joining ones included */
+#define MOLT_AUDIENCE_LIST 1 /**< the sessions added with replica_add_session */
+
+/** @brief One field of a replica. Fields are numbered in declaration order, from 0. */
+typedef struct molt_replica_field {
+  const char* name;   /**< 1..64 characters, unique in the replica */
+  int32_t type;       /**< MOLT_REPLICA_* */
+  uint32_t max_bytes; /**< MOLT_REPLICA_BYTES: the cap; 0 is 256 */
+} molt_replica_field;
+
+/** @brief A replica. Zero-initialize, then set what you need. */
+typedef struct molt_replica_spec {
+  uint32_t struct_size; /**< sizeof(molt_replica_spec) */
+  int32_t audience;     /**< MOLT_AUDIENCE_* */
+  const char* name;     /**< what clients find it by, 1..128 characters (need not be unique) */
+  const molt_replica_field* fields;
+  size_t field_count; /**< 1..64 */
+  double tick_rate;   /**< deliveries per second at most; 0 is 10 */
+} molt_replica_spec;
+
 /* --- The host API ----------------------------------------------------------------------------- */
 
 /** @brief The functions a plugin calls, handed to init() and valid until the instance is unloaded.
@@ -549,6 +580,30 @@ typedef struct molt_host_api {
                                     void** out_value);
   /** @brief Ends a session as Kicked; `reason` goes to the client (may be NULL). */
   molt_status_t (*session_kick)(molt_context_t* ctx, molt_session_t session, const char* reason);
+
+  /* --- ABI 1.2: replicas (MOLT_ERR_UNSUPPORTED where the host has no network) --- */
+
+  /** @brief Creates a replica; every field starts at 0, 0.0 or empty. It is destroyed by
+   *  replica_destroy or when this plugin stops (its sessions get a remove). */
+  molt_status_t (*replica_create)(molt_context_t* ctx, const molt_replica_spec* spec,
+                                  molt_replica_t* out_replica);
+  /** @brief Destroys a replica: every session that has it gets a remove. */
+  molt_status_t (*replica_destroy)(molt_context_t* ctx, molt_replica_t replica);
+  /** @brief Writes field `field` (its index); sessions get it at the next deadline. Writing the
+   *  value already there marks nothing. MOLT_ERR_INVALID_ARGUMENT names a wrong type. */
+  molt_status_t (*replica_set_int)(molt_context_t* ctx, molt_replica_t replica, uint32_t field,
+                                   int64_t value);
+  molt_status_t (*replica_set_float)(molt_context_t* ctx, molt_replica_t replica, uint32_t field,
+                                     double value);
+  molt_status_t (*replica_set_bytes)(molt_context_t* ctx, molt_replica_t replica, uint32_t field,
+                                     const void* data, size_t size);
+  /** @brief MOLT_AUDIENCE_LIST replicas: `session` gets a snapshot at the next deadline, then
+   *  deltas. Adding a session twice does nothing. */
+  molt_status_t (*replica_add_session)(molt_context_t* ctx, molt_replica_t replica,
+                                       molt_session_t session);
+  /** @brief MOLT_AUDIENCE_LIST replicas: `session` gets a remove and no more updates. */
+  molt_status_t (*replica_remove_session)(molt_context_t* ctx, molt_replica_t replica,
+                                          molt_session_t session);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it

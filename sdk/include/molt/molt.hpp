@@ -258,6 +258,8 @@ using Task = OwnedHandle<&molt_host_api::task_cancel>;
 using Scope = OwnedHandle<&molt_host_api::scope_close>;
 using Channel = OwnedHandle<&molt_host_api::channel_remove>;  // ABI 1.1
 
+using Replica = OwnedHandle<&molt_host_api::replica_destroy>;  // ABI 1.2
+
 // A session id (ABI 1.1): kernel-owned; calls naming one that left fail with NOT_FOUND.
 using SessionId = molt_session_t;
 
@@ -305,6 +307,18 @@ inline molt_field_rule MaxLengthRule(std::uint16_t field, const char* name,
   r.max_length = max_length;
   return r;
 }
+
+// A replica's shape (ABI 1.2). See molt_replica_spec.
+struct ReplicaOptions {
+  struct Field {
+    std::string name;
+    std::int32_t type = MOLT_REPLICA_INT;  // MOLT_REPLICA_*
+    std::uint32_t max_bytes = 0;           // bytes fields: 0 is 256
+  };
+  std::vector<Field> fields;   // numbered from 0 in this order
+  double tick_rate = 0;        // deliveries per second at most; 0 is 10
+  bool list_audience = false;  // false: every session; true: the ones added with AddToReplica
+};
 
 // A resolved topic: publishing by handle skips hashing the name.
 struct Topic {
@@ -647,6 +661,43 @@ class Host {
       return std::nullopt;
     }
     return info;
+  }
+
+  // --- Replicas (ABI 1.2; server hosts) ---
+  // An empty Replica means the host refused: LastError() says why.
+  Replica CreateReplica(std::string_view name, const ReplicaOptions& o) const {
+    std::vector<molt_replica_field> fields;
+    for (const auto& f : o.fields) {
+      fields.push_back(molt_replica_field{f.name.c_str(), f.type, f.max_bytes});
+    }
+    const std::string n(name);
+    molt_replica_spec spec{};
+    spec.struct_size = sizeof(spec);
+    spec.audience = o.list_audience ? MOLT_AUDIENCE_LIST : MOLT_AUDIENCE_ALL;
+    spec.name = n.c_str();
+    spec.fields = fields.data();
+    spec.field_count = fields.size();
+    spec.tick_rate = o.tick_rate;
+    molt_replica_t r = 0;
+    if (!MOLT_API_HAS(api_, replica_create) || api_->replica_create(ctx_, &spec, &r) != MOLT_OK) {
+      return Replica();
+    }
+    return Replica(ctx_, api_, r);
+  }
+  Status SetInt(const Replica& r, std::uint32_t field, std::int64_t value) const {
+    return Check(api_->replica_set_int(ctx_, r.get(), field, value));
+  }
+  Status SetFloat(const Replica& r, std::uint32_t field, double value) const {
+    return Check(api_->replica_set_float(ctx_, r.get(), field, value));
+  }
+  Status SetBytes(const Replica& r, std::uint32_t field, std::string_view value) const {
+    return Check(api_->replica_set_bytes(ctx_, r.get(), field, value.data(), value.size()));
+  }
+  Status AddToReplica(const Replica& r, SessionId session) const {
+    return Check(api_->replica_add_session(ctx_, r.get(), session));
+  }
+  Status RemoveFromReplica(const Replica& r, SessionId session) const {
+    return Check(api_->replica_remove_session(ctx_, r.get(), session));
   }
 
   // OK, or the failure with the host's text.

@@ -111,6 +111,40 @@ TEST_F(NetAbiTest, AStoppingPluginTakesItsChannelsAndBindingsAndLeavesTheSession
   EXPECT_EQ(events_, std::vector<std::string>{"end ClientClosed"});  // nothing ran twice
 }
 
+// The board's current values as a client sees them: "joins=2 last=bob", from a Replica frame.
+std::string Board(const Frame& f) {
+  const w::Replica* r = f.envelope()->body_as_Replica();
+  std::string out = std::string(w::EnumNameReplicaUpdateKind(r->kind()));
+  if (r->values() == nullptr) {
+    return out;
+  }
+  for (const w::ReplicaValue* v : *r->values()) {
+    out += v->field() == 0 ? " joins=" + std::to_string(v->int_value())
+                           : " last=" + std::string(v->bytes()->begin(), v->bytes()->end());
+  }
+  return out;
+}
+
+TEST_F(NetAbiTest, APluginsReplicaReachesClientsAndGoesWithThePlugin) {
+  TestClient ada(port_);
+  TestClient bob(port_);
+  Run([&] {
+    ASSERT_EQ(ada.Hello("ada").type(), w::Body::Welcome);
+    Frame first = ada.NextOf(w::Body::Replica);
+    EXPECT_EQ(first.envelope()->body_as_Replica()->name()->str(), "fx.board");
+    EXPECT_EQ(Board(first), "Snapshot joins=1 last=ada");
+    ASSERT_EQ(bob.Hello("bob").type(), w::Body::Welcome);
+    EXPECT_EQ(Board(bob.NextOf(w::Body::Replica)), "Snapshot joins=2 last=bob");  // late join
+    EXPECT_EQ(Board(ada.NextOf(w::Body::Replica)), "Delta joins=2 last=bob");
+  });
+  plugins_->UnloadAll();  // the plugin stops: its replica is destroyed, clients get a remove
+  Run([&] {
+    EXPECT_EQ(Board(ada.NextOf(w::Body::Replica)), "Remove");
+    EXPECT_EQ(Board(bob.NextOf(w::Body::Replica)), "Remove");
+  });
+  EXPECT_EQ(net_->replicas().count(), 0u);
+}
+
 TEST_F(NetAbiTest, SlotErrorsNameTheArgumentAndTheFix) {
   const molt_host_api& api = abi::HostApi();
   molt_context_t* ctx = plugins_->plugins()[0].instance->context();
@@ -150,8 +184,34 @@ TEST_F(NetAbiTest, SlotErrorsNameTheArgumentAndTheFix) {
   EXPECT_EQ(api.request_reply(ctx, 99, MOLT_OK, nullptr, 0), MOLT_ERR_STALE);
   EXPECT_EQ(error(), "the request was already answered or timed out");
   // Another plugin's channel (or a made-up handle) is not this plugin's to send on.
-  EXPECT_EQ(api.event_send(ctx, 999999u << 3, nullptr, 0, nullptr, 0), MOLT_ERR_STALE);
+  EXPECT_EQ(api.event_send(ctx, 999999u << 4, nullptr, 0, nullptr, 0), MOLT_ERR_STALE);
   EXPECT_EQ(api.event_send(ctx, 9, nullptr, 0, nullptr, 0), MOLT_ERR_INVALID_ARGUMENT);
+
+  // Replicas (ABI 1.2).
+  molt_replica_spec rs{};
+  molt_replica_t r = 0;
+  EXPECT_EQ(api.replica_create(ctx, &rs, &r), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "spec->struct_size is 0: set it to sizeof(molt_replica_spec)");
+  rs.struct_size = sizeof(rs);
+  EXPECT_EQ(api.replica_create(ctx, &rs, &r), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "spec->name is NULL");
+  const molt_replica_field fields[] = {{"hp", MOLT_REPLICA_INT, 0}, {"name", 9, 0}};
+  rs.name = "fx.hero";
+  rs.fields = fields;
+  rs.field_count = 2;
+  EXPECT_EQ(api.replica_create(ctx, &rs, &r), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "replica \"fx.hero\": field 1 has type 9, not a MOLT_REPLICA_* value");
+  rs.field_count = 1;
+  rs.audience = MOLT_AUDIENCE_LIST;
+  ASSERT_EQ(api.replica_create(ctx, &rs, &r), MOLT_OK) << error();
+  EXPECT_EQ(api.replica_set_float(ctx, r, 0, 1.0), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "replica \"fx.hero\": field \"hp\" is int, not float");
+  EXPECT_EQ(api.replica_add_session(ctx, r, 42), MOLT_ERR_NOT_FOUND);
+  EXPECT_EQ(error(), "session 42 is not active");
+  EXPECT_EQ(api.replica_set_bytes(ctx, r, 0, nullptr, 3), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(api.replica_set_int(ctx, ch, 0, 1), MOLT_ERR_INVALID_ARGUMENT);  // not a replica
+  EXPECT_EQ(api.replica_destroy(ctx, r), MOLT_OK);
+  EXPECT_EQ(api.replica_set_int(ctx, r, 0, 1), MOLT_ERR_STALE);
 }
 
 }  // namespace
