@@ -12,8 +12,10 @@
 
 namespace molt::kernel::abi {
 
-// The table, filled once; valid for the life of the process.
-const molt_host_api& HostApi();
+// A table with the core's slots (errors, logs, Bus, hooks, scheduler, scopes, services, config,
+// processes); the slots of a host layer (net_api.h, the client library) are NULL until it fills
+// them. AbiShared starts from it.
+molt_host_api CoreHostApi();
 
 }  // namespace molt::kernel::abi
 

@@ -6,7 +6,6 @@
 #include <exception>
 
 #include "kernel/src/abi/host_api.h"
-#include "kernel/src/net/network.h"
 
 namespace molt::kernel::abi {
 namespace {
@@ -44,6 +43,8 @@ std::vector<std::string> Dependencies(const molt_plugin_info& info) {
 }
 
 }  // namespace
+
+AbiShared::AbiShared(Kernel& kernel) : kernel_(kernel), api_(CoreHostApi()) {}
 
 molt_topic_t AbiShared::TopicHandle(Bus::Topic* topic) {
   auto it = handles_.find(topic);
@@ -172,13 +173,9 @@ void PluginInstance::ReleaseResource(Resource& r) {
       r.process->Kill("plugin \"" + name_ + "\" stopped");
       break;
     case Kind::kChannel:
-      if (net::Network* net = shared_.network()) {
-        (void)net->channels().Remove(r.channel);
-      }
-      break;
     case Kind::kReplica:
-      if (net::Network* net = shared_.network()) {
-        (void)net->replicas().Destroy(r.replica);
+      if (HostLayer* layer = shared_.layer()) {
+        layer->Release(static_cast<std::uint8_t>(r.kind), r.layer_id);
       }
       break;
     case Kind::kCompletion:
@@ -232,7 +229,8 @@ Status PluginInstance::CallLifecycle(const char* what, F&& call) {
 
 Status PluginInstance::Init() {
   live_ = true;
-  Status s = CallLifecycle("init", [this] { return info_.init(context(), &HostApi(), &state_); });
+  Status s =
+      CallLifecycle("init", [this] { return info_.init(context(), &shared_.api(), &state_); });
   initialized_ = s.ok();
   return s;
 }
@@ -255,8 +253,8 @@ Status PluginInstance::Stop() {
   }
   // What it bound to sessions runs first (bindings, data, onSession handlers): those cleanups
   // may still use its channels and tasks. An instance that never ran init bound nothing.
-  if (net::Network* net = live_ ? shared_.network() : nullptr) {
-    net->sessions().ReleaseOwner(this);
+  if (HostLayer* layer = live_ ? shared_.layer() : nullptr) {
+    layer->ReleaseOwner(this);
   }
   // Release what the plugin left, newest first; then its root scope; then whatever the scope's
   // cleanups created meanwhile.

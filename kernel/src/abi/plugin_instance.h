@@ -33,10 +33,6 @@
 // The ABI's opaque context. PluginInstance is its only kind.
 struct molt_context {};
 
-namespace molt::kernel::net {
-class Network;
-}  // namespace molt::kernel::net
-
 namespace molt::kernel::abi {
 
 class PluginInstance;
@@ -47,15 +43,30 @@ inline Status::Code AbiCode(molt_status_t status) {
   return static_cast<Status::Code>(known ? status : MOLT_ERR_INTERNAL);
 }
 
-// State shared by every plugin instance of one kernel: the resolved-topic table (topic handles
-// are indexes into it, so a bogus handle is a bounds check, never a crash).
+// What a host adds to the core (the server's network, the client's connection): the slots it
+// installs with AbiShared::mutable_api(), and the release of what plugins hold in it.
+class HostLayer {
+ public:
+  virtual ~HostLayer() = default;
+  // A plugin instance stops: what it bound there (session bindings, ...) is released first.
+  virtual void ReleaseOwner(const void* owner) = 0;
+  // One of the plugin's resources of a layer kind (kChannel, kReplica) is released.
+  virtual void Release(std::uint8_t kind, std::uint32_t id) = 0;
+};
+
+// State shared by every plugin instance of one kernel: the host API table the plugins get (the
+// core's slots plus those of the host's layer), the host layer, and the resolved-topic table
+// (topic handles are indexes into it, so a bogus handle is a bounds check, never a crash).
 class AbiShared {
  public:
-  explicit AbiShared(Kernel& kernel) : kernel_(kernel) {}
+  explicit AbiShared(Kernel& kernel);
   Kernel& kernel() { return kernel_; }
-  // The server's network (channels, sessions); nullptr in hosts without one.
-  net::Network* network() const { return network_; }
-  void set_network(net::Network* network) { network_ = network; }
+  // The table handed to every plugin's init; valid as long as this object.
+  const molt_host_api& api() const { return api_; }
+  // For the host layer, before any plugin is initialized.
+  molt_host_api& mutable_api() { return api_; }
+  HostLayer* layer() const { return layer_.get(); }
+  void set_layer(std::unique_ptr<HostLayer> layer) { layer_ = std::move(layer); }
   molt_topic_t TopicHandle(Bus::Topic* topic);
   // nullptr for a handle that was never issued.
   Bus::Topic* TopicAt(molt_topic_t handle) const {
@@ -72,7 +83,8 @@ class AbiShared {
 
  private:
   Kernel& kernel_;
-  net::Network* network_ = nullptr;
+  molt_host_api api_;
+  std::unique_ptr<HostLayer> layer_;
   std::vector<Bus::Topic*> topics_;
   std::unordered_map<Bus::Topic*, molt_topic_t> handles_;
 };
@@ -115,8 +127,7 @@ class PluginInstance final : public molt_context, public Service {
     std::shared_ptr<Process> process{};        // kProcess
     std::shared_ptr<ProcessRecord> record{};   // kProcess
     std::shared_ptr<Completion> completion{};  // kCompletion
-    std::uint16_t channel = 0;                 // kChannel: the network's channel id
-    std::uint32_t replica = 0;                 // kReplica: the network's replica id
+    std::uint32_t layer_id = 0;                // kChannel, kReplica: the host layer's id
   };
 
   // `info` and the code it points to must stay loaded for the instance's lifetime.

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <set>
 
+#include "kernel/src/abi/net_api.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/loader/plugin_host.h"
@@ -324,7 +325,7 @@ int RunServer(const ServerOptions& options) {
   {
     net::Network network(kernel, settings.net);
     loader::PluginHost plugins(kernel, copy_dir.string());
-    plugins.shared().set_network(&network);
+    abi::AttachNetwork(plugins.shared(), &network);
     ClosePhase close(kernel, Seconds(settings.close_budget), [] { std::_Exit(kExitOk); });
     // Signals arrive on the watcher's thread: the first one posts the close to the kernel
     // thread; later ones are logged there and then, even while a stop() blocks the loop.

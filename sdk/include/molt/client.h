@@ -152,10 +152,11 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_on_state(molt_client* client, molt_
 
 typedef uint32_t molt_client_replica_t; /**< the server's replica id; valid until REMOVED */
 
-#define MOLT_CLIENT_REPLICA_SNAPSHOT 0 /**< arrived, or replaced after a resume: read every field \
-                                        */
-#define MOLT_CLIENT_REPLICA_CHANGED 1  /**< field `field` has a new value */
-#define MOLT_CLIENT_REPLICA_REMOVED 2  /**< gone once the callback returns */
+#define MOLT_CLIENT_REPLICA_SNAPSHOT                                                             \
+  0                                   /**< arrived, or replaced after a resume: read every field \
+                                       */
+#define MOLT_CLIENT_REPLICA_CHANGED 1 /**< field `field` has a new value */
+#define MOLT_CLIENT_REPLICA_REMOVED 2 /**< gone once the callback returns */
 
 #define MOLT_CLIENT_FIELD_INT 0   /**< molt_client_replica_int */
 #define MOLT_CLIENT_FIELD_FLOAT 1 /**< molt_client_replica_float */

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel/src/abi/net_api.h"
 #include "kernel/src/abi/plugin_instance.h"
 
 namespace molt::kernel::abi {
@@ -95,7 +96,7 @@ class HostApiTest : public ::testing::Test {
     Status s = kernel_->Start();
     ASSERT_TRUE(s.ok()) << s.message();
   }
-  const molt_host_api& api() { return HostApi(); }
+  const molt_host_api& api() { return shared_->api(); }
   molt_context_t* a() { return g_probe[0].ctx; }
   molt_context_t* b() { return g_probe[1].ctx; }
   std::string Error(molt_context_t* ctx) { return api().last_error(ctx); }
@@ -127,6 +128,10 @@ TEST_F(HostApiTest, TableIsSizePrefixedAndVersioned) {
   EXPECT_EQ(api().struct_size, sizeof(molt_host_api));
   EXPECT_EQ(api().abi_version, MOLT_ABI_VERSION_CURRENT);
   EXPECT_TRUE(MOLT_API_HAS(&api(), stats_json));
+  // A host without a network layer (the client library) offers no networking slot.
+  EXPECT_FALSE(MOLT_API_HAS(&api(), channel_declare));
+  EXPECT_FALSE(MOLT_API_HAS(&api(), session_kick));
+  EXPECT_FALSE(MOLT_API_HAS(&api(), replica_create));
 }
 
 TEST_F(HostApiTest, PluginSubscribesAndPublishesThroughTheTable) {
@@ -486,6 +491,7 @@ TEST_F(HostApiTest, FailedInitReportsThePluginsTextAndReleasesWhatItRegistered) 
 }
 
 TEST_F(HostApiTest, NetworkingSlotsSayWhenTheHostHasNoNetwork) {
+  AttachNetwork(*shared_, nullptr);  // a server layer without a network (not listening)
   Boot();
   ASSERT_TRUE(MOLT_API_HAS(&api(), session_kick));
   molt_channel_spec spec{};

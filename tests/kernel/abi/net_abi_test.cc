@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernel/src/abi/host_api.h"
+#include "kernel/src/abi/net_api.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "net_fixture.h"
 
@@ -26,7 +26,7 @@ class NetAbiTest : public NetTest {
     copies_ = ::testing::TempDir() + "molt_net_abi_" + std::to_string(::getpid());
     std::filesystem::remove_all(copies_);
     plugins_ = std::make_unique<loader::PluginHost>(*kernel_, copies_);
-    plugins_->shared().set_network(net_.get());
+    abi::AttachNetwork(plugins_->shared(), net_.get());
     Status s = plugins_->LoadDirectory(std::string(MOLT_FIXTURE_DIR) + "/net");
     ASSERT_TRUE(s.ok()) << s.ToString();
     s = kernel_->Start();
@@ -146,7 +146,7 @@ TEST_F(NetAbiTest, APluginsReplicaReachesClientsAndGoesWithThePlugin) {
 }
 
 TEST_F(NetAbiTest, SlotErrorsNameTheArgumentAndTheFix) {
-  const molt_host_api& api = abi::HostApi();
+  const molt_host_api& api = plugins_->shared().api();
   molt_context_t* ctx = plugins_->plugins()[0].instance->context();
   auto error = [&] { return std::string(api.last_error(ctx)); };
   molt_channel_spec spec{};

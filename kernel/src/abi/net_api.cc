@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host API's networking slots (ABI 1.1 channels and sessions, ABI 1.2 replicas): the server
+// layer's part of the table, installed by AttachNetwork(). Hosts without a network (the client
+// library) never link this file, and their tables leave these slots NULL.
+#include "kernel/src/abi/net_api.h"
+
+#include <cmath>
+#include <string>
+
+#include "kernel/src/abi/slot.h"
+#include "kernel/src/net/network.h"
+
+namespace molt::kernel::abi {
+namespace {
+
+// --- Networking (ABI 1.1) ---
+
+static_assert(static_cast<int>(net::ChannelKind::kEvent) == MOLT_CHANNEL_EVENT &&
+                  static_cast<int>(net::FieldType::kString) == MOLT_FIELD_STRING &&
+                  static_cast<int>(net::FieldType::kFloat) == MOLT_FIELD_FLOAT &&
+                  static_cast<int>(net::ExitReason::kClientClosed) == MOLT_EXIT_CLIENT_CLOSED &&
+                  static_cast<int>(net::ExitReason::kOffender) == MOLT_EXIT_OFFENDER &&
+                  static_cast<int>(net::ExitReason::kTransportError) == MOLT_EXIT_TRANSPORT_ERROR,
+              "the kernel's network enums are the ABI's numbers");
+
+// The server's layer: the network plugins declare channels and replicas in.
+class NetLayer final : public HostLayer {
+ public:
+  explicit NetLayer(net::Network* network) : network_(network) {}
+  net::Network* network() const { return network_; }
+  void ReleaseOwner(const void* owner) override {
+    if (network_ != nullptr) {
+      network_->sessions().ReleaseOwner(owner);
+    }
+  }
+  void Release(std::uint8_t kind, std::uint32_t id) override {
+    if (network_ == nullptr) {
+      return;
+    }
+    if (kind == static_cast<std::uint8_t>(Kind::kChannel)) {
+      (void)network_->channels().Remove(static_cast<net::ChannelId>(id));
+    } else if (kind == static_cast<std::uint8_t>(Kind::kReplica)) {
+      (void)network_->replicas().Destroy(id);
+    }
+  }
+
+ private:
+  net::Network* network_;
+};
+
+Result<net::Network*> NetworkOf(PluginInstance& p) {
+  // The networking slots are only in tables whose layer AttachNetwork installed.
+  if (net::Network* n = static_cast<NetLayer*>(p.shared().layer())->network()) {
+    return n;
+  }
+  return Status::Unsupported("this host has no network (channels and sessions are server-side)");
+}
+
+Result<net::FieldRule> ToRule(const molt_field_rule& r, std::size_t index) {
+  const std::string where = "rule " + std::to_string(index);
+  if (r.type > MOLT_FIELD_STRING) {
+    return Status::InvalidArgument(where + ": type " + std::to_string(r.type) +
+                                   " is not a MOLT_FIELD_* value");
+  }
+  const auto type = static_cast<net::FieldType>(r.type);
+  std::string name = r.name != nullptr ? r.name : "field " + std::to_string(r.field);
+  switch (r.rule) {
+    case MOLT_RULE_RANGE:
+      return net::FieldRule::Range(r.field, std::move(name), type, r.min, r.max);
+    case MOLT_RULE_ONE_OF:
+      if (r.one_of == nullptr || r.one_of_count == 0) {
+        return Status::InvalidArgument(where + ": MOLT_RULE_ONE_OF needs one_of values");
+      }
+      return net::FieldRule::OneOf(r.field, std::move(name), type,
+                                   std::vector<std::int64_t>(r.one_of, r.one_of + r.one_of_count));
+    case MOLT_RULE_MAX_LENGTH:
+      if (r.type != MOLT_FIELD_STRING) {
+        return Status::InvalidArgument(where +
+                                       ": MOLT_RULE_MAX_LENGTH applies to MOLT_FIELD_STRING");
+      }
+      return net::FieldRule::MaxLength(r.field, std::move(name), r.max_length);
+  }
+  return Status::InvalidArgument(where + ": rule " + std::to_string(r.rule) +
+                                 " is not a MOLT_RULE_* value");
+}
+
+Result<net::ChannelSpec> ToChannelSpec(PluginInstance& p, net::Network& network,
+                                       const molt_channel_spec& in) {
+  if (in.struct_size < sizeof(molt_channel_spec)) {
+    return Status::InvalidArgument("spec->struct_size is " + std::to_string(in.struct_size) +
+                                   ": set it to sizeof(molt_channel_spec)");
+  }
+  if (Status s = Required({{in.name, "spec->name"}, {in.schema, "spec->schema"}}); !s.ok()) {
+    return s;
+  }
+  if (in.kind < MOLT_CHANNEL_INTENT || in.kind > MOLT_CHANNEL_EVENT) {
+    return Status::InvalidArgument("spec->kind " + std::to_string(in.kind) +
+                                   " is not MOLT_CHANNEL_INTENT, _REQUEST or _EVENT");
+  }
+  if (in.rule_count > 0 && in.rules == nullptr) {
+    return Status::InvalidArgument("spec->rules is NULL with rule_count > 0");
+  }
+  if (in.reject_size > 0 && in.reject_payload == nullptr) {
+    return Status::InvalidArgument("spec->reject_payload is NULL with reject_size > 0");
+  }
+  net::ChannelSpec out;
+  out.name = in.name;
+  out.kind = static_cast<net::ChannelKind>(in.kind);
+  out.schema = in.schema;
+  for (std::size_t i = 0; i < in.rule_count; ++i) {
+    Result<net::FieldRule> r = ToRule(in.rules[i], i);
+    if (!r.ok()) {
+      return r.status();
+    }
+    out.rules.push_back(std::move(r.value()));
+  }
+  out.rate = in.rate;
+  out.burst = in.burst;
+  out.open = in.open != 0;
+  out.timeout_seconds = in.timeout_seconds;
+  const auto* reject = static_cast<const std::uint8_t*>(in.reject_payload);
+  out.reject_payload.assign(reject, reject + (reject != nullptr ? in.reject_size : 0));
+  PluginInstance* inst = &p;
+  void* ud = in.user_data;
+  if (molt_verify_fn verify = in.verify) {
+    out.verify = [verify, ud](std::span<const std::uint8_t> payload) {
+      return verify(ud, payload.data(), payload.size()) != 0;
+    };
+  }
+  if (molt_intent_fn fn = in.on_intent) {
+    out.on_intent = [inst, fn, ud](net::Session& s, std::span<Value> args) {
+      const molt_status_t st = CallPlugin(*inst, [&] {
+        return fn(ud, s.id(), static_cast<const molt_value*>(static_cast<void*>(args.data())),
+                  args.size());
+      });
+      if (st != MOLT_OK) {
+        inst->CountCallbackError();
+        throw std::runtime_error("plugin \"" + inst->name() + "\": " + inst->CallbackError(st));
+      }
+    };
+  }
+  if (molt_request_fn fn = in.on_request) {
+    net::Network* n = &network;
+    out.on_request = [inst, fn, ud, n](net::Session& s, std::span<Value> args,
+                                       net::RequestToken request) {
+      const molt_status_t st = CallPlugin(*inst, [&] {
+        return fn(ud, s.id(), static_cast<const molt_value*>(static_cast<void*>(args.data())),
+                  args.size(), request);
+      });
+      if (st != MOLT_OK) {
+        inst->ReportCallbackError("request handler of channel", st);
+        (void)n->Reply(request, AbiCode(st), {});  // STALE when the handler had answered
+      }
+    };
+  }
+  return out;
+}
+
+molt_status_t ChannelDeclare(molt_context_t* ctx, const molt_channel_spec* spec,
+                             molt_cleanup_fn release, molt_channel_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required({{spec, "spec"}, {out, "out_channel"}}); !s.ok()) {
+      return s;
+    }
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    Result<net::ChannelSpec> cs = ToChannelSpec(p, **network, *spec);
+    if (!cs.ok()) {
+      return cs.status();
+    }
+    Result<net::ChannelId> id = (*network)->channels().Declare(std::move(cs.value()), &p);
+    if (!id.ok()) {
+      return id.status();
+    }
+    PluginInstance::Resource r{Kind::kChannel, {}, 0, false, nullptr, release, spec->user_data};
+    r.layer_id = *id;
+    *out = p.Own(std::move(r));
+    return Status::Ok();
+  });
+}
+
+molt_status_t ChannelRemove(molt_context_t* ctx, molt_channel_t channel) noexcept {
+  return Guard(
+      ctx, [&](PluginInstance& p) { return ReleaseOwned(p, channel, Kind::kChannel, "channel"); });
+}
+
+molt_status_t EventSend(molt_context_t* ctx, molt_channel_t channel, const molt_session_t* sessions,
+                        std::size_t count, const void* data, std::size_t size) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    Result<PluginInstance::Resource*> r = FindKind(p, channel, Kind::kChannel, "channel");
+    if (!r.ok()) {
+      return r.status();
+    }
+    if (size > 0 && data == nullptr) {
+      return Status::InvalidArgument("data is NULL with size > 0");
+    }
+    const std::span payload(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0);
+    if (sessions == nullptr) {
+      if (count > 0) {
+        return Status::InvalidArgument("sessions is NULL with count > 0 (NULL and 0: everyone)");
+      }
+      return (*network)->Broadcast(static_cast<net::ChannelId>((*r)->layer_id), payload);
+    }
+    return (*network)->SendList(static_cast<net::ChannelId>((*r)->layer_id),
+                                std::span(sessions, count), payload);
+  });
+}
+
+molt_status_t RequestReply(molt_context_t* ctx, molt_request_t request, molt_status_t status,
+                           const void* data, std::size_t size) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    if (size > 0 && data == nullptr) {
+      return Status::InvalidArgument("data is NULL with size > 0");
+    }
+    return (*network)->Reply(
+        request, status == MOLT_OK ? Status::Code::kOk : AbiCode(status),
+        std::span(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0));
+  });
+}
+
+molt_status_t SessionOn(molt_context_t* ctx, molt_session_fn fn, void* user_data,
+                        molt_cleanup_fn release, molt_subscription_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required({{reinterpret_cast<const void*>(fn), "fn"}, {out, "out_subscription"}});
+        !s.ok()) {
+      return s;
+    }
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    PluginInstance* inst = &p;
+    PluginInstance::Resource r{Kind::kSubscription, {}, 0, false, nullptr, release, user_data};
+    r.connection = (*network)->sessions().OnSession(
+        [inst, fn, user_data](net::Session& s) {
+          CallPlugin(*inst, [&] {
+            fn(user_data, s.id());
+            return MOLT_OK;
+          });
+        },
+        &p);
+    *out = p.Own(std::move(r));
+    return Status::Ok();
+  });
+}
+
+// The live or ending session `id`, for the session_* slots.
+Result<net::Session*> FindSession(PluginInstance& p, molt_session_t id) {
+  Result<net::Network*> network = NetworkOf(p);
+  if (!network.ok()) {
+    return network.status();
+  }
+  if (net::Session* s = (*network)->sessions().Find(id)) {
+    return s;
+  }
+  return Status::NotFound("session " + std::to_string(id) +
+                          " is not live (it left, or never existed)");
+}
+
+molt_status_t SessionBind(molt_context_t* ctx, molt_session_t session, std::int32_t last,
+                          molt_cleanup_fn fn, void* user_data) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(reinterpret_cast<const void*>(fn), "fn"); !s.ok()) {
+      return s;
+    }
+    Result<net::Session*> s = FindSession(p, session);
+    if (!s.ok()) {
+      return s.status();
+    }
+    PluginInstance* inst = &p;
+    auto cleanup = [inst, fn, user_data] {
+      CallPlugin(*inst, [&] {
+        fn(user_data);
+        return MOLT_OK;
+      });
+    };
+    if (last != 0) {
+      (*s)->BindLast(std::move(cleanup), &p);
+    } else {
+      (*s)->Bind(std::move(cleanup), &p);
+    }
+    return Status::Ok();
+  });
+}
+
+molt_status_t SessionInfo(molt_context_t* ctx, molt_session_t session,
+                          molt_session_info* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(out, "out_info"); !s.ok()) {
+      return s;
+    }
+    if (out->struct_size < sizeof(molt_session_info)) {
+      return Status::InvalidArgument("out_info->struct_size is " +
+                                     std::to_string(out->struct_size) +
+                                     ": set it to sizeof(molt_session_info)");
+    }
+    Result<net::Session*> found = FindSession(p, session);
+    if (!found.ok()) {
+      return found.status();
+    }
+    const net::Session& s = **found;
+    out->active = s.active() ? 1 : 0;
+    out->user = s.user().c_str();
+    out->join_data = s.join_data().data();
+    out->join_size = s.join_data().size();
+    out->address = s.address().c_str();
+    out->exit_reason =
+        s.exit_reason() ? static_cast<std::int32_t>(*s.exit_reason()) : MOLT_EXIT_NONE;
+    out->rtt_seconds = ToSeconds(s.rtt());
+    return Status::Ok();
+  });
+}
+
+molt_status_t SessionDataSet(molt_context_t* ctx, molt_session_t session, const char* key,
+                             void* value, molt_cleanup_fn release) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(key, "key"); !s.ok()) {
+      return s;
+    }
+    Result<net::Session*> s = FindSession(p, session);
+    if (!s.ok()) {
+      return s.status();
+    }
+    PluginInstance* inst = &p;
+    Callback<void(void*)> on_release;
+    if (release != nullptr) {
+      on_release = [inst, release](void* v) { inst->RunRelease(release, v); };
+    }
+    (*s)->SetData(key, value, std::move(on_release), &p);
+    return Status::Ok();
+  });
+}
+
+molt_status_t SessionDataGet(molt_context_t* ctx, molt_session_t session, const char* key,
+                             void** out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required({{key, "key"}, {out, "out_value"}}); !s.ok()) {
+      return s;
+    }
+    Result<net::Session*> s = FindSession(p, session);
+    if (!s.ok()) {
+      return s.status();
+    }
+    *out = (*s)->GetData(key);
+    return Status::Ok();
+  });
+}
+
+molt_status_t SessionKick(molt_context_t* ctx, molt_session_t session,
+                          const char* reason) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    return (*network)->Kick(session, reason != nullptr ? reason : "kicked");
+  });
+}
+
+// --- Replicas (ABI 1.2) ---
+
+static_assert(static_cast<int>(net::ReplicaFieldType::kBytes) == MOLT_REPLICA_BYTES &&
+                  static_cast<int>(net::Audience::kList) == MOLT_AUDIENCE_LIST,
+              "replica enums follow molt.h");
+
+molt_status_t ReplicaCreate(molt_context_t* ctx, const molt_replica_spec* spec,
+                            molt_replica_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required({{spec, "spec"}, {out, "out_replica"}}); !s.ok()) {
+      return s;
+    }
+    if (spec->struct_size < sizeof(molt_replica_spec)) {
+      return Status::InvalidArgument("spec->struct_size is " + std::to_string(spec->struct_size) +
+                                     ": set it to sizeof(molt_replica_spec)");
+    }
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    if (Status s = Required({{spec->name, "spec->name"}, {spec->fields, "spec->fields"}});
+        !s.ok()) {
+      return s;
+    }
+    if (spec->audience != MOLT_AUDIENCE_ALL && spec->audience != MOLT_AUDIENCE_LIST) {
+      return Status::InvalidArgument("spec->audience is not a MOLT_AUDIENCE_* value");
+    }
+    net::ReplicaSpec rs;
+    rs.name = spec->name;
+    rs.tick_rate = spec->tick_rate == 0 ? 10 : spec->tick_rate;
+    rs.audience = static_cast<net::Audience>(spec->audience);
+    for (std::size_t i = 0; i < spec->field_count; ++i) {
+      const molt_replica_field& f = spec->fields[i];
+      if (f.type < MOLT_REPLICA_INT || f.type > MOLT_REPLICA_BYTES) {
+        return Status::InvalidArgument("replica \"" + rs.name + "\": field " + std::to_string(i) +
+                                       " has type " + std::to_string(f.type) +
+                                       ", not a MOLT_REPLICA_* value");
+      }
+      rs.fields.push_back({f.name != nullptr ? f.name : "",
+                           static_cast<net::ReplicaFieldType>(f.type),
+                           f.max_bytes == 0 ? net::kDefaultReplicaBytes : f.max_bytes});
+    }
+    Result<net::ReplicaId> id = (*network)->replicas().Create(std::move(rs), &p);
+    if (!id.ok()) {
+      return id.status();
+    }
+    PluginInstance::Resource r{Kind::kReplica, {}, 0, false, nullptr, nullptr, nullptr};
+    r.layer_id = *id;
+    *out = p.Own(std::move(r));
+    return Status::Ok();
+  });
+}
+
+molt_status_t ReplicaDestroy(molt_context_t* ctx, molt_replica_t replica) noexcept {
+  return Guard(
+      ctx, [&](PluginInstance& p) { return ReleaseOwned(p, replica, Kind::kReplica, "replica"); });
+}
+
+// Runs `fn(replicas, id)` for a replica `p` owns.
+template <class F>
+molt_status_t WithReplica(molt_context_t* ctx, molt_replica_t replica, F fn) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    Result<PluginInstance::Resource*> r = FindKind(p, replica, Kind::kReplica, "replica");
+    if (!r.ok()) {
+      return r.status();
+    }
+    return fn((*network)->replicas(), (*r)->layer_id);
+  });
+}
+
+molt_status_t ReplicaSetInt(molt_context_t* ctx, molt_replica_t replica, std::uint32_t field,
+                            std::int64_t value) noexcept {
+  return WithReplica(ctx, replica, [&](net::Replicas& rs, net::ReplicaId id) {
+    return rs.SetInt(id, field, value);
+  });
+}
+
+molt_status_t ReplicaSetFloat(molt_context_t* ctx, molt_replica_t replica, std::uint32_t field,
+                              double value) noexcept {
+  return WithReplica(ctx, replica, [&](net::Replicas& rs, net::ReplicaId id) {
+    return rs.SetFloat(id, field, value);
+  });
+}
+
+molt_status_t ReplicaSetBytes(molt_context_t* ctx, molt_replica_t replica, std::uint32_t field,
+                              const void* data, std::size_t size) noexcept {
+  return WithReplica(ctx, replica, [&](net::Replicas& rs, net::ReplicaId id) -> Status {
+    if (size > 0 && data == nullptr) {
+      return Status::InvalidArgument("data is NULL with size > 0");
+    }
+    return rs.SetBytes(
+        id, field, std::span(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0));
+  });
+}
+
+molt_status_t ReplicaAddSession(molt_context_t* ctx, molt_replica_t replica,
+                                molt_session_t session) noexcept {
+  return WithReplica(ctx, replica, [&](net::Replicas& rs, net::ReplicaId id) {
+    return rs.AddSession(id, session);
+  });
+}
+
+molt_status_t ReplicaRemoveSession(molt_context_t* ctx, molt_replica_t replica,
+                                   molt_session_t session) noexcept {
+  return WithReplica(ctx, replica, [&](net::Replicas& rs, net::ReplicaId id) {
+    return rs.RemoveSession(id, session);
+  });
+}
+
+}  // namespace
+
+void AttachNetwork(AbiShared& shared, net::Network* network) {
+  shared.set_layer(std::make_unique<NetLayer>(network));
+  molt_host_api& api = shared.mutable_api();
+  api.channel_declare = ChannelDeclare;
+  api.channel_remove = ChannelRemove;
+  api.event_send = EventSend;
+  api.request_reply = RequestReply;
+  api.session_on = SessionOn;
+  api.session_bind = SessionBind;
+  api.session_info = SessionInfo;
+  api.session_data_set = SessionDataSet;
+  api.session_data_get = SessionDataGet;
+  api.session_kick = SessionKick;
+  api.replica_create = ReplicaCreate;
+  api.replica_destroy = ReplicaDestroy;
+  api.replica_set_int = ReplicaSetInt;
+  api.replica_set_float = ReplicaSetFloat;
+  api.replica_set_bytes = ReplicaSetBytes;
+  api.replica_add_session = ReplicaAddSession;
+  api.replica_remove_session = ReplicaRemoveSession;
+}
+
+}  // namespace molt::kernel::abi
