@@ -8,81 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "client_fixture.h"
 #include "kernel/src/net/replica.h"
-#include "net_fixture.h"
 #include "relay.h"
 
 namespace molt::kernel::net {
 namespace {
-
-struct Journal {
-  std::vector<std::string> states;
-  std::vector<std::string> events;
-  std::vector<std::pair<molt_status_t, std::string>> responses;
-};
-
-void OnState(void* ud, std::int32_t state, const char* reason) {
-  static const char* kNames[] = {"idle", "connecting", "connected", "closed", "reconnecting"};
-  std::string s = kNames[state];
-  if (reason[0] != '\0') {
-    s += " (" + std::string(reason) + ")";
-  }
-  static_cast<Journal*>(ud)->states.push_back(s);
-}
-
-void OnEvent(void* ud, std::uint16_t, const void* data, std::size_t) {
-  static_cast<Journal*>(ud)->events.push_back(
-      flatbuffers::GetRoot<molt::test::Say>(data)->text()->str());
-}
-
-void OnResponse(void* ud, molt_status_t status, const void* data, std::size_t size) {
-  static_cast<Journal*>(ud)->responses.emplace_back(
-      status, std::string(static_cast<const char*>(data), data != nullptr ? size : 0));
-}
-
-class ClientTest : public NetTest {
- protected:
-  void SetUp() override {
-    NetTest::SetUp();
-    molt_client_options o{};
-    o.struct_size = sizeof(o);
-    o.connect_timeout_seconds = 5;
-    ASSERT_EQ(molt_client_create(&o, &client_), MOLT_OK);
-    molt_client_on_state(client_, OnState, &journal_);
-    molt_client_on_event(client_, MOLT_CLIENT_ALL_CHANNELS, OnEvent, &journal_);
-  }
-  void TearDown() override {
-    molt_client_destroy(client_);
-    NetTest::TearDown();
-  }
-
-  // The app's frame loop: the server's loop, then a client step, until `done`.
-  bool Pump(const std::function<bool()>& done,
-            std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-      kernel_->loop().io().restart();
-      kernel_->loop().RunFor(std::chrono::milliseconds(1));
-      EXPECT_EQ(molt_client_step(client_, 0.0015), MOLT_OK);
-    }
-    return done();
-  }
-  bool Connect(const char* user = "ada", std::uint16_t port = 0) {
-    EXPECT_EQ(molt_client_connect(client_, "127.0.0.1", port != 0 ? port : port_, user, "pw", 2,
-                                  nullptr, 0),
-              MOLT_OK);
-    return Pump([&] { return molt_client_state(client_) != MOLT_CLIENT_CONNECTING; });
-  }
-  std::uint16_t Channel(const char* name) {
-    std::uint16_t id = 0;
-    EXPECT_EQ(molt_client_channel(client_, name, &id), MOLT_OK) << molt_client_last_error(client_);
-    return id;
-  }
-  std::string Error() { return molt_client_last_error(client_); }
-
-  molt_client* client_ = nullptr;
-  Journal journal_;
-};
 
 TEST_F(ClientTest, ConnectsSendsIntentsAndReceivesEvents) {
   const ChannelId said_id = DeclareEvent("chat.Said");

@@ -11,11 +11,14 @@ if [ -n "$others" ]; then
   echo "$others" | head -20 >&2
   exit 1
 fi
-for fn in create destroy connect disconnect step state intent request on_event on_state; do
+for fn in create destroy connect disconnect step state intent request on_event on_state \
+          on_replica replica_find replica_int load_controllers add_controller start; do
   grep -qx "molt_client_$fn" <<<"$exported" || { echo "molt_client_$fn is not exported" >&2; exit 1; }
 done
-# The privileged layer never ships in the client (sessions, validators, loader, persistence).
-if nm -C "$lib" | grep -E 'net::Network|net::Sessions|loader::|PluginInstance' >/dev/null; then
+# The privileged layer never ships in the client: sessions, channels and their validators, rate
+# limits, replicas' server side, the networking ABI slots. (The core and the controller loader do:
+# DESIGN.md §3.)
+if nm -C "$lib" | grep -E 'net::Network|net::Sessions|net::Replicas|net::ChannelRegistry|AttachNetwork|RunServer' >/dev/null; then
   echo "libmolt_client contains server code" >&2
   exit 1
 fi

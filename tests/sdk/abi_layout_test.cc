@@ -95,7 +95,10 @@ MOLT_FROZEN(molt_host_api, replica_set_float, 408);
 MOLT_FROZEN(molt_host_api, replica_set_bytes, 416);
 MOLT_FROZEN(molt_host_api, replica_add_session, 424);
 MOLT_FROZEN(molt_host_api, replica_remove_session, 432);
-static_assert(sizeof(molt_host_api) == 440);
+MOLT_FROZEN(molt_host_api, client_intent, 440);
+MOLT_FROZEN(molt_host_api, client_request, 448);
+MOLT_FROZEN(molt_host_api, client_replica_get, 456);
+static_assert(sizeof(molt_host_api) == 464);
 
 // ABI 1.1: networking.
 MOLT_FROZEN(molt_field_rule, field, 0);

@@ -788,6 +788,28 @@ molt_status_t CompletionComplete(molt_context_t* ctx, molt_completion_t completi
   });
 }
 
+// --- Slots of another host's layer ---
+
+// The networking and client slots are always in the table: a host without the layer answers
+// MOLT_ERR_UNSUPPORTED (molt.h), and the layer replaces them (net_api.cc, the client library).
+constexpr char kNoNetwork[] = "this host has no network (channels and sessions are server-side)";
+constexpr char kNotClient[] =
+    "this host is not a client (intents, requests and replica reads are for controllers)";
+
+template <const char* kText, class Slot>
+struct Refuse;
+template <const char* kText, class... A>
+struct Refuse<kText, molt_status_t (*)(molt_context_t*, A...)> {
+  static molt_status_t Call(molt_context_t* ctx, A...) noexcept {
+    return Guard(ctx, [](PluginInstance&) { return Status::Unsupported(kText); });
+  }
+};
+
+template <const char* kText, class Slot>
+void SetRefusal(Slot& slot) {
+  slot = &Refuse<kText, Slot>::Call;
+}
+
 molt_host_api MakeTable() {
   molt_host_api api{};
   api.struct_size = sizeof(molt_host_api);
@@ -829,6 +851,26 @@ molt_host_api MakeTable() {
   api.process_set_result = ProcessSetResult;
   api.completion_create = CompletionCreate;
   api.completion_complete = CompletionComplete;
+  SetRefusal<kNoNetwork>(api.channel_declare);
+  SetRefusal<kNoNetwork>(api.channel_remove);
+  SetRefusal<kNoNetwork>(api.event_send);
+  SetRefusal<kNoNetwork>(api.request_reply);
+  SetRefusal<kNoNetwork>(api.session_on);
+  SetRefusal<kNoNetwork>(api.session_bind);
+  SetRefusal<kNoNetwork>(api.session_info);
+  SetRefusal<kNoNetwork>(api.session_data_set);
+  SetRefusal<kNoNetwork>(api.session_data_get);
+  SetRefusal<kNoNetwork>(api.session_kick);
+  SetRefusal<kNoNetwork>(api.replica_create);
+  SetRefusal<kNoNetwork>(api.replica_destroy);
+  SetRefusal<kNoNetwork>(api.replica_set_int);
+  SetRefusal<kNoNetwork>(api.replica_set_float);
+  SetRefusal<kNoNetwork>(api.replica_set_bytes);
+  SetRefusal<kNoNetwork>(api.replica_add_session);
+  SetRefusal<kNoNetwork>(api.replica_remove_session);
+  SetRefusal<kNotClient>(api.client_intent);
+  SetRefusal<kNotClient>(api.client_request);
+  SetRefusal<kNotClient>(api.client_replica_get);
   return api;
 }
 

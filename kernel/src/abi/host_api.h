@@ -13,7 +13,8 @@
 namespace molt::kernel::abi {
 
 // A table with the core's slots (errors, logs, Bus, hooks, scheduler, scopes, services, config,
-// processes); the slots of a host layer (net_api.h, the client library) are NULL until it fills
+// processes). The slots of a host layer (the server's network: net_api.h; the client's
+// connection: client/client_kernel.cc) answer MOLT_ERR_UNSUPPORTED until the layer replaces
 // them. AbiShared starts from it.
 molt_host_api CoreHostApi();
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The host API's networking slots (ABI 1.1 channels and sessions, ABI 1.2 replicas): the server
 // layer's part of the table, installed by AttachNetwork(). Hosts without a network (the client
-// library) never link this file, and their tables leave these slots NULL.
+// library) never link this file: their tables keep the core's refusals (MOLT_ERR_UNSUPPORTED).
 #include "kernel/src/abi/net_api.h"
 
 #include <cmath>

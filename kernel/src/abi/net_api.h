@@ -3,8 +3,8 @@
 //
 // The server layer of the host API: AttachNetwork() makes `network` the plugins' network and
 // fills the networking slots (ABI 1.1 channels and sessions, ABI 1.2 replicas) of the table
-// `shared` hands to plugins. Call it before loading plugins. A null `network` installs the slots
-// answering MOLT_ERR_UNSUPPORTED.
+// `shared` hands to plugins. Call it before loading plugins. With a null `network` the slots
+// answer MOLT_ERR_UNSUPPORTED, as they do without a layer.
 #ifndef MOLT_KERNEL_ABI_NET_API_H_
 #define MOLT_KERNEL_ABI_NET_API_H_
 

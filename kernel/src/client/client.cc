@@ -25,6 +25,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernel/src/abi/plugin_instance.h"
+#include "kernel/src/client/client_kernel.h"
 #include "kernel/src/core/token_bucket.h"
 #include "kernel/src/net/wire.h"
 #include "molt_wire_generated.h"
@@ -53,7 +55,7 @@ std::chrono::nanoseconds Seconds(double s) {
 
 }  // namespace
 
-struct molt_client {
+struct molt_client final : molt::kernel::client::ClientPort {
   struct Channel {
     std::string name;
     w::ChannelKind kind = w::ChannelKind::Intent;
@@ -64,6 +66,16 @@ struct molt_client {
     molt_client_response_fn fn;
     void* user_data;
     Clock::time_point deadline;
+    // A controller's request (ClientPort::Request): called instead of fn.
+    std::function<void(molt_status_t, const void*, std::size_t)> done = nullptr;
+
+    void Answer(molt_status_t status, const void* data, std::size_t size) const {
+      if (done) {
+        done(status, data, size);
+      } else {
+        fn(user_data, status, data, size);
+      }
+    }
   };
   struct Handler {
     molt_client_event_fn fn = nullptr;
@@ -226,9 +238,15 @@ struct molt_client {
       case w::Body::Event: {
         const w::Event* e = env->body_as_Event();
         const std::span<const std::uint8_t> payload = bytes(e->payload());
+        auto ch = channels.find(e->channel());
+        const std::string name = ch != channels.end() ? ch->second.name : "";
         Handler h = handlers.count(e->channel()) ? handlers[e->channel()] : all_channels;
+        const std::uint64_t gen = generation;
         if (h.fn != nullptr) {
           h.fn(h.user_data, e->channel(), payload.data(), payload.size());
+        }
+        if (kernel && gen == generation && !name.empty()) {
+          kernel->Event(name, payload);  // the controllers' Bus
         }
         return;
       }
@@ -241,7 +259,7 @@ struct molt_client {
         const Pending p = it->second;
         pending.erase(it);
         const std::span<const std::uint8_t> payload = bytes(r->payload());
-        p.fn(p.user_data, r->status(), payload.data(), payload.size());
+        p.Answer(r->status(), payload.data(), payload.size());
         return;
       }
       case w::Body::Ping: {
@@ -372,8 +390,12 @@ struct molt_client {
       }
     }
     const std::uint64_t gen = generation;
+    const std::string topic_name = kernel ? name : "";
     for (int i = 0; i < n && gen == generation && replicas.count(id) != 0; ++i) {
       calls[i].fn(calls[i].user_data, id, what, field);
+    }
+    if (kernel && gen == generation) {
+      kernel->ReplicaUpdate(topic_name, id, what, field);  // the controllers' Bus
     }
   }
 
@@ -501,7 +523,7 @@ struct molt_client {
     auto requests = std::move(pending);
     pending.clear();
     for (auto& [id, p] : requests) {
-      p.fn(p.user_data, MOLT_ERR_TIMEOUT, nullptr, 0);
+      p.Answer(MOLT_ERR_TIMEOUT, nullptr, 0);
     }
   }
 
@@ -521,6 +543,90 @@ struct molt_client {
     if (state_fn != nullptr) {
       state_fn(state_user, s, reason.c_str());
     }
+    if (kernel) {
+      kernel->State(s, reason);
+    }
+  }
+
+  // --- ClientPort: what controllers ask of the connection ---
+
+  molt::kernel::Status Code(molt_status_t code) const {
+    return code == MOLT_OK ? molt::kernel::Status::Ok()
+                           : molt::kernel::Status(molt::kernel::abi::AbiCode(code), error);
+  }
+
+  molt::kernel::Result<std::uint16_t> ChannelId(std::string_view name) {
+    if (state != MOLT_CLIENT_CONNECTED && state != MOLT_CLIENT_RECONNECTING) {
+      return molt::kernel::Status::FailedPrecondition(
+          "not connected: channels come with the server's welcome");
+    }
+    auto it = ids.find(std::string(name));
+    if (it == ids.end()) {
+      return molt::kernel::Status::NotFound("the server has no channel \"" + std::string(name) +
+                                            "\"");
+    }
+    return it->second;
+  }
+
+  molt::kernel::Status Intent(std::string_view channel,
+                              std::span<const std::uint8_t> payload) override {
+    molt::kernel::Result<std::uint16_t> id = ChannelId(channel);
+    if (!id.ok()) {
+      return id.status();
+    }
+    return Code(molt_client_intent(this, *id, payload.data(), payload.size()));
+  }
+
+  molt::kernel::Status Request(
+      std::string_view channel, std::span<const std::uint8_t> payload, double timeout_seconds,
+      molt::kernel::Callback<void(molt_status_t, std::string_view)> done) override {
+    molt::kernel::Result<std::uint16_t> id = ChannelId(channel);
+    if (!id.ok()) {
+      return id.status();
+    }
+    const std::uint32_t request = next_request;
+    const molt_status_t code = molt_client_request(
+        this, *id, payload.data(), payload.size(), timeout_seconds,
+        [](void*, molt_status_t, const void*, std::size_t) {}, nullptr);
+    if (code != MOLT_OK) {
+      return Code(code);
+    }
+    auto box = std::make_shared<decltype(done)>(std::move(done));
+    pending.at(request).done = [box](molt_status_t status, const void* data, std::size_t size) {
+      (*box)(status, std::string_view(static_cast<const char*>(data), data != nullptr ? size : 0));
+    };
+    return molt::kernel::Status::Ok();
+  }
+
+  molt::kernel::Status ReplicaValue(std::string_view replica, std::string_view field,
+                                    molt_value* out) override {
+    for (auto& [id, r] : replicas) {
+      if (r.name != replica) {
+        continue;
+      }
+      for (Replica::Field& f : r.fields) {
+        if (f.name != field) {
+          continue;
+        }
+        *out = molt_value{};
+        if (f.type == MOLT_CLIENT_FIELD_INT) {
+          out->type = MOLT_VALUE_INT;
+          out->as.i = f.i;
+        } else if (f.type == MOLT_CLIENT_FIELD_FLOAT) {
+          out->type = MOLT_VALUE_DOUBLE;
+          out->as.d = f.f;
+        } else {
+          out->type = MOLT_VALUE_BYTES;
+          out->size = static_cast<std::uint32_t>(f.bytes.size());
+          out->as.ptr = f.bytes.data();
+        }
+        return molt::kernel::Status::Ok();
+      }
+      return molt::kernel::Status::NotFound("replica \"" + r.name + "\" has no field \"" +
+                                            std::string(field) + "\"");
+    }
+    return molt::kernel::Status::NotFound("no replica \"" + std::string(replica) +
+                                          "\" is held (not sent yet, or not to this session)");
   }
 
   // --- Outbound ---
@@ -572,7 +678,7 @@ struct molt_client {
       if (now >= it->second.deadline) {
         const Pending p = it->second;
         it = pending.erase(it);
-        p.fn(p.user_data, MOLT_ERR_TIMEOUT, nullptr, 0);
+        p.Answer(MOLT_ERR_TIMEOUT, nullptr, 0);
         if (state != MOLT_CLIENT_CONNECTED && state != MOLT_CLIENT_RECONNECTING) {
           return;
         }
@@ -646,6 +752,8 @@ struct molt_client {
   std::vector<ReplicaListener> replica_listeners;
   molt_client_state_fn state_fn = nullptr;
   void* state_user = nullptr;
+  // The process's client kernel, when this client loaded or added controllers.
+  std::unique_ptr<molt::kernel::client::ClientKernel> kernel;
 };
 
 namespace {
@@ -742,9 +850,11 @@ void molt_client_destroy(molt_client* c) {
   if (c == nullptr) {
     return;
   }
+  c->kernel.reset();      // controllers stop first: they may still send
   c->state_fn = nullptr;  // no callbacks from a client being destroyed
   for (auto& [id, p] : c->pending) {
     p.fn = [](void*, molt_status_t, const void*, std::size_t) {};
+    p.done = nullptr;
   }
   c->Teardown();
   delete c;
@@ -816,6 +926,14 @@ molt_status_t molt_client_step(molt_client* client, double budget_seconds) {
       }
     } while (Clock::now() < deadline);
     c.Timers();
+    if (c.kernel && c.kernel->started()) {
+      // Controllers: what the I/O left of the budget, and at least a quarter of it; a zero
+      // budget ("what is ready now") runs them under the kernel's own frame budget.
+      const auto quarter = std::chrono::duration_cast<Clock::duration>(Seconds(budget_seconds) / 4);
+      c.kernel->Step(budget_seconds == 0
+                         ? std::nullopt
+                         : std::optional(std::max(quarter, deadline - Clock::now())));
+    }
     return MOLT_OK;
   });
 }
@@ -1062,6 +1180,64 @@ molt_status_t molt_client_replica_bytes(molt_client* client, molt_client_replica
       *out_size = f->bytes.size();
     }
     return status;
+  });
+}
+
+// --- Controllers ---
+
+namespace {
+
+// The client kernel of `c`, booted on first use; nullptr (with the error on `c`) when another
+// client of this process already booted the process's kernel.
+molt::kernel::client::ClientKernel* KernelOf(molt_client& c) {
+  if (!c.kernel) {
+    auto k = molt::kernel::client::ClientKernel::Boot(c);
+    if (!k.ok()) {
+      // The only way to fail: the process's kernel is already booted, by another client.
+      c.Fail(MOLT_ERR_STATE,
+             "another client of this process runs the controllers: one client kernel per process");
+      return nullptr;
+    }
+    c.kernel = std::move(k).value();
+  }
+  return c.kernel.get();
+}
+
+// `s` as a code, its text on `c`.
+molt_status_t Reported(molt_client& c, const molt::kernel::Status& s) {
+  return s.ok() ? MOLT_OK : c.Fail(molt::kernel::abi::ToCode(s), s.message());
+}
+
+}  // namespace
+
+molt_status_t molt_client_load_controllers(molt_client* client, const char* path) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    if (path == nullptr) {
+      return c.Fail(MOLT_ERR_INVALID_ARGUMENT, "path is NULL");
+    }
+    auto* k = KernelOf(c);
+    return k == nullptr ? MOLT_ERR_STATE : Reported(c, k->Load(path));
+  });
+}
+
+molt_status_t molt_client_add_controller(molt_client* client, molt_plugin_entry_fn entry) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    if (entry == nullptr) {
+      return c.Fail(MOLT_ERR_INVALID_ARGUMENT, "entry is NULL");
+    }
+    auto* k = KernelOf(c);
+    return k == nullptr ? MOLT_ERR_STATE : Reported(c, k->Add(entry));
+  });
+}
+
+molt_status_t molt_client_start(molt_client* client) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    if (!c.kernel) {
+      return c.Fail(MOLT_ERR_STATE,
+                    "no controller to start: molt_client_load_controllers or "
+                    "molt_client_add_controller first");
+    }
+    return Reported(c, c.kernel->Start());
   });
 }
 

@@ -104,7 +104,8 @@ Status Kernel::Start() {
   }
   const double ms = std::chrono::duration<double, std::milli>(RealNow() - t0).count();
   LogScope(fmt::format("molt {}", Version()))
-      .Info("{} booted {} services in {:.1f}ms", RoleName(role_), services_.size(), ms);
+      .Info("{} booted {} {} in {:.1f}ms", RoleName(role_), services_.size(),
+            role_ == Role::kClient ? "controllers" : "services", ms);
   return Status::Ok();
 }
 

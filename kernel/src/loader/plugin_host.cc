@@ -48,7 +48,7 @@ Status PluginHost::LoadFiles(const std::vector<std::string>& files) {
   std::vector<std::string> refusals;
   std::map<std::string, std::string> names;  // name -> file, this set and those already loaded
   for (const Plugin& p : plugins_) {
-    names.emplace(p.library->info().name, p.library->source());
+    names.emplace(p.instance->name(), p.instance->file());
   }
   for (const std::string& file : files) {
     const std::string copy = (fs::path(copy_dir_) / (std::to_string(next_copy_++) + "-" +
@@ -81,15 +81,54 @@ Status PluginHost::LoadFiles(const std::vector<std::string>& files) {
     return Status::InvalidArgument(std::move(text));  // `loaded` unloads as it goes out of scope
   }
   for (auto& lib : loaded) {
-    auto instance = std::make_shared<abi::PluginInstance>(shared_, lib->info(), lib->source());
-    if (Status s = kernel_.RegisterService(instance); !s.ok()) {
-      return s.Prefixed("plugin file \"" + lib->source() + "\"");
+    const molt_plugin_info& info = lib->info();
+    const std::string source = lib->source();
+    if (Status s = Register(info, source, std::move(lib)); !s.ok()) {
+      return s;
     }
-    LogScope("Loader").Info("loaded plugin \"{}\" {} from {}", lib->info().name,
-                            lib->info().version, lib->source());
-    plugins_.push_back({std::move(lib), std::move(instance)});
   }
   return Status::Ok();
+}
+
+Status PluginHost::Register(const molt_plugin_info& info, const std::string& source,
+                            std::unique_ptr<Library> library) {
+  auto instance = std::make_shared<abi::PluginInstance>(shared_, info, source);
+  if (Status s = kernel_.RegisterService(instance); !s.ok()) {
+    return s.Prefixed("plugin file \"" + source + "\"");
+  }
+  LogScope("Loader").Info("loaded plugin \"{}\" {} from {}", info.name, info.version, source);
+  plugins_.push_back({std::move(library), std::move(instance)});
+  return Status::Ok();
+}
+
+std::string PluginHost::Holder(const std::string& name) const {
+  for (const Plugin& p : plugins_) {
+    if (p.instance->name() == name) {
+      return p.instance->file();
+    }
+  }
+  return "";
+}
+
+Status PluginHost::AddStatic(molt_plugin_entry_fn entry, const std::string& where) {
+  if (entry == nullptr) {
+    return Status::InvalidArgument("the entry function is NULL");
+  }
+  const molt_plugin_info* info = nullptr;
+  try {
+    info = entry();
+  } catch (...) {
+    return Status::InvalidArgument(where + ": the entry function threw");
+  }
+  if (Status s = ValidateDescriptor(info, where, kind_); !s.ok()) {
+    return s;
+  }
+  if (std::string holder = Holder(info->name); !holder.empty()) {
+    return Status::AlreadyExists("plugin file \"" + where + "\": name \"" + info->name +
+                                 "\" is already used by \"" + holder +
+                                 "\": plugin names must be unique");
+  }
+  return Register(*info, where, nullptr);
 }
 
 std::size_t PluginHost::UnloadAll() {
@@ -102,7 +141,7 @@ std::size_t PluginHost::UnloadAll() {
     }
   }
   for (auto it = plugins_.rbegin(); it != plugins_.rend(); ++it) {
-    if (!it->library->Unload()) {
+    if (it->library && !it->library->Unload()) {
       ++retired;
     }
   }

@@ -36,18 +36,27 @@ class PluginHost {
   // Loads `files`; all or nothing. On success each plugin is registered with the kernel.
   Status LoadFiles(const std::vector<std::string>& files);
 
+  // Registers a plugin linked into the host: `entry` returns its descriptor, checked like a
+  // file's (`where` names it in errors). Its code is never unloaded.
+  Status AddStatic(molt_plugin_entry_fn entry, const std::string& where);
+
   // Stops every instance still running, then unloads every library. Returns how many stay mapped
   // as retired (they could not be unloaded; each is reported).
   std::size_t UnloadAll();
 
   struct Plugin {
-    std::unique_ptr<Library> library;
+    std::unique_ptr<Library> library;  // nullptr: linked into the host (AddStatic)
     std::shared_ptr<abi::PluginInstance> instance;
   };
   const std::vector<Plugin>& plugins() const { return plugins_; }
   abi::AbiShared& shared() { return shared_; }
 
  private:
+  // The plugin named `name` already present, as "the file it came from", or "".
+  std::string Holder(const std::string& name) const;
+  Status Register(const molt_plugin_info& info, const std::string& source,
+                  std::unique_ptr<Library> library);
+
   Kernel& kernel_;
   std::string copy_dir_;
   std::int32_t kind_;

@@ -108,7 +108,8 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_connect(molt_client* client, const 
 MOLT_CLIENT_EXPORT molt_status_t molt_client_disconnect(molt_client* client);
 
 /** @brief Runs I/O, timers and callbacks for at most about `budget_seconds` (0: only what is
- *  ready now). Call it from the app's frame loop. */
+ *  ready now). Call it from the app's frame loop. Controllers (client API 3) get what the I/O
+ *  left of the budget, at least a quarter of it; with 0, the client kernel's own frame budget. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_step(molt_client* client, double budget_seconds);
 
 /** @brief MOLT_CLIENT_*. */
@@ -195,6 +196,27 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_bytes(molt_client* client,
                                                            molt_client_replica_t replica,
                                                            int32_t field, const void** out_data,
                                                            size_t* out_size);
+
+/* --- Controllers: the client kernel (client API 3) -------------------------------------------
+ * Controllers are plugins of kind MOLT_PLUGIN_KIND_CONTROLLER (molt.h): the same descriptor and
+ * host API as services, without the server's networking slots, with the client slots of ABI 1.2
+ * (client_intent, client_request, client_replica_get) on this client's connection. What the
+ * server sends reaches them on the kernel's Bus ("Net.Event.<channel>", "Net.Replica.<name>",
+ * "Net.State"). The first load or add boots the process's client kernel (one per process: a
+ * second client gets MOLT_ERR_STATE). They run inside molt_client_step, after the I/O, within
+ * its budget, and stop (reverse boot order) in molt_client_destroy. docs/client.md. */
+
+/** @brief Loads a controller file, or every .so in a directory (all or nothing: one refused file
+ *  refuses the set, with one line per problem). Before molt_client_start. */
+MOLT_CLIENT_EXPORT molt_status_t molt_client_load_controllers(molt_client* client,
+                                                              const char* path);
+/** @brief Registers a controller linked into the app: `entry` returns its descriptor (in C++,
+ *  &molt::EntryOf<Type>). Before molt_client_start. */
+MOLT_CLIENT_EXPORT molt_status_t molt_client_add_controller(molt_client* client,
+                                                            molt_plugin_entry_fn entry);
+/** @brief Boots the controllers: every init, then every start, in dependency order; a failure
+ *  stops the ones already started and names the culprit. */
+MOLT_CLIENT_EXPORT molt_status_t molt_client_start(molt_client* client);
 
 #ifdef __cplusplus
 } /* extern "C" */

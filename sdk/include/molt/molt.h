@@ -604,6 +604,28 @@ typedef struct molt_host_api {
   /** @brief MOLT_AUDIENCE_LIST replicas: `session` gets a remove and no more updates. */
   molt_status_t (*replica_remove_session)(molt_context_t* ctx, molt_replica_t replica,
                                           molt_session_t session);
+
+  /* --- ABI 1.2: the client side (controllers in libmolt_client; MOLT_ERR_UNSUPPORTED in server
+   * hosts) ---
+   * What the server sends reaches controllers on the client kernel's Bus: "Net.Event.<channel>"
+   * (the payload, MOLT_VALUE_BYTES), "Net.Replica.<name>" (replica id, MOLT_CLIENT_REPLICA_*
+   * and field index, all MOLT_VALUE_INT) and "Net.State" (MOLT_CLIENT_* state, reason). */
+
+  /** @brief Sends an intent on the server's channel named `channel`, checked like
+   *  molt_client_intent (kind, frame size, the client-side rate limit). */
+  molt_status_t (*client_intent)(molt_context_t* ctx, const char* channel, const void* data,
+                                 size_t size);
+  /** @brief Sends a request on the server's channel named `channel`. `*out_completion` completes
+   *  with the answer (status and payload; MOLT_ERR_TIMEOUT when none came): process_wait on it.
+   *  `timeout_seconds` 0 uses the channel's timeout. */
+  molt_status_t (*client_request)(molt_context_t* ctx, const char* channel, const void* data,
+                                  size_t size, double timeout_seconds,
+                                  molt_completion_t* out_completion);
+  /** @brief The value of field `field` of the held replica named `replica`: MOLT_VALUE_INT,
+   *  _DOUBLE or _BYTES (bytes valid until the next client step). MOLT_ERR_NOT_FOUND names what
+   *  is missing. */
+  molt_status_t (*client_replica_get)(molt_context_t* ctx, const char* replica, const char* field,
+                                      molt_value* out_value);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it

@@ -33,7 +33,8 @@
 //
 //   MOLT_PLUGIN(Greeter)
 //
-// Optional static members of the plugin type: kDependencies (an array of names), kDescription,
+// Optional static members of the plugin type: kKind (MOLT_PLUGIN_KIND_CONTROLLER for a client-side
+// controller), kDependencies (an array of names), kDescription,
 // kStateVersion, and kInterfaces (an array of molt_interface_export).
 //
 // Thread safety: like molt.h, everything runs on the kernel thread.
@@ -700,6 +701,39 @@ class Host {
     return Check(api_->replica_remove_session(ctx_, r.get(), session));
   }
 
+  // --- The client side (ABI 1.2; controllers in libmolt_client) ---
+  // Server events and replica updates arrive on the Bus: Subscribe("Net.Event.<channel>", ...),
+  // Subscribe("Net.Replica.<name>", ...), Subscribe("Net.State", ...).
+  Status Intent(std::string_view channel, std::string_view payload) const {
+    if (!MOLT_API_HAS(api_, client_intent)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host is not a client: intents come from clients");
+    }
+    return Check(
+        api_->client_intent(ctx_, std::string(channel).c_str(), payload.data(), payload.size()));
+  }
+  // The answer completes the returned Completion: Wait() on it inside a process. An empty
+  // Completion means the host refused: LastError() says why.
+  Completion Request(std::string_view channel, std::string_view payload,
+                     double timeout_seconds = 0) const {
+    molt_completion_t c = 0;
+    if (!MOLT_API_HAS(api_, client_request) ||
+        api_->client_request(ctx_, std::string(channel).c_str(), payload.data(), payload.size(),
+                             timeout_seconds, &c) != MOLT_OK) {
+      return Completion();
+    }
+    return Completion(ctx_, api_, c);
+  }
+  // Field `field` of the held replica `replica`, or nullopt (LastError() says why).
+  std::optional<molt_value> ReplicaField(std::string_view replica, std::string_view field) const {
+    molt_value v{};
+    if (!MOLT_API_HAS(api_, client_replica_get) ||
+        api_->client_replica_get(ctx_, std::string(replica).c_str(), std::string(field).c_str(),
+                                 &v) != MOLT_OK) {
+      return std::nullopt;
+    }
+    return v;
+  }
+
   // OK, or the failure with the host's text.
   Status Check(molt_status_t code) const {
     return code == MOLT_OK ? Status() : Status(code, std::string(LastError()));
@@ -1056,6 +1090,14 @@ struct DependenciesOf<T, std::void_t<decltype(T::kDependencies)>> {
   }
 };
 template <class T, class = void>
+struct KindOf {
+  static constexpr std::int32_t get() { return MOLT_PLUGIN_KIND_SERVICE; }
+};
+template <class T>
+struct KindOf<T, std::void_t<decltype(T::kKind)>> {
+  static constexpr std::int32_t get() { return T::kKind; }
+};
+template <class T, class = void>
 struct InterfacesOf {
   static const molt_interface_export* data() { return nullptr; }
   static constexpr std::uint32_t size() { return 0; }
@@ -1144,7 +1186,7 @@ struct PluginGlue {
         MOLT_ABI_VERSION_CURRENT,
         T::kName,
         T::kVersion,
-        MOLT_PLUGIN_KIND_SERVICE,
+        KindOf<T>::get(),
         DependenciesOf<T>::size(),
         DependenciesOf<T>::data(),
         &Init,
@@ -1165,8 +1207,18 @@ struct PluginGlue {
 }  // namespace detail
 }  // namespace molt
 
+namespace molt {
+// `Type`'s descriptor, for a plugin linked into the host instead of loaded from a file:
+// molt_client_add_controller(client, &molt::EntryOf<MyController>).
+template <class Type>
+const molt_plugin_info* EntryOf() {
+  return detail::PluginGlue<Type>::Info();
+}
+}  // namespace molt
+
 // Defines the plugin's entry symbol for `Type`, a molt::Service with static members kName and
-// kVersion (and optionally kDependencies, kDescription, kStateVersion, kInterfaces).
+// kVersion (and optionally kKind = MOLT_PLUGIN_KIND_CONTROLLER for a client-side controller,
+// kDependencies, kDescription, kStateVersion, kInterfaces).
 #define MOLT_PLUGIN(Type)                                                         \
   extern "C" MOLT_PLUGIN_EXPORT const molt_plugin_info* molt_plugin_entry(void) { \
     return ::molt::detail::PluginGlue<Type>::Info();                              \

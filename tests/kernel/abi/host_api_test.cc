@@ -128,10 +128,9 @@ TEST_F(HostApiTest, TableIsSizePrefixedAndVersioned) {
   EXPECT_EQ(api().struct_size, sizeof(molt_host_api));
   EXPECT_EQ(api().abi_version, MOLT_ABI_VERSION_CURRENT);
   EXPECT_TRUE(MOLT_API_HAS(&api(), stats_json));
-  // A host without a network layer (the client library) offers no networking slot.
-  EXPECT_FALSE(MOLT_API_HAS(&api(), channel_declare));
-  EXPECT_FALSE(MOLT_API_HAS(&api(), session_kick));
-  EXPECT_FALSE(MOLT_API_HAS(&api(), replica_create));
+  // Every slot is set: what the host's layer does not offer answers MOLT_ERR_UNSUPPORTED.
+  EXPECT_TRUE(MOLT_API_HAS(&api(), session_kick));
+  EXPECT_TRUE(MOLT_API_HAS(&api(), client_replica_get));
 }
 
 TEST_F(HostApiTest, PluginSubscribesAndPublishesThroughTheTable) {
@@ -491,7 +490,6 @@ TEST_F(HostApiTest, FailedInitReportsThePluginsTextAndReleasesWhatItRegistered) 
 }
 
 TEST_F(HostApiTest, NetworkingSlotsSayWhenTheHostHasNoNetwork) {
-  AttachNetwork(*shared_, nullptr);  // a server layer without a network (not listening)
   Boot();
   ASSERT_TRUE(MOLT_API_HAS(&api(), session_kick));
   molt_channel_spec spec{};
@@ -502,6 +500,18 @@ TEST_F(HostApiTest, NetworkingSlotsSayWhenTheHostHasNoNetwork) {
   EXPECT_EQ(api().channel_declare(a(), &spec, nullptr, &ch), MOLT_ERR_UNSUPPORTED);
   EXPECT_EQ(Error(a()), "this host has no network (channels and sessions are server-side)");
   EXPECT_EQ(api().session_kick(a(), 1, nullptr), MOLT_ERR_UNSUPPORTED);
+  molt_replica_t r = 0;
+  EXPECT_EQ(api().replica_create(a(), nullptr, &r), MOLT_ERR_UNSUPPORTED);
+  EXPECT_EQ(Error(a()), "this host has no network (channels and sessions are server-side)");
+  // The client side too: a service is not a controller.
+  EXPECT_EQ(api().client_intent(a(), "chat.Say", nullptr, 0), MOLT_ERR_UNSUPPORTED);
+  EXPECT_EQ(Error(a()),
+            "this host is not a client (intents, requests and replica reads are for controllers)");
+
+  // A server layer without a network (not listening) answers the same.
+  AttachNetwork(*shared_, nullptr);
+  EXPECT_EQ(api().session_kick(a(), 1, nullptr), MOLT_ERR_UNSUPPORTED);
+  EXPECT_EQ(Error(a()), "this host has no network (channels and sessions are server-side)");
 }
 
 TEST_F(HostApiTest, InterfacesOnlyFromDeclaredDependencies) {

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kernel/src/client/client_kernel.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include "kernel/src/abi/slot.h"
+#include "kernel/src/core/kernel.h"
+#include "kernel/src/core/process.h"
+#include "kernel/src/loader/plugin_host.h"
+
+namespace molt::kernel::client {
+namespace {
+
+namespace fs = std::filesystem;
+using abi::Guard;
+using abi::PluginInstance;
+using abi::Required;
+
+// The client's layer: the connection the controllers' slots reach. Controllers hold nothing in
+// it that needs releasing (their completions are ordinary resources).
+class ClientLayer final : public abi::HostLayer {
+ public:
+  explicit ClientLayer(ClientPort& port) : port_(port) {}
+  ClientPort& port() { return port_; }
+  void ReleaseOwner(const void*) override {}
+  void Release(std::uint8_t, std::uint32_t) override {}
+
+ private:
+  ClientPort& port_;
+};
+
+ClientPort& PortOf(PluginInstance& p) {
+  // The client slots are only in tables whose layer ClientKernel::Boot installed.
+  return static_cast<ClientLayer*>(p.shared().layer())->port();
+}
+
+std::span<const std::uint8_t> Bytes(const void* data, std::size_t size) {
+  return std::span(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0);
+}
+
+// --- The client slots (ABI 1.2) ---
+
+molt_status_t ClientIntent(molt_context_t* ctx, const char* channel, const void* data,
+                           std::size_t size) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(channel, "channel"); !s.ok()) {
+      return s;
+    }
+    if (size > 0 && data == nullptr) {
+      return Status::InvalidArgument("data is NULL with size > 0");
+    }
+    return PortOf(p).Intent(channel, Bytes(data, size));
+  });
+}
+
+molt_status_t ClientRequest(molt_context_t* ctx, const char* channel, const void* data,
+                            std::size_t size, double timeout_seconds,
+                            molt_completion_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required({{channel, "channel"}, {out, "out_completion"}}); !s.ok()) {
+      return s;
+    }
+    if (size > 0 && data == nullptr) {
+      return Status::InvalidArgument("data is NULL with size > 0");
+    }
+    std::shared_ptr<Completion> completion = Completion::Create();
+    Status sent = PortOf(p).Request(
+        channel, Bytes(data, size), timeout_seconds,
+        [completion](molt_status_t status, std::string_view payload) {
+          Status st = status == MOLT_OK
+                          ? Status::Ok()
+                          : Status(abi::AbiCode(status), status == MOLT_ERR_TIMEOUT
+                                                             ? "no answer in time"
+                                                             : "the server answered with an error");
+          (void)completion->Complete(std::move(st), std::string(payload));
+        });
+    if (!sent.ok()) {
+      return sent;
+    }
+    PluginInstance::Resource r{abi::Kind::kCompletion, {}, 0, false, nullptr, nullptr, nullptr};
+    r.completion = std::move(completion);
+    *out = p.Own(std::move(r));
+    return Status::Ok();
+  });
+}
+
+molt_status_t ClientReplicaGet(molt_context_t* ctx, const char* replica, const char* field,
+                               molt_value* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required({{replica, "replica"}, {field, "field"}, {out, "out_value"}});
+        !s.ok()) {
+      return s;
+    }
+    return PortOf(p).ReplicaValue(replica, field, out);
+  });
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClientKernel>> ClientKernel::Boot(ClientPort& port) {
+  KernelOptions options;
+  options.role = Role::kClient;
+  Result<std::unique_ptr<Kernel>> kernel = Kernel::Boot(std::move(options));
+  if (!kernel.ok()) {
+    return kernel.status().Prefixed("cannot boot the client kernel");
+  }
+  std::unique_ptr<ClientKernel> k(new ClientKernel());
+  k->kernel_ = std::move(kernel).value();
+  std::error_code ec;
+  k->copy_dir_ =
+      (fs::temp_directory_path(ec) / ("molt-controllers-" + std::to_string(::getpid()))).string();
+  k->controllers_ =
+      std::make_unique<loader::PluginHost>(*k->kernel_, k->copy_dir_, MOLT_PLUGIN_KIND_CONTROLLER);
+  abi::AbiShared& shared = k->controllers_->shared();
+  shared.set_layer(std::make_unique<ClientLayer>(port));
+  molt_host_api& api = shared.mutable_api();
+  api.client_intent = ClientIntent;
+  api.client_request = ClientRequest;
+  api.client_replica_get = ClientReplicaGet;
+  return k;
+}
+
+ClientKernel::~ClientKernel() {
+  if (Status s = kernel_->Shutdown(); !s.ok()) {
+    LogScope("Client").Warn("{}", s.message());
+  }
+  controllers_->UnloadAll();
+  controllers_.reset();
+  kernel_.reset();
+  std::error_code ec;
+  fs::remove_all(copy_dir_, ec);
+}
+
+Status ClientKernel::Load(const std::string& path) {
+  if (kernel_->started()) {
+    return Status::FailedPrecondition(
+        "the controllers already started: load them all before molt_client_start");
+  }
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    return controllers_->LoadDirectory(path);
+  }
+  return controllers_->LoadFiles({path});
+}
+
+Status ClientKernel::Add(molt_plugin_entry_fn entry) {
+  if (kernel_->started()) {
+    return Status::FailedPrecondition(
+        "the controllers already started: add them all before molt_client_start");
+  }
+  return controllers_->AddStatic(entry, "(linked into the app)");
+}
+
+Status ClientKernel::Start() { return kernel_->Start(); }
+
+bool ClientKernel::started() const { return kernel_->started(); }
+
+void ClientKernel::Step(std::optional<Duration> budget) {
+  if (budget) {
+    kernel_->scheduler().Step(*budget);
+  } else {
+    kernel_->scheduler().Step();
+  }
+}
+
+void ClientKernel::Event(std::string_view channel, std::span<const std::uint8_t> payload) {
+  const Value args[] = {Value::Bytes(payload.data(), static_cast<std::uint32_t>(payload.size()))};
+  kernel_->bus().Publish("Net.Event." + std::string(channel), args);
+}
+
+void ClientKernel::ReplicaUpdate(std::string_view name, std::uint32_t replica, std::int32_t what,
+                                 std::int32_t field) {
+  const Value args[] = {Value::Int(replica), Value::Int(what), Value::Int(field)};
+  kernel_->bus().Publish("Net.Replica." + std::string(name), args);
+}
+
+void ClientKernel::State(std::int32_t state, std::string_view reason) {
+  const Value args[] = {Value::Int(state), Value::String(reason)};
+  kernel_->bus().Publish("Net.State", args);
+}
+
+}  // namespace molt::kernel::client

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/client/client_kernel.h
+//
+// ClientKernel: the client role of the kernel inside libmolt_client (DESIGN.md §3). It boots the
+// shared core (scheduler, Bus, hooks, scopes, processes) as the process's kernel with role
+// Client, and runs controllers: plugins of kind MOLT_PLUGIN_KIND_CONTROLLER, loaded from files or
+// linked into the app, booted in dependency order with the same two phases as services (every
+// init, then every start). Their host API is the core's plus the client slots of ABI 1.2
+// (client_intent, client_request, client_replica_get), which reach the connection through a
+// ClientPort; the server's networking slots stay NULL. What the server sends is published on the
+// kernel's Bus ("Net.Event.<channel>", "Net.Replica.<name>", "Net.State").
+//
+//   auto k = ClientKernel::Boot(port);            // once per process
+//   (*k)->Load("controllers/");                   // or Add(&molt::EntryOf<Hud>)
+//   (*k)->Start();
+//   (*k)->Step(budget);                           // from molt_client_step, after the I/O
+//
+// Thread safety: REQUIRES the thread that steps the client.
+#ifndef MOLT_KERNEL_CLIENT_CLIENT_KERNEL_H_
+#define MOLT_KERNEL_CLIENT_CLIENT_KERNEL_H_
+
+#include <molt/kernel/status.h>
+#include <molt/molt.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "kernel/src/core/callback.h"
+#include "kernel/src/core/clock.h"
+
+namespace molt::kernel {
+class Kernel;
+namespace loader {
+class PluginHost;
+}  // namespace loader
+}  // namespace molt::kernel
+
+namespace molt::kernel::client {
+
+// What controllers may ask of the connection (implemented by molt_client).
+class ClientPort {
+ public:
+  virtual ~ClientPort() = default;
+  // Sends an intent on the server's channel named `channel`.
+  virtual Status Intent(std::string_view channel, std::span<const std::uint8_t> payload) = 0;
+  // Sends a request; `done(status, payload)` runs exactly once, inside a later step.
+  virtual Status Request(std::string_view channel, std::span<const std::uint8_t> payload,
+                         double timeout_seconds,
+                         Callback<void(molt_status_t, std::string_view)> done) = 0;
+  // Field `field` of the held replica named `replica` (bytes point into the client's copy).
+  virtual Status ReplicaValue(std::string_view replica, std::string_view field,
+                              molt_value* out) = 0;
+};
+
+class ClientKernel {
+ public:
+  // Boots the process's kernel in the client role. Fails when a kernel is already booted in
+  // this process (another client loaded controllers first).
+  static Result<std::unique_ptr<ClientKernel>> Boot(ClientPort& port);
+  ClientKernel(const ClientKernel&) = delete;
+  ClientKernel& operator=(const ClientKernel&) = delete;
+  // Stops the controllers (reverse boot order), unloads them, shuts the kernel down.
+  ~ClientKernel();
+
+  // Loads a controller file, or every .so in a directory (all or nothing).
+  Status Load(const std::string& path);
+  // Registers a controller linked into the app.
+  Status Add(molt_plugin_entry_fn entry);
+  // Boots every controller: every init, then every start, dependency order.
+  Status Start();
+  bool started() const;
+  // Runs the scheduler for at most `budget`; nullopt: the kernel's own frame budget.
+  void Step(std::optional<Duration> budget);
+
+  // --- What the server sent, for the controllers' Bus ---
+  void Event(std::string_view channel, std::span<const std::uint8_t> payload);
+  void ReplicaUpdate(std::string_view name, std::uint32_t replica, std::int32_t what,
+                     std::int32_t field);
+  void State(std::int32_t state, std::string_view reason);
+
+  Kernel& kernel() { return *kernel_; }
+
+ private:
+  ClientKernel() = default;
+
+  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<loader::PluginHost> controllers_;
+  std::string copy_dir_;
+};
+
+}  // namespace molt::kernel::client
+
+#endif  // MOLT_KERNEL_CLIENT_CLIENT_KERNEL_H_
