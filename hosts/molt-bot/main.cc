@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
       "Each client joins as <user-prefix><n>, then sends --rate messages per second, taking\n"
       "the named intent and request channels in turn. Payloads are an empty FlatBuffers table\n"
       "unless --payload names a file. A progress line is printed every second, then a summary;\n"
-      "the exit code is 0 when every client stayed connected, 1 otherwise, 2 on bad flags.\n");
+      "the exit code is 0 when every client stayed connected, 1 otherwise, 2 on bad flags.\n"
+      "--controllers runs client-side plugins (controllers) in the first client.\n");
   options.set_width(100);
   // clang-format off
   options.add_options()
@@ -147,6 +148,8 @@ int main(int argc, char** argv) {
        cxxopts::value<double>()->default_value("20"))
       ("user-prefix", "user ids are this plus the client's number",
        cxxopts::value<std::string>()->default_value("bot"))
+      ("controllers", "controllers (a .so or a directory of them) for the first client to run, "
+       "e.g. build/default/controllers", cxxopts::value<std::string>())
       ("h,help", "print this help and exit");
   // clang-format on
   cxxopts::ParseResult args;
@@ -157,8 +160,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (args.count("help") != 0) {
-    std::cout << options.help() << "\nExample:\n"
-              << "  molt-bot --port 7777 --clients 50 --rate 20 --request scores.Get\n";
+    std::cout
+        << options.help() << "\nExample:\n"
+        << "  molt-bot --port 7777 --clients 50 --rate 20 --request scores.Get\n"
+        << "  molt-bot --clients 1 --rate 0 --duration 2 --controllers build/default/controllers\n";
     return 0;
   }
   const int clients = args["clients"].as<int>();
@@ -215,6 +220,16 @@ int main(int argc, char** argv) {
       return 1;
     }
     molt_client_on_state(b.client, OnState, &b);
+    if (i == 0 && args.count("controllers") != 0) {
+      // One client kernel per process: the first client runs them, the others are plain.
+      const std::string path = args["controllers"].as<std::string>();
+      if (molt_client_load_controllers(b.client, path.c_str()) != MOLT_OK ||
+          molt_client_start(b.client) != MOLT_OK) {
+        std::cerr << "molt-bot: --controllers " << path << ": " << molt_client_last_error(b.client)
+                  << "\n";
+        return 2;
+      }
+    }
     const std::string user = prefix + std::to_string(i);
     if (molt_client_connect(b.client, host.c_str(), static_cast<std::uint16_t>(port), user.c_str(),
                             nullptr, 0, nullptr, 0) != MOLT_OK) {

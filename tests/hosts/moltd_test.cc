@@ -114,7 +114,7 @@ class MoltdTest : public ::testing::Test {
   // Waits until moltd serves (the bundled plugins) and returns the port it logged, or "".
   static std::string ServingPort(Process& p) {
     const std::string listening = "listening on 127.0.0.1:";
-    if (!p.WaitFor("serving 3 plugins")) {
+    if (!p.WaitFor("serving 4 plugins")) {
       return "";
     }
     const std::size_t at = p.output().find(listening);
@@ -135,13 +135,13 @@ class MoltdTest : public ::testing::Test {
 
 TEST_F(MoltdTest, ServesTheBundledPluginsAndClosesInReverseBootOrderOnSigterm) {
   Process p({kMoltd, "--plugins", kPlugins, "--data", data_, "--port", "0"});
-  ASSERT_TRUE(p.WaitFor("Server booted 3 services")) << p.output();
+  ASSERT_TRUE(p.WaitFor("Server booted 4 services")) << p.output();
   ASSERT_TRUE(p.WaitFor("SIGTERM or SIGINT closes")) << p.output();
   EXPECT_FALSE(fs::is_empty(data_ + "/run"));  // this server's private plugin copies
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();
   const std::vector<std::string> order = {
-      "[molt] closing (SIGTERM): stopping 3 services",
+      "[molt] closing (SIGTERM): stopping 4 services",
       "[uptime] closing after",  // a Kernel.Closing subscriber, before any stop
       "[molt] stopped service \"uptime\"",
       "[rounds] stopped after",
@@ -165,7 +165,7 @@ TEST_F(MoltdTest, SigintClosesToo) {
   ASSERT_TRUE(p.WaitFor("Server booted")) << p.output();
   p.Signal(SIGINT);
   EXPECT_EQ(p.Wait(), 0) << p.output();
-  EXPECT_NE(p.output().find("\"scope\":\"molt\",\"msg\":\"closing (SIGINT): stopping 3 services\""),
+  EXPECT_NE(p.output().find("\"scope\":\"molt\",\"msg\":\"closing (SIGINT): stopping 4 services\""),
             std::string::npos)
       << p.output();
 }
@@ -321,6 +321,36 @@ TEST_F(MoltdTest, MoltBotLoadsItAndReports) {
   Process help({MOLT_BOT_PATH, "--help"});
   EXPECT_EQ(help.Wait(), 0);
   EXPECT_NE(help.output().find("--request"), std::string::npos);
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+}
+
+// The counter pair end to end: moltd serves the counter service; molt-bot's first client runs
+// the counter_hud controller, which asks for the count (a request waited on in a process), adds
+// its visit (an intent), and logs what the replica then says.
+TEST_F(MoltdTest, TheCounterPairWorksEndToEnd) {
+  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  const std::string port = ServingPort(p);
+  ASSERT_FALSE(port.empty()) << p.output();
+  for (const char* visitor : {"#1", "#2"}) {
+    Process bot({MOLT_BOT_PATH, "--port", port, "--clients", "1", "--rate", "0", "--duration",
+                 "0.5", "--controllers", MOLT_CONTROLLER_DIR});
+    EXPECT_EQ(bot.Wait(), 0) << bot.output();
+    EXPECT_NE(bot.output().find("Client booted 1 controllers"), std::string::npos) << bot.output();
+    EXPECT_NE(bot.output().find("[counter_hud] welcome, visitor " + std::string(visitor)),
+              std::string::npos)
+        << bot.output();
+    const std::string count = std::string(visitor).substr(1);
+    EXPECT_NE(bot.output().find("[counter_hud] counter: " + count + " (last: bot0)"),
+              std::string::npos)
+        << bot.output();
+  }
+  // moltd refuses a controller in its plugin directory, naming the fix.
+  Process wrong({kMoltd, "-p", MOLT_CONTROLLER_DIR, "-d", data_, "--port", "0"});
+  EXPECT_NE(wrong.Wait(), 0);
+  EXPECT_NE(wrong.output().find("is a controller, but this host loads services only"),
+            std::string::npos)
+      << wrong.output();
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();
 }

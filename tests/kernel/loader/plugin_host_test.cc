@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "kernel/src/abi/net_api.h"
+#include "kernel/src/net/network.h"
+
 namespace molt::kernel::loader {
 namespace {
 
@@ -23,6 +26,7 @@ class PluginHostTest : public ::testing::Test {
 
   void Boot(Config config) {
     host_.reset();
+    network_.reset();
     kernel_.reset();
     KernelOptions o;
     o.clock = &clock_;
@@ -33,12 +37,16 @@ class PluginHostTest : public ::testing::Test {
               std::to_string(::getpid());
     fs::remove_all(copies_);
     host_ = std::make_unique<PluginHost>(*kernel_, copies_);
+    // A server's network, not listening: the bundled plugins declare channels and replicas.
+    network_ = std::make_unique<net::Network>(*kernel_, net::NetOptions());
+    abi::AttachNetwork(host_->shared(), network_.get());
   }
   void TearDown() override {
     if (kernel_) {
       (void)kernel_->Shutdown();
     }
     host_.reset();
+    network_.reset();
     kernel_.reset();
   }
   std::vector<std::string> BootOrder() {
@@ -57,6 +65,7 @@ class PluginHostTest : public ::testing::Test {
   ManualClock clock_;
   std::unique_ptr<Kernel> kernel_;
   std::unique_ptr<PluginHost> host_;
+  std::unique_ptr<net::Network> network_;
   std::string copies_;
   std::vector<std::string> lines_;
   Logger::Registration capture_ = Logger::Get().Capture(
@@ -70,7 +79,7 @@ TEST_F(PluginHostTest, BundledPluginsBootInDependencyOrderAndTalkThroughTheInter
   ASSERT_TRUE(host_->LoadDirectory(kPlugins).ok());
   ASSERT_TRUE(kernel_->Start().ok());
   const std::vector<std::string> order = BootOrder();
-  ASSERT_EQ(order.size(), 3u);
+  ASSERT_EQ(order.size(), 4u);
   EXPECT_LT(std::find(order.begin(), order.end(), "scores"),
             std::find(order.begin(), order.end(), "rounds"));
 

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// counter (service): one shared counter. Clients change it with the counter.Add intent (checked
+// by a declarative range rule and a rate limit before this code runs), read it with the
+// counter.Get request (the total, or one user's additions), and see it live through the "counter"
+// replica (everyone: a snapshot on join, then coalesced deltas at 10 Hz). The total survives a
+// hot swap (state version 1).
+#include <flatbuffers/flatbuffers.h>
+
+#include <charconv>
+#include <map>
+#include <molt/molt.hpp>
+#include <string>
+
+#include "counter_generated.h"
+
+namespace molt::plugins::counter {
+
+template <class T>
+bool Verify(std::string_view p) {
+  flatbuffers::Verifier v(reinterpret_cast<const std::uint8_t*>(p.data()), p.size());
+  return v.VerifyBuffer<T>(nullptr);
+}
+
+class Counter : public molt::Service {
+ public:
+  static constexpr const char* kName = "counter";
+  static constexpr const char* kVersion = "1.0.0";
+  static constexpr const char* kDescription = "a shared counter: intent, request and replica";
+  static constexpr std::uint32_t kStateVersion = 1;
+  enum Field : std::uint32_t { kValue = 0, kLast = 1 };
+
+  molt::Status Init() override {
+    molt::ReplicaOptions shape;
+    shape.fields = {{"value", MOLT_REPLICA_INT}, {"last", MOLT_REPLICA_BYTES, 64}};
+    shape.tick_rate = 10;
+    replica_ = host().CreateReplica("counter", shape);
+
+    molt::ChannelOptions add;
+    add.schema = "molt.counter.Add";
+    add.rules = {molt::RangeRule(0, "amount", MOLT_FIELD_INT32, -10, 10)};
+    add.rate = 5;
+    add_ = host().DeclareIntent(
+        "counter.Add", add, Verify<molt::counter::Add>,
+        [this](molt::SessionId s, std::string_view payload) {
+          return Change(s, flatbuffers::GetRoot<molt::counter::Add>(payload.data())->amount());
+        });
+    molt::ChannelOptions get;
+    get.schema = "molt.counter.Get";
+    get.rules = {molt::MaxLengthRule(0, "user", 64)};
+    get.rate = 10;
+    get_ = host().DeclareRequest(
+        "counter.Get", get, Verify<molt::counter::Get>,
+        [this](molt::SessionId, std::string_view payload, molt_request_t r) {
+          const auto* user = flatbuffers::GetRoot<molt::counter::Get>(payload.data())->user();
+          std::int64_t n = value_;
+          if (user != nullptr && user->size() > 0) {
+            auto it = by_user_.find(user->str());
+            n = it == by_user_.end() ? 0 : it->second;
+          }
+          flatbuffers::FlatBufferBuilder b;
+          b.Finish(molt::counter::CreateValue(b, n));
+          return host().Reply(
+              r, MOLT_OK,
+              std::string_view(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize()));
+        });
+    if (!replica_ || !add_ || !get_) {
+      return molt::Status::Error(std::string(host().LastError()));
+    }
+    return host().SetInt(replica_, kValue, value_);
+  }
+
+  molt::Status ExportState(std::string* out) override {
+    *out = std::to_string(value_);
+    return molt::Status::Ok();
+  }
+  molt::Status ImportState(std::uint32_t, std::string_view data) override {
+    std::int64_t v = 0;
+    if (std::from_chars(data.data(), data.data() + data.size(), v).ec != std::errc()) {
+      return molt::Status::Error("counter state is not a number: \"" + std::string(data) + "\"");
+    }
+    value_ = v;
+    return host().SetInt(replica_, kValue, value_);
+  }
+
+ private:
+  molt::Status Change(molt::SessionId session, std::int32_t amount) {
+    value_ += amount;
+    const auto who = host().GetSession(session);
+    if (who) {
+      by_user_[who->user] += amount;
+    }
+    if (molt::Status s = host().SetInt(replica_, kValue, value_); !s.ok()) {
+      return s;
+    }
+    return host().SetBytes(replica_, kLast, who ? who->user : "");
+  }
+
+  std::int64_t value_ = 0;
+  std::map<std::string, std::int64_t> by_user_;  // this generation's additions per user
+  molt::Replica replica_;
+  molt::Channel add_;
+  molt::Channel get_;
+};
+
+}  // namespace molt::plugins::counter
+
+MOLT_PLUGIN(molt::plugins::counter::Counter)
