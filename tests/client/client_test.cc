@@ -192,6 +192,57 @@ TEST_F(ClientTest, ALostLinkReconnectsAndResumesTheSessionWithNothingLost) {
   EXPECT_EQ(relay.connections(), 2);
 }
 
+TEST_F(ClientTest, ABusyServerWhileReconnectingIsRetriedAndANewSessionDropsTheBacklog) {
+  NetOptions o;  // a resume window, and room for one session
+  o.max_sessions = 1;
+  Boot(o);
+  std::vector<std::string> heard;
+  const ChannelId say = DeclareSay("chat.Say", true, 100, [&](Session&, std::span<Value> args) {
+    heard.push_back(flatbuffers::GetRoot<molt::test::Say>(args[0].as.ptr)->text()->str());
+  });
+  DeclareAddRequest("shop.Double", [](Session&, std::span<Value>, RequestToken) {});
+  Listen();
+  molt::test::Relay relay(port_);
+  ASSERT_TRUE(Connect("ada", relay.port()));
+  const std::uint64_t first = molt_client_session(client_);
+  relay.Cut();
+  ASSERT_TRUE(Pump([&] { return net_->stats().links_lost == 1; }));
+  // While it is away: an intent and a request wait in the backlog; its session ends, and
+  // another client takes the only place.
+  const std::vector<std::uint8_t> p = SayPayload("queued");
+  ASSERT_EQ(molt_client_intent(client_, say, p.data(), p.size()), MOLT_OK);
+  const std::vector<std::uint8_t> a = AddPayload(1);
+  ASSERT_EQ(molt_client_request(client_, Channel("shop.Double"), a.data(), a.size(), 0, OnResponse,
+                                &journal_),
+            MOLT_OK);
+  ASSERT_TRUE(net_->Kick(first, "gone").ok());
+  molt_client* other = nullptr;
+  ASSERT_EQ(molt_client_create(nullptr, &other), MOLT_OK);
+  ASSERT_EQ(molt_client_connect(other, "127.0.0.1", port_, "bob", nullptr, 0, nullptr, 0), MOLT_OK);
+  ASSERT_TRUE(Pump([&] {
+    EXPECT_EQ(molt_client_step(other, 0.001), MOLT_OK);
+    return net_->stats().handshakes_refused >= 1;  // ada's reconnect: ServerFull
+  }));
+  // Refused for now, not closed: it retries after the refusal's retry_after (5 s).
+  Pump([&] { return false; }, std::chrono::milliseconds(200));
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_RECONNECTING);
+  molt_client_destroy(other);  // the place frees up
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CONNECTED; },
+                   std::chrono::milliseconds(10000)))
+      << ::testing::PrintToString(journal_.states);
+  EXPECT_EQ(journal_.states.back(),
+            "connected (a new session: the server did not resume the old one)");
+  EXPECT_NE(molt_client_session(client_), first);
+  // The old session's backlog is not sent to the new one; its request is answered.
+  ASSERT_EQ(journal_.responses.size(), 1u);
+  EXPECT_EQ(journal_.responses[0].first, MOLT_ERR_TIMEOUT);
+  Pump([&] { return false; }, std::chrono::milliseconds(100));
+  EXPECT_TRUE(heard.empty()) << heard.front();
+  for (const std::string& s : journal_.states) {
+    EXPECT_FALSE(s.starts_with("closed")) << s;  // never given up on
+  }
+}
+
 TEST_F(ClientTest, ASilentLinkIsNoticedByTheClientWhichTakesItsSessionOver) {
   NetOptions o;  // resume on; the server itself would wait 15 s before calling the link idle
   o.ping_interval_seconds = 0.05;

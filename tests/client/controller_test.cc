@@ -23,19 +23,12 @@ class ControllerTest : public ClientTest {
       heard_.push_back(flatbuffers::GetRoot<molt::test::Say>(args[0].as.ptr)->text()->str());
     });
     said_ = DeclareEvent("fx.Said");
-    ChannelSpec dbl;
-    dbl.name = "fx.Double";
-    dbl.kind = ChannelKind::kRequest;
-    dbl.schema = "molt.test.Add";
-    dbl.verify = VerifyAdd;
-    dbl.open = true;
-    dbl.on_request = [this](Session&, std::span<Value> args, RequestToken reply) {
+    DeclareAddRequest("fx.Double", [this](Session&, std::span<Value> args, RequestToken reply) {
       const std::string s =
           std::to_string(flatbuffers::GetRoot<molt::test::Add>(args[0].as.ptr)->amount() * 2);
       (void)net_->Reply(reply, Status::Code::kOk,
                         std::span(reinterpret_cast<const std::uint8_t*>(s.data()), s.size()));
-    };
-    ASSERT_TRUE(net_->channels().Declare(std::move(dbl)).ok());
+    });
     Listen();
   }
   bool Heard(const std::string& text) {

@@ -527,6 +527,22 @@ struct molt_client final : molt::kernel::client::ClientPort {
     }
   }
 
+  // Best effort, without waiting: a Bye written now, before the socket closes, so the server ends
+  // the session at once instead of keeping it for a resume. Nothing when a write is in flight
+  // (the Bye cannot be put behind it without waiting).
+  void SayBye() {
+    if (state != MOLT_CLIENT_CONNECTED || !writing.empty()) {
+      return;
+    }
+    fb::FlatBufferBuilder b(64);
+    b.FinishSizePrefixed(
+        w::CreateEnvelope(b, w::Body::Bye, w::CreateByeDirect(b, "ClientClosed", "").Union()));
+    out.insert(out.end(), b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+    boost::system::error_code ignored;
+    socket.non_blocking(true, ignored);
+    asio::write(socket, asio::buffer(out), ignored);
+  }
+
   // Drops the connection, the queue, the session and every pending request.
   void Teardown() {
     DropTransport();
@@ -856,6 +872,7 @@ void molt_client_destroy(molt_client* c) {
     p.fn = [](void*, molt_status_t, const void*, std::size_t) {};
     p.done = nullptr;
   }
+  c->SayBye();  // like molt_client_disconnect: the server ends the session now
   c->Teardown();
   delete c;
 }
@@ -896,16 +913,7 @@ molt_status_t molt_client_disconnect(molt_client* client) {
       c.state = MOLT_CLIENT_IDLE;
       return MOLT_OK;
     }
-    if (c.state == MOLT_CLIENT_CONNECTED && c.writing.empty()) {
-      // Best effort, without waiting: a Bye written now, before the socket closes.
-      fb::FlatBufferBuilder b(64);
-      b.FinishSizePrefixed(
-          w::CreateEnvelope(b, w::Body::Bye, w::CreateByeDirect(b, "ClientClosed", "").Union()));
-      c.out.insert(c.out.end(), b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
-      boost::system::error_code ignored;
-      c.socket.non_blocking(true, ignored);
-      asio::write(c.socket, asio::buffer(c.out), ignored);
-    }
+    c.SayBye();
     c.state = MOLT_CLIENT_IDLE;  // before the requests' callbacks: they may not send any more
     c.Teardown();
     c.SetState(MOLT_CLIENT_IDLE, "disconnected by the app");
@@ -951,10 +959,10 @@ molt_status_t molt_client_channel(molt_client* client, const char* name, std::ui
     if (name == nullptr || out == nullptr) {
       return c.Fail(MOLT_ERR_INVALID_ARGUMENT, name == nullptr ? "name is NULL" : "out is NULL");
     }
-    if (c.state != MOLT_CLIENT_CONNECTED) {
+    if (c.state != MOLT_CLIENT_CONNECTED && c.state != MOLT_CLIENT_RECONNECTING) {
       return c.Fail(MOLT_ERR_STATE, "not connected: channels come with the server's welcome");
     }
-    auto it = c.ids.find(name);
+    auto it = c.ids.find(name);  // while reconnecting: the last welcome's table
     if (it == c.ids.end()) {
       return c.Fail(MOLT_ERR_NOT_FOUND, "the server has no channel \"" + std::string(name) + "\"");
     }
@@ -1062,6 +1070,24 @@ molt_client::Replica::Field* ReplicaField(molt_client& c, molt_client_replica_t 
   return &f;
 }
 
+extern "C++" {
+// Copies the value of a field of `type` (member `value` of its Field) to `out`.
+template <class T>
+molt_status_t ReadField(molt_client* client, molt_client_replica_t replica, std::int32_t field,
+                        std::int32_t type, T molt_client::Replica::Field::*value, T* out) {
+  return Guard(client, [&](molt_client& c) -> molt_status_t {
+    if (out == nullptr) {
+      return c.Fail(MOLT_ERR_INVALID_ARGUMENT, "out is NULL");
+    }
+    molt_status_t status = MOLT_OK;
+    if (const auto* f = ReplicaField(c, replica, field, type, &status)) {
+      *out = f->*value;
+    }
+    return status;
+  });
+}
+}  // extern "C++"
+
 }  // namespace
 
 molt_status_t molt_client_on_replica(molt_client* client, const char* name,
@@ -1144,26 +1170,14 @@ molt_status_t molt_client_replica_field(molt_client* client, molt_client_replica
 
 molt_status_t molt_client_replica_int(molt_client* client, molt_client_replica_t replica,
                                       std::int32_t field, std::int64_t* out) {
-  return Guard(client, [&](molt_client& c) -> molt_status_t {
-    molt_status_t status = MOLT_OK;
-    const auto* f = ReplicaField(c, replica, field, MOLT_CLIENT_FIELD_INT, &status);
-    if (f != nullptr && out != nullptr) {
-      *out = f->i;
-    }
-    return out == nullptr ? c.Fail(MOLT_ERR_INVALID_ARGUMENT, "out is NULL") : status;
-  });
+  return ReadField(client, replica, field, MOLT_CLIENT_FIELD_INT, &molt_client::Replica::Field::i,
+                   out);
 }
 
 molt_status_t molt_client_replica_float(molt_client* client, molt_client_replica_t replica,
                                         std::int32_t field, double* out) {
-  return Guard(client, [&](molt_client& c) -> molt_status_t {
-    molt_status_t status = MOLT_OK;
-    const auto* f = ReplicaField(c, replica, field, MOLT_CLIENT_FIELD_FLOAT, &status);
-    if (f != nullptr && out != nullptr) {
-      *out = f->f;
-    }
-    return out == nullptr ? c.Fail(MOLT_ERR_INVALID_ARGUMENT, "out is NULL") : status;
-  });
+  return ReadField(client, replica, field, MOLT_CLIENT_FIELD_FLOAT, &molt_client::Replica::Field::f,
+                   out);
 }
 
 molt_status_t molt_client_replica_bytes(molt_client* client, molt_client_replica_t replica,

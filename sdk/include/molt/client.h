@@ -119,8 +119,9 @@ MOLT_CLIENT_EXPORT uint64_t molt_client_session(const molt_client* client);
 /** @brief The smoothed round-trip time to the server in seconds (0 before the first pong). */
 MOLT_CLIENT_EXPORT double molt_client_rtt(const molt_client* client);
 
-/** @brief The id of the server's channel `name` (from the Welcome). MOLT_ERR_NOT_FOUND when the
- *  server has none by that name; MOLT_ERR_STATE before the Welcome. */
+/** @brief The id of the server's channel `name` (from the Welcome; while reconnecting, the last
+ *  one's). MOLT_ERR_NOT_FOUND when the server has none by that name; MOLT_ERR_STATE before the
+ *  Welcome. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_channel(molt_client* client, const char* name,
                                                      uint16_t* out_channel);
 

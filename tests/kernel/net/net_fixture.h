@@ -127,6 +127,20 @@ class NetTest : public ::testing::Test {
     return id.ok() ? id.value() : 0;
   }
 
+  // Declares an Open request channel carrying molt.test.Add, answered by `handler`.
+  ChannelId DeclareAddRequest(const std::string& name, RequestHandler handler) {
+    ChannelSpec spec;
+    spec.name = name;
+    spec.kind = ChannelKind::kRequest;
+    spec.schema = "molt.test.Add";
+    spec.verify = VerifyAdd;
+    spec.open = true;
+    spec.on_request = std::move(handler);
+    auto id = net_->channels().Declare(std::move(spec));
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? id.value() : 0;
+  }
+
   // Runs the kernel loop until `done` or `timeout`.
   bool RunUntil(const std::function<bool()>& done,
                 std::chrono::milliseconds timeout = std::chrono::milliseconds(20000)) {
