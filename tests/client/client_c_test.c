@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A minimal client in plain C99 against client.h: connects to a running moltd (the bundled
- * plugins), asks scores.Get for its own total, prints it, and says goodbye. Compiled with
+ * plugins), asks scores.Get for its own total, reads the counter plugin's replica, prints both,
+ * and says goodbye. Compiled with
  * -std=c99 -pedantic -Werror; run by tests/hosts/moltd_test.cc.
  *
  *   client_c_test PORT      exit 0 on success, 1 with a message otherwise
@@ -21,6 +22,7 @@ static const unsigned char kQueryAda[] = {
 
 struct app {
   int answered;
+  int counter_seen;
   molt_status_t status;
   size_t size;
   char last_state[256];
@@ -37,6 +39,15 @@ static void on_response(void* user, molt_status_t status, const void* data, size
   a->answered = 1;
   a->status = status;
   a->size = size;
+}
+
+static void on_counter(void* user, molt_client_replica_t replica, int32_t what, int32_t field) {
+  struct app* a = (struct app*)user;
+  (void)replica;
+  (void)field;
+  if (what == MOLT_CLIENT_REPLICA_SNAPSHOT) {
+    a->counter_seen = 1;
+  }
 }
 
 static int fail(molt_client* c, const char* what) {
@@ -77,6 +88,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   molt_client_on_state(c, on_state, &a);
+  molt_client_on_replica(c, "counter", on_counter, &a);
   if (molt_client_connect(c, "127.0.0.1", (uint16_t)atoi(argv[1]), "ada", NULL, 0, NULL, 0) !=
       MOLT_OK) {
     return fail(c, "connect");
@@ -106,6 +118,18 @@ int main(int argc, char** argv) {
   }
   printf("session %llu: scores.Get answered %u bytes\n", (unsigned long long)molt_client_session(c),
          (unsigned)a.size);
+  {
+    molt_client_replica_t counter = 0;
+    int32_t index = 0;
+    int64_t value = -1;
+    if (!step_until(c, &a.counter_seen) ||
+        molt_client_replica_find(c, "counter", &counter) != MOLT_OK ||
+        molt_client_replica_field(c, counter, "value", &index, NULL) != MOLT_OK ||
+        molt_client_replica_int(c, counter, index, &value) != MOLT_OK) {
+      return fail(c, "the counter replica");
+    }
+    printf("counter replica: value %lld\n", (long long)value);
+  }
   molt_client_disconnect(c);
   molt_client_destroy(c);
   return 0;

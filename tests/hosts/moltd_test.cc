@@ -299,6 +299,7 @@ TEST_F(MoltdTest, APlainCClientTalksToIt) {
   Process client({MOLT_C_CLIENT_PATH, port});
   EXPECT_EQ(client.Wait(), 0) << client.output();
   EXPECT_NE(client.output().find("scores.Get answered"), std::string::npos) << client.output();
+  EXPECT_NE(client.output().find("counter replica: value 0"), std::string::npos) << client.output();
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();
 }
