@@ -206,19 +206,25 @@ TEST_F(ClientTest, ABusyServerWhileReconnectingIsRetriedAndANewSessionDropsTheBa
   ASSERT_TRUE(Connect("ada", relay.port()));
   const std::uint64_t first = molt_client_session(client_);
   relay.Cut();
-  ASSERT_TRUE(Pump([&] { return net_->stats().links_lost == 1; }));
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_RECONNECTING; }));
   // While it is away: an intent and a request wait in the backlog; its session ends, and
-  // another client takes the only place.
+  // another client takes the only place. Only the server and the other client run meanwhile,
+  // so ada cannot come back (and resume) before that.
   const std::vector<std::uint8_t> p = SayPayload("queued");
   ASSERT_EQ(molt_client_intent(client_, say, p.data(), p.size()), MOLT_OK);
   const std::vector<std::uint8_t> a = AddPayload(1);
   ASSERT_EQ(molt_client_request(client_, Channel("shop.Double"), a.data(), a.size(), 0, OnResponse,
                                 &journal_),
             MOLT_OK);
+  ASSERT_TRUE(RunUntil([&] { return net_->stats().links_lost == 1; }));
   ASSERT_TRUE(net_->Kick(first, "gone").ok());
   molt_client* other = nullptr;
   ASSERT_EQ(molt_client_create(nullptr, &other), MOLT_OK);
   ASSERT_EQ(molt_client_connect(other, "127.0.0.1", port_, "bob", nullptr, 0, nullptr, 0), MOLT_OK);
+  ASSERT_TRUE(RunUntil([&] {
+    EXPECT_EQ(molt_client_step(other, 0.001), MOLT_OK);
+    return molt_client_state(other) == MOLT_CLIENT_CONNECTED;
+  }));
   ASSERT_TRUE(Pump([&] {
     EXPECT_EQ(molt_client_step(other, 0.001), MOLT_OK);
     return net_->stats().handshakes_refused >= 1;  // ada's reconnect: ServerFull
@@ -475,7 +481,8 @@ TEST_F(ReplicaTest, AResumedSessionGetsAFreshSnapshotInsteadOfTheDeltasItMissed)
   ASSERT_TRUE(Pump([&] { return log_.seen.size() == 1; }));
 
   relay.Cut();
-  ASSERT_TRUE(Pump([&] { return net_->stats().links_lost == 1; }));
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_RECONNECTING; }));
+  ASSERT_TRUE(RunUntil([&] { return net_->stats().links_lost == 1; }));
   // Many deadlines pass while it is away (only the server runs: the client cannot come back).
   for (std::int64_t v = 1; v <= 50; ++v) {
     ASSERT_TRUE(net_->replicas().SetInt(score, 0, v).ok());
