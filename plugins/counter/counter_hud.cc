@@ -3,6 +3,7 @@
 // connected it asks for the count (counter.Get, waited on in a process), greets the player as
 // visitor number count + 1 and adds one; then it logs every change the "counter" replica brings.
 #include <flatbuffers/flatbuffers.h>
+#include <molt/client.h>  // the Net.* topics' constants
 
 #include <molt/molt.hpp>
 #include <string>
@@ -26,13 +27,14 @@ class CounterHud : public molt::Service {
 
   molt::Status Init() override {
     state_ = host().Subscribe("Net.State", [this](std::string_view, molt::Args a) {
-      if (a.Int(0) == 2 /* MOLT_CLIENT_CONNECTED */ && a.String(1) != "resumed") {
+      if (a.Int(0) == MOLT_CLIENT_CONNECTED && a.String(1) != "resumed") {
         Visit();
       }
     });
     // (replica, what, field): a snapshot, or a change of field 0 (value); not "last" alone.
     changes_ = host().Subscribe("Net.Replica.counter", [this](std::string_view, molt::Args a) {
-      if (a.Int(1) != 0 /* SNAPSHOT */ && !(a.Int(1) == 1 /* CHANGED */ && a.Int(2) == 0)) {
+      if (a.Int(1) != MOLT_CLIENT_REPLICA_SNAPSHOT &&
+          !(a.Int(1) == MOLT_CLIENT_REPLICA_CHANGED && a.Int(2) == 0)) {
         return;
       }
       const auto value = host().ReplicaField("counter", "value");

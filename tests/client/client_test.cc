@@ -554,6 +554,98 @@ TEST_F(ReplicaTest, BadSpecsAndWritesAreRefusedWithTheReason) {
       << kernel_->StatsJson();
 }
 
+// A server that speaks the protocol badly: after a real Welcome it sends replica updates that
+// make no sense (unknown ids, field indexes out of range, values for a field list it never sent),
+// then bytes that are not an envelope. The client ignores what it cannot apply, keeps what it
+// can, and closes on the garbage with the reason; nothing crashes (ASan runs this too).
+TEST(ClientHostileServerTest, NonsenseIsIgnoredAndGarbageClosesTheClientWithTheReason) {
+  namespace fb = ::flatbuffers;
+  namespace w = ::molt::wire;
+  auto frame = [](auto build) {
+    fb::FlatBufferBuilder b;
+    auto [type, body] = build(b);
+    b.FinishSizePrefixed(w::CreateEnvelope(b, type, body));
+    return std::vector<std::uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  };
+  std::vector<std::uint8_t> script;
+  auto add = [&script](const std::vector<std::uint8_t>& f) {
+    script.insert(script.end(), f.begin(), f.end());
+  };
+  add(frame([](fb::FlatBufferBuilder& b) {
+    auto wel = w::CreateWelcome(b, 7, 0, 60, 0, 8192, 8192, 64, 3600000);
+    return std::pair(w::Body::Welcome, wel.Union());
+  }));
+  add(frame([](fb::FlatBufferBuilder& b) {  // a delta for a replica never sent
+    std::vector<fb::Offset<w::ReplicaValue>> v = {w::CreateReplicaValue(b, 0, 5)};
+    return std::pair(
+        w::Body::Replica,
+        w::CreateReplicaDirect(b, 99, w::ReplicaUpdateKind::Delta, nullptr, nullptr, &v).Union());
+  }));
+  add(frame([](fb::FlatBufferBuilder& b) {  // a value for field 5 of a one-field replica
+    std::vector<fb::Offset<w::ReplicaFieldInfo>> f = {
+        w::CreateReplicaFieldInfoDirect(b, "a", w::ReplicaFieldType::Int)};
+    std::vector<fb::Offset<w::ReplicaValue>> v = {w::CreateReplicaValue(b, 5, 1),
+                                                  w::CreateReplicaValue(b, 0, 42)};
+    return std::pair(
+        w::Body::Replica,
+        w::CreateReplicaDirect(b, 1, w::ReplicaUpdateKind::Snapshot, "r", &f, &v).Union());
+  }));
+  add(frame([](fb::FlatBufferBuilder& b) {  // values without a field list; a stray remove
+    std::vector<fb::Offset<w::ReplicaValue>> v = {w::CreateReplicaValue(b, 0, 1)};
+    return std::pair(
+        w::Body::Replica,
+        w::CreateReplicaDirect(b, 2, w::ReplicaUpdateKind::Snapshot, "s", nullptr, &v).Union());
+  }));
+  add(frame([](fb::FlatBufferBuilder& b) {
+    return std::pair(w::Body::Replica,
+                     w::CreateReplicaDirect(b, 77, w::ReplicaUpdateKind::Remove).Union());
+  }));
+  const std::uint8_t garbage[] = {8, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4};
+  script.insert(script.end(), std::begin(garbage), std::end(garbage));
+
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = molt::test::Relay::Loopback(0);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::thread server([&] {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    std::uint8_t hello[4096];
+    (void)::recv(fd, hello, sizeof hello, 0);  // whatever the client says
+    (void)::send(fd, script.data(), script.size(), MSG_NOSIGNAL);
+    while (::recv(fd, hello, sizeof hello, 0) > 0) {
+    }
+    ::close(fd);
+  });
+
+  Journal journal;
+  molt_client* c = nullptr;
+  ASSERT_EQ(molt_client_create(nullptr, &c), MOLT_OK);
+  molt_client_on_state(c, OnState, &journal);
+  ASSERT_EQ(
+      molt_client_connect(c, "127.0.0.1", ntohs(addr.sin_port), "ada", nullptr, 0, nullptr, 0),
+      MOLT_OK);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (molt_client_state(c) != MOLT_CLIENT_CLOSED &&
+         std::chrono::steady_clock::now() < deadline) {
+    ASSERT_EQ(molt_client_step(c, 0.001), MOLT_OK);
+  }
+  EXPECT_EQ(journal.states.back(), "closed (the server sent a malformed frame)")
+      << ::testing::PrintToString(journal.states);
+  // What made sense was kept: replica "r" with a = 42; "s" has no fields to read.
+  molt_client_replica_t r = 0;
+  std::int64_t v = 0;
+  ASSERT_EQ(molt_client_replica_find(c, "r", &r), MOLT_OK);
+  ASSERT_EQ(molt_client_replica_int(c, r, 0, &v), MOLT_OK);
+  EXPECT_EQ(v, 42);
+  ASSERT_EQ(molt_client_replica_find(c, "s", &r), MOLT_OK);
+  EXPECT_EQ(molt_client_replica_int(c, r, 0, &v), MOLT_ERR_INVALID_ARGUMENT);
+  molt_client_destroy(c);
+  server.join();
+  ::close(listener);
+}
+
 TEST(ClientApiTest, NullAndBadArgumentsAreErrorsNotCrashes) {
   EXPECT_EQ(molt_client_create(nullptr, nullptr), MOLT_ERR_INVALID_ARGUMENT);
   molt_client_options small{};

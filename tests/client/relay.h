@@ -52,7 +52,6 @@ class Relay {
   void Freeze() { freeze_ = true; }
   int connections() const { return connections_; }
 
- private:
   static sockaddr_in Loopback(std::uint16_t port) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -61,6 +60,7 @@ class Relay {
     return a;
   }
 
+ private:
   void CloseCut() {
     for (auto& [a, b] : pairs_) {
       ::close(a);

@@ -609,7 +609,8 @@ typedef struct molt_host_api {
    * hosts) ---
    * What the server sends reaches controllers on the client kernel's Bus: "Net.Event.<channel>"
    * (the payload, MOLT_VALUE_BYTES), "Net.Replica.<name>" (replica id, MOLT_CLIENT_REPLICA_*
-   * and field index, all MOLT_VALUE_INT) and "Net.State" (MOLT_CLIENT_* state, reason). */
+   * and field index, all MOLT_VALUE_INT) and "Net.State" (MOLT_CLIENT_* state, reason); the
+   * constants are in <molt/client.h>, which a controller may include. */
 
   /** @brief Sends an intent on the server's channel named `channel`, checked like
    *  molt_client_intent (kind, frame size, the client-side rate limit). */
