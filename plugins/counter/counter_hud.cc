@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // counter_hud (controller): the client half of the counter pair, run by libmolt_client. Once
-// connected it asks for the count (counter.Get, waited on in a process), greets the player as
-// visitor number count + 1 and adds one; then it logs every change the "counter" replica brings.
+// connected it asks for the count (counter.Get, waited on in a process, the answer verified),
+// greets the player as visitor number count + 1 and adds one; then it logs every change the
+// "counter" replica brings.
 #include <flatbuffers/flatbuffers.h>
 #include <molt/client.h>  // the Net.* topics' constants
 
@@ -49,19 +50,16 @@ class CounterHud : public molt::Service {
   }
 
  private:
-  // Asks for the count, then adds this visit: a request waited on inside a process.
+  // Asks for the count (Ask: a request waited on inside a process), then adds this visit.
   void Visit() {
     visit_ = host().Spawn([this] {
       flatbuffers::FlatBufferBuilder q;
-      const molt::Completion answer = host().Request(
-          "counter.Get", Finished(q, [](auto& b) { return molt::counter::CreateGet(b); }));
-      if (!answer) {
-        host().Warn("counter.Get: ", host().LastError());
-        return;
-      }
-      const auto r = host().Wait(answer);
-      if (r.code != MOLT_OK) {
-        host().Warn("counter.Get failed: ", r.code);
+      const auto r = host().Ask("counter.Get",
+                                Finished(q, [](auto& b) { return molt::counter::CreateGet(b); }));
+      flatbuffers::Verifier v(reinterpret_cast<const std::uint8_t*>(r.payload.data()),
+                              r.payload.size());
+      if (r.code != MOLT_OK || !v.VerifyBuffer<molt::counter::Value>(nullptr)) {
+        host().Warn("counter.Get failed (", r.code, "): ", r.payload);
         return;
       }
       const std::int64_t count =

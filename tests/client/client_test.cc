@@ -498,6 +498,68 @@ TEST_F(ReplicaTest, AResumedSessionGetsAFreshSnapshotInsteadOfTheDeltasItMissed)
   EXPECT_EQ(net_->stats().resumes, 1u);
 }
 
+TEST_F(ReplicaTest, AReplicaDestroyedWhileTheLinkIsDownIsRemovedOnResume) {
+  Boot(NetOptions());
+  Listen();
+  const ReplicaId score = CreateScore();
+  log_.client = client_;
+  ASSERT_EQ(molt_client_on_replica(client_, "score", OnReplica, &log_), MOLT_OK);
+  molt::test::Relay relay(port_);
+  ASSERT_TRUE(Connect("ada", relay.port()));
+  ASSERT_TRUE(Pump([&] { return log_.seen.size() == 1; }));
+  relay.Cut();
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_RECONNECTING; }));
+  ASSERT_TRUE(RunUntil([&] { return net_->stats().links_lost == 1; }));
+  ASSERT_TRUE(net_->replicas().SetInt(score, 0, 1).ok());  // a deadline passes while away
+  RunUntil([] { return false; }, std::chrono::milliseconds(100));
+  ASSERT_TRUE(net_->replicas().Destroy(score).ok());
+  ASSERT_TRUE(Pump([&] { return log_.seen.size() == 2; }));
+  EXPECT_EQ(log_.seen, (std::vector<std::string>{"snapshot score", "removed score"}));
+  molt_client_replica_t r = 0;
+  EXPECT_EQ(molt_client_replica_find(client_, "score", &r), MOLT_ERR_NOT_FOUND);
+}
+
+TEST_F(ReplicaTest, AReplicaCreatedAsASessionStartsSendsItOneSnapshot) {
+  Listen();
+  Connection hook = kernel_->hooks().On("Session.Start", [&](HookContext&) {
+    if (net_->replicas().count() == 0) {
+      CreateScore();  // takes in the starting session, which is already active
+    }
+    return true;
+  });
+  ASSERT_TRUE(Connect());
+  ASSERT_TRUE(Pump([&] { return net_->replicas().stats().snapshots_sent >= 1; }));
+  Pump([] { return false; }, std::chrono::milliseconds(100));
+  EXPECT_EQ(net_->replicas().stats().snapshots_sent, 1u);
+  ASSERT_TRUE(net_->replicas().SetInt(1, 0, 5).ok());
+  ASSERT_TRUE(Pump([&] { return net_->replicas().stats().deltas_sent >= 1; }));
+  Pump([] { return false; }, std::chrono::milliseconds(100));
+  EXPECT_EQ(net_->replicas().stats().deltas_sent, 1u);  // not one per duplicate
+  hook.Disconnect();
+}
+
+// The client's verifier takes what the server may send: a Welcome with a table per channel, a
+// snapshot with two per field.
+TEST_F(ReplicaTest, AWelcomeWithManyChannelsAndTheWidestReplicaReachTheClient) {
+  for (int i = 0; i < 200; ++i) {
+    DeclareEvent("wide.E" + std::to_string(i));
+  }
+  Listen();
+  ReplicaSpec spec;
+  spec.name = "wide";
+  for (int i = 0; i < 64; ++i) {
+    spec.fields.push_back({"f" + std::to_string(i), ReplicaFieldType::kInt});
+  }
+  ASSERT_TRUE(net_->replicas().Create(std::move(spec), nullptr).ok());
+  ASSERT_TRUE(Connect());
+  ASSERT_EQ(molt_client_state(client_), MOLT_CLIENT_CONNECTED) << journal_.states.back();
+  molt_client_replica_t r = 0;
+  ASSERT_TRUE(Pump([&] { return molt_client_replica_find(client_, "wide", &r) == MOLT_OK; }));
+  std::int32_t index = -1;
+  EXPECT_EQ(molt_client_replica_field(client_, r, "f63", &index, nullptr), MOLT_OK);
+  EXPECT_EQ(index, 63);
+}
+
 TEST_F(ReplicaTest, ANewSessionDropsTheOldSessionsReplicas) {
   Listen();
   CreateScore();
@@ -534,6 +596,10 @@ TEST_F(ReplicaTest, BadSpecsAndWritesAreRefusedWithTheReason) {
   EXPECT_EQ(create(spec),
             "replica \"r\": a snapshot could take 9125 bytes, more than a frame "
             "(net.max_frame_bytes = 8192); lower the bytes fields' max_bytes or split the replica");
+  spec.fields = {{"blob", ReplicaFieldType::kBytes, 0xFFFFFFF8u}};  // no 32-bit wrap
+  EXPECT_EQ(create(spec),
+            "replica \"r\": a snapshot could take 4294967413 bytes, more than a frame "
+            "(net.max_frame_bytes = 8192); lower the bytes fields' max_bytes or split the replica");
   spec.name = "";
   EXPECT_EQ(create(spec), "a replica needs a name of 1 to 128 characters");
 
@@ -553,6 +619,58 @@ TEST_F(ReplicaTest, BadSpecsAndWritesAreRefusedWithTheReason) {
   EXPECT_NE(kernel_->StatsJson().find("\"replicas\":{\"live\":1"), std::string::npos)
       << kernel_->StatsJson();
 }
+
+// A server that accepts one client, reads its Hello, sends `script` and waits for the close.
+class ScriptedServer {
+ public:
+  explicit ScriptedServer(std::vector<std::uint8_t> script) : script_(std::move(script)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr = molt::test::Relay::Loopback(0);
+    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(listener_, 1), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      const int fd = ::accept(listener_, nullptr, nullptr);
+      std::uint8_t buf[4096];
+      (void)::recv(fd, buf, sizeof buf, 0);  // whatever the client says
+      (void)::send(fd, script_.data(), script_.size(), MSG_NOSIGNAL);
+      while (::recv(fd, buf, sizeof buf, 0) > 0) {
+      }
+      ::close(fd);
+    });
+  }
+  ScriptedServer(const ScriptedServer&) = delete;
+  ScriptedServer& operator=(const ScriptedServer&) = delete;
+  ~ScriptedServer() {
+    ::shutdown(listener_, SHUT_RDWR);  // an accept still waiting (no client came) returns
+    thread_.join();
+    ::close(listener_);
+  }
+
+  // A client connected to it, stepped until closed (or 10 s); its states go to `journal`.
+  molt_client* Client(Journal& journal) {
+    molt_client* c = nullptr;
+    if (molt_client_create(nullptr, &c) != MOLT_OK) {
+      return nullptr;
+    }
+    molt_client_on_state(c, OnState, &journal);
+    EXPECT_EQ(molt_client_connect(c, "127.0.0.1", port_, "ada", nullptr, 0, nullptr, 0), MOLT_OK);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (molt_client_state(c) != MOLT_CLIENT_CLOSED &&
+           std::chrono::steady_clock::now() < deadline) {
+      EXPECT_EQ(molt_client_step(c, 0.001), MOLT_OK);
+    }
+    return c;
+  }
+
+ private:
+  std::vector<std::uint8_t> script_;
+  int listener_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
 
 // A server that speaks the protocol badly: after a real Welcome it sends replica updates that
 // make no sense (unknown ids, field indexes out of range, values for a field list it never sent),
@@ -600,37 +718,17 @@ TEST(ClientHostileServerTest, NonsenseIsIgnoredAndGarbageClosesTheClientWithTheR
     return std::pair(w::Body::Replica,
                      w::CreateReplicaDirect(b, 77, w::ReplicaUpdateKind::Remove).Union());
   }));
+  add(frame([](fb::FlatBufferBuilder& b) {  // a body this client does not know (a newer server)
+    const auto empty = b.StartTable();
+    return std::pair(static_cast<w::Body>(200), fb::Offset<void>(b.EndTable(empty)));
+  }));
   const std::uint8_t garbage[] = {8, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4};
   script.insert(script.end(), std::begin(garbage), std::end(garbage));
 
-  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = molt::test::Relay::Loopback(0);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(listener, 1), 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  std::thread server([&] {
-    const int fd = ::accept(listener, nullptr, nullptr);
-    std::uint8_t hello[4096];
-    (void)::recv(fd, hello, sizeof hello, 0);  // whatever the client says
-    (void)::send(fd, script.data(), script.size(), MSG_NOSIGNAL);
-    while (::recv(fd, hello, sizeof hello, 0) > 0) {
-    }
-    ::close(fd);
-  });
-
+  ScriptedServer server(script);
   Journal journal;
-  molt_client* c = nullptr;
-  ASSERT_EQ(molt_client_create(nullptr, &c), MOLT_OK);
-  molt_client_on_state(c, OnState, &journal);
-  ASSERT_EQ(
-      molt_client_connect(c, "127.0.0.1", ntohs(addr.sin_port), "ada", nullptr, 0, nullptr, 0),
-      MOLT_OK);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (molt_client_state(c) != MOLT_CLIENT_CLOSED &&
-         std::chrono::steady_clock::now() < deadline) {
-    ASSERT_EQ(molt_client_step(c, 0.001), MOLT_OK);
-  }
+  molt_client* c = server.Client(journal);
+  ASSERT_NE(c, nullptr);
   EXPECT_EQ(journal.states.back(), "closed (the server sent a malformed frame)")
       << ::testing::PrintToString(journal.states);
   // What made sense was kept: replica "r" with a = 42; "s" has no fields to read.
@@ -642,8 +740,34 @@ TEST(ClientHostileServerTest, NonsenseIsIgnoredAndGarbageClosesTheClientWithTheR
   ASSERT_EQ(molt_client_replica_find(c, "s", &r), MOLT_OK);
   EXPECT_EQ(molt_client_replica_int(c, r, 0, &v), MOLT_ERR_INVALID_ARGUMENT);
   molt_client_destroy(c);
-  server.join();
-  ::close(listener);
+}
+
+TEST(ClientHostileServerTest, AServerCannotMakeTheClientHoldUnboundedReplicas) {
+  namespace fb = ::flatbuffers;
+  namespace w = ::molt::wire;
+  fb::FlatBufferBuilder wb;
+  wb.FinishSizePrefixed(w::CreateEnvelope(
+      wb, w::Body::Welcome, w::CreateWelcome(wb, 7, 0, 60, 0, 8192, 8192, 64, 3600000).Union()));
+  std::vector<std::uint8_t> script(wb.GetBufferPointer(), wb.GetBufferPointer() + wb.GetSize());
+  fb::FlatBufferBuilder b;
+  std::vector<fb::Offset<w::ReplicaFieldInfo>> fields;
+  for (int i = 0; i < 65; ++i) {
+    fields.push_back(w::CreateReplicaFieldInfoDirect(b, ("f" + std::to_string(i)).c_str()));
+  }
+  b.FinishSizePrefixed(w::CreateEnvelope(
+      b, w::Body::Replica,
+      w::CreateReplicaDirect(b, 1, w::ReplicaUpdateKind::Snapshot, "wide", &fields).Union()));
+  script.insert(script.end(), b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  ScriptedServer server(script);
+  Journal journal;
+  molt_client* c = server.Client(journal);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(journal.states.back(),
+            "closed (the server sent a replica beyond the client's limits (4096 replicas, 64 "
+            "fields, names of 128 bytes))");
+  molt_client_replica_t r = 0;
+  EXPECT_EQ(molt_client_replica_find(c, "wide", &r), MOLT_ERR_NOT_FOUND);
+  molt_client_destroy(c);
 }
 
 TEST(ClientApiTest, NullAndBadArgumentsAreErrorsNotCrashes) {

@@ -49,6 +49,7 @@ TEST_F(ControllerTest, ControllersBootInTwoPhasesAndSeeEventsRepliesAndReplicas)
   ASSERT_TRUE(Heard("started: ctl_base ctl_probe")) << ::testing::PrintToString(heard_);
   // A request from a controller's process, waited on: the server doubled 21.
   ASSERT_TRUE(Heard("double=42")) << ::testing::PrintToString(heard_);
+  ASSERT_TRUE(Heard("released")) << ::testing::PrintToString(heard_);  // completion_release
   // Server events reach the controllers' Bus.
   ASSERT_TRUE(net_->Broadcast(said_, SayPayload("ping")).ok());
   ASSERT_TRUE(Heard("heard ping")) << ::testing::PrintToString(heard_);
@@ -63,10 +64,17 @@ TEST_F(ControllerTest, ControllersBootInTwoPhasesAndSeeEventsRepliesAndReplicas)
   ASSERT_TRUE(net_->replicas().SetInt(*score, 0, 7).ok());
   ASSERT_TRUE(Heard("red=7")) << ::testing::PrintToString(heard_);
 
-  // Destroying the client stops the controllers first, while they can still send.
+  // Destroying the client stops the controllers first, while they can still send; what they
+  // sent goes out before the Bye, so the server ends the session as closed by the client.
+  std::vector<std::string> ends;
+  Connection end = kernel_->bus().Subscribe(
+      "Kernel.SessionEnd", [&](std::string_view, Args a) { ends.emplace_back(a[1].AsString()); });
   molt_client_destroy(client_);
   client_ = nullptr;
-  ASSERT_TRUE(RunUntil([&] { return heard_.back() == "bye"; }));
+  ASSERT_TRUE(RunUntil([&] { return !ends.empty(); }));
+  EXPECT_EQ(heard_.back(), "bye");
+  EXPECT_EQ(ends, std::vector<std::string>{"ClientClosed"});
+  end.Disconnect();
 }
 
 // A controller compiled into the app and registered with its entry function.

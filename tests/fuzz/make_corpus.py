@@ -60,7 +60,7 @@ def envelope(kind, body=None):
     return flatc(WIRE, obj, size_prefixed=True)
 
 
-def hello(user="fuzz", version=1, protocol_hash=0, join=b""):
+def hello(user="fuzz", version=2, protocol_hash=0, join=b""):
     return envelope("Hello", {"protocol_version": version, "protocol_hash": protocol_hash,
                               "user": user, "join_data": list(join)})
 
@@ -99,7 +99,7 @@ def seeds():
     return {
         # The handshake.
         "hello": seed(0, hello()),
-        "hello_bad_version": seed(0, hello(version=2)),
+        "hello_bad_version": seed(0, hello(version=1)),
         "hello_auth_refused": seed(0, hello(user="mallory")),
         "hello_auth_alias": seed(0, hello(user="alias", join=b"join data") + one_intent),
         "intent_before_hello": seed(0, one_intent),

@@ -98,7 +98,8 @@ MOLT_FROZEN(molt_host_api, replica_remove_session, 432);
 MOLT_FROZEN(molt_host_api, client_intent, 440);
 MOLT_FROZEN(molt_host_api, client_request, 448);
 MOLT_FROZEN(molt_host_api, client_replica_get, 456);
-static_assert(sizeof(molt_host_api) == 464);
+MOLT_FROZEN(molt_host_api, completion_release, 464);
+static_assert(sizeof(molt_host_api) == 472);
 
 // ABI 1.1: networking.
 MOLT_FROZEN(molt_field_rule, field, 0);

@@ -788,6 +788,12 @@ molt_status_t CompletionComplete(molt_context_t* ctx, molt_completion_t completi
   });
 }
 
+molt_status_t CompletionRelease(molt_context_t* ctx, molt_completion_t completion) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) {
+    return ReleaseOwned(p, completion, Kind::kCompletion, "completion");
+  });
+}
+
 // --- Slots of another host's layer ---
 
 // The networking and client slots are always in the table: a host without the layer answers
@@ -851,6 +857,7 @@ molt_host_api MakeTable() {
   api.process_set_result = ProcessSetResult;
   api.completion_create = CompletionCreate;
   api.completion_complete = CompletionComplete;
+  api.completion_release = CompletionRelease;
   SetRefusal<kNoNetwork>(api.channel_declare);
   SetRefusal<kNoNetwork>(api.channel_remove);
   SetRefusal<kNoNetwork>(api.event_send);

@@ -394,6 +394,11 @@ molt_status_t ReplicaCreate(molt_context_t* ctx, const molt_replica_spec* spec,
     if (spec->audience != MOLT_AUDIENCE_ALL && spec->audience != MOLT_AUDIENCE_LIST) {
       return Status::InvalidArgument("spec->audience is not a MOLT_AUDIENCE_* value");
     }
+    if (spec->field_count == 0 || spec->field_count > net::kMaxReplicaFields) {
+      return Status::InvalidArgument(
+          "replica \"" + std::string(spec->name) + "\": spec->field_count is " +
+          std::to_string(spec->field_count) + "; a replica has 1 to 64 fields");
+    }
     net::ReplicaSpec rs;
     rs.name = spec->name;
     rs.tick_rate = spec->tick_rate == 0 ? 10 : spec->tick_rate;

@@ -22,6 +22,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -41,6 +42,10 @@ using Clock = std::chrono::steady_clock;
 using molt::kernel::TokenBucket;
 
 constexpr std::uint32_t kMaxInboundFrame = 16u << 20;  // the client's own cap on server frames
+// What a server may make the client hold: the server's own replica limits, and a count.
+constexpr std::size_t kMaxReplicasHeld = 4096;
+constexpr std::size_t kMaxReplicaFields = 64;
+constexpr std::size_t kMaxReplicaName = 128;
 constexpr double kDefaultConnectTimeout = 10;
 constexpr std::size_t kDefaultSendQueue = 1 << 20;
 constexpr double kFirstReconnectDelay = 0.1;
@@ -202,7 +207,7 @@ struct molt_client final : molt::kernel::client::ClientPort {
 
   void Frame(std::span<const std::uint8_t> frame) {
     frame = molt::kernel::net::Aligned(frame, frame_scratch);
-    fb::Verifier v(frame.data(), frame.size(), molt::kernel::net::EnvelopeVerifierOptions());
+    fb::Verifier v(frame.data(), frame.size(), molt::kernel::net::ServerEnvelopeVerifierOptions());
     const w::Envelope* env =
         w::VerifySizePrefixedEnvelopeBuffer(v) ? w::GetSizePrefixedEnvelope(frame.data()) : nullptr;
     if (env == nullptr || env->body() == nullptr) {
@@ -285,8 +290,12 @@ struct molt_client final : molt::kernel::client::ClientPort {
         return OnReplica(env->body_as_Replica());
       case w::Body::Error:
         return;  // the server dropped something we sent (counted there); nothing to do here
-      default:
+      case w::Body::Hello:
+      case w::Body::Intent:
+      case w::Body::Request:
         return Closed("the server sent a client-to-server message");
+      default:
+        return;  // a body from a newer server: ignored, so appending one never breaks clients
     }
   }
 
@@ -296,6 +305,15 @@ struct molt_client final : molt::kernel::client::ClientPort {
     const std::uint32_t id = m->id();
     switch (m->kind()) {
       case w::ReplicaUpdateKind::Snapshot: {
+        const std::size_t fields = m->fields() != nullptr ? m->fields()->size() : 0;
+        const std::size_t name = m->name() != nullptr ? m->name()->size() : 0;
+        if (fields > kMaxReplicaFields || name > kMaxReplicaName ||
+            (replicas.count(id) == 0 && replicas.size() >= kMaxReplicasHeld)) {
+          return Closed("the server sent a replica beyond the client's limits (" +
+                        std::to_string(kMaxReplicasHeld) + " replicas, " +
+                        std::to_string(kMaxReplicaFields) + " fields, names of " +
+                        std::to_string(kMaxReplicaName) + " bytes)");
+        }
         Replica r;
         r.name = m->name() != nullptr ? m->name()->str() : "";
         if (m->fields() != nullptr) {
@@ -541,6 +559,18 @@ struct molt_client final : molt::kernel::client::ClientPort {
     boost::system::error_code ignored;
     socket.non_blocking(true, ignored);
     asio::write(socket, asio::buffer(out), ignored);
+  }
+
+  // Runs the I/O (no app callback is left) until the write in flight is done, for at most 50 ms,
+  // so a Bye can follow it.
+  void FinishWrites() {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(50);
+    io.restart();
+    while (!writing.empty() && linked && Clock::now() < deadline) {
+      if (io.poll_one() == 0) {
+        std::this_thread::yield();
+      }
+    }
   }
 
   // Drops the connection, the queue, the session and every pending request.
@@ -868,11 +898,15 @@ void molt_client_destroy(molt_client* c) {
   }
   c->kernel.reset();      // controllers stop first: they may still send
   c->state_fn = nullptr;  // no callbacks from a client being destroyed
+  c->handlers.clear();
+  c->all_channels = {};
+  c->replica_listeners.clear();
   for (auto& [id, p] : c->pending) {
     p.fn = [](void*, molt_status_t, const void*, std::size_t) {};
     p.done = nullptr;
   }
-  c->SayBye();  // like molt_client_disconnect: the server ends the session now
+  c->FinishWrites();  // what the controllers sent as they stopped, then the Bye
+  c->SayBye();        // like molt_client_disconnect: the server ends the session now
   c->Teardown();
   delete c;
 }

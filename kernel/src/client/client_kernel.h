@@ -7,7 +7,8 @@
 // linked into the app, booted in dependency order with the same two phases as services (every
 // init, then every start). Their host API is the core's plus the client slots of ABI 1.2
 // (client_intent, client_request, client_replica_get), which reach the connection through a
-// ClientPort; the server's networking slots stay NULL. What the server sends is published on the
+// ClientPort; the server's networking slots answer MOLT_ERR_UNSUPPORTED. What the server sends is
+// published on the
 // kernel's Bus ("Net.Event.<channel>", "Net.Replica.<name>", "Net.State").
 //
 //   auto k = ClientKernel::Boot(port);            // once per process
@@ -47,7 +48,8 @@ class ClientPort {
   virtual ~ClientPort() = default;
   // Sends an intent on the server's channel named `channel`.
   virtual Status Intent(std::string_view channel, std::span<const std::uint8_t> payload) = 0;
-  // Sends a request; `done(status, payload)` runs exactly once, inside a later step.
+  // Sends a request; `done(status, payload)` runs exactly once: inside a later step, or at once
+  // when the connection ends (MOLT_ERR_TIMEOUT); never after the client is destroyed.
   virtual Status Request(std::string_view channel, std::span<const std::uint8_t> payload,
                          double timeout_seconds,
                          Callback<void(molt_status_t, std::string_view)> done) = 0;

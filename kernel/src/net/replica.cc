@@ -37,8 +37,13 @@ struct Replicas::Replica {
   std::uint64_t dirty = 0;  // one bit per field written since the last delivery
   struct Subscriber {
     SessionId session;
-    bool synced;  // has the current snapshot: deltas are enough
+    bool synced = false;     // has the current state: deltas are enough
+    bool delivered = false;  // was sent a snapshot (and no Remove since): owed a Remove
   };
+  bool Has(SessionId s) const {
+    return std::any_of(subscribers.begin(), subscribers.end(),
+                       [s](const Subscriber& sub) { return sub.session == s; });
+  }
   std::vector<Subscriber> subscribers;
   TaskHandle delivery;
   TimePoint last_delivery{};
@@ -70,8 +75,9 @@ Replicas::Replicas(Network& network) : network_(network) {
   // Everyone-audience replicas take in every session as it joins (late joiners: a snapshot).
   on_session_ = network_.sessions().OnSession([this](Session& s) {
     for (auto& [id, r] : replicas_) {
-      if (r->audience == Audience::kAll) {
-        r->subscribers.push_back({s.id(), false});
+      // Not twice: a replica created by a Session.Start handler already took it in.
+      if (r->audience == Audience::kAll && !r->Has(s.id())) {
+        r->subscribers.push_back({s.id()});
         Arm(*r);
       }
     }
@@ -117,7 +123,8 @@ Result<ReplicaId> Replicas::Create(ReplicaSpec spec, const void* owner) {
           fmt::format("replica \"{}\": field \"{}\" has an unknown type {} (int, float or bytes)",
                       name, f.name, static_cast<int>(f.type)));
     }
-    bound += 48 + f.name.size() + (f.type == ReplicaFieldType::kBytes ? f.max_bytes + 8 : 0);
+    bound += 48 + f.name.size() +
+             (f.type == ReplicaFieldType::kBytes ? std::size_t{f.max_bytes} + 8 : 0);
   }
   const std::uint32_t frame = network_.options().max_frame_bytes;
   if (bound > frame) {
@@ -140,7 +147,7 @@ Result<ReplicaId> Replicas::Create(ReplicaSpec spec, const void* owner) {
   replicas_.emplace(ref.id, std::move(r));
   if (ref.audience == Audience::kAll) {
     for (SessionId s : network_.sessions().ActiveIds()) {
-      ref.subscribers.push_back({s, false});
+      ref.subscribers.push_back({s});
     }
     if (!ref.subscribers.empty()) {
       Arm(ref);
@@ -167,8 +174,8 @@ Status Replicas::Destroy(ReplicaId id) {
   r.delivery.Cancel();
   std::vector<SessionId> had;
   for (const auto& sub : r.subscribers) {
-    if (sub.synced) {
-      had.push_back(sub.session);
+    if (sub.delivered) {
+      had.push_back(sub.session);  // a session waiting for a resume gets it in its outbox
     }
   }
   SendRemove(r, had);
@@ -268,12 +275,10 @@ Status Replicas::AddSession(ReplicaId id, SessionId session) {
   if (network_.sessions().Get(session) == nullptr) {
     return Status::NotFound(fmt::format("session {} is not active", session));
   }
-  for (const auto& sub : r.subscribers) {
-    if (sub.session == session) {
-      return Status();
-    }
+  if (r.Has(session)) {
+    return Status();
   }
-  r.subscribers.push_back({session, false});
+  r.subscribers.push_back({session});
   Arm(r);
   return Status();
 }
@@ -293,9 +298,9 @@ Status Replicas::RemoveSession(ReplicaId id, SessionId session) {
   if (it == r.subscribers.end()) {
     return Status();
   }
-  const bool synced = it->synced;
+  const bool delivered = it->delivered;
   r.subscribers.erase(it);
-  if (synced) {
+  if (delivered) {
     SendRemove(r, std::span(&session, 1));
   }
   return Status();
@@ -362,6 +367,7 @@ void Replicas::Flush(ReplicaId id) {
     } else if (!sub.synced) {
       snapshot.push_back(sub.session);
       sub.synced = true;
+      sub.delivered = true;
     } else if (r.dirty != 0) {
       delta.push_back(sub.session);
     }

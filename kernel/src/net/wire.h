@@ -19,7 +19,9 @@
 
 namespace molt::kernel::net {
 
-inline constexpr std::uint32_t kProtocolVersion = 1;
+// 2: the Replica body (a version-1 client would close on it). Bodies appended later do not bump
+// it: clients ignore a server body they do not know.
+inline constexpr std::uint32_t kProtocolVersion = 2;
 
 // `bytes` on an 8-byte boundary: itself when it is, else a copy in `scratch`.
 inline std::span<const std::uint8_t> Aligned(std::span<const std::uint8_t> bytes,
@@ -39,11 +41,19 @@ inline flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> PayloadVector(
   return b.CreateVector(payload.data(), payload.size());
 }
 
-// Bounds for verifying an envelope: a hostile nesting cannot run away.
+// Bounds for verifying an envelope from a client: a hostile nesting cannot run away.
 inline flatbuffers::Verifier::Options EnvelopeVerifierOptions() {
   flatbuffers::Verifier::Options opts;
   opts.max_depth = 16;
   opts.max_tables = 64;
+  return opts;
+}
+
+// The client's bounds for a server's envelope: a Welcome carries one table per channel and a
+// replica snapshot two per field, so only the depth is held tight (frames are capped anyway).
+inline flatbuffers::Verifier::Options ServerEnvelopeVerifierOptions() {
+  flatbuffers::Verifier::Options opts;
+  opts.max_depth = 16;
   return opts;
 }
 

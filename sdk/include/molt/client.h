@@ -150,7 +150,8 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_on_state(molt_client* client, molt_
 /* --- Replicas (client API 3) ------------------------------------------------------------------
  * State objects the server replicates to this session (docs/client.md, "Replicas"). The client
  * keeps the latest value of every field of every replica it was sent, whether or not anything
- * listens, so a listener registered late still finds them. */
+ * listens, so a listener registered late still finds them. After a disconnect or a close they
+ * stay readable as last known until the next session's Welcome removes them. */
 
 typedef uint32_t molt_client_replica_t; /**< the server's replica id; valid until REMOVED */
 
@@ -176,7 +177,8 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_on_replica(molt_client* client, con
 /** @brief The held replica named `name` with the lowest id. MOLT_ERR_NOT_FOUND when none. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_find(molt_client* client, const char* name,
                                                           molt_client_replica_t* out_replica);
-/** @brief The replica's name, valid until it is removed; NULL for an unknown replica. */
+/** @brief The replica's name, valid until it is removed or replaced by a new snapshot; NULL for
+ *  an unknown replica. */
 MOLT_CLIENT_EXPORT const char* molt_client_replica_name(molt_client* client,
                                                         molt_client_replica_t replica);
 /** @brief The index and type (MOLT_CLIENT_FIELD_*) of field `field_name` (either out may be

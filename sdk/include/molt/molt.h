@@ -627,6 +627,13 @@ typedef struct molt_host_api {
    *  is missing. */
   molt_status_t (*client_replica_get)(molt_context_t* ctx, const char* replica, const char* field,
                                       molt_value* out_value);
+
+  /* --- ABI 1.2: completions --- */
+
+  /** @brief Lets go of a completion this plugin holds (created, or returned by client_request):
+   *  its handle goes stale and its payload is freed. One still pending completes as cancelled
+   *  for a process waiting on it. Without this, completions live until the plugin stops. */
+  molt_status_t (*completion_release)(molt_context_t* ctx, molt_completion_t completion);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it

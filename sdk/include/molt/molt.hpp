@@ -528,6 +528,13 @@ class Host {
     }
     return r;
   }
+  // Lets go of a completion (ABI 1.2): without it, completions live until the plugin stops.
+  void Release(const Completion& completion) const {
+    if (MOLT_API_HAS(api_, completion_release)) {
+      (void)api_->completion_release(ctx_, completion.handle());
+    }
+  }
+
   Completion CreateCompletion() const {
     molt_completion_t c = 0;
     (void)api_->completion_create(ctx_, &c);
@@ -722,6 +729,18 @@ class Host {
       return Completion();
     }
     return Completion(ctx_, api_, c);
+  }
+  // Inside a process: Request, Wait, then Release the completion. A request the host refused
+  // returns its code, with the host's text as the payload.
+  WaitResult Ask(std::string_view channel, std::string_view payload,
+                 double timeout_seconds = 0) const {
+    const Completion answer = Request(channel, payload, timeout_seconds);
+    if (!answer) {
+      return WaitResult{MOLT_ERR_UNSUPPORTED, std::string(LastError())};
+    }
+    WaitResult r = Wait(answer);
+    Release(answer);
+    return r;
   }
   // Field `field` of the held replica `replica`, or nullopt (LastError() says why).
   std::optional<molt_value> ReplicaField(std::string_view replica, std::string_view field) const {

@@ -198,6 +198,10 @@ TEST_F(NetAbiTest, SlotErrorsNameTheArgumentAndTheFix) {
   const molt_replica_field fields[] = {{"hp", MOLT_REPLICA_INT, 0}, {"name", 9, 0}};
   rs.name = "fx.hero";
   rs.fields = fields;
+  rs.field_count = 1000;  // checked before the host reads the array
+  EXPECT_EQ(api.replica_create(ctx, &rs, &r), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(),
+            "replica \"fx.hero\": spec->field_count is 1000; a replica has 1 to 64 fields");
   rs.field_count = 2;
   EXPECT_EQ(api.replica_create(ctx, &rs, &r), MOLT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(error(), "replica \"fx.hero\": field 1 has type 9, not a MOLT_REPLICA_* value");

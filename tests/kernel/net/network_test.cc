@@ -83,15 +83,15 @@ TEST_F(NetTest, RefusesAWrongVersionHashOrUserIdWithAReason) {
   Run([&] {
     {
       TestClient c(port_);
-      Frame f = c.Hello("ada", 2);
+      Frame f = c.Hello("ada", 1);  // a client from before replicas
       ASSERT_EQ(f.type(), w::Body::Refuse);
       EXPECT_EQ(f.envelope()->body_as_Refuse()->reason(), w::RefuseReason::ProtocolVersion);
-      EXPECT_EQ(Text(f.envelope()), "protocol version 2 is not supported: this server speaks 1");
+      EXPECT_EQ(Text(f.envelope()), "protocol version 1 is not supported: this server speaks 2");
       EXPECT_EQ(c.WaitClosed(), "ProtocolError");
     }
     {
       TestClient c(port_);
-      Frame f = c.Hello("ada", 1, 0x1234);
+      Frame f = c.Hello("ada", kProtocolVersion, 0x1234);
       ASSERT_EQ(f.type(), w::Body::Refuse);
       EXPECT_EQ(f.envelope()->body_as_Refuse()->reason(), w::RefuseReason::ProtocolHash);
       EXPECT_NE(Text(f.envelope()).find("update the client"), std::string::npos);
@@ -123,12 +123,12 @@ TEST_F(NetTest, AuthHelloDecidesAndMayReplaceTheUserId) {
   std::uint64_t id = 0;
   Run([&] {
     TestClient bad(port_);
-    Frame f = bad.Hello("ada", 1, 0, {'n', 'o'});
+    Frame f = bad.Hello("ada", kProtocolVersion, 0, {'n', 'o'});
     ASSERT_EQ(f.type(), w::Body::Refuse);
     EXPECT_EQ(f.envelope()->body_as_Refuse()->reason(), w::RefuseReason::AuthFailed);
     EXPECT_EQ(Text(f.envelope()), "authentication failed");
     TestClient good(port_);
-    f = good.Hello("ada", 1, 0, {'s', 'e', 'c', 'r', 'e', 't'});
+    f = good.Hello("ada", kProtocolVersion, 0, {'s', 'e', 'c', 'r', 'e', 't'});
     ASSERT_EQ(f.type(), w::Body::Welcome);
     id = f.envelope()->body_as_Welcome()->session_id();
     good.Bye();

@@ -108,7 +108,7 @@ class TestClient {
     b.ForceVectorAlignment(payload.size(), 1, 8);
     return b.CreateVector(payload.data(), payload.size());
   }
-  static std::vector<std::uint8_t> HelloFrame(const std::string& user, std::uint32_t version = 1,
+  static std::vector<std::uint8_t> HelloFrame(const std::string& user, std::uint32_t version = 2,
                                               std::uint64_t hash = 0,
                                               std::vector<std::uint8_t> credentials = {},
                                               std::vector<std::uint8_t> join = {},
@@ -145,11 +145,11 @@ class TestClient {
 
   // Sends a hello carrying a resume token and returns the answer.
   Frame Resume(const std::string& user, std::vector<std::uint8_t> token) {
-    SendRaw(HelloFrame(user, 1, 0, {}, {}, std::move(token)));
+    SendRaw(HelloFrame(user, 2, 0, {}, {}, std::move(token)));
     return Next();
   }
   // Sends a hello and returns the answer (Welcome or Refuse).
-  Frame Hello(const std::string& user, std::uint32_t version = 1, std::uint64_t hash = 0,
+  Frame Hello(const std::string& user, std::uint32_t version = 2, std::uint64_t hash = 0,
               std::vector<std::uint8_t> credentials = {}) {
     SendRaw(HelloFrame(user, version, hash, std::move(credentials)));
     return Next();
