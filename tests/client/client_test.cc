@@ -339,7 +339,26 @@ class ReplicaTest : public ClientTest {
   }
   std::vector<std::uint8_t> Bytes(std::string_view s) { return {s.begin(), s.end()}; }
 
+  // "score" on a server with a resume window; the client, through a relay, gets its snapshot;
+  // then the link is cut. Returns with the client reconnecting and the server waiting for it,
+  // before the client could step again (so it has not come back yet).
+  ReplicaId SnapshotThenCut() {
+    Boot(NetOptions());  // the server keeps a lost link's session for 30 s
+    Listen();
+    const ReplicaId score = CreateScore();
+    log_.client = client_;
+    EXPECT_EQ(molt_client_on_replica(client_, "score", OnReplica, &log_), MOLT_OK);
+    relay_ = std::make_unique<molt::test::Relay>(port_);
+    EXPECT_TRUE(Connect("ada", relay_->port()));
+    EXPECT_TRUE(Pump([&] { return log_.seen.size() == 1; }));
+    relay_->Cut();
+    EXPECT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_RECONNECTING; }));
+    EXPECT_TRUE(RunUntil([&] { return net_->stats().links_lost == 1; }));
+    return score;
+  }
+
   ReplicaLog log_;
+  std::unique_ptr<molt::test::Relay> relay_;
 };
 
 TEST_F(ReplicaTest, ASnapshotFirstThenWritesCoalesceIntoOneDeltaPerDeadline) {
@@ -471,18 +490,7 @@ TEST_F(ReplicaTest, AListAudienceReachesOnlyItsSessionsAndLeavingSendsARemove) {
 }
 
 TEST_F(ReplicaTest, AResumedSessionGetsAFreshSnapshotInsteadOfTheDeltasItMissed) {
-  Boot(NetOptions());  // the server keeps a lost link's session for 30 s
-  Listen();
-  const ReplicaId score = CreateScore();
-  log_.client = client_;
-  ASSERT_EQ(molt_client_on_replica(client_, "score", OnReplica, &log_), MOLT_OK);
-  molt::test::Relay relay(port_);
-  ASSERT_TRUE(Connect("ada", relay.port()));
-  ASSERT_TRUE(Pump([&] { return log_.seen.size() == 1; }));
-
-  relay.Cut();
-  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_RECONNECTING; }));
-  ASSERT_TRUE(RunUntil([&] { return net_->stats().links_lost == 1; }));
+  const ReplicaId score = SnapshotThenCut();
   // Many deadlines pass while it is away (only the server runs: the client cannot come back).
   for (std::int64_t v = 1; v <= 50; ++v) {
     ASSERT_TRUE(net_->replicas().SetInt(score, 0, v).ok());
@@ -499,17 +507,7 @@ TEST_F(ReplicaTest, AResumedSessionGetsAFreshSnapshotInsteadOfTheDeltasItMissed)
 }
 
 TEST_F(ReplicaTest, AReplicaDestroyedWhileTheLinkIsDownIsRemovedOnResume) {
-  Boot(NetOptions());
-  Listen();
-  const ReplicaId score = CreateScore();
-  log_.client = client_;
-  ASSERT_EQ(molt_client_on_replica(client_, "score", OnReplica, &log_), MOLT_OK);
-  molt::test::Relay relay(port_);
-  ASSERT_TRUE(Connect("ada", relay.port()));
-  ASSERT_TRUE(Pump([&] { return log_.seen.size() == 1; }));
-  relay.Cut();
-  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_RECONNECTING; }));
-  ASSERT_TRUE(RunUntil([&] { return net_->stats().links_lost == 1; }));
+  const ReplicaId score = SnapshotThenCut();
   ASSERT_TRUE(net_->replicas().SetInt(score, 0, 1).ok());  // a deadline passes while away
   RunUntil([] { return false; }, std::chrono::milliseconds(100));
   ASSERT_TRUE(net_->replicas().Destroy(score).ok());

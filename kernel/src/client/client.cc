@@ -243,15 +243,15 @@ struct molt_client final : molt::kernel::client::ClientPort {
       case w::Body::Event: {
         const w::Event* e = env->body_as_Event();
         const std::span<const std::uint8_t> payload = bytes(e->payload());
-        auto ch = channels.find(e->channel());
-        const std::string name = ch != channels.end() ? ch->second.name : "";
         Handler h = handlers.count(e->channel()) ? handlers[e->channel()] : all_channels;
         const std::uint64_t gen = generation;
         if (h.fn != nullptr) {
           h.fn(h.user_data, e->channel(), payload.data(), payload.size());
         }
-        if (kernel && gen == generation && !name.empty()) {
-          kernel->Event(name, payload);  // the controllers' Bus
+        if (kernel && gen == generation) {  // the controllers' Bus
+          if (auto ch = channels.find(e->channel()); ch != channels.end()) {
+            kernel->Event(e->channel(), ch->second.name, payload);
+          }
         }
         return;
       }
@@ -408,12 +408,13 @@ struct molt_client final : molt::kernel::client::ClientPort {
       }
     }
     const std::uint64_t gen = generation;
-    const std::string topic_name = kernel ? name : "";
     for (int i = 0; i < n && gen == generation && replicas.count(id) != 0; ++i) {
       calls[i].fn(calls[i].user_data, id, what, field);
     }
-    if (kernel && gen == generation) {
-      kernel->ReplicaUpdate(topic_name, id, what, field);  // the controllers' Bus
+    if (kernel && gen == generation) {  // the controllers' Bus
+      if (auto it = replicas.find(id); it != replicas.end()) {
+        kernel->ReplicaUpdate(it->second.name, id, what, field);
+      }
     }
   }
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kernel/src/client/client_kernel.h"
 
+#include <molt/client.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <system_error>
+#include <unordered_map>
 
 #include "kernel/src/abi/slot.h"
 #include "kernel/src/core/kernel.h"
@@ -100,6 +102,27 @@ molt_status_t ClientReplicaGet(molt_context_t* ctx, const char* replica, const c
 
 }  // namespace
 
+struct ClientKernel::Topics {
+  struct Entry {
+    std::string name;  // what it was resolved for
+    Bus::Topic* topic = nullptr;
+  };
+  // The topic "<prefix><name>" for `key`, resolved on first use or when the name changed.
+  static Bus::Topic* Get(Bus& bus, std::unordered_map<std::uint32_t, Entry>& cache,
+                         std::uint32_t key, std::string_view prefix, std::string_view name) {
+    Entry& e = cache[key];
+    if (e.topic == nullptr || e.name != name) {
+      e.name = std::string(name);
+      e.topic = bus.Resolve(std::string(prefix) + e.name);
+    }
+    return e.topic;
+  }
+  std::unordered_map<std::uint32_t, Entry> events;    // by channel id
+  std::unordered_map<std::uint32_t, Entry> replicas;  // by replica id
+};
+
+ClientKernel::ClientKernel() : topics_(std::make_unique<Topics>()) {}
+
 Result<std::unique_ptr<ClientKernel>> ClientKernel::Boot(ClientPort& port) {
   KernelOptions options;
   options.role = Role::kClient;
@@ -166,15 +189,21 @@ void ClientKernel::Step(std::optional<Duration> budget) {
   }
 }
 
-void ClientKernel::Event(std::string_view channel, std::span<const std::uint8_t> payload) {
+void ClientKernel::Event(std::uint16_t id, std::string_view channel,
+                         std::span<const std::uint8_t> payload) {
   const Value args[] = {Value::Bytes(payload.data(), static_cast<std::uint32_t>(payload.size()))};
-  kernel_->bus().Publish("Net.Event." + std::string(channel), args);
+  Bus& bus = kernel_->bus();
+  bus.Publish(Topics::Get(bus, topics_->events, id, "Net.Event.", channel), args);
 }
 
 void ClientKernel::ReplicaUpdate(std::string_view name, std::uint32_t replica, std::int32_t what,
                                  std::int32_t field) {
   const Value args[] = {Value::Int(replica), Value::Int(what), Value::Int(field)};
-  kernel_->bus().Publish("Net.Replica." + std::string(name), args);
+  Bus& bus = kernel_->bus();
+  bus.Publish(Topics::Get(bus, topics_->replicas, replica, "Net.Replica.", name), args);
+  if (what == MOLT_CLIENT_REPLICA_REMOVED) {
+    topics_->replicas.erase(replica);  // ids of removed replicas do not pile up
+  }
 }
 
 void ClientKernel::State(std::int32_t state, std::string_view reason) {

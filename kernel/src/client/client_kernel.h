@@ -79,7 +79,8 @@ class ClientKernel {
   void Step(std::optional<Duration> budget);
 
   // --- What the server sent, for the controllers' Bus ---
-  void Event(std::string_view channel, std::span<const std::uint8_t> payload);
+  // Topics are resolved once per channel id and replica id (and again if the name changed).
+  void Event(std::uint16_t id, std::string_view channel, std::span<const std::uint8_t> payload);
   void ReplicaUpdate(std::string_view name, std::uint32_t replica, std::int32_t what,
                      std::int32_t field);
   void State(std::int32_t state, std::string_view reason);
@@ -87,11 +88,13 @@ class ClientKernel {
   Kernel& kernel() { return *kernel_; }
 
  private:
-  ClientKernel() = default;
+  struct Topics;  // resolved Net.Event.* / Net.Replica.* topics
+  ClientKernel();
 
   std::unique_ptr<Kernel> kernel_;
   std::unique_ptr<loader::PluginHost> controllers_;
   std::string copy_dir_;
+  std::unique_ptr<Topics> topics_;
 };
 
 }  // namespace molt::kernel::client
