@@ -11,6 +11,7 @@
 
 #include "kernel/src/abi/plugin_instance.h"
 #include "kernel/src/abi/slot.h"
+#include "kernel/src/abi/struct_size.h"
 
 namespace molt::kernel::abi {
 namespace {
@@ -549,11 +550,11 @@ molt_status_t ProcessSpawn(molt_context_t* ctx, const molt_process_options* opti
     }
     ProcessOptions po;
     if (options != nullptr) {
-      if (options->struct_size < sizeof(molt_process_options)) {
-        return Status::InvalidArgument("molt_process_options.struct_size is " +
-                                       std::to_string(options->struct_size) +
-                                       ": set it to sizeof(molt_process_options)");
+      Result<molt_process_options> given = ReadSized(*options);
+      if (!given.ok()) {
+        return given.status();
       }
+      options = &given.value();
       if (options->priority != 0) {
         Result<Priority> prio = ToPriority(options->priority);
         if (!prio.ok()) {

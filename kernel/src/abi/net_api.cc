@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernel/src/abi/slot.h"
+#include "kernel/src/abi/struct_size.h"
 #include "kernel/src/net/network.h"
 
 namespace molt::kernel::abi {
@@ -84,12 +85,9 @@ Result<net::FieldRule> ToRule(const molt_field_rule& r, std::size_t index) {
                                  " is not a MOLT_RULE_* value");
 }
 
+// `in` is the plugin's spec as a current struct (ReadSized).
 Result<net::ChannelSpec> ToChannelSpec(PluginInstance& p, net::Network& network,
                                        const molt_channel_spec& in) {
-  if (in.struct_size < sizeof(molt_channel_spec)) {
-    return Status::InvalidArgument("spec->struct_size is " + std::to_string(in.struct_size) +
-                                   ": set it to sizeof(molt_channel_spec)");
-  }
   if (Status s = Required({{in.name, "spec->name"}, {in.schema, "spec->schema"}}); !s.ok()) {
     return s;
   }
@@ -156,15 +154,19 @@ Result<net::ChannelSpec> ToChannelSpec(PluginInstance& p, net::Network& network,
   return out;
 }
 
-molt_status_t ChannelDeclare(molt_context_t* ctx, const molt_channel_spec* spec,
+molt_status_t ChannelDeclare(molt_context_t* ctx, const molt_channel_spec* given,
                              molt_cleanup_fn release, molt_channel_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required({{spec, "spec"}, {out, "out_channel"}}); !s.ok()) {
+    if (Status s = Required({{given, "spec"}, {out, "out_channel"}}); !s.ok()) {
       return s;
     }
     Result<net::Network*> network = NetworkOf(p);
     if (!network.ok()) {
       return network.status();
+    }
+    Result<molt_channel_spec> spec = ReadSized(*given);
+    if (!spec.ok()) {
+      return spec.status();
     }
     Result<net::ChannelSpec> cs = ToChannelSpec(p, **network, *spec);
     if (!cs.ok()) {
@@ -299,25 +301,24 @@ molt_status_t SessionInfo(molt_context_t* ctx, molt_session_t session,
     if (Status s = Required(out, "out_info"); !s.ok()) {
       return s;
     }
-    if (out->struct_size < sizeof(molt_session_info)) {
-      return Status::InvalidArgument("out_info->struct_size is " +
-                                     std::to_string(out->struct_size) +
-                                     ": set it to sizeof(molt_session_info)");
+    if (Status s = CheckStructSize<molt_session_info>(out->struct_size); !s.ok()) {
+      return s;
     }
     Result<net::Session*> found = FindSession(p, session);
     if (!found.ok()) {
       return found.status();
     }
     const net::Session& s = **found;
-    out->active = s.active() ? 1 : 0;
-    out->user = s.user().c_str();
-    out->join_data = s.join_data().data();
-    out->join_size = s.join_data().size();
-    out->address = s.address().c_str();
-    out->exit_reason =
+    molt_session_info info{};
+    info.active = s.active() ? 1 : 0;
+    info.user = s.user().c_str();
+    info.join_data = s.join_data().data();
+    info.join_size = s.join_data().size();
+    info.address = s.address().c_str();
+    info.exit_reason =
         s.exit_reason() ? static_cast<std::int32_t>(*s.exit_reason()) : MOLT_EXIT_NONE;
-    out->rtt_seconds = ToSeconds(s.rtt());
-    return Status::Ok();
+    info.rtt_seconds = ToSeconds(s.rtt());
+    return WriteSized(info, out);
   });
 }
 
@@ -373,16 +374,17 @@ static_assert(static_cast<int>(net::ReplicaFieldType::kBytes) == MOLT_REPLICA_BY
                   static_cast<int>(net::Audience::kList) == MOLT_AUDIENCE_LIST,
               "replica enums follow molt.h");
 
-molt_status_t ReplicaCreate(molt_context_t* ctx, const molt_replica_spec* spec,
+molt_status_t ReplicaCreate(molt_context_t* ctx, const molt_replica_spec* given,
                             molt_replica_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required({{spec, "spec"}, {out, "out_replica"}}); !s.ok()) {
+    if (Status s = Required({{given, "spec"}, {out, "out_replica"}}); !s.ok()) {
       return s;
     }
-    if (spec->struct_size < sizeof(molt_replica_spec)) {
-      return Status::InvalidArgument("spec->struct_size is " + std::to_string(spec->struct_size) +
-                                     ": set it to sizeof(molt_replica_spec)");
+    Result<molt_replica_spec> sized = ReadSized(*given);
+    if (!sized.ok()) {
+      return sized.status();
     }
+    const molt_replica_spec* spec = &sized.value();
     Result<net::Network*> network = NetworkOf(p);
     if (!network.ok()) {
       return network.status();

@@ -130,7 +130,8 @@ class PluginInstance final : public molt_context, public Service {
     std::uint32_t layer_id = 0;                // kChannel, kReplica: the host layer's id
   };
 
-  // `info` and the code it points to must stay loaded for the instance's lifetime.
+  // `info` is copied (the loader's current-size copy of the descriptor); the code and data it
+  // points to must stay loaded for the instance's lifetime.
   PluginInstance(AbiShared& shared, const molt_plugin_info& info, std::string file);
   ~PluginInstance() override;
 
@@ -206,7 +207,7 @@ class PluginInstance final : public molt_context, public Service {
 
   AbiShared& shared_;
   Bus* bus_;  // the kernel's, cached for the publish hot path
-  const molt_plugin_info& info_;
+  const molt_plugin_info info_;
   std::string name_;
   std::vector<std::string> dependencies_;
   std::string file_;

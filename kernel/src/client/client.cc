@@ -27,10 +27,18 @@
 #include <vector>
 
 #include "kernel/src/abi/plugin_instance.h"
+#include "kernel/src/abi/struct_size.h"
 #include "kernel/src/client/client_kernel.h"
 #include "kernel/src/core/token_bucket.h"
 #include "kernel/src/net/wire.h"
 #include "molt_wire_generated.h"
+
+template <>
+struct molt::kernel::abi::SizedStruct<molt_client_options> {
+  static constexpr const char* kName = "molt_client_options";
+  static constexpr const char* kSince = "client API 1";
+  static constexpr std::uint32_t kMinSize = 24;
+};
 
 namespace {
 
@@ -50,8 +58,6 @@ constexpr double kDefaultConnectTimeout = 10;
 constexpr std::size_t kDefaultSendQueue = 1 << 20;
 constexpr double kFirstReconnectDelay = 0.1;
 constexpr double kDefaultReconnectMax = 8;
-// The size of molt_client_options in client API 1 (struct_size may be that of any version).
-constexpr std::uint32_t kOptionsV1Size = offsetof(molt_client_options, flags);
 
 // Seconds as a duration, clamped to [0, 11 days] so no conversion overflows.
 std::chrono::nanoseconds Seconds(double s) {
@@ -879,11 +885,12 @@ molt_status_t molt_client_create(const molt_client_options* options, molt_client
   }
   molt_client_options o{};
   if (options != nullptr) {
-    if (options->struct_size < kOptionsV1Size) {
+    // An app built against an older client.h passes a shorter struct: the rest stays zero.
+    molt::kernel::Result<molt_client_options> given = molt::kernel::abi::ReadSized(*options);
+    if (!given.ok()) {
       return MOLT_ERR_INVALID_ARGUMENT;
     }
-    // An app built against an older client.h passes a shorter struct: the rest stays zero.
-    std::memcpy(&o, options, std::min<std::size_t>(options->struct_size, sizeof o));
+    o = *given;
   }
   try {
     *out = new molt_client(o);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "kernel/src/abi/struct_size.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/loader/elf_inspect.h"
 
@@ -98,34 +99,34 @@ bool IsSemanticVersion(std::string_view v) {
          IsNumber(v.substr(b + 1));
 }
 
-Status ValidateDescriptor(const molt_plugin_info* info, std::string_view file,
-                          std::int32_t expected_kind) {
+Result<molt_plugin_info> ReadDescriptor(const molt_plugin_info* raw, std::string_view file,
+                                        std::int32_t expected_kind) {
   const std::string where = "plugin file \"" + std::string(file) + "\": ";
-  if (info == nullptr) {
+  if (raw == nullptr) {
     return Status::InvalidArgument(where +
                                    "molt_plugin_entry() returned NULL: return the address "
                                    "of a static molt_plugin_info");
   }
-  const std::uint32_t major = MOLT_ABI_MAJOR_OF(info->abi_version);
-  const std::uint32_t minor = MOLT_ABI_MINOR_OF(info->abi_version);
+  const std::uint32_t major = MOLT_ABI_MAJOR_OF(raw->abi_version);
+  const std::uint32_t minor = MOLT_ABI_MINOR_OF(raw->abi_version);
   if (major != MOLT_ABI_VERSION_MAJOR) {
-    return Status::InvalidArgument(where + "built for ABI " + Abi(info->abi_version) +
+    return Status::InvalidArgument(where + "built for ABI " + Abi(raw->abi_version) +
                                    " but this host speaks ABI " + Abi(MOLT_ABI_VERSION_CURRENT) +
                                    ": rebuild the plugin against the Molt " +
                                    std::to_string(MOLT_ABI_VERSION_MAJOR) + ".x SDK");
   }
   if (minor > MOLT_ABI_VERSION_MINOR) {
-    return Status::InvalidArgument(where + "needs ABI " + Abi(info->abi_version) +
+    return Status::InvalidArgument(where + "needs ABI " + Abi(raw->abi_version) +
                                    " but this host provides ABI " + Abi(MOLT_ABI_VERSION_CURRENT) +
                                    ": upgrade the host, or rebuild the plugin against the " +
                                    Abi(MOLT_ABI_VERSION_CURRENT) + " SDK");
   }
-  if (info->struct_size < sizeof(molt_plugin_info) || info->struct_size > 65536) {
-    return Status::InvalidArgument(
-        where + "descriptor size " + std::to_string(info->struct_size) + " is not valid for ABI " +
-        Abi(info->abi_version) + " (expected at least " + std::to_string(sizeof(molt_plugin_info)) +
-        "): set struct_size = sizeof(molt_plugin_info) from the SDK's molt.h");
+  // The descriptor of any release since 1.0 is accepted; fields it does not have read as 0.
+  Result<molt_plugin_info> copy = abi::ReadSized(*raw);
+  if (!copy.ok()) {
+    return copy.status().Prefixed("plugin file \"" + std::string(file) + "\"");
   }
+  const molt_plugin_info* info = &copy.value();
   if (info->name == nullptr || info->name[0] == '\0') {
     return Status::InvalidArgument(where + "descriptor has no name: set molt_plugin_info.name");
   }
@@ -186,7 +187,7 @@ Status ValidateDescriptor(const molt_plugin_info* info, std::string_view file,
                                      " needs a valid name, a vtable and its size");
     }
   }
-  return Status::Ok();
+  return copy;
 }
 
 struct Library::Handle {
@@ -270,11 +271,12 @@ Result<std::unique_ptr<Library>> Library::Load(const std::string& source,
     library->Unload();
     return Status::InvalidArgument(where + "molt_plugin_entry failed: " + e.what());
   }
-  if (Status s = ValidateDescriptor(info, source, expected_kind); !s.ok()) {
+  Result<molt_plugin_info> descriptor = ReadDescriptor(info, source, expected_kind);
+  if (!descriptor.ok()) {
     library->Unload();
-    return s;
+    return descriptor.status();
   }
-  library->info_ = info;
+  library->info_ = *descriptor;
   return library;
 }
 
@@ -285,8 +287,7 @@ bool Library::Unload() {
     return true;
   }
   loaded_ = false;
-  const std::string name = info_ != nullptr ? info_->name : source_;
-  info_ = nullptr;
+  const std::string name = info_.name != nullptr ? info_.name : source_;
   // dlclose is harmless for a library that cannot leave (glibc keeps it); whether it really left
   // is asked of the dynamic linker afterwards.
   handle_->lib.unload();

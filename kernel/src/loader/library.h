@@ -22,10 +22,12 @@
 
 namespace molt::kernel::loader {
 
-// Checks a descriptor against this host's ABI: sizes, versions, name, semantic version, kind,
-// dependencies and interfaces. `file` names the library in the error.
-Status ValidateDescriptor(const molt_plugin_info* info, std::string_view file,
-                          std::int32_t expected_kind);
+// Checks a plugin's descriptor against this host's ABI (versions, size, name, semantic version,
+// kind, dependencies, interfaces) and returns it as this host's molt_plugin_info: a descriptor
+// from an older release is copied into a zeroed current one (abi/struct_size.h), so fields it
+// does not have read as 0. `file` names the library in the error.
+Result<molt_plugin_info> ReadDescriptor(const molt_plugin_info* raw, std::string_view file,
+                                        std::int32_t expected_kind);
 
 // True for "MAJOR.MINOR.PATCH" with optional "-prerelease" and "+build" (semver.org 2.0.0).
 bool IsSemanticVersion(std::string_view version);
@@ -40,7 +42,8 @@ class Library {
   Library& operator=(const Library&) = delete;
   ~Library();
 
-  const molt_plugin_info& info() const { return *info_; }
+  // The descriptor as ReadDescriptor returned it; its pointers point into the library.
+  const molt_plugin_info& info() const { return info_; }
   const std::string& source() const { return source_; }
   const std::string& copy() const { return copy_; }
   // Why this library can never leave the process; empty when it can.
@@ -56,7 +59,7 @@ class Library {
   Library() = default;
 
   std::unique_ptr<Handle> handle_;
-  const molt_plugin_info* info_ = nullptr;
+  molt_plugin_info info_{};
   std::string source_;
   std::string copy_;
   std::string unload_blocker_;

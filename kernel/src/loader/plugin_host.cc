@@ -120,15 +120,16 @@ Status PluginHost::AddStatic(molt_plugin_entry_fn entry, const std::string& wher
   } catch (...) {
     return Status::InvalidArgument(where + ": the entry function threw");
   }
-  if (Status s = ValidateDescriptor(info, where, kind_); !s.ok()) {
-    return s;
+  Result<molt_plugin_info> descriptor = ReadDescriptor(info, where, kind_);
+  if (!descriptor.ok()) {
+    return descriptor.status();
   }
-  if (std::string holder = Holder(info->name); !holder.empty()) {
-    return Status::AlreadyExists("plugin file \"" + where + "\": name \"" + info->name +
+  if (std::string holder = Holder(descriptor->name); !holder.empty()) {
+    return Status::AlreadyExists("plugin file \"" + where + "\": name \"" + descriptor->name +
                                  "\" is already used by \"" + holder +
                                  "\": plugin names must be unique");
   }
-  return Register(*info, where, nullptr);
+  return Register(*descriptor, where, nullptr);
 }
 
 std::size_t PluginHost::UnloadAll() {

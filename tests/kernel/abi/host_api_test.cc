@@ -684,7 +684,8 @@ TEST_F(HostApiTest, ProcessCallsOutsideAProcessAndBadOptionsAreRefused) {
   EXPECT_EQ(api().process_spawn(a(), &o, WalkerBody, nullptr, nullptr, &p),
             MOLT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(Error(a()),
-            "molt_process_options.struct_size is 0: set it to sizeof(molt_process_options)");
+            "molt_process_options.struct_size is 0, below 24 (its size in ABI 1.0, the smallest "
+            "accepted): set it to sizeof(molt_process_options)");
   o = {sizeof(molt_process_options), 9, nullptr, 0};
   EXPECT_EQ(api().process_spawn(a(), &o, WalkerBody, nullptr, nullptr, &p),
             MOLT_ERR_INVALID_ARGUMENT);

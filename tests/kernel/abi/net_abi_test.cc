@@ -152,7 +152,9 @@ TEST_F(NetAbiTest, SlotErrorsNameTheArgumentAndTheFix) {
   molt_channel_spec spec{};
   molt_channel_t ch = 0;
   EXPECT_EQ(api.channel_declare(ctx, &spec, nullptr, &ch), MOLT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(error(), "spec->struct_size is 0: set it to sizeof(molt_channel_spec)");
+  EXPECT_EQ(error(),
+            "molt_channel_spec.struct_size is 0, below 120 (its size in ABI 1.1, the smallest "
+            "accepted): set it to sizeof(molt_channel_spec)");
   spec.struct_size = sizeof(spec);
   spec.name = "fx.Other";
   spec.schema = "molt.test.Say";
@@ -177,6 +179,10 @@ TEST_F(NetAbiTest, SlotErrorsNameTheArgumentAndTheFix) {
   EXPECT_EQ(api.channel_declare(ctx, &spec, nullptr, &ch), MOLT_ERR_ALREADY_EXISTS);
 
   molt_session_info info{};
+  EXPECT_EQ(api.session_info(ctx, 42, &info), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(),
+            "molt_session_info.struct_size is 0, below 56 (its size in ABI 1.1, the smallest "
+            "accepted): set it to sizeof(molt_session_info)");
   info.struct_size = sizeof(info);
   EXPECT_EQ(api.session_info(ctx, 42, &info), MOLT_ERR_NOT_FOUND);
   EXPECT_EQ(error(), "session 42 is not live (it left, or never existed)");
@@ -191,7 +197,9 @@ TEST_F(NetAbiTest, SlotErrorsNameTheArgumentAndTheFix) {
   molt_replica_spec rs{};
   molt_replica_t r = 0;
   EXPECT_EQ(api.replica_create(ctx, &rs, &r), MOLT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(error(), "spec->struct_size is 0: set it to sizeof(molt_replica_spec)");
+  EXPECT_EQ(error(),
+            "molt_replica_spec.struct_size is 0, below 40 (its size in ABI 1.2, the smallest "
+            "accepted): set it to sizeof(molt_replica_spec)");
   rs.struct_size = sizeof(rs);
   EXPECT_EQ(api.replica_create(ctx, &rs, &r), MOLT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(error(), "spec->name is NULL");

@@ -78,9 +78,9 @@ TEST_F(LibraryTest, RefusesEachBrokenPluginWithTheFileTheCauseAndTheFix) {
                 "plugin against the " +
                 kAbi + " SDK");
   EXPECT_EQ(Refusal("bad/fx_bad_size.so"),
-            Where("bad/fx_bad_size.so") + "descriptor size 40 is not valid for ABI " + kAbi +
-                " (expected at least " + std::to_string(sizeof(molt_plugin_info)) +
-                "): set struct_size = sizeof(molt_plugin_info) from the SDK's molt.h");
+            "plugin file \"" + kFixtures +
+                "/bad/fx_bad_size.so\": molt_plugin_info.struct_size is 40, below 112 (its size "
+                "in ABI 1.0, the smallest accepted): set it to sizeof(molt_plugin_info)");
   EXPECT_EQ(Refusal("bad/fx_no_name.so"),
             Where("bad/fx_no_name.so") + "descriptor has no name: set molt_plugin_info.name");
   EXPECT_EQ(
@@ -143,31 +143,51 @@ molt_plugin_info Valid() {
   return i;
 }
 
-TEST(ValidateDescriptorTest, AcceptsAValidOneAndAnOlderMinor) {
+TEST(ReadDescriptorTest, AcceptsAValidOneAndAnOlderMinor) {
   molt_plugin_info i = Valid();
-  EXPECT_TRUE(ValidateDescriptor(&i, "f.so", MOLT_PLUGIN_KIND_SERVICE).ok());
+  EXPECT_TRUE(ReadDescriptor(&i, "f.so", MOLT_PLUGIN_KIND_SERVICE).ok());
   i.abi_version = MOLT_ABI_VERSION(1, 0);
-  EXPECT_TRUE(ValidateDescriptor(&i, "f.so", MOLT_PLUGIN_KIND_SERVICE).ok());
+  EXPECT_TRUE(ReadDescriptor(&i, "f.so", MOLT_PLUGIN_KIND_SERVICE).ok());
 }
 
-TEST(ValidateDescriptorTest, RefusesBrokenDependencyAndInterfaceTables) {
+TEST(ReadDescriptorTest, CopiesWhatThePluginGaveIntoAZeroedCurrentDescriptor) {
+  // A descriptor from a newer header (say ABI 1.N with a field appended) declaring an older
+  // minor: the host reads what it knows and ignores the rest.
+  struct Grown {
+    molt_plugin_info info;
+    std::uint64_t appended;
+  } grown{Valid(), 0xfeedu};
+  grown.info.struct_size = sizeof(Grown);
+  Result<molt_plugin_info> read = ReadDescriptor(&grown.info, "f.so", MOLT_PLUGIN_KIND_SERVICE);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->struct_size, sizeof(Grown));
+  EXPECT_STREQ(read->name, "ok");
+  EXPECT_EQ(read->init, &Init);
+  molt_plugin_info small = Valid();
+  small.struct_size = 111;
+  EXPECT_EQ(ReadDescriptor(&small, "f.so", MOLT_PLUGIN_KIND_SERVICE).status().message(),
+            "plugin file \"f.so\": molt_plugin_info.struct_size is 111, below 112 (its size in "
+            "ABI 1.0, the smallest accepted): set it to sizeof(molt_plugin_info)");
+}
+
+TEST(ReadDescriptorTest, RefusesBrokenDependencyAndInterfaceTables) {
   molt_plugin_info i = Valid();
   i.dependency_count = 2;
-  EXPECT_EQ(ValidateDescriptor(&i, "f.so", MOLT_PLUGIN_KIND_SERVICE).message(),
+  EXPECT_EQ(ReadDescriptor(&i, "f.so", MOLT_PLUGIN_KIND_SERVICE).status().message(),
             "plugin \"ok\" (f.so): dependency_count is 2 but dependencies is NULL");
   const char* deps[] = {"good", "bad name"};
   i.dependencies = deps;
-  EXPECT_EQ(ValidateDescriptor(&i, "f.so", MOLT_PLUGIN_KIND_SERVICE).message(),
+  EXPECT_EQ(ReadDescriptor(&i, "f.so", MOLT_PLUGIN_KIND_SERVICE).status().message(),
             "plugin \"ok\" (f.so): dependency 1 is not a valid plugin name");
   i = Valid();
   i.interface_count = 1;
-  EXPECT_EQ(ValidateDescriptor(&i, "f.so", MOLT_PLUGIN_KIND_SERVICE).message(),
+  EXPECT_EQ(ReadDescriptor(&i, "f.so", MOLT_PLUGIN_KIND_SERVICE).status().message(),
             "plugin \"ok\" (f.so): interface_count is 1 but interfaces is NULL");
   i = Valid();
   i.init = nullptr;
-  EXPECT_EQ(ValidateDescriptor(&i, "f.so", MOLT_PLUGIN_KIND_SERVICE).message(),
+  EXPECT_EQ(ReadDescriptor(&i, "f.so", MOLT_PLUGIN_KIND_SERVICE).status().message(),
             "plugin \"ok\" (f.so): descriptor has no init callback: set molt_plugin_info.init");
-  EXPECT_EQ(ValidateDescriptor(nullptr, "f.so", MOLT_PLUGIN_KIND_SERVICE).message(),
+  EXPECT_EQ(ReadDescriptor(nullptr, "f.so", MOLT_PLUGIN_KIND_SERVICE).status().message(),
             "plugin file \"f.so\": molt_plugin_entry() returned NULL: return the address of a "
             "static molt_plugin_info");
 }
