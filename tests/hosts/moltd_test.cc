@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A real moltd process: started, signalled, killed, its output and exit code checked. No timing
 // assertions: waits are generous upper bounds that only stop a broken run from hanging.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,88 +13,15 @@
 
 #include "scores_generated.h"
 #include "test_client.h"
+#include "tests/support/child_process.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using molt::test::Process;
 const std::string kMoltd = MOLTD_PATH;
 const std::string kPlugins = MOLT_PLUGIN_DIR;
 const std::string kFixtures = MOLT_FIXTURE_DIR;
-
-// A child process with stdout and stderr merged into one pipe.
-class Process {
- public:
-  explicit Process(std::vector<std::string> args) {
-    int fds[2];
-    EXPECT_EQ(::pipe(fds), 0);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fds[1], 1);
-      ::dup2(fds[1], 2);
-      ::close(fds[0]);
-      ::close(fds[1]);
-      std::vector<char*> argv;
-      for (auto& a : args) {
-        argv.push_back(a.data());
-      }
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    fd_ = fds[0];
-  }
-  ~Process() {
-    if (pid_ > 0 && !exited_) {
-      ::kill(pid_, SIGKILL);
-      Wait();
-    }
-    ::close(fd_);
-  }
-
-  // Reads output until `needle` appears (true) or the process ends or `limit` passes (false).
-  bool WaitFor(const std::string& needle, std::chrono::seconds limit = std::chrono::seconds(30)) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (output_.find(needle) == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || !ReadSome(static_cast<int>(left.count()))) {
-        return output_.find(needle) != std::string::npos;
-      }
-    }
-    return true;
-  }
-  void Signal(int signo) { ::kill(pid_, signo); }
-  // Waits for exit (reading all output); returns the exit code, or 128 + signal.
-  int Wait() {
-    while (ReadSome(30000)) {
-    }
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    exited_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  const std::string& output() const { return output_; }
-
- private:
-  bool ReadSome(int timeout_ms) {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, timeout_ms) <= 0) {
-      return false;
-    }
-    char buf[4096];
-    const ssize_t n = ::read(fd_, buf, sizeof buf);
-    if (n <= 0) {
-      return false;
-    }
-    output_.append(buf, static_cast<std::size_t>(n));
-    return true;
-  }
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  bool exited_ = false;
-  std::string output_;
-};
 
 class MoltdTest : public ::testing::Test {
  protected:
@@ -112,16 +36,7 @@ class MoltdTest : public ::testing::Test {
     return path;
   }
   // Waits until moltd serves (the bundled plugins) and returns the port it logged, or "".
-  static std::string ServingPort(Process& p) {
-    const std::string listening = "listening on 127.0.0.1:";
-    if (!p.WaitFor("serving 4 plugins")) {
-      return "";
-    }
-    const std::size_t at = p.output().find(listening);
-    return at == std::string::npos
-               ? ""
-               : std::to_string(std::stoi(p.output().substr(at + listening.size())));
-  }
+  static std::string ServingPort(Process& p) { return molt::test::ServingPort(p, 4); }
   // Positions of each needle in the output, in order; -1 when missing.
   std::vector<std::size_t> Positions(const Process& p, const std::vector<std::string>& needles) {
     std::vector<std::size_t> at;

@@ -15,8 +15,11 @@
  *  1. Stability. Nothing in this header is ever reordered, retyped or removed once released. New
  *     functions and fields are appended at the end of their struct under a "ABI 1.N" marker, and
  *     MOLT_ABI_VERSION_MINOR grows. A plugin built against 1.N loads into any host 1.M with M >= N;
- *     a different major never loads. Before calling a slot added after 1.0, check it with
- *     MOLT_API_HAS(api, slot).
+ *     an older host refuses it naming both versions, and a different major never loads. A plugin
+ *     that records an older minor than its headers on purpose (to run on older hosts) checks each
+ *     newer slot with MOLT_API_HAS(api, slot). A struct that starts with struct_size is read by
+ *     size in both directions: set struct_size = sizeof(the struct) from this header, and a host
+ *     of any later release reads the fields you have and takes 0 for the ones you do not.
  *  2. Status and error text. Every fallible call returns a molt_status_t: MOLT_OK (0) or a negative
  *     MOLT_ERR_* code. The text of the last failure is api->last_error(ctx), a host-owned string
  *     valid until the next call with the same context. A plugin callback that fails returns a

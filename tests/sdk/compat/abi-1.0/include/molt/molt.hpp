@@ -1,0 +1,917 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: molt/molt.hpp
+//
+// The C++17 face of the plugin ABI (molt/molt.h), header-only: RAII handles, lambdas instead of
+// function pointers, a Service base class, and MOLT_PLUGIN(Type), which generates the entry symbol
+// and trampolines that catch every exception and turn it into a status with its text. Nothing here
+// crosses the ABI but molt.h's C types, so a plugin may be built with any C++17 compiler (and with
+// -fno-exceptions, if it never throws).
+//
+// A plugin in twenty lines:
+//
+//   #include <molt/molt.hpp>
+//
+//   class Greeter : public molt::Service {
+//    public:
+//     static constexpr const char* kName = "greeter";
+//     static constexpr const char* kVersion = "1.0.0";
+//
+//     molt::Status Start() override {
+//       joins_ = host().Subscribe("Kernel.ServiceRegistered",
+//                                 [this](std::string_view, molt::Args args) {
+//                                   host().Info("registered: ", args.String(0));
+//                                 });
+//       tick_ = host().Every(1.0, [this] { ++ticks_; });
+//       return molt::Status::Ok();
+//     }
+//
+//    private:
+//     molt::Subscription joins_;
+//     molt::Task tick_;
+//     int ticks_ = 0;
+//   };
+//
+//   MOLT_PLUGIN(Greeter)
+//
+// Optional static members of the plugin type: kDependencies (an array of names), kDescription,
+// kStateVersion, and kInterfaces (an array of molt_interface_export).
+//
+// Thread safety: like molt.h, everything runs on the kernel thread.
+#ifndef MOLT_MOLT_HPP_
+#define MOLT_MOLT_HPP_
+
+#ifndef __cplusplus
+#error "molt/molt.hpp is C++ only; C code includes molt/molt.h"
+#endif
+
+#include <molt/molt.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <initializer_list>
+#include <iterator>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace molt {
+
+// --- Status --------------------------------------------------------------------------------------
+
+// A molt_status_t with its text. OK holds no text.
+class Status {
+ public:
+  Status() = default;
+  Status(molt_status_t code, std::string message)
+      : code_(code == MOLT_OK ? MOLT_ERR_INTERNAL : code), message_(std::move(message)) {}
+
+  static Status Ok() { return Status(); }
+  // A failure with `message` (lower-case, naming the object: "round 3: no players").
+  static Status Error(std::string message, molt_status_t code = MOLT_ERR_INTERNAL) {
+    return Status(code, std::move(message));
+  }
+  // A hook handler's veto.
+  static Status Rejected(std::string reason = "rejected") {
+    return Status(MOLT_ERR_REJECTED, std::move(reason));
+  }
+
+  bool ok() const { return code_ == MOLT_OK; }
+  explicit operator bool() const { return ok(); }
+  molt_status_t code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  molt_status_t code_ = MOLT_OK;
+  std::string message_;
+};
+
+// --- Values --------------------------------------------------------------------------------------
+
+// Builders for molt_value. Strings and bytes are views: keep the data alive for the call.
+struct Value {
+  static molt_value Nil() { return molt_value{MOLT_VALUE_NIL, 0, {0}}; }
+  static molt_value Bool(bool b) { return Make(MOLT_VALUE_BOOL, 0, b ? 1 : 0); }
+  static molt_value Int(std::int64_t i) { return Make(MOLT_VALUE_INT, 0, i); }
+  static molt_value Double(double d) {
+    molt_value v{MOLT_VALUE_DOUBLE, 0, {0}};
+    v.as.d = d;
+    return v;
+  }
+  static molt_value String(std::string_view s) {
+    molt_value v{MOLT_VALUE_STRING, static_cast<std::uint32_t>(s.size()), {0}};
+    v.as.ptr = s.data();
+    return v;
+  }
+  static molt_value Bytes(const void* data, std::size_t size) {
+    molt_value v{MOLT_VALUE_BYTES, static_cast<std::uint32_t>(size), {0}};
+    v.as.ptr = data;
+    return v;
+  }
+  static molt_value Handle(std::uint64_t h) {
+    molt_value v{MOLT_VALUE_HANDLE, 0, {0}};
+    v.as.handle = h;
+    return v;
+  }
+
+ private:
+  static molt_value Make(std::int32_t type, std::uint32_t size, std::int64_t i) {
+    molt_value v{type, size, {0}};
+    v.as.i = i;
+    return v;
+  }
+};
+
+// A read-only view of callback arguments, with type-checked accessors: a value of another type
+// (or past the end) reads as the fallback.
+class Args {
+ public:
+  Args() = default;
+  Args(const molt_value* values, std::size_t count) : values_(values), count_(count) {}
+
+  std::size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  const molt_value* data() const { return values_; }
+  const molt_value* begin() const { return values_; }
+  const molt_value* end() const { return values_ + count_; }
+  // REQUIRES: i < size().
+  const molt_value& operator[](std::size_t i) const { return values_[i]; }
+
+  std::int32_t Type(std::size_t i) const { return i < count_ ? values_[i].type : MOLT_VALUE_NIL; }
+  bool Bool(std::size_t i, bool fallback = false) const {
+    return Type(i) == MOLT_VALUE_BOOL ? values_[i].as.i != 0 : fallback;
+  }
+  std::int64_t Int(std::size_t i, std::int64_t fallback = 0) const {
+    return Type(i) == MOLT_VALUE_INT ? values_[i].as.i : fallback;
+  }
+  double Double(std::size_t i, double fallback = 0) const {
+    if (Type(i) == MOLT_VALUE_DOUBLE) {
+      return values_[i].as.d;
+    }
+    return Type(i) == MOLT_VALUE_INT ? static_cast<double>(values_[i].as.i) : fallback;
+  }
+  std::string_view String(std::size_t i, std::string_view fallback = {}) const {
+    return Type(i) == MOLT_VALUE_STRING
+               ? std::string_view(static_cast<const char*>(values_[i].as.ptr), values_[i].size)
+               : fallback;
+  }
+  std::string_view Bytes(std::size_t i) const {
+    return Type(i) == MOLT_VALUE_BYTES
+               ? std::string_view(static_cast<const char*>(values_[i].as.ptr), values_[i].size)
+               : std::string_view();
+  }
+  std::uint64_t Handle(std::size_t i, std::uint64_t fallback = 0) const {
+    return Type(i) == MOLT_VALUE_HANDLE ? values_[i].as.handle : fallback;
+  }
+
+ private:
+  const molt_value* values_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+class Host;
+
+namespace detail {
+
+// Turns what a user callable returned into a status code (and error text).
+inline molt_status_t Report(const Host& host, const Status& s);
+
+template <class R>
+molt_status_t ResultCode(const Host& host, R&& r) {
+  using T = std::decay_t<R>;
+  if constexpr (std::is_same_v<T, Status>) {
+    return Report(host, r);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return r ? MOLT_OK : MOLT_ERR_REJECTED;
+  } else {
+    static_assert(std::is_same_v<T, molt_status_t>, "return void, bool, molt::Status or a code");
+    return r;
+  }
+}
+
+// Runs `fn` (void, bool, Status or code), catching every exception: the text goes to set_error
+// and the call returns MOLT_ERR_INTERNAL. The guarded-call helper of STYLE.md §5.
+template <class F>
+molt_status_t CallGuarded(const Host& host, F&& fn) noexcept;
+
+// A user callable handed to the host as user_data, with the host it reports errors to.
+template <class F>
+struct Box;
+
+}  // namespace detail
+
+// --- Handles -------------------------------------------------------------------------------------
+
+namespace detail {
+// A slot that ends a handle, as a member pointer for OwnedHandle<>.
+using ReleaseSlot = molt_status_t (*molt_host_api::*)(molt_context_t*, molt_handle_t);
+}  // namespace detail
+
+// A host handle released through `kRelease` when the object dies (RAII); move-only.
+template <detail::ReleaseSlot kRelease>
+class OwnedHandle {
+ public:
+  OwnedHandle() = default;
+  OwnedHandle(molt_context_t* ctx, const molt_host_api* api, molt_handle_t h)
+      : ctx_(ctx), api_(api), handle_(h) {}
+  OwnedHandle(OwnedHandle&& o) noexcept
+      : ctx_(o.ctx_), api_(o.api_), handle_(std::exchange(o.handle_, 0)) {}
+  OwnedHandle& operator=(OwnedHandle&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      ctx_ = o.ctx_;
+      api_ = o.api_;
+      handle_ = std::exchange(o.handle_, 0);
+    }
+    return *this;
+  }
+  OwnedHandle(const OwnedHandle&) = delete;
+  OwnedHandle& operator=(const OwnedHandle&) = delete;
+  ~OwnedHandle() { Reset(); }
+
+  // Ends it now (unsubscribe, remove, cancel). A handle the host already released is ignored.
+  void Reset() {
+    if (handle_ != 0) {
+      (void)(api_->*kRelease)(ctx_, std::exchange(handle_, 0));
+    }
+  }
+  // Gives up ownership: the host (or a scope) keeps it until the plugin stops.
+  molt_handle_t Release() { return std::exchange(handle_, 0); }
+  molt_handle_t get() const { return handle_; }
+  explicit operator bool() const { return handle_ != 0; }
+
+ private:
+  molt_context_t* ctx_ = nullptr;
+  const molt_host_api* api_ = nullptr;
+  molt_handle_t handle_ = 0;
+};
+
+using Subscription = OwnedHandle<&molt_host_api::bus_unsubscribe>;
+using HookHandler = OwnedHandle<&molt_host_api::hook_off>;
+using Task = OwnedHandle<&molt_host_api::task_cancel>;
+using Scope = OwnedHandle<&molt_host_api::scope_close>;
+
+// A resolved topic: publishing by handle skips hashing the name.
+struct Topic {
+  molt_topic_t handle = 0;
+  explicit operator bool() const { return handle != 0; }
+};
+
+// Thrown by Host::Yield, Sleep and Wait inside a process that was killed; the body trampoline
+// catches it, so the body unwinds (destructors run) and code after the call never runs. Not a
+// std::exception: a catch (...) in a body must rethrow it.
+struct ProcessKilled {};
+
+struct ProcessOptions {
+  std::string name;              // "Process <name>" in the profiler; empty: "Process_<pid>"
+  std::int32_t priority = 0;     // MOLT_PRIORITY_*; 0: normal
+  std::uint64_t stack_size = 0;  // bytes; 0: the host's default
+};
+
+// An operation a process may Wait() on, completed later (possibly by another process).
+class Completion {
+ public:
+  Completion() = default;
+  Completion(molt_context_t* ctx, const molt_host_api* api, molt_completion_t h)
+      : ctx_(ctx), api_(api), handle_(h) {}
+  explicit operator bool() const { return handle_ != 0; }
+  molt_completion_t handle() const { return handle_; }
+  // Completes it with `code` (MOLT_OK or an error) and `payload`, waking its waiter.
+  molt_status_t Complete(molt_status_t code, std::string_view payload = {}) const {
+    return api_->completion_complete(ctx_, handle_, code, payload.data(), payload.size());
+  }
+
+ private:
+  molt_context_t* ctx_ = nullptr;
+  const molt_host_api* api_ = nullptr;
+  molt_completion_t handle_ = 0;
+};
+
+// A process handle. A process lives until it ends (Kill ends it early); the handle then goes
+// stale and state() returns -1.
+class Process {
+ public:
+  Process() = default;
+  Process(molt_context_t* ctx, const molt_host_api* api, molt_process_t h)
+      : ctx_(ctx), api_(api), handle_(h) {}
+  explicit operator bool() const { return handle_ != 0; }
+  molt_process_t handle() const { return handle_; }
+
+  molt_status_t Start() const { return api_->process_start(ctx_, handle_, nullptr); }
+  molt_status_t Suspend() const { return api_->process_suspend(ctx_, handle_); }
+  molt_status_t Resume() const { return api_->process_resume(ctx_, handle_); }
+  molt_status_t Kill(const char* reason = "killed") const {
+    return api_->process_kill(ctx_, handle_, reason);
+  }
+  // MOLT_PROCESS_*, or -1 once the process has ended and its handle went stale.
+  std::int32_t state() const {
+    std::int32_t s = -1;
+    return api_->process_state(ctx_, handle_, &s, nullptr) == MOLT_OK ? s : -1;
+  }
+  // Calls `fn(std::int32_t state, std::string_view result)` once when the process ends.
+  template <class F>
+  molt_status_t OnExit(F&& fn) const;
+
+ private:
+  molt_context_t* ctx_ = nullptr;
+  const molt_host_api* api_ = nullptr;
+  molt_process_t handle_ = 0;
+};
+
+// An interface fetched from a dependency: call `vtable->fn(self, ...)`.
+template <class VTable>
+struct Interface {
+  const VTable* vtable = nullptr;
+  void* self = nullptr;
+  explicit operator bool() const { return vtable != nullptr; }
+};
+
+// --- Host ----------------------------------------------------------------------------------------
+
+// The plugin's view of the host: its context and the host API table.
+class Host {
+ public:
+  Host() = default;
+  Host(molt_context_t* ctx, const molt_host_api* api) : ctx_(ctx), api_(api) {}
+
+  molt_context_t* context() const { return ctx_; }
+  const molt_host_api* api() const { return api_; }
+  // The host's ABI minor version; use MOLT_API_HAS(host.api(), slot) before newer slots.
+  std::uint32_t abi_minor() const { return MOLT_ABI_MINOR_OF(api_->abi_version); }
+  // The text of the last failed host call.
+  std::string_view LastError() const { return api_->last_error(ctx_); }
+
+  // Logging. Arguments are streamed (operator<<) only when the level is enabled.
+  template <class... A>
+  void Debug(const A&... parts) const {
+    Log(MOLT_LOG_DEBUG, parts...);
+  }
+  template <class... A>
+  void Info(const A&... parts) const {
+    Log(MOLT_LOG_INFO, parts...);
+  }
+  template <class... A>
+  void Warn(const A&... parts) const {
+    Log(MOLT_LOG_WARN, parts...);
+  }
+  template <class... A>
+  void Error(const A&... parts) const {
+    Log(MOLT_LOG_ERROR, parts...);
+  }
+  template <class... A>
+  void Log(std::int32_t level, const A&... parts) const {
+    if (api_->log_enabled(ctx_, level) != 0) {
+      std::ostringstream out;
+      (out << ... << parts);
+      api_->log(ctx_, level, out.str().c_str());
+    }
+  }
+
+  // --- Bus ---
+
+  // Subscribes `fn(std::string_view topic, molt::Args args)` (returning void or molt::Status) to
+  // a topic, a family ("Combat.*") or "*". An empty Subscription on failure (see LastError()).
+  template <class F>
+  Subscription Subscribe(std::string_view pattern, F&& fn) const;
+
+  Status Publish(std::string_view topic, std::initializer_list<molt_value> args = {}) const {
+    return Check(api_->bus_publish(ctx_, std::string(topic).c_str(), args.begin(), args.size()));
+  }
+  Status Publish(Topic topic, std::initializer_list<molt_value> args = {}) const {
+    return Check(api_->bus_publish_topic(ctx_, topic.handle, args.begin(), args.size()));
+  }
+  Status Publish(Topic topic, const molt_value* args, std::size_t count) const {
+    return Check(api_->bus_publish_topic(ctx_, topic.handle, args, count));
+  }
+  Topic Resolve(std::string_view topic) const {
+    Topic t;
+    (void)api_->bus_resolve(ctx_, std::string(topic).c_str(), &t.handle);
+    return t;
+  }
+
+  // --- Hooks ---
+
+  Status DefineHook(std::string_view point, bool fail_open) const {
+    return Check(api_->hook_define(ctx_, std::string(point).c_str(),
+                                   fail_open ? MOLT_HOOK_FAIL_OPEN : MOLT_HOOK_FAIL_CLOSED));
+  }
+  // Adds `fn(molt_hook_context&)` returning bool (false vetoes) or molt::Status.
+  template <class F>
+  HookHandler OnHook(std::string_view point, F&& fn,
+                     std::int32_t priority = MOLT_HOOK_DEFAULT_PRIORITY) const;
+
+  struct FireResult {
+    bool passed = false;
+    std::string error;  // the first failing handler's text
+  };
+  FireResult FireHook(std::string_view point, molt_value* args, std::size_t count,
+                      std::uint64_t session = 0) const {
+    FireResult r;
+    std::uint8_t passed = 0;
+    const char* error = nullptr;
+    if (api_->hook_fire(ctx_, std::string(point).c_str(), args, count, session, &passed, &error) !=
+        MOLT_OK) {
+      r.error = LastError();
+      return r;
+    }
+    r.passed = passed != 0;
+    r.error = error != nullptr ? error : "";
+    return r;
+  }
+
+  // --- Tasks (fn returns void or molt::Status) ---
+
+  template <class F>
+  Task Schedule(F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL) const;
+  template <class F>
+  Task After(double seconds, F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL) const;
+  template <class F>
+  Task Every(double seconds, F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL) const;
+
+  // --- Processes ---
+
+  // A Created process running `body` (returning void, std::string (its result) or
+  // molt::Status); Start() it. Inside, use Yield, Sleep and Wait. An empty Process on failure.
+  template <class F>
+  Process Spawn(F&& body, const ProcessOptions& options = {}) const;
+  // Inside a process body: resume on a later scheduler step. Throws ProcessKilled when the
+  // process was killed, std::logic_error when not inside one of this plugin's processes.
+  void Yield() const { Parked(api_->process_yield(ctx_)); }
+  // Inside a process body: park until `seconds` from now.
+  void Sleep(double seconds) const { Parked(api_->process_sleep(ctx_, seconds)); }
+  struct WaitResult {
+    molt_status_t code = MOLT_OK;  // what the completion completed with
+    std::string payload;
+  };
+  // Inside a process body: park until `completion` completes.
+  WaitResult Wait(const Completion& completion) const {
+    WaitResult r;
+    r.code = api_->process_wait(
+        ctx_, completion.handle(),
+        [](void* ud, const void* data, std::size_t n) {
+          static_cast<std::string*>(ud)->append(static_cast<const char*>(data), n);
+        },
+        &r.payload);
+    if (r.code == MOLT_ERR_CANCELLED || r.code == MOLT_ERR_STATE ||
+        r.code == MOLT_ERR_INVALID_ARGUMENT || r.code == MOLT_ERR_STALE) {
+      Parked(r.code);  // the call itself failed (an error the completion carried is returned)
+    }
+    return r;
+  }
+  Completion CreateCompletion() const {
+    molt_completion_t c = 0;
+    (void)api_->completion_create(ctx_, &c);
+    return Completion(ctx_, api_, c);
+  }
+
+  // --- Scopes ---
+
+  // A scope under the plugin's root scope (or under `parent`).
+  Scope CreateScope(molt_scope_t parent = 0) const {
+    molt_scope_t s = 0;
+    (void)api_->scope_create(ctx_, parent, &s);
+    return Scope(ctx_, api_, s);
+  }
+  // Runs `fn` when `scope` closes (0: when the plugin stops).
+  template <class F>
+  Status Defer(molt_scope_t scope, F&& fn) const;
+  // Hands a handle over to `scope` (the RAII object gives up ownership).
+  template <class H>
+  Status Adopt(molt_scope_t scope, H& handle) const {
+    const molt_handle_t h = handle.get();
+    const Status s = Check(api_->scope_adopt(ctx_, scope, h));
+    if (s.ok()) {
+      (void)handle.Release();
+    }
+    return s;
+  }
+
+  // --- Services, configuration, stats ---
+
+  template <class VTable>
+  Interface<VTable> GetInterface(std::string_view service, std::string_view name) const {
+    molt_interface_ref ref{};
+    Interface<VTable> out;
+    if (api_->service_interface(ctx_, std::string(service).c_str(), std::string(name).c_str(),
+                                &ref) == MOLT_OK &&
+        ref.vtable_size >= sizeof(VTable)) {
+      out.vtable = static_cast<const VTable*>(ref.vtable);
+      out.self = ref.self;
+    }
+    return out;
+  }
+
+  std::optional<molt_value> Config(std::string_view key) const {
+    molt_value v{};
+    if (api_->config_get(ctx_, std::string(key).c_str(), &v) != MOLT_OK) {
+      return std::nullopt;
+    }
+    return v;
+  }
+  std::int64_t ConfigInt(std::string_view key, std::int64_t fallback) const {
+    auto v = Config(key);
+    return v && v->type == MOLT_VALUE_INT ? v->as.i : fallback;
+  }
+  double ConfigDouble(std::string_view key, double fallback) const {
+    auto v = Config(key);
+    if (v && v->type == MOLT_VALUE_DOUBLE) {
+      return v->as.d;
+    }
+    return v && v->type == MOLT_VALUE_INT ? static_cast<double>(v->as.i) : fallback;
+  }
+  bool ConfigBool(std::string_view key, bool fallback) const {
+    auto v = Config(key);
+    return v && v->type == MOLT_VALUE_BOOL ? v->as.i != 0 : fallback;
+  }
+  std::string ConfigString(std::string_view key, std::string fallback) const {
+    auto v = Config(key);
+    return v && v->type == MOLT_VALUE_STRING
+               ? std::string(static_cast<const char*>(v->as.ptr), v->size)
+               : fallback;
+  }
+
+  std::string StatsJson() const {
+    std::string out;
+    (void)api_->stats_json(
+        ctx_,
+        [](void* ud, const void* data, std::size_t size) {
+          static_cast<std::string*>(ud)->append(static_cast<const char*>(data), size);
+        },
+        &out);
+    return out;
+  }
+
+  // OK, or the failure with the host's text.
+  Status Check(molt_status_t code) const {
+    return code == MOLT_OK ? Status() : Status(code, std::string(LastError()));
+  }
+
+ private:
+  void Parked(molt_status_t code) const {
+    if (code == MOLT_ERR_CANCELLED) {
+      throw ProcessKilled{};
+    }
+    if (code != MOLT_OK) {
+      throw std::logic_error(std::string(LastError()));
+    }
+  }
+  template <class F>
+  static void DeleteBox(void* box) noexcept {
+    delete static_cast<detail::Box<F>*>(box);
+  }
+  template <class F>
+  static molt_status_t RunTask(void* box) noexcept {
+    auto* b = static_cast<detail::Box<F>*>(box);
+    return detail::CallGuarded(b->host, [b] { return b->fn(); });
+  }
+  template <class F, class Arm>
+  Task ArmTask(F&& fn, Arm&& arm) const {
+    using B = detail::Box<std::decay_t<F>>;
+    auto* box = new B{*this, std::forward<F>(fn)};
+    molt_task_t t = 0;
+    if (arm(&RunTask<std::decay_t<F>>, box, &DeleteBox<std::decay_t<F>>, &t) != MOLT_OK) {
+      delete box;  // refused: the host never took it
+      return Task();
+    }
+    return Task(ctx_, api_, t);
+  }
+
+  molt_context_t* ctx_ = nullptr;
+  const molt_host_api* api_ = nullptr;
+};
+
+namespace detail {
+
+template <class F>
+struct Box {
+  Host host;
+  F fn;
+};
+
+inline molt_status_t Report(const Host& host, const Status& s) {
+  if (!s.ok()) {
+    host.api()->set_error(host.context(), s.message().c_str());
+  }
+  return s.code();
+}
+
+template <class F>
+molt_status_t CallGuarded(const Host& host, F&& fn) noexcept {
+  try {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&>>) {
+      fn();
+      return MOLT_OK;
+    } else {
+      return ResultCode(host, fn());
+    }
+  } catch (const std::exception& e) {
+    host.api()->set_error(host.context(), e.what());
+  } catch (...) {
+    host.api()->set_error(host.context(), "unknown exception");
+  }
+  return MOLT_ERR_INTERNAL;
+}
+
+}  // namespace detail
+
+template <class F>
+Subscription Host::Subscribe(std::string_view pattern, F&& fn) const {
+  using Fn = std::decay_t<F>;
+  auto* box = new detail::Box<Fn>{*this, std::forward<F>(fn)};
+  molt_bus_fn trampoline = [](void* ud, const char* topic, std::size_t len, const molt_value* args,
+                              std::size_t n) noexcept -> molt_status_t {
+    auto* b = static_cast<detail::Box<Fn>*>(ud);
+    return detail::CallGuarded(b->host,
+                               [&] { return b->fn(std::string_view(topic, len), Args(args, n)); });
+  };
+  molt_subscription_t sub = 0;
+  if (api_->bus_subscribe(ctx_, std::string(pattern).c_str(), trampoline, box, &DeleteBox<Fn>,
+                          &sub) != MOLT_OK) {
+    delete box;
+    return Subscription();
+  }
+  return Subscription(ctx_, api_, sub);
+}
+
+template <class F>
+HookHandler Host::OnHook(std::string_view point, F&& fn, std::int32_t priority) const {
+  using Fn = std::decay_t<F>;
+  auto* box = new detail::Box<Fn>{*this, std::forward<F>(fn)};
+  molt_hook_fn trampoline = [](void* ud, molt_hook_context* c) noexcept -> molt_status_t {
+    auto* b = static_cast<detail::Box<Fn>*>(ud);
+    return detail::CallGuarded(b->host, [&] { return b->fn(*c); });
+  };
+  molt_hook_handler_t h = 0;
+  if (api_->hook_on(ctx_, std::string(point).c_str(), priority, trampoline, box, &DeleteBox<Fn>,
+                    &h) != MOLT_OK) {
+    delete box;
+    return HookHandler();
+  }
+  return HookHandler(ctx_, api_, h);
+}
+
+template <class F>
+Task Host::Schedule(F&& fn, std::int32_t priority) const {
+  return ArmTask(std::forward<F>(fn),
+                 [&](molt_task_fn f, void* ud, molt_cleanup_fn rel, molt_task_t* out) {
+                   return api_->task_schedule(ctx_, priority, f, ud, rel, out);
+                 });
+}
+
+template <class F>
+Task Host::After(double seconds, F&& fn, std::int32_t priority) const {
+  return ArmTask(std::forward<F>(fn),
+                 [&](molt_task_fn f, void* ud, molt_cleanup_fn rel, molt_task_t* out) {
+                   return api_->task_after(ctx_, seconds, priority, f, ud, rel, out);
+                 });
+}
+
+template <class F>
+Task Host::Every(double seconds, F&& fn, std::int32_t priority) const {
+  return ArmTask(std::forward<F>(fn),
+                 [&](molt_task_fn f, void* ud, molt_cleanup_fn rel, molt_task_t* out) {
+                   return api_->task_every(ctx_, seconds, priority, f, ud, rel, out);
+                 });
+}
+
+template <class F>
+Status Host::Defer(molt_scope_t scope, F&& fn) const {
+  using Fn = std::decay_t<F>;
+  auto* box = new Fn(std::forward<F>(fn));
+  molt_cleanup_fn run = [](void* ud) noexcept {
+    auto* f = static_cast<Fn*>(ud);
+    try {
+      (*f)();
+    } catch (...) {
+    }
+    delete f;  // the host calls this exactly once, even for a scope closed before the call
+  };
+  return Check(api_->scope_defer(ctx_, scope, run, box));
+}
+
+template <class F>
+Process Host::Spawn(F&& body, const ProcessOptions& options) const {
+  using Fn = std::decay_t<F>;
+  auto* box = new detail::Box<Fn>{*this, std::forward<F>(body)};
+  molt_process_fn trampoline = [](void* ud, void*) noexcept -> molt_status_t {
+    auto* b = static_cast<detail::Box<Fn>*>(ud);
+    try {
+      return detail::CallGuarded(b->host, [b]() -> molt_status_t {
+        try {
+          if constexpr (std::is_void_v<std::invoke_result_t<Fn&>>) {
+            b->fn();
+            return MOLT_OK;
+          } else if constexpr (std::is_convertible_v<std::invoke_result_t<Fn&>, std::string>) {
+            const std::string result = b->fn();
+            return b->host.api()->process_set_result(b->host.context(), result.c_str());
+          } else {
+            return detail::ResultCode(b->host, b->fn());
+          }
+        } catch (const ProcessKilled&) {
+          return MOLT_OK;  // unwound after a kill: the host keeps the Killed state
+        }
+      });
+    } catch (...) {
+      return MOLT_ERR_INTERNAL;
+    }
+  };
+  molt_process_options o{sizeof(molt_process_options), options.priority,
+                         options.name.empty() ? nullptr : options.name.c_str(), options.stack_size};
+  molt_process_t p = 0;
+  if (api_->process_spawn(ctx_, &o, trampoline, box, &DeleteBox<Fn>, &p) != MOLT_OK) {
+    delete box;
+    return Process();
+  }
+  return Process(ctx_, api_, p);
+}
+
+template <class F>
+molt_status_t Process::OnExit(F&& fn) const {
+  using Fn = std::decay_t<F>;
+  auto* box = new Fn(std::forward<F>(fn));
+  molt_process_exit_fn call = [](void* ud, molt_process_t, std::int32_t state, const char* result,
+                                 std::size_t n) noexcept {
+    try {
+      (*static_cast<Fn*>(ud))(state, std::string_view(result, n));
+    } catch (...) {
+    }
+  };
+  molt_cleanup_fn release = [](void* ud) noexcept { delete static_cast<Fn*>(ud); };
+  const molt_status_t code = api_->process_on_exit(ctx_, handle_, call, box, release);
+  if (code != MOLT_OK) {
+    delete box;
+  }
+  return code;
+}
+
+// --- Services ------------------------------------------------------------------------------------
+
+namespace detail {
+template <class T>
+struct PluginGlue;
+}  // namespace detail
+
+// Base class of a C++ plugin. Override what you need; every hook returns molt::Status (an
+// exception is caught and reported as MOLT_ERR_INTERNAL with its text).
+class Service {
+ public:
+  virtual ~Service() = default;
+
+  // Build state, register subscriptions and hooks. Do not call other services yet.
+  virtual Status Init() { return Status(); }
+  // Start work: every dependency has started.
+  virtual Status Start() { return Status(); }
+  // Stop work; also called when Start never ran (a failed boot rolls back).
+  virtual Status Stop() { return Status(); }
+  // State handoff across generations: write what the next generation needs.
+  virtual Status ExportState(std::string* /*out*/) {
+    return Status(MOLT_ERR_UNSUPPORTED, "this plugin exports no state");
+  }
+  virtual Status ImportState(std::uint32_t /*version*/, std::string_view /*data*/) {
+    return Status(MOLT_ERR_UNSUPPORTED, "this plugin imports no state");
+  }
+
+  const Host& host() const { return host_; }
+
+ private:
+  template <class T>
+  friend struct detail::PluginGlue;
+  Host host_;
+};
+
+namespace detail {
+
+template <class T, class = void>
+struct DependenciesOf {
+  static const char* const* data() { return nullptr; }
+  static constexpr std::uint32_t size() { return 0; }
+};
+template <class T>
+struct DependenciesOf<T, std::void_t<decltype(T::kDependencies)>> {
+  static const char* const* data() { return T::kDependencies; }
+  static constexpr std::uint32_t size() {
+    return static_cast<std::uint32_t>(std::size(T::kDependencies));
+  }
+};
+template <class T, class = void>
+struct InterfacesOf {
+  static const molt_interface_export* data() { return nullptr; }
+  static constexpr std::uint32_t size() { return 0; }
+};
+template <class T>
+struct InterfacesOf<T, std::void_t<decltype(T::kInterfaces)>> {
+  static const molt_interface_export* data() { return T::kInterfaces; }
+  static constexpr std::uint32_t size() {
+    return static_cast<std::uint32_t>(std::size(T::kInterfaces));
+  }
+};
+template <class T, class = void>
+struct DescriptionOf {
+  static const char* get() { return nullptr; }
+};
+template <class T>
+struct DescriptionOf<T, std::void_t<decltype(T::kDescription)>> {
+  static const char* get() { return T::kDescription; }
+};
+template <class T, class = void>
+struct StateVersionOf {
+  static constexpr std::uint32_t get() { return 0; }
+};
+template <class T>
+struct StateVersionOf<T, std::void_t<decltype(T::kStateVersion)>> {
+  static constexpr std::uint32_t get() { return T::kStateVersion; }
+};
+
+// The trampolines MOLT_PLUGIN installs: every exception stops here.
+template <class T>
+struct PluginGlue {
+  static_assert(std::is_base_of_v<Service, T>, "MOLT_PLUGIN(Type): Type derives molt::Service");
+
+  static molt_status_t Init(molt_context_t* ctx, const molt_host_api* api,
+                            void** out_state) noexcept {
+    Host host(ctx, api);
+    T* self = nullptr;
+    const molt_status_t code = CallGuarded(host, [&]() -> Status {
+      self = new T();
+      self->host_ = host;
+      return self->Init();
+    });
+    if (code != MOLT_OK) {
+      delete self;  // a failed init cleans up after itself (molt.h)
+      return code;
+    }
+    *out_state = self;
+    return MOLT_OK;
+  }
+  static molt_status_t Start(void* state) noexcept {
+    T* self = static_cast<T*>(state);
+    return CallGuarded(self->host_, [self] { return self->Start(); });
+  }
+  static molt_status_t Stop(void* state) noexcept {
+    T* self = static_cast<T*>(state);
+    return CallGuarded(self->host_, [self] { return self->Stop(); });
+  }
+  static void Destroy(void* state) noexcept {
+    try {
+      delete static_cast<T*>(state);
+    } catch (...) {
+    }
+  }
+  static molt_status_t Export(void* state, molt_bytes_fn sink, void* ud) noexcept {
+    T* self = static_cast<T*>(state);
+    return CallGuarded(self->host_, [&]() -> Status {
+      std::string out;
+      Status s = self->ExportState(&out);
+      if (s.ok()) {
+        sink(ud, out.data(), out.size());
+      }
+      return s;
+    });
+  }
+  static molt_status_t Import(void* state, std::uint32_t version, const void* data,
+                              std::size_t size) noexcept {
+    T* self = static_cast<T*>(state);
+    return CallGuarded(self->host_, [&] {
+      return self->ImportState(version, std::string_view(static_cast<const char*>(data), size));
+    });
+  }
+
+  static const molt_plugin_info* Info() {
+    static const molt_plugin_info info = {
+        sizeof(molt_plugin_info),
+        MOLT_ABI_VERSION_CURRENT,
+        T::kName,
+        T::kVersion,
+        MOLT_PLUGIN_KIND_SERVICE,
+        DependenciesOf<T>::size(),
+        DependenciesOf<T>::data(),
+        &Init,
+        &Start,
+        &Stop,
+        &Destroy,
+        StateVersionOf<T>::get(),
+        InterfacesOf<T>::size(),
+        &Export,
+        &Import,
+        InterfacesOf<T>::data(),
+        DescriptionOf<T>::get(),
+    };
+    return &info;
+  }
+};
+
+}  // namespace detail
+}  // namespace molt
+
+// Defines the plugin's entry symbol for `Type`, a molt::Service with static members kName and
+// kVersion (and optionally kDependencies, kDescription, kStateVersion, kInterfaces).
+#define MOLT_PLUGIN(Type)                                                         \
+  extern "C" MOLT_PLUGIN_EXPORT const molt_plugin_info* molt_plugin_entry(void) { \
+    return ::molt::detail::PluginGlue<Type>::Info();                              \
+  }
+
+#endif  // MOLT_MOLT_HPP_

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A plugin in C99 built against one frozen molt.h (tests/sdk/compat/<abi>/include), loaded into
+ * today's host by compat_test.cc: it uses the slots of its release, with the struct sizes of its
+ * release, and reports what it sees on the Bus topic "Compat.Log" (one string each).
+ *
+ *   every release   Bus subscribe/publish, a fail-closed hook point it defines and fires, a task,
+ *                   a process that sleeps and waits on a completion, config_get
+ *   ABI 1.1         an intent echoed back as an event, a request answered, session_on,
+ *                   session_info (its molt_session_info), a last binding per session
+ *   ABI 1.2         a replica counting joins
+ */
+#include <molt/molt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef COMPAT_NAME
+#define COMPAT_NAME "compat_c"
+#endif
+
+static const molt_host_api* api;
+static molt_context_t* self;
+static molt_completion_t ready;
+static molt_process_t worker;
+
+static void note(const char* text) {
+  molt_value v;
+  memset(&v, 0, sizeof v);
+  v.type = MOLT_VALUE_STRING;
+  v.size = (uint32_t)strlen(text);
+  v.as.ptr = text;
+  api->bus_publish(self, "Compat.Log", &v, 1);
+}
+
+/* "<prefix><text of size bytes>" as a note. */
+static void note2(const char* prefix, const char* text, size_t size) {
+  char line[256];
+  size_t n = strlen(prefix);
+  if (size > sizeof line - n - 1) {
+    size = sizeof line - n - 1;
+  }
+  memcpy(line, prefix, n);
+  memcpy(line + n, text, size);
+  line[n + size] = '\0';
+  note(line);
+}
+
+static molt_status_t gate(void* user_data, molt_hook_context* c) {
+  (void)user_data;
+  return c->arg_count > 0 && c->args[0].type == MOLT_VALUE_INT && c->args[0].as.i < 0
+             ? MOLT_ERR_REJECTED
+             : MOLT_OK;
+}
+
+static molt_status_t on_ping(void* user_data, const char* topic, size_t topic_length,
+                             const molt_value* args, size_t arg_count) {
+  molt_value fired[1];
+  uint8_t passed = 0;
+  (void)user_data;
+  (void)topic;
+  (void)topic_length;
+  if (arg_count < 1) {
+    return MOLT_OK;
+  }
+  fired[0] = args[0];
+  if (api->hook_fire(self, "Compat.Gate", fired, 1, 0, &passed, NULL) != MOLT_OK) {
+    note("hook_fire failed");
+    return MOLT_OK;
+  }
+  note(passed ? "pong passed" : "pong refused");
+  return MOLT_OK;
+}
+
+static molt_status_t complete_ready(void* user_data) {
+  (void)user_data;
+  return api->completion_complete(self, ready, MOLT_OK, "ready", 5);
+}
+
+static void collect(void* user_data, const void* data, size_t size) {
+  char* out = (char*)user_data;
+  size_t have = strlen(out);
+  if (have + size < 32) {
+    memcpy(out + have, data, size);
+    out[have + size] = '\0';
+  }
+}
+
+static molt_status_t work(void* user_data, void* arg) {
+  char payload[32] = {0};
+  molt_status_t s;
+  (void)user_data;
+  (void)arg;
+  if ((s = api->process_sleep(self, 0.001)) != MOLT_OK) {
+    return s;
+  }
+  if ((s = api->process_wait(self, ready, collect, payload)) != MOLT_OK) {
+    return s;
+  }
+  note2("process waited: ", payload, strlen(payload));
+  return api->process_set_result(self, "done");
+}
+
+#if MOLT_ABI_VERSION_MINOR >= 1
+static molt_channel_t said;
+
+static int32_t verify_any(void* user_data, const void* data, size_t size) {
+  (void)user_data;
+  (void)data;
+  return size > 0;
+}
+
+static molt_status_t on_echo(void* user_data, molt_session_t session, const molt_value* args,
+                             size_t arg_count) {
+  (void)user_data;
+  if (arg_count < 1) {
+    return MOLT_ERR_INVALID_ARGUMENT;
+  }
+  return api->event_send(self, said, &session, 1, args[0].as.ptr, args[0].size);
+}
+
+static molt_status_t on_twice(void* user_data, molt_session_t session, const molt_value* args,
+                              size_t arg_count, molt_request_t request) {
+  char both[128];
+  size_t n = arg_count > 0 ? args[0].size : 0;
+  (void)user_data;
+  (void)session;
+  if (n == 0 || n > sizeof both / 2) {
+    return MOLT_ERR_INVALID_ARGUMENT;
+  }
+  memcpy(both, args[0].as.ptr, n);
+  memcpy(both + n, args[0].as.ptr, n);
+  return api->request_reply(self, request, MOLT_OK, both, 2 * n);
+}
+
+static void on_left(void* user_data) {
+  char* user = (char*)user_data;
+  note2("left ", user, strlen(user));
+  free(user);
+}
+
+#if MOLT_ABI_VERSION_MINOR >= 2
+static molt_replica_t board;
+static int64_t joins;
+#endif
+
+static void on_session(void* user_data, molt_session_t session) {
+  molt_session_info info;
+  char* user;
+  size_t n;
+  (void)user_data;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info; /* the size of this release's struct */
+  if (api->session_info(self, session, &info) != MOLT_OK || info.active != 1) {
+    note("session_info failed");
+    return;
+  }
+  note2("session ", info.user, strlen(info.user));
+  n = strlen(info.user);
+  user = (char*)malloc(n + 1);
+  if (user == NULL) {
+    return;
+  }
+  memcpy(user, info.user, n + 1);
+  if (api->session_bind(self, session, 1, on_left, user) != MOLT_OK) {
+    free(user);
+  }
+#if MOLT_ABI_VERSION_MINOR >= 2
+  api->replica_set_int(self, board, 0, ++joins);
+#endif
+}
+
+static molt_status_t declare(int32_t kind, const char* name, molt_channel_t* out) {
+  molt_channel_spec spec;
+  memset(&spec, 0, sizeof spec);
+  spec.struct_size = sizeof spec; /* the size of this release's struct */
+  spec.kind = kind;
+  spec.name = name;
+  spec.schema = "compat.Bytes";
+  if (kind != MOLT_CHANNEL_EVENT) {
+    spec.verify = verify_any;
+    spec.open = 1;
+  }
+  if (kind == MOLT_CHANNEL_INTENT) {
+    spec.on_intent = on_echo;
+  } else if (kind == MOLT_CHANNEL_REQUEST) {
+    spec.on_request = on_twice;
+  }
+  return api->channel_declare(self, &spec, NULL, out);
+}
+#endif
+
+static molt_status_t init(molt_context_t* ctx, const molt_host_api* host, void** state) {
+  molt_process_options options;
+  molt_subscription_t sub;
+  molt_hook_handler_t handler;
+  molt_task_t task;
+  molt_value role;
+  molt_status_t s;
+  self = ctx;
+  api = host;
+  *state = NULL;
+  if ((s = api->bus_subscribe(ctx, "Compat.Ping", on_ping, NULL, NULL, &sub)) != MOLT_OK ||
+      (s = api->hook_define(ctx, "Compat.Gate", MOLT_HOOK_FAIL_CLOSED)) != MOLT_OK ||
+      (s = api->hook_on(ctx, "Compat.Gate", MOLT_HOOK_DEFAULT_PRIORITY, gate, NULL, NULL,
+                        &handler)) != MOLT_OK ||
+      (s = api->completion_create(ctx, &ready)) != MOLT_OK ||
+      (s = api->task_after(ctx, 0.001, MOLT_PRIORITY_NORMAL, complete_ready, NULL, NULL, &task)) !=
+          MOLT_OK) {
+    goto fail;
+  }
+  memset(&options, 0, sizeof options);
+  options.struct_size = sizeof options; /* the size of this release's struct */
+  options.name = "compat worker";
+  if ((s = api->process_spawn(ctx, &options, work, NULL, NULL, &worker)) != MOLT_OK) {
+    goto fail;
+  }
+  if (api->config_get(ctx, "kernel.role", &role) == MOLT_OK && role.type == MOLT_VALUE_STRING) {
+    note2("role ", (const char*)role.as.ptr, role.size);
+  }
+#if MOLT_ABI_VERSION_MINOR >= 1
+  {
+    molt_channel_t echo, twice;
+    molt_subscription_t sessions;
+    if ((s = declare(MOLT_CHANNEL_EVENT, "compat.Said", &said)) != MOLT_OK ||
+        (s = declare(MOLT_CHANNEL_INTENT, "compat.Echo", &echo)) != MOLT_OK ||
+        (s = declare(MOLT_CHANNEL_REQUEST, "compat.Twice", &twice)) != MOLT_OK) {
+      goto fail;
+    }
+#if MOLT_ABI_VERSION_MINOR >= 2
+    {
+      molt_replica_field field;
+      molt_replica_spec spec;
+      field.name = "joins";
+      field.type = MOLT_REPLICA_INT;
+      field.max_bytes = 0;
+      memset(&spec, 0, sizeof spec);
+      spec.struct_size = sizeof spec; /* the size of this release's struct */
+      spec.audience = MOLT_AUDIENCE_ALL;
+      spec.name = "compat.board";
+      spec.fields = &field;
+      spec.field_count = 1;
+      if ((s = api->replica_create(ctx, &spec, &board)) != MOLT_OK) {
+        goto fail;
+      }
+    }
+#endif
+    if ((s = api->session_on(ctx, on_session, NULL, NULL, &sessions)) != MOLT_OK) {
+      goto fail;
+    }
+  }
+#endif
+  return MOLT_OK;
+fail:
+  note2("init failed: ", api->last_error(ctx), strlen(api->last_error(ctx)));
+  return s;
+}
+
+static molt_status_t start(void* state) {
+  (void)state;
+  note("started");
+  return api->process_start(self, worker, NULL);
+}
+
+static molt_status_t stop(void* state) {
+  (void)state;
+  note("stopped");
+  return MOLT_OK;
+}
+
+static const molt_plugin_info info = {sizeof(molt_plugin_info),
+                                      MOLT_ABI_VERSION_CURRENT,
+                                      COMPAT_NAME,
+                                      "1.0.0",
+                                      MOLT_PLUGIN_KIND_SERVICE,
+                                      0,
+                                      NULL,
+                                      init,
+                                      start,
+                                      stop,
+                                      NULL,
+                                      0,
+                                      0,
+                                      NULL,
+                                      NULL,
+                                      NULL,
+                                      "a plugin from an earlier SDK"};
+
+MOLT_PLUGIN_EXPORT const molt_plugin_info* molt_plugin_entry(void) { return &info; }

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+// The C++ twin of compat_plugin.c: a molt.hpp plugin built against one frozen molt.hpp
+// (tests/sdk/compat/<abi>/include), loaded into today's host by compat_test.cc. It does what the
+// C plugin does, through the wrapper of its release, and reports on "Compat.Log".
+#include <molt/molt.hpp>
+#include <string>
+
+#ifndef COMPAT_NAME
+#define COMPAT_NAME "compat_cpp"
+#endif
+
+namespace compat {
+
+class Plugin : public molt::Service {
+ public:
+  static constexpr const char* kName = COMPAT_NAME;
+  static constexpr const char* kVersion = "1.0.0";
+
+  molt::Status Init() override {
+    ping_ = host().Subscribe("Compat.Ping", [this](std::string_view, molt::Args args) {
+      molt_value fired[] = {molt::Value::Int(args.Int(0))};
+      Note(host().FireHook("Compat.Gate", fired, 1).passed ? "pong passed" : "pong refused");
+    });
+    if (molt::Status s = host().DefineHook("Compat.Gate", /*fail_open=*/false); !s.ok()) {
+      return s;
+    }
+    gate_ =
+        host().OnHook("Compat.Gate", [](molt_hook_context& c) { return !(c.args[0].as.i < 0); });
+    ready_ = host().CreateCompletion();
+    complete_ = host().After(0.001, [this] { (void)ready_.Complete(MOLT_OK, "ready"); });
+    worker_ = host().Spawn(
+        [this]() -> std::string {
+          host().Sleep(0.001);
+          Note("process waited: " + host().Wait(ready_).payload);
+          return "done";
+        },
+        {"compat worker"});
+    if (!ping_ || !gate_ || !ready_ || !complete_ || !worker_) {
+      return molt::Status::Error("init failed: " + std::string(host().LastError()));
+    }
+    Note("role " + host().ConfigString("kernel.role", "?"));
+#if MOLT_ABI_VERSION_MINOR >= 1
+    molt::ChannelOptions o;
+    o.schema = "compat.Bytes";
+    o.open = true;
+    auto any = [](std::string_view payload) { return !payload.empty(); };
+    said_ = host().DeclareEvent("compat.Said", "compat.Bytes");
+    echo_ = host().DeclareIntent("compat.Echo", o, any,
+                                 [this](molt::SessionId s, std::string_view payload) {
+                                   return host().Send(said_, s, payload);
+                                 });
+    twice_ = host().DeclareRequest(
+        "compat.Twice", o, any,
+        [this](molt::SessionId, std::string_view payload, molt_request_t r) {
+          return host().Reply(r, MOLT_OK, std::string(payload) + std::string(payload));
+        });
+#if MOLT_ABI_VERSION_MINOR >= 2
+    molt::ReplicaOptions board;
+    board.fields = {{"joins", MOLT_REPLICA_INT, 0}};
+    board_ = host().CreateReplica("compat.board", board);
+#endif
+    sessions_ = host().OnSession([this](molt::SessionId s) {
+      const std::optional<molt_session_info> info = host().GetSession(s);
+      if (!info) {
+        return Note("session_info failed");
+      }
+      const std::string user = info->user;
+      Note("session " + user);
+      (void)host().Bind(
+          s, [this, user] { Note("left " + user); }, /*last=*/true);
+#if MOLT_ABI_VERSION_MINOR >= 2
+      (void)host().SetInt(board_, 0, ++joins_);
+#endif
+    });
+    if (!said_ || !echo_ || !twice_ || !sessions_) {
+      return molt::Status::Error("init failed: " + std::string(host().LastError()));
+    }
+#endif
+    return molt::Status::Ok();
+  }
+
+  molt::Status Start() override {
+    Note("started");
+    return worker_.Start() == MOLT_OK ? molt::Status::Ok()
+                                      : molt::Status::Error(std::string(host().LastError()));
+  }
+
+  molt::Status Stop() override {
+    Note("stopped");
+    return molt::Status::Ok();
+  }
+
+ private:
+  void Note(const std::string& text) const {
+    (void)host().Publish("Compat.Log", {molt::Value::String(text)});
+  }
+
+  molt::Subscription ping_;
+  molt::HookHandler gate_;
+  molt::Completion ready_;
+  molt::Task complete_;
+  molt::Process worker_;
+#if MOLT_ABI_VERSION_MINOR >= 1
+  molt::Channel said_, echo_, twice_;
+  molt::Subscription sessions_;
+#endif
+#if MOLT_ABI_VERSION_MINOR >= 2
+  molt::Replica board_;
+  std::int64_t joins_ = 0;
+#endif
+};
+
+}  // namespace compat
+
+MOLT_PLUGIN(compat::Plugin)

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+// Binary compatibility, proved (DESIGN.md §4 rule 7): plugins built against every released
+// molt.h / molt.hpp (tests/sdk/compat/abi-*), client apps built against every released client.h
+// (client-*), and clients of every released wire protocol (wire-*) against today's host and
+// server. The frozen headers are never edited; each later ABI, client-API or wire change adds
+// its frozen copy and its cases here in the same commit.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernel/src/abi/net_api.h"
+#include "kernel/src/abi/struct_size.h"
+#include "kernel/src/loader/plugin_host.h"
+#include "net_fixture.h"
+#include "tests/support/child_process.h"
+
+namespace molt::kernel::net {
+namespace {
+
+using molt::test::Frame;
+using molt::test::Process;
+using molt::test::TestClient;
+namespace w = ::molt::wire;
+namespace fs = std::filesystem;
+
+const std::string kCompat = std::string(MOLT_FIXTURE_DIR) + "/compat";
+
+// --- Plugins of every ABI release in today's host --------------------------------------------
+
+struct PluginCase {
+  const char* abi;  // "abi-1.0": the frozen headers it was built against
+  int minor;
+  const char* lang;  // "c" (clang, molt.h only) or "cpp" (g++, molt.hpp)
+};
+
+void PrintTo(const PluginCase& c, std::ostream* os) { *os << c.abi << " " << c.lang; }
+
+std::string CaseName(const ::testing::TestParamInfo<PluginCase>& info) {
+  std::string abi = info.param.abi;
+  std::replace_if(
+      abi.begin(), abi.end(), [](char c) { return c == '-' || c == '.'; }, '_');
+  return abi + "_" + info.param.lang;
+}
+
+class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<PluginCase> {
+ protected:
+  void SetUp() override {
+    NetTest::SetUp();
+    copies_ = ::testing::TempDir() + "molt_compat_" + std::to_string(::getpid());
+    fs::remove_all(copies_);
+    log_ = kernel_->bus().Subscribe(
+        "Compat.Log", [this](std::string_view, Args a) { notes_.emplace_back(a[0].AsString()); });
+    plugins_ = std::make_unique<loader::PluginHost>(*kernel_, copies_);
+    abi::AttachNetwork(plugins_->shared(), net_.get());
+    const std::string dir = kCompat + "/" + GetParam().abi + "/" + GetParam().lang;
+    Status s = plugins_->LoadDirectory(dir);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    s = kernel_->Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    Listen();
+  }
+  void TearDown() override {
+    if (kernel_) {
+      (void)kernel_->Shutdown();
+    }
+    plugins_.reset();
+    NetTest::TearDown();
+    fs::remove_all(copies_);
+  }
+  bool Noted(const std::string& note) {
+    return RunUntil([&] { return std::count(notes_.begin(), notes_.end(), note) > 0; });
+  }
+  std::string Payload(const Frame& f) {
+    const flatbuffers::Vector<std::uint8_t>* p = f.type() == w::Body::Event
+                                                     ? f.envelope()->body_as_Event()->payload()
+                                                     : f.envelope()->body_as_Response()->payload();
+    return p == nullptr ? "" : std::string(p->begin(), p->end());
+  }
+  static std::vector<std::uint8_t> Bytes(std::string_view s) { return {s.begin(), s.end()}; }
+
+  std::string copies_;
+  std::unique_ptr<loader::PluginHost> plugins_;
+  std::vector<std::string> notes_;
+  Connection log_;
+};
+
+TEST_P(CompatPluginTest, LoadsAndRunsThroughTheSlotsOfItsRelease) {
+  const PluginCase& c = GetParam();
+  ASSERT_EQ(plugins_->plugins().size(), 1u);
+  EXPECT_EQ(MOLT_ABI_MINOR_OF(plugins_->plugins()[0].instance->info().abi_version),
+            static_cast<std::uint32_t>(c.minor));
+  EXPECT_TRUE(Noted("role Server")) << testing::PrintToString(notes_);
+  EXPECT_TRUE(Noted("started"));
+  // A task completes a completion a sleeping process then waits on.
+  EXPECT_TRUE(Noted("process waited: ready")) << testing::PrintToString(notes_);
+  // Bus in, a hook chain it defined, Bus out.
+  const Value pass[] = {Value::Int(5)};
+  kernel_->bus().Publish("Compat.Ping", pass);
+  EXPECT_TRUE(Noted("pong passed"));
+  const Value refuse[] = {Value::Int(-1)};
+  kernel_->bus().Publish("Compat.Ping", refuse);
+  EXPECT_TRUE(Noted("pong refused"));
+
+  if (c.minor >= 1) {  // channels and sessions
+    const ChannelId echo = net_->channels().Find("compat.Echo")->id();
+    const ChannelId twice = net_->channels().Find("compat.Twice")->id();
+    Run([&] {
+      TestClient ada(port_);
+      ASSERT_EQ(ada.Hello("ada").type(), w::Body::Welcome);
+      if (c.minor >= 2) {  // replicas
+        Frame board = ada.NextOf(w::Body::Replica);
+        ASSERT_EQ(board.type(), w::Body::Replica);
+        const w::Replica* r = board.envelope()->body_as_Replica();
+        EXPECT_EQ(r->name()->str(), "compat.board");
+        if (r->kind() == w::ReplicaUpdateKind::Snapshot && r->values()->size() == 1 &&
+            r->values()->Get(0)->int_value() == 0) {
+          board = ada.NextOf(w::Body::Replica);  // the snapshot came before the join's write
+        }
+        ASSERT_EQ(board.type(), w::Body::Replica);
+        EXPECT_EQ(board.envelope()->body_as_Replica()->values()->Get(0)->int_value(), 1);
+      }
+      ada.Intent(echo, Bytes("hello"));
+      EXPECT_EQ(Payload(ada.NextOf(w::Body::Event)), "hello");
+      ada.Request(twice, 7, Bytes("ab"));
+      Frame answer = ada.NextOf(w::Body::Response);
+      ASSERT_EQ(answer.type(), w::Body::Response);
+      EXPECT_EQ(answer.envelope()->body_as_Response()->status(), MOLT_OK);
+      EXPECT_EQ(Payload(answer), "abab");
+    });
+    EXPECT_TRUE(Noted("session ada"));
+    EXPECT_TRUE(Noted("left ada"));  // its last binding ran when the client left
+  } else {
+    EXPECT_EQ(net_->channels().size(), 0u);
+  }
+  EXPECT_EQ(plugins_->UnloadAll(), 0u);  // stopped, released, and the library left the process
+  EXPECT_TRUE(Noted("stopped"));
+  for (const std::string& note : notes_) {
+    EXPECT_EQ(note.rfind("init failed", 0), std::string::npos) << note;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryRelease, CompatPluginTest,
+    ::testing::Values(PluginCase{"abi-1.0", 0, "c"}, PluginCase{"abi-1.0", 0, "cpp"},
+                      PluginCase{"abi-1.1", 1, "c"}, PluginCase{"abi-1.1", 1, "cpp"},
+                      PluginCase{"abi-1.2", 2, "c"}, PluginCase{"abi-1.2", 2, "cpp"}),
+    CaseName);
+
+// --- Client apps of every client API release, and clients of every wire protocol -------------
+
+class CompatServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = ::testing::TempDir() + "molt_compat_server_" + std::to_string(::getpid());
+    fs::remove_all(data_);
+    // Today's moltd serving the compat plugin (built against today's headers).
+    server_ = std::make_unique<Process>(std::vector<std::string>{
+        MOLTD_PATH, "-p", kCompat + "/abi-1.2/c", "-d", data_, "--port", "0"});
+    port_ = molt::test::ServingPort(*server_, 1);
+    ASSERT_FALSE(port_.empty()) << server_->output();
+  }
+  void TearDown() override {
+    server_->Signal(SIGTERM);
+    EXPECT_EQ(server_->Wait(), 0) << server_->output();
+    fs::remove_all(data_);
+  }
+  std::string Run(const std::string& program) {
+    Process p({kCompat + "/" + program, port_});
+    EXPECT_EQ(p.Wait(), 0) << p.output();
+    return p.output();
+  }
+
+  std::string data_;
+  std::unique_ptr<Process> server_;
+  std::string port_;
+};
+
+TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
+  for (int api = 1; api <= 3; ++api) {
+    const std::string out = Run("client-" + std::to_string(api) + "/compat_client");
+    EXPECT_NE(out.find("client API " + std::to_string(api) + ": connected"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find("echo: hello"), std::string::npos) << out;
+    EXPECT_NE(out.find("twice: abab"), std::string::npos) << out;
+    if (api >= 3) {
+      EXPECT_NE(out.find("board: joins "), std::string::npos) << out;
+    }
+    EXPECT_NE(out.find("done"), std::string::npos) << out;
+  }
+}
+
+TEST_F(CompatServerTest, AnEarlierWireProtocolIsRefusedNamingBothVersions) {
+  EXPECT_EQ(Run("wire-1/compat_wire_client"),
+            "Refuse ProtocolVersion: protocol version 1 is not supported: this server speaks 2\n");
+  const std::string current = Run("wire-2/compat_wire_client");
+  EXPECT_EQ(current.rfind("Welcome session=", 0), 0u) << current;
+  EXPECT_NE(current.find(" channels=3"), std::string::npos) << current;
+}
+
+// --- The minimum sizes of abi/struct_size.h are the sizes of the releases they name -----------
+
+TEST(CompatSizesTest, EachMinimumIsTheSizeInTheReleaseThatIntroducedTheStruct) {
+  EXPECT_EQ(abi::SizedStruct<molt_plugin_info>::kMinSize, MOLT_COMPAT_SIZEOF_INFO_1_0);
+  EXPECT_EQ(abi::SizedStruct<molt_process_options>::kMinSize, MOLT_COMPAT_SIZEOF_PROCESS_1_0);
+  EXPECT_EQ(abi::SizedStruct<molt_channel_spec>::kMinSize, MOLT_COMPAT_SIZEOF_CHANNEL_1_1);
+  EXPECT_EQ(abi::SizedStruct<molt_session_info>::kMinSize, MOLT_COMPAT_SIZEOF_SESSION_1_1);
+  EXPECT_EQ(abi::SizedStruct<molt_replica_spec>::kMinSize, MOLT_COMPAT_SIZEOF_REPLICA_1_2);
+}
+
+}  // namespace
+}  // namespace molt::kernel::net
