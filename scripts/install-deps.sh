@@ -10,7 +10,7 @@ packages=(
   libsqlite3-dev sqlite3 libspdlog-dev libcxxopts-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libflatbuffers-dev flatbuffers-compiler libssl-dev
-  clang libclang-rt-14-dev clang-format-15
+  clang libclang-rt-14-dev clang-format-15 pkg-config
 )
 
 missing=()

@@ -12,8 +12,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The bundled plugins: next to the binary in the build tree (bin/../plugins) or an install
-// (bin/../lib/molt/plugins).
+// The bundled plugins: next to the binary in the build tree (bin/../plugins) or where the install
+// put them (bin/../lib/molt/plugins, as the prefix's layout says).
 std::string DefaultPluginDir() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -21,7 +21,7 @@ std::string DefaultPluginDir() {
     return "plugins";
   }
   for (const fs::path& candidate : {exe.parent_path().parent_path() / "plugins",
-                                    exe.parent_path().parent_path() / "lib" / "molt" / "plugins"}) {
+                                    exe.parent_path() / MOLT_INSTALLED_PLUGIN_DIR}) {
     if (fs::is_directory(candidate, ec)) {
       return candidate.string();
     }

@@ -1,38 +1,117 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs Molt from the build tree into a temporary prefix, builds the out-of-tree example plugin
-# against it with find_package(Molt), checks it exports only its entry symbol, and runs it in moltd.
-# Usage: out_of_tree_test.sh <molt build dir> <example source dir> <moltd>
+# The installed package, used as a third party uses it. Installs Molt from the build tree into a
+# fresh prefix, then, with nothing but that prefix:
+#   - builds the C++ hello plugin (g++) and the C hello_c plugin (clang) with find_package(Molt),
+#     and checks each exports only its entry symbol;
+#   - builds the C client app hello_client with clang, once with find_package(Molt) (Molt::client)
+#     and once with pkg-config (molt-client.pc);
+#   - builds a custom server host on Molt::kernel;
+#   - runs the installed moltd (bundled plugins found from its own location, no
+#     LD_LIBRARY_PATH) and the custom host, each serving the out-of-tree plugins, and has the
+#     client app exchange messages with them; runs the installed molt-bot.
+# Usage: out_of_tree_test.sh <molt build dir> <molt source dir>
 set -euo pipefail
-build="$1"; example="$2"; moltd="$3"
+build="$1"; src="$2"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "out_of_tree_test: $*" >&2; exit 1; }
+unset LD_LIBRARY_PATH
 
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
-test -f "$work/prefix/include/molt/molt.h"
-test -f "$work/prefix/lib/cmake/Molt/MoltConfig.cmake" || test -f "$work/prefix/lib/x86_64-linux-gnu/cmake/Molt/MoltConfig.cmake"
+prefix="$work/prefix"
+cmake --install "$build" --prefix "$prefix" >/dev/null
+libdir=$(cd "$prefix" && dirname "$(find . -name libmolt_client.so -printf '%P\n' | head -1)")
+for f in include/molt/molt.h include/molt/molt.hpp include/molt/client.h \
+         include/molt/kernel/server.h "$libdir/cmake/Molt/MoltConfig.cmake" \
+         "$libdir/pkgconfig/molt.pc" "$libdir/pkgconfig/molt-client.pc" \
+         "$libdir/libmolt_kernel.a" bin/moltd bin/molt-bot "$libdir/molt/plugins/scores.so"; do
+  test -e "$prefix/$f" || fail "the install has no $f"
+done
+soname=$(readelf -d "$prefix/$libdir/libmolt_client.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+[ "$soname" = "libmolt_client.so.0" ] || fail "libmolt_client's SONAME is '$soname'"
+test -e "$prefix/$libdir/$soname" || fail "the install has no $soname"
+readelf -d "$prefix/bin/molt-bot" | grep -q 'R.*PATH.*\$ORIGIN' || fail "molt-bot has no \$ORIGIN RPATH"
 
-cmake -S "$example" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-cmake --build "$work/build" >/dev/null
-so="$work/build/hello.so"
-test -f "$so"
-
-exports=$(nm -D --defined-only "$so" | awk '{print $3}')
-if [ "$exports" != "molt_plugin_entry" ]; then
-  echo "hello.so exports more than its entry: $exports" >&2
-  exit 1
-fi
+configure() {  # configure <source> <build> [cmake args...]
+  local s="$1" b="$2"
+  shift 2
+  cmake -S "$s" -B "$b" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" "$@" >"$b.log" 2>&1 &&
+    cmake --build "$b" >>"$b.log" 2>&1 || { cat "$b.log" >&2; fail "building $s failed"; }
+}
+only_entry() {
+  local exports
+  exports=$(nm -D --defined-only "$1" | awk '{print $3}')
+  [ "$exports" = "molt_plugin_entry" ] || fail "$1 exports more than its entry: $exports"
+}
 
 mkdir "$work/plugins"
-cp "$so" "$work/plugins/"
-"$moltd" -p "$work/plugins" -d "$work/data" --port 0 >"$work/out.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 100); do
-  grep -q "Server booted 1 services" "$work/out.log" && break
-  sleep 0.1
+configure "$src/plugins/examples/hello" "$work/hello"
+configure "$src/plugins/examples/hello_c" "$work/hello_c" -DCMAKE_C_COMPILER=clang
+for so in "$work/hello/hello.so" "$work/hello_c/hello_c.so"; do
+  only_entry "$so"
+  cp "$so" "$work/plugins/"
 done
-kill -TERM "$pid"
-wait "$pid"
-grep -q '\[hello\] hello from out of tree' "$work/out.log"
-grep -q '\[hello\] goodbye after' "$work/out.log"
-echo "out-of-tree plugin built against the installed package and ran in moltd"
+grep -q 'clang' "$work/hello_c/CMakeCache.txt" || fail "hello_c was not built by clang"
+
+configure "$src/hosts/examples/hello_client" "$work/client" -DCMAKE_C_COMPILER=clang
+export PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig"
+# shellcheck disable=SC2046
+clang -std=c99 -pedantic -Wall -Werror "$src/hosts/examples/hello_client/hello_client.c" \
+  $(pkg-config --cflags --libs molt-client) -Wl,-rpath,"$prefix/$libdir" \
+  -o "$work/hello_client_pc" || fail "hello_client does not build with pkg-config"
+configure "$src/hosts/examples/custom_host" "$work/host"
+
+# Waits until `log` shows `needle` (10 s at most); prints the port moltd logged.
+port_of() {
+  local log="$1"
+  for _ in $(seq 1 100); do
+    if grep -q "listening on 127.0.0.1:" "$log"; then
+      sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1
+      return
+    fi
+    sleep 0.1
+  done
+  cat "$log" >&2
+  fail "the server did not start"
+}
+stop() {  # stop <pid> <log>: SIGTERM, then the exit code must be 0
+  kill -TERM "$1"
+  wait "$1" || { cat "$2" >&2; fail "the server did not close cleanly"; }
+}
+
+# The installed moltd, serving the out-of-tree plugins; the app talks to hello_c.
+"$prefix/bin/moltd" -p "$work/plugins" -d "$work/data" --port 0 >"$work/moltd.log" 2>&1 &
+pids+=($!)
+port=$(port_of "$work/moltd.log")
+for app in "$work/client/hello_client" "$work/hello_client_pc"; do
+  out=$("$app" 127.0.0.1 "$port" ada "good morning") || fail "$app: $out"
+  echo "$out" | grep -qx "heard: ada: good morning" || fail "$app heard: $out"
+  echo "$out" | grep -qx "shouted: GOOD MORNING" || fail "$app shouted: $out"
+done
+"$prefix/bin/molt-bot" --port "$port" --clients 2 --duration 0.3 --rate 0 >"$work/bot.log" 2>&1 ||
+  { cat "$work/bot.log" >&2; fail "the installed molt-bot failed"; }
+stop "${pids[0]}" "$work/moltd.log"
+grep -q '\[hello\] hello from out of tree' "$work/moltd.log" || fail "hello did not start"
+grep -q '\[hello\] goodbye after' "$work/moltd.log" || fail "hello did not stop"
+
+# The installed moltd finds its bundled plugins from its own location.
+"$prefix/bin/moltd" -d "$work/data2" --port 0 >"$work/bundled.log" 2>&1 &
+pids+=($!)
+port_of "$work/bundled.log" >/dev/null
+grep -q "serving 4 plugins from $prefix/bin/../$libdir/molt/plugins" "$work/bundled.log" ||
+  { cat "$work/bundled.log" >&2; fail "the installed moltd did not serve its bundled plugins"; }
+stop "${pids[1]}" "$work/bundled.log"
+
+# A custom host on Molt::kernel serves the same plugins.
+"$work/host/custom_host" "$work/plugins" "$work/data3" 0 >"$work/host.log" 2>&1 &
+pids+=($!)
+port=$(port_of "$work/host.log")
+out=$("$work/client/hello_client" 127.0.0.1 "$port" bob "hi") || fail "custom host: $out"
+echo "$out" | grep -qx "shouted: HI" || fail "custom host shouted: $out"
+stop "${pids[2]}" "$work/host.log"
+echo "out of tree: plugins (g++, clang), a client app (CMake and pkg-config) and a custom host built against the installed package, served and answered"
