@@ -30,7 +30,7 @@
 #include "kernel/src/abi/struct_size.h"
 #include "kernel/src/client/client_kernel.h"
 #include "kernel/src/core/token_bucket.h"
-#include "kernel/src/net/wire.h"
+#include "kernel/src/wire/wire.h"
 #include "molt_wire_generated.h"
 
 template <>
@@ -164,8 +164,8 @@ struct molt_client final : molt::kernel::client::ClientPort {
     last_receive = Clock::now();
     // The Hello goes first; what the app queued while the link was down waits for the Welcome.
     fb::FlatBufferBuilder b(256);
-    auto hello = w::CreateHelloDirect(b, molt::kernel::net::kProtocolVersion, 0, user.c_str(),
-                                      &credentials, &join_data, &resume_token);
+    auto hello = w::CreateHelloDirect(b, w::kProtocolVersion, 0, user.c_str(), &credentials,
+                                      &join_data, &resume_token);
     b.FinishSizePrefixed(w::CreateEnvelope(b, w::Body::Hello, hello.Union()));
     out.insert(out.begin(), b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
     Flush();
@@ -212,17 +212,16 @@ struct molt_client final : molt::kernel::client::ClientPort {
   }
 
   void Frame(std::span<const std::uint8_t> frame) {
-    frame = molt::kernel::net::Aligned(frame, frame_scratch);
-    fb::Verifier v(frame.data(), frame.size(), molt::kernel::net::ServerEnvelopeVerifierOptions());
+    frame = w::Aligned(frame, frame_scratch);
+    fb::Verifier v(frame.data(), frame.size(), w::ServerEnvelopeVerifierOptions());
     const w::Envelope* env =
         w::VerifySizePrefixedEnvelopeBuffer(v) ? w::GetSizePrefixedEnvelope(frame.data()) : nullptr;
     if (env == nullptr || env->body() == nullptr) {
       return Closed("the server sent a malformed frame");
     }
     auto bytes = [this](const fb::Vector<std::uint8_t>* p) {
-      return p == nullptr
-                 ? std::span<const std::uint8_t>()
-                 : molt::kernel::net::Aligned(std::span(p->data(), p->size()), payload_scratch);
+      return p == nullptr ? std::span<const std::uint8_t>()
+                          : w::Aligned(std::span(p->data(), p->size()), payload_scratch);
     };
     switch (env->body_type()) {
       case w::Body::Welcome:
@@ -1022,7 +1021,7 @@ molt_status_t molt_client_intent(molt_client* client, std::uint16_t channel, con
       return s;
     }
     fb::FlatBufferBuilder b(64 + size);
-    auto payload = molt::kernel::net::PayloadVector(
+    auto payload = w::PayloadVector(
         b, std::span(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0));
     c.Queue(b, w::Body::Intent, w::CreateIntent(b, channel, payload).Union());
     return MOLT_OK;
@@ -1050,7 +1049,7 @@ molt_status_t molt_client_request(molt_client* client, std::uint16_t channel, co
     const std::uint32_t id = c.next_request++;
     c.pending[id] = {fn, user_data, Clock::now() + Seconds(timeout)};
     fb::FlatBufferBuilder b(64 + size);
-    auto payload = molt::kernel::net::PayloadVector(
+    auto payload = w::PayloadVector(
         b, std::span(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0));
     c.Queue(b, w::Body::Request, w::CreateRequest(b, channel, id, payload).Union());
     return MOLT_OK;

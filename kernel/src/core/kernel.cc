@@ -22,6 +22,17 @@ Kernel* g_current = nullptr;
 
 }  // namespace
 
+BudgetPolicy ResolveBudget(const SchedulerConfig& config, Role role) {
+  BudgetPolicy policy;
+  policy.floor = config.budget.value_or(kDefaultBudget);
+  if (config.target_frame) {
+    policy.target = *config.target_frame;
+  } else if (!config.budget && role == Role::kServer) {
+    policy.target = kDefaultTargetFrame;
+  }
+  return policy;
+}
+
 std::string_view Kernel::Version() { return MOLT_VERSION; }
 
 std::string_view Kernel::RoleName(Role role) { return role == Role::kServer ? "Server" : "Client"; }

@@ -40,6 +40,16 @@ namespace molt::kernel {
 class Process;
 struct ProcessOptions;
 
+// Which side of the wire this kernel serves: the server (moltd, services) or a client
+// (libmolt_client, controllers). The role picks defaults (the budget policy) and what plugins
+// may load; the core is the same.
+enum class Role { kServer, kClient };
+
+// The scheduler's budget policy for `role`: frame-aware when target_frame is set, or when neither
+// option is set on the server (DESIGN.md §3); the floor is `budget` or 1.5 ms, the target
+// 16.5 ms when unset. A client defaults to a fixed slice.
+BudgetPolicy ResolveBudget(const SchedulerConfig& config, Role role);
+
 struct KernelOptions {
   Role role = Role::kServer;
   SchedulerConfig scheduler;

@@ -76,17 +76,6 @@ std::string_view PriorityName(Priority p) {
   return "?";
 }
 
-BudgetPolicy ResolveBudget(const SchedulerConfig& config, Role role) {
-  BudgetPolicy policy;
-  policy.floor = config.budget.value_or(kDefaultBudget);
-  if (config.target_frame) {
-    policy.target = *config.target_frame;
-  } else if (!config.budget && role == Role::kServer) {
-    policy.target = kDefaultTargetFrame;
-  }
-  return policy;
-}
-
 TaskOrigin TaskOrigin::Named(std::string_view label) {
   OriginRegistry& r = OriginRegistry::Get();
   std::lock_guard lock(r.mu);

@@ -58,8 +58,6 @@ enum class Priority : std::uint8_t {
 inline constexpr int kPriorityCount = 5;
 std::string_view PriorityName(Priority p);
 
-enum class Role { kServer, kClient };
-
 inline constexpr Duration kDefaultBudget = std::chrono::microseconds(1500);        // BudgetSeconds
 inline constexpr Duration kDefaultTargetFrame = std::chrono::microseconds(16500);  // TargetFrame
 inline constexpr Duration kDefaultTickPeriod = std::chrono::nanoseconds(1'000'000'000 / 60);
@@ -77,10 +75,6 @@ struct BudgetPolicy {
   Duration floor = kDefaultBudget;
   std::optional<Duration> target;
 };
-
-// Frame-aware when target_frame is set, or when neither option is set on the server; the floor is
-// `budget` or 1.5 ms; the target 16.5 ms when unset.
-BudgetPolicy ResolveBudget(const SchedulerConfig& config, Role role);
 
 // A label the profiler attributes task time to. Interned process-wide; cheap to copy.
 class TaskOrigin {

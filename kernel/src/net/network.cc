@@ -15,7 +15,7 @@
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/transport.h"
-#include "kernel/src/net/wire.h"
+#include "kernel/src/wire/wire.h"
 #include "molt_wire_generated.h"
 
 namespace molt::kernel::net {
@@ -76,22 +76,6 @@ struct Network::Pending {
   TaskHandle timeout;
 };
 
-std::string_view SeverityName(AuditFinding::Severity s) {
-  switch (s) {
-    case AuditFinding::Severity::kHigh:
-      return "High";
-    case AuditFinding::Severity::kMedium:
-      return "Medium";
-    case AuditFinding::Severity::kInfo:
-      return "Info";
-  }
-  return "Unknown";
-}
-
-std::string FormatFinding(const AuditFinding& f) {
-  return fmt::format("[{}] {} ({}): {}", SeverityName(f.severity), f.kind, f.name, f.detail);
-}
-
 Network::Network(Kernel& kernel, NetOptions options)
     : kernel_(kernel),
       options_(std::move(options)),
@@ -129,17 +113,6 @@ Status Network::Listen() {
     return Status::FailedPrecondition(
         "net.auth is \"production\" but no plugin validates Auth.Hello: load an "
         "authentication plugin, or set net.auth = \"dev\" for development");
-  }
-  if (options_.auth == AuthMode::kDev) {
-    FuzzReport report = Fuzz(0);
-    if (!report.validator_errors.empty()) {
-      std::string text = fmt::format("the fuzz gate failed: {} validator error(s)",
-                                     report.validator_errors.size());
-      for (const FuzzReport::Error& e : report.validator_errors) {
-        text += fmt::format("; channel \"{}\": {}", e.channel, e.error);
-      }
-      return Status::FailedPrecondition(text + " (validators must reject, not throw)");
-    }
   }
   transport_ = std::make_unique<TcpTransport>(*this, kernel_.loop().io());
   return transport_->Listen(options_.bind_address, options_.port);
@@ -428,8 +401,8 @@ void Network::Flood(Peer& peer, std::size_t bytes, std::size_t budget) {
 void Network::Frame(Peer& peer, std::span<const std::uint8_t> frame) {
   // 3. Envelope verification: bounded, so a hostile nesting cannot run away. FlatBuffers reads
   // fields in place, so the frame (header included) is first put on an 8-byte boundary.
-  frame = Aligned(frame, frame_scratch_);
-  fb::Verifier verifier(frame.data(), frame.size(), EnvelopeVerifierOptions());
+  frame = w::Aligned(frame, frame_scratch_);
+  fb::Verifier verifier(frame.data(), frame.size(), w::EnvelopeVerifierOptions());
   const bool handshake = peer.session_ == 0;
   const w::Envelope* env = w::VerifySizePrefixedEnvelopeBuffer(verifier)
                                ? w::GetSizePrefixedEnvelope(frame.data())
@@ -503,10 +476,10 @@ void Network::OnHello(Peer& peer, const void* raw) {
   auto refuse = [&](w::RefuseReason reason, std::string text, double retry = 0) {
     Refuse(peer, static_cast<std::uint8_t>(reason), text, retry);
   };
-  if (hello->protocol_version() != kProtocolVersion) {
+  if (hello->protocol_version() != w::kProtocolVersion) {
     return refuse(w::RefuseReason::ProtocolVersion,
                   fmt::format("protocol version {} is not supported: this server speaks {}",
-                              hello->protocol_version(), kProtocolVersion));
+                              hello->protocol_version(), w::kProtocolVersion));
   }
   const std::uint64_t hash = channels_.ProtocolHash();
   if (hello->protocol_hash() != 0 && hello->protocol_hash() != hash) {
@@ -640,7 +613,7 @@ void Network::OnInbound(Peer& peer, bool request, ChannelId id, std::uint32_t re
   }
   // 7. The payload: the schema's verifier, then the declarative rules. Senders align payloads to
   // 8 bytes inside the frame; one that did not is copied, so plugins read aligned tables.
-  payload = Aligned(payload, payload_scratch_);
+  payload = w::Aligned(payload, payload_scratch_);
   bool verified = false;
   try {
     verified = ch->spec().verify(payload);
@@ -804,7 +777,7 @@ void Network::Offence(Peer& peer, Channel* ch, Reject reason, double retry_after
 void Network::SendResponse(Session& session, std::uint32_t id, Status::Code status,
                            std::span<const std::uint8_t> payload, double retry_after) {
   fb::FlatBufferBuilder b(64 + payload.size());
-  auto bytes = PayloadVector(b, payload);
+  auto bytes = w::PayloadVector(b, payload);
   auto resp =
       w::CreateResponse(b, id, static_cast<std::int32_t>(status), bytes, Millis(retry_after));
   SendTo(session, Finish(b, w::Body::Response, resp.Union()));
@@ -849,7 +822,7 @@ Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
         ch->name(), payload.size(), options_.max_frame_bytes));
   }
   fb::FlatBufferBuilder b(64 + payload.size());
-  auto bytes = PayloadVector(b, payload);
+  auto bytes = w::PayloadVector(b, payload);
   auto frame = Finish(b, w::Body::Event, w::CreateEvent(b, channel, bytes).Union());
   ChannelRegistry::Hold hold(channels_);  // an ending session's hooks may remove the channel
   Sessions::Hold sessions_hold(sessions_);
@@ -949,182 +922,6 @@ void Network::Housekeep() {
     TaskHandle(&kernel_.scheduler(), housekeeping_).Cancel();
     housekeeping_ = 0;
   }
-}
-
-// --- Audit and fuzz ----------------------------------------------------------------------------
-
-std::vector<AuditFinding> Network::SecurityAudit(bool silent) {
-  using S = AuditFinding::Severity;
-  std::vector<AuditFinding> findings;
-  const Hooks& hooks = kernel_.hooks();
-  for (const Channel* ch : channels_.List()) {
-    const bool handler = ch->spec().on_intent || ch->spec().on_request;
-    if (!handler) {
-      continue;
-    }
-    const std::string name = fmt::format("{} {}", ChannelKindName(ch->kind()), ch->name());
-    const std::string_view point = ch->kind() == ChannelKind::kIntent ? "Intent" : "Request";
-    if (!ch->guarded(hooks) && !ch->spec().open) {
-      findings.push_back(
-          {S::kHigh, "UnguardedChannel", name,
-           fmt::format("has no validator and is not Open, so every payload is rejected; add a "
-                       "validator (a {}.{} hook handler, or rules), or declare it Open",
-                       point, ch->name())});
-    }
-    if (ch->spec().open) {
-      findings.push_back({S::kMedium, "OpenChannel", name,
-                          "is Open: any client payload reaches the handler unvalidated"});
-    }
-    if (ch->default_rate()) {
-      findings.push_back(
-          {S::kInfo, "DefaultRateLimit", name,
-           fmt::format("rides the default rate limit ({}/s); declare its own", kDefaultRate)});
-    }
-  }
-  for (const Hooks::PointInfo& p : hooks.ListPoints()) {
-    const bool gate = p.name.starts_with("Intent.") || p.name.starts_with("Request.");
-    if (gate && p.fail_open) {
-      findings.push_back({S::kHigh, "FailOpenGate", p.name,
-                          "the point is fail-open, so a crashing validator would pass the "
-                          "payload; define it fail-closed"});
-    }
-  }
-  std::stable_sort(
-      findings.begin(), findings.end(),
-      [](const AuditFinding& a, const AuditFinding& b) { return a.severity < b.severity; });
-  if (!silent) {
-    if (findings.empty()) {
-      kLog.Info("security audit: clean");
-    } else {
-      std::string text = fmt::format("security audit: {} finding(s)", findings.size());
-      for (const AuditFinding& f : findings) {
-        text += "\n  " + FormatFinding(f);
-      }
-      kLog.Warn("{}", text);
-    }
-  }
-  return findings;
-}
-
-FuzzReport Network::Fuzz(SessionId session, std::size_t cases_per_channel, std::uint64_t seed) {
-  FuzzReport report;
-  std::uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
-  auto next = [&] {  // splitmix64: deterministic per seed
-    state += 0x9E3779B97F4A7C15ull;
-    std::uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
-  static const std::string kHostileStrings[] = {"",
-                                                std::string(10 * 1024, 'A'),
-                                                "%s%s%s%n%x",
-                                                std::string("\0\x01\x1b[2J\x7f", 6),
-                                                "\xff\xfe\xc0\xaf",
-                                                "'; DROP TABLE profiles; --"};
-  const double kHostileNumbers[] = {
-      0,      -1,      1,      127,      128,          255,           256,
-      -128,   32767,   -32768, 65535,    2147483647.0, -2147483648.0, 4294967295.0,
-      9.2e18, -9.2e18, NAN,    INFINITY, -INFINITY};
-  for (const Channel* cc : channels_.List()) {
-    if (cc->kind() == ChannelKind::kEvent) {
-      continue;
-    }
-    Channel* ch = channels_.Find(cc->id());
-    ++report.channels;
-    for (std::size_t i = 0; i < cases_per_channel; ++i) {
-      fb::FlatBufferBuilder b(256);
-      std::vector<std::uint8_t> raw;
-      if (i % 4 == 3) {  // raw garbage of random length
-        raw.resize(next() % 64);
-        for (auto& byte : raw) {
-          byte = static_cast<std::uint8_t>(next());
-        }
-      } else {  // a table with every declared field (and a few undeclared ones) set hostile
-        std::vector<std::pair<std::uint16_t, fb::Offset<fb::String>>> strings;
-        for (const FieldRule& r : ch->spec().rules) {
-          if (r.type == FieldType::kString) {
-            const std::string& s = kHostileStrings[next() % std::size(kHostileStrings)];
-            strings.emplace_back(r.field, b.CreateString(s));
-          }
-        }
-        const fb::uoffset_t start = b.StartTable();
-        for (const auto& [field, off] : strings) {
-          b.AddOffset(fb::FieldIndexToOffset(field), off);
-        }
-        for (const FieldRule& r : ch->spec().rules) {
-          const double v = kHostileNumbers[next() % std::size(kHostileNumbers)];
-          const auto slot = fb::FieldIndexToOffset(r.field);
-          auto as_int = [&](auto t) {
-            using T = decltype(t);
-            b.AddElement<T>(
-                slot, std::isfinite(v) ? static_cast<T>(static_cast<std::int64_t>(v)) : T{}, T{1});
-          };
-          switch (r.type) {
-            case FieldType::kBool:
-            case FieldType::kUInt8:
-              as_int(std::uint8_t{});
-              break;
-            case FieldType::kInt8:
-              as_int(std::int8_t{});
-              break;
-            case FieldType::kInt16:
-              as_int(std::int16_t{});
-              break;
-            case FieldType::kUInt16:
-              as_int(std::uint16_t{});
-              break;
-            case FieldType::kInt32:
-              as_int(std::int32_t{});
-              break;
-            case FieldType::kUInt32:
-              as_int(std::uint32_t{});
-              break;
-            case FieldType::kInt64:
-              as_int(std::int64_t{});
-              break;
-            case FieldType::kUInt64:
-              as_int(std::uint64_t{});
-              break;
-            case FieldType::kFloat:
-              b.AddElement<float>(slot, static_cast<float>(v), 1.0f);
-              break;
-            case FieldType::kDouble:
-              b.AddElement<double>(slot, v, 1.0);
-              break;
-            case FieldType::kString:
-              break;
-          }
-        }
-        b.Finish(fb::Offset<void>(b.EndTable(start)));
-        raw.assign(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
-        if (i % 4 == 2 && !raw.empty()) {
-          raw.resize(next() % raw.size());  // truncated
-        }
-      }
-      ++report.cases;
-      bool ok = false;
-      try {
-        ok = ch->spec().verify(raw);
-      } catch (const std::exception& e) {
-        report.validator_errors.push_back(
-            {ch->name(), fmt::format("the verifier threw: {}", e.what())});
-        continue;
-      }
-      ok = ok && ch->CheckRules(raw).ok();
-      if (ok && kernel_.hooks().handler_count(ch->point()) > 0) {
-        Value args[] = {Value::Bytes(raw.data(), static_cast<std::uint32_t>(raw.size()))};
-        HookContext ctx{.args = args, .session = session};
-        HookResult r = kernel_.hooks().Fire(ch->point(), ctx);
-        if (!r.error.empty()) {
-          report.validator_errors.push_back({ch->name(), r.error});
-        }
-        ok = r.passed;
-      }
-      ++(ok ? report.passed : report.rejected);
-    }
-  }
-  return report;
 }
 
 // --- Stats -------------------------------------------------------------------------------------

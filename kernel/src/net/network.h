@@ -62,7 +62,6 @@
 #include "kernel/src/net/channel.h"
 #include "kernel/src/net/replica.h"
 #include "kernel/src/net/session.h"
-#include "kernel/src/net/wire.h"
 
 namespace molt::kernel {
 class Kernel;
@@ -162,31 +161,6 @@ struct NetStats {
   std::uint64_t requests_rejected = 0;
 };
 
-// One finding of SecurityAudit() (spec: securityAudit).
-struct AuditFinding {
-  enum class Severity : std::uint8_t { kHigh = 0, kMedium = 1, kInfo = 2 };
-  Severity severity;
-  std::string kind;  // UnguardedChannel, FailOpenGate, OpenChannel, DefaultRateLimit
-  std::string name;  // "intent Grant", "Intent.Grant"
-  std::string detail;
-};
-std::string_view SeverityName(AuditFinding::Severity s);  // "High", "Medium", "Info"
-// "[High] UnguardedChannel (intent Grant): has no validator ..."
-std::string FormatFinding(const AuditFinding& f);
-
-// What Fuzz() found (spec: Fuzz.run, validators only: the boot gate).
-struct FuzzReport {
-  std::size_t channels = 0;
-  std::size_t cases = 0;
-  std::size_t passed = 0;
-  std::size_t rejected = 0;
-  struct Error {
-    std::string channel;
-    std::string error;
-  };
-  std::vector<Error> validator_errors;  // a validator threw: the gate fails
-};
-
 class Network {
  public:
   Network(Kernel& kernel, NetOptions options);
@@ -228,14 +202,6 @@ class Network {
   Status Reply(RequestToken token, Status::Code status, std::span<const std::uint8_t> payload);
   // Ends a session with Kicked; `text` goes to the client in the Bye frame.
   Status Kick(SessionId session, std::string_view text);
-
-  // --- Audit ---
-  // The findings, most severe first; unless `silent`, logs "security audit: clean" or one
-  // warning listing them.
-  std::vector<AuditFinding> SecurityAudit(bool silent = false);
-  // Drives `cases_per_channel` hostile payloads (deterministic per `seed`) through every inbound
-  // channel's verifier, rules and validators (never the handlers) as session `session`.
-  FuzzReport Fuzz(SessionId session, std::size_t cases_per_channel = 32, std::uint64_t seed = 1);
 
   NetStats stats() const { return stats_; }
   std::size_t peers() const { return peers_.size(); }

@@ -10,7 +10,6 @@
 
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/net/network.h"
-#include "kernel/src/net/wire.h"
 #include "molt_wire_generated.h"
 
 namespace molt::kernel::net {

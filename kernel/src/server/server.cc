@@ -11,10 +11,11 @@
 #include <filesystem>
 #include <set>
 
-#include "kernel/src/abi/net_api.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/loader/plugin_host.h"
+#include "kernel/src/net/audit.h"
+#include "kernel/src/net/net_api.h"
 #include "kernel/src/net/network.h"
 #include "kernel/src/server/close_phase.h"
 #include "kernel/src/server/signal_watcher.h"
@@ -349,11 +350,17 @@ int RunServer(const ServerOptions& options) {
     } else if (Status s = kernel.Start(); !s.ok()) {
       log.Error("cannot start: {}", s.message());
       exit_code = kExitBootFailed;
+    } else if (Status s = settings.net.auth == net::AuthMode::kDev
+                              ? net::FuzzGate(network.channels(), kernel.hooks())
+                              : Status::Ok();
+               !s.ok()) {
+      log.Error("cannot start: {}", s.message());
+      exit_code = kExitBootFailed;
     } else if (Status s = network.Listen(); !s.ok()) {
       log.Error("cannot start: {}", s.message());
       exit_code = kExitBootFailed;
     } else {
-      network.SecurityAudit();
+      net::LogSecurityAudit(net::SecurityAudit(network.channels(), kernel.hooks()));
       // Closing ends the sessions first (after the plugins' own Kernel.Closing handlers, which
       // subscribed at init and may still send a last event), so their leave cleanups run while
       // every service still works; then the services stop.

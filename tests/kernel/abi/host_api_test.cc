@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "kernel/src/abi/net_api.h"
 #include "kernel/src/abi/plugin_instance.h"
+#include "kernel/src/net/net_api.h"
 
 namespace molt::kernel::abi {
 namespace {

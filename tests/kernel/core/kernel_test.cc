@@ -214,5 +214,37 @@ TEST(KernelBootTest, RefusesABadTickRate) {
             "tick rate must be a finite number of hertz above 0");
 }
 
+TEST(ResolveBudgetTest, ServerDefaultIsFrameAwareWithSpecTargetAndFloor) {
+  BudgetPolicy p = ResolveBudget({}, Role::kServer);
+  EXPECT_EQ(p.floor, std::chrono::microseconds(1500));
+  ASSERT_TRUE(p.target.has_value());
+  EXPECT_EQ(*p.target, std::chrono::microseconds(16500));
+}
+
+TEST(ResolveBudgetTest, ClientDefaultIsAFixedSlice) {
+  BudgetPolicy p = ResolveBudget({}, Role::kClient);
+  EXPECT_EQ(p.floor, std::chrono::microseconds(1500));
+  EXPECT_FALSE(p.target.has_value());
+}
+
+TEST(ResolveBudgetTest, BudgetAloneIsAFixedSliceOnEitherRole) {
+  SchedulerConfig c;
+  c.budget = std::chrono::milliseconds(2);
+  for (Role role : {Role::kServer, Role::kClient}) {
+    BudgetPolicy p = ResolveBudget(c, role);
+    EXPECT_EQ(p.floor, std::chrono::milliseconds(2));
+    EXPECT_FALSE(p.target.has_value());
+  }
+}
+
+TEST(ResolveBudgetTest, TargetTurnsOnFrameAwareWithBudgetAsFloor) {
+  SchedulerConfig c;
+  c.target_frame = std::chrono::milliseconds(20);
+  c.budget = std::chrono::milliseconds(2);
+  BudgetPolicy p = ResolveBudget(c, Role::kClient);
+  EXPECT_EQ(p.floor, std::chrono::milliseconds(2));
+  EXPECT_EQ(*p.target, std::chrono::milliseconds(20));
+}
+
 }  // namespace
 }  // namespace molt::kernel

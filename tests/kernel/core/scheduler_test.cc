@@ -364,40 +364,8 @@ TEST_F(SchedulerTest, WithoutStaggerFirstDeadlineIsOneInterval) {
   EXPECT_EQ(runs, 1);
 }
 
-TEST(ResolveBudgetTest, ServerDefaultIsFrameAwareWithSpecTargetAndFloor) {
-  BudgetPolicy p = ResolveBudget({}, Role::kServer);
-  EXPECT_EQ(p.floor, std::chrono::microseconds(1500));
-  ASSERT_TRUE(p.target.has_value());
-  EXPECT_EQ(*p.target, std::chrono::microseconds(16500));
-}
-
-TEST(ResolveBudgetTest, ClientDefaultIsAFixedSlice) {
-  BudgetPolicy p = ResolveBudget({}, Role::kClient);
-  EXPECT_EQ(p.floor, std::chrono::microseconds(1500));
-  EXPECT_FALSE(p.target.has_value());
-}
-
-TEST(ResolveBudgetTest, BudgetAloneIsAFixedSliceOnEitherRole) {
-  SchedulerConfig c;
-  c.budget = milliseconds(2);
-  for (Role role : {Role::kServer, Role::kClient}) {
-    BudgetPolicy p = ResolveBudget(c, role);
-    EXPECT_EQ(p.floor, milliseconds(2));
-    EXPECT_FALSE(p.target.has_value());
-  }
-}
-
-TEST(ResolveBudgetTest, TargetTurnsOnFrameAwareWithBudgetAsFloor) {
-  SchedulerConfig c;
-  c.target_frame = milliseconds(20);
-  c.budget = milliseconds(2);
-  BudgetPolicy p = ResolveBudget(c, Role::kClient);
-  EXPECT_EQ(p.floor, milliseconds(2));
-  EXPECT_EQ(*p.target, milliseconds(20));
-}
-
 TEST_F(SchedulerTest, FrameAwareBudgetIsTheSlackAfterExternalWork) {
-  Scheduler s = Make(ResolveBudget({}, Role::kServer));
+  Scheduler s = Make(BudgetPolicy{kDefaultBudget, kDefaultTargetFrame});
   EXPECT_EQ(s.NextBudget(), std::chrono::microseconds(16500));
   s.ChargeExternal(milliseconds(5));
   EXPECT_EQ(s.NextBudget(), std::chrono::microseconds(11500));
@@ -407,7 +375,7 @@ TEST_F(SchedulerTest, FrameAwareBudgetIsTheSlackAfterExternalWork) {
 }
 
 TEST_F(SchedulerTest, FrameAwareBudgetNeverDropsBelowTheFloorAndALateFrameGetsIt) {
-  Scheduler s = Make(ResolveBudget({}, Role::kServer));
+  Scheduler s = Make(BudgetPolicy{kDefaultBudget, kDefaultTargetFrame});
   s.ChargeExternal(milliseconds(16));
   EXPECT_EQ(s.NextBudget(), std::chrono::microseconds(1500));
   s.ChargeExternal(milliseconds(30));  // already late
@@ -415,7 +383,7 @@ TEST_F(SchedulerTest, FrameAwareBudgetNeverDropsBelowTheFloorAndALateFrameGetsIt
 }
 
 TEST_F(SchedulerTest, FrameAwareBudgetLetsAnIdleFrameDrainBacklog) {
-  Scheduler s = Make(ResolveBudget({}, Role::kServer));
+  Scheduler s = Make(BudgetPolicy{kDefaultBudget, kDefaultTargetFrame});
   int runs = 0;
   for (int i = 0; i < 20; ++i) {
     s.Schedule([&] {

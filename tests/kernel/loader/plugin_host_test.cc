@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernel/src/abi/net_api.h"
+#include "kernel/src/net/net_api.h"
 #include "kernel/src/net/network.h"
 
 namespace molt::kernel::loader {

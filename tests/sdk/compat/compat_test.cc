@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include "kernel/src/abi/net_api.h"
 #include "kernel/src/abi/struct_size.h"
 #include "kernel/src/loader/plugin_host.h"
+#include "kernel/src/net/net_api.h"
 #include "net_fixture.h"
 #include "tests/support/child_process.h"
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// File: kernel/src/abi/net_api.h
+// File: kernel/src/net/net_api.h
 //
 // The server layer of the host API: AttachNetwork() makes `network` the plugins' network and
 // fills the networking slots (ABI 1.1 channels and sessions, ABI 1.2 replicas) of the table
 // `shared` hands to plugins. Call it before loading plugins. With a null `network` the slots
 // answer MOLT_ERR_UNSUPPORTED, as they do without a layer.
-#ifndef MOLT_KERNEL_ABI_NET_API_H_
-#define MOLT_KERNEL_ABI_NET_API_H_
+#ifndef MOLT_KERNEL_NET_NET_API_H_
+#define MOLT_KERNEL_NET_NET_API_H_
 
 #include "kernel/src/abi/plugin_instance.h"
 
@@ -20,4 +20,4 @@ void AttachNetwork(AbiShared& shared, net::Network* network);
 
 }  // namespace molt::kernel::abi
 
-#endif  // MOLT_KERNEL_ABI_NET_API_H_
+#endif  // MOLT_KERNEL_NET_NET_API_H_

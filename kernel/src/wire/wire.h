@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// File: kernel/src/net/wire.h
+// File: kernel/src/wire/wire.h
 //
 // What both ends of the wire share (schemas/molt_wire.fbs): the protocol version, and the two
 // alignment rules that let FlatBuffers read fields in place. A frame is a size-prefixed Envelope
 // and is verified from an 8-byte boundary; a channel payload is a byte vector that senders align
 // to 8 bytes, and receivers copy to an aligned scratch buffer when a sender did not.
 //
-// Header-only: the server (network.cc) and the client library (client/) both include it.
-#ifndef MOLT_KERNEL_NET_WIRE_H_
-#define MOLT_KERNEL_NET_WIRE_H_
+// Header-only, and the one part of the network both roles share: the server (net/) and the client
+// library (client/) include it; nothing of net/ ships in libmolt_client.
+#ifndef MOLT_KERNEL_WIRE_WIRE_H_
+#define MOLT_KERNEL_WIRE_WIRE_H_
 
 #include <flatbuffers/flatbuffers.h>
 
@@ -17,7 +18,8 @@
 #include <span>
 #include <vector>
 
-namespace molt::kernel::net {
+// The generated types (schemas/molt_wire.fbs) live in this namespace too.
+namespace molt::wire {
 
 // 2: the Replica body (a version-1 client would close on it). Bodies appended later do not bump
 // it: clients ignore a server body they do not know.
@@ -57,6 +59,6 @@ inline flatbuffers::Verifier::Options ServerEnvelopeVerifierOptions() {
   return opts;
 }
 
-}  // namespace molt::kernel::net
+}  // namespace molt::wire
 
-#endif  // MOLT_KERNEL_NET_WIRE_H_
+#endif  // MOLT_KERNEL_WIRE_WIRE_H_

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The networking slots of the C ABI (1.1), through a real plugin (fx_net, on molt.hpp) loaded by
-// the PluginHost into a kernel with a listening Network, driven by real loopback clients.
+// The networking slots of the C ABI (1.1, 1.2: net_api.cc), through a real plugin (fx_net, on
+// molt.hpp) loaded by the PluginHost into a kernel with a listening Network, driven by real
+// loopback clients.
+#include "kernel/src/net/net_api.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "kernel/src/abi/net_api.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "net_fixture.h"
 
@@ -19,7 +21,7 @@ using molt::test::Frame;
 using molt::test::TestClient;
 namespace w = ::molt::wire;
 
-class NetAbiTest : public NetTest {
+class NetApiTest : public NetTest {
  protected:
   void SetUp() override {
     NetTest::SetUp();
@@ -60,7 +62,7 @@ class NetAbiTest : public NetTest {
   Connection released_;
 };
 
-TEST_F(NetAbiTest, APluginsChannelsServeRealClients) {
+TEST_F(NetApiTest, APluginsChannelsServeRealClients) {
   ASSERT_EQ(net_->channels().size(), 3u);
   const ChannelId say = Id("fx.Say");
   const ChannelId dbl = Id("fx.Double");
@@ -92,7 +94,7 @@ TEST_F(NetAbiTest, APluginsChannelsServeRealClients) {
       net_->channels().Find(dbl)->counters().rejected[static_cast<int>(Reject::kRuleViolated)], 1u);
 }
 
-TEST_F(NetAbiTest, AStoppingPluginTakesItsChannelsAndBindingsAndLeavesTheSession) {
+TEST_F(NetApiTest, AStoppingPluginTakesItsChannelsAndBindingsAndLeavesTheSession) {
   TestClient c(port_);
   Run([&] {
     ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
@@ -125,7 +127,7 @@ std::string Board(const Frame& f) {
   return out;
 }
 
-TEST_F(NetAbiTest, APluginsReplicaReachesClientsAndGoesWithThePlugin) {
+TEST_F(NetApiTest, APluginsReplicaReachesClientsAndGoesWithThePlugin) {
   TestClient ada(port_);
   TestClient bob(port_);
   Run([&] {
@@ -145,7 +147,7 @@ TEST_F(NetAbiTest, APluginsReplicaReachesClientsAndGoesWithThePlugin) {
   EXPECT_EQ(net_->replicas().count(), 0u);
 }
 
-TEST_F(NetAbiTest, SlotErrorsNameTheArgumentAndTheFix) {
+TEST_F(NetApiTest, SlotErrorsNameTheArgumentAndTheFix) {
   const molt_host_api& api = plugins_->shared().api();
   molt_context_t* ctx = plugins_->plugins()[0].instance->context();
   auto error = [&] { return std::string(api.last_error(ctx)); };

@@ -2,7 +2,7 @@
 // The host API's networking slots (ABI 1.1 channels and sessions, ABI 1.2 replicas): the server
 // layer's part of the table, installed by AttachNetwork(). Hosts without a network (the client
 // library) never link this file: their tables keep the core's refusals (MOLT_ERR_UNSUPPORTED).
-#include "kernel/src/abi/net_api.h"
+#include "kernel/src/net/net_api.h"
 
 #include <cmath>
 #include <string>
