@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: Apache-2.0
+// ResolveSettings: flags over the configuration file over the defaults, every value checked.
+#include "kernel/src/server/settings.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+namespace molt::kernel {
+namespace {
+
+const std::set<std::string, std::less<>> kServerKeys = {
+    "server.tick_rate",  "server.log_level", "server.log_format", "server.close_budget_seconds",
+    "server.plugin_dir", "server.data_dir"};
+const std::set<std::string, std::less<>> kSchedulerKeys = {
+    "scheduler.budget_ms", "scheduler.target_frame_ms", "scheduler.profile_tasks",
+    "scheduler.stagger_recurring"};
+
+// net.* keys that take a number, with where each goes in NetOptions.
+template <class T>
+using NetField = T net::NetOptions::*;
+struct NetNumber {
+  const char* key;
+  double min;
+  double max;
+  NetField<double> d = nullptr;
+  NetField<std::uint32_t> u32 = nullptr;
+  NetField<std::size_t> size = nullptr;
+};
+const NetNumber kNetNumbers[] = {
+    {"net.max_frame_bytes", 64, 16 << 20, nullptr, &net::NetOptions::max_frame_bytes},
+    {"net.bytes_per_tick", 64, 1 << 30, nullptr, &net::NetOptions::bytes_per_tick},
+    {"net.messages_per_tick", 1, 1 << 20, nullptr, &net::NetOptions::messages_per_tick},
+    {"net.budget_burst_ticks", 1, 1000, &net::NetOptions::budget_burst_ticks},
+    {"net.max_outbound_bytes", 1024, 1u << 31, nullptr, nullptr,
+     &net::NetOptions::max_outbound_bytes},
+    {"net.handshake_timeout_seconds", 0.1, 3600, &net::NetOptions::handshake_timeout_seconds},
+    {"net.max_half_open", 1, 1 << 20, nullptr, nullptr, &net::NetOptions::max_half_open},
+    {"net.handshakes_per_address", 0.01, 1e6, &net::NetOptions::handshakes_per_address},
+    {"net.max_sessions", 1, 1 << 24, nullptr, nullptr, &net::NetOptions::max_sessions},
+    {"net.ping_interval_seconds", 0.05, 3600, &net::NetOptions::ping_interval_seconds},
+    {"net.idle_timeout_seconds", 0.1, 86400, &net::NetOptions::idle_timeout_seconds},
+    {"net.offender_drop_first", 0, 1e6, nullptr, &net::NetOptions::offender_drop_first},
+    {"net.offender_window_seconds", 0.1, 3600, &net::NetOptions::offender_window_seconds},
+    {"net.offender_kick_after", 1, 1e9, nullptr, &net::NetOptions::offender_kick_after},
+    {"net.error_frame_gap_seconds", 0, 3600, &net::NetOptions::error_frame_gap_seconds},
+};
+
+std::set<std::string, std::less<>> NetKeys() {
+  std::set<std::string, std::less<>> keys = {"net.bind", "net.port", "net.auth"};
+  for (const NetNumber& n : kNetNumbers) {
+    keys.insert(n.key);
+  }
+  return keys;
+}
+
+std::string Join(const std::set<std::string, std::less<>>& keys) {
+  std::string s;
+  for (const auto& k : keys) {
+    s += (s.empty() ? "" : ", ") + k;
+  }
+  return s;
+}
+
+// Unknown keys in the sections the server reads are typos: refuse them by name.
+Status CheckKeys(const Config& config, const std::string& source) {
+  for (const std::string& key : config.Keys()) {
+    const std::string section = key.substr(0, key.find('.'));
+    if (section == "plugins") {
+      continue;
+    }
+    if (section == "server" && kServerKeys.count(key) == 0) {
+      return Status::InvalidArgument(source + ": unknown key \"" + key +
+                                     "\" (known: " + Join(kServerKeys) + ")");
+    }
+    if (section == "scheduler" && kSchedulerKeys.count(key) == 0) {
+      return Status::InvalidArgument(source + ": unknown key \"" + key +
+                                     "\" (known: " + Join(kSchedulerKeys) + ")");
+    }
+    if (section == "net" && NetKeys().count(key) == 0) {
+      return Status::InvalidArgument(source + ": unknown key \"" + key +
+                                     "\" (known: " + Join(NetKeys()) + ")");
+    }
+    if (section != "server" && section != "scheduler" && section != "net") {
+      return Status::InvalidArgument(source + ": unknown section \"" + section +
+                                     "\" (known: server, scheduler, net, plugins)");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<double> Number(const Config& config, const std::string& key) {
+  const Config::Scalar* v = config.Get(key);
+  if (const auto* i = std::get_if<std::int64_t>(v)) {
+    return static_cast<double>(*i);
+  }
+  if (const auto* d = std::get_if<double>(v)) {
+    return *d;
+  }
+  return Status::InvalidArgument("configuration key \"" + key + "\" must be a number");
+}
+
+std::optional<std::string> Text(const Config& config, const std::string& key) {
+  if (const auto* s = std::get_if<std::string>(config.Get(key))) {
+    return *s;
+  }
+  return std::nullopt;
+}
+
+Status ResolveNet(const ServerOptions& options, const Config& config, net::NetOptions* out) {
+  out->bind_address =
+      options.bind_address.value_or(Text(config, "net.bind").value_or(out->bind_address));
+  double port = out->port;
+  if (options.port) {
+    port = *options.port;
+  } else if (config.Get("net.port") != nullptr) {
+    Result<double> p = Number(config, "net.port");
+    if (!p.ok()) {
+      return p.status();
+    }
+    port = *p;
+  }
+  if (!(port >= 0 && port <= 65535) || port != std::floor(port)) {
+    return Status::InvalidArgument(
+        fmt::format("port {} is out of range: use 0..65535 (0 picks a free port)", port));
+  }
+  out->port = static_cast<std::uint16_t>(port);
+  const std::string auth = Text(config, "net.auth").value_or("dev");
+  if (auth != "dev" && auth != "production") {
+    return Status::InvalidArgument("net.auth \"" + auth + "\" is unknown: use dev or production");
+  }
+  out->auth = auth == "dev" ? net::AuthMode::kDev : net::AuthMode::kProduction;
+  for (const NetNumber& n : kNetNumbers) {
+    if (config.Get(n.key) == nullptr) {
+      continue;
+    }
+    Result<double> v = Number(config, n.key);
+    if (!v.ok()) {
+      return v.status();
+    }
+    if (!(*v >= n.min && *v <= n.max)) {
+      return Status::InvalidArgument(
+          fmt::format("configuration key \"{}\" = {} is out of "
+                      "range: use {}..{}",
+                      n.key, *v, n.min, n.max));
+    }
+    if (n.d != nullptr) {
+      out->*n.d = *v;
+    } else if (n.u32 != nullptr) {
+      out->*n.u32 = static_cast<std::uint32_t>(*v);
+    } else {
+      out->*n.size = static_cast<std::size_t>(*v);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ResolveSettings(const ServerOptions& options, Config& config, Settings* out) {
+  if (!options.config_file.empty()) {
+    if (Status s = config.MergeJsonFile(options.config_file); !s.ok()) {
+      return s;
+    }
+    if (Status s = CheckKeys(config, "config file \"" + options.config_file + "\""); !s.ok()) {
+      return s;
+    }
+  }
+  auto number = [&](const std::optional<double>& flag, const std::string& key,
+                    double fallback) -> Result<double> {
+    if (flag) {
+      return *flag;
+    }
+    if (config.Get(key) != nullptr) {
+      return Number(config, key);
+    }
+    return fallback;
+  };
+  Result<double> tick = number(options.tick_rate, "server.tick_rate", 60);
+  if (!tick.ok()) {
+    return tick.status();
+  }
+  if (!std::isfinite(*tick) || *tick <= 0 || *tick > 10000) {
+    return Status::InvalidArgument(
+        fmt::format("tick rate {} Hz is out of range: use a value in (0, 10000]", *tick));
+  }
+  out->tick_rate = *tick;
+  Result<double> budget =
+      number(options.close_budget_seconds, "server.close_budget_seconds", out->close_budget);
+  if (!budget.ok()) {
+    return budget.status();
+  }
+  if (!std::isfinite(*budget) || *budget <= 0) {
+    return Status::InvalidArgument("close budget must be a number of seconds above 0");
+  }
+  out->close_budget = *budget;
+
+  const std::string level =
+      options.log_level.value_or(Text(config, "server.log_level").value_or("info"));
+  LogLevel l;
+  if (!ParseLogLevel(level, &l)) {
+    return Status::InvalidArgument("log level \"" + level +
+                                   "\" is unknown: use debug, info, warn, error or off");
+  }
+  out->log_level = l;
+  const std::string format =
+      options.log_format.value_or(Text(config, "server.log_format").value_or("text"));
+  if (format != "text" && format != "json") {
+    return Status::InvalidArgument("log format \"" + format + "\" is unknown: use text or json");
+  }
+  out->log_format = format == "json" ? ConsoleFormat::kJson : ConsoleFormat::kText;
+
+  for (auto [key, field] : {std::pair{"scheduler.budget_ms", &out->scheduler.budget},
+                            std::pair{"scheduler.target_frame_ms", &out->scheduler.target_frame}}) {
+    if (config.Get(key) != nullptr) {
+      Result<double> ms = Number(config, key);
+      if (!ms.ok()) {
+        return ms.status();
+      }
+      if (!std::isfinite(*ms) || *ms <= 0) {
+        return Status::InvalidArgument(std::string("configuration key \"") + key +
+                                       "\" must be a number of milliseconds above 0");
+      }
+      *field = Seconds(*ms / 1000);
+    }
+  }
+  for (auto [key, field] :
+       {std::pair{"scheduler.profile_tasks", &out->scheduler.profile_tasks},
+        std::pair{"scheduler.stagger_recurring", &out->scheduler.stagger_recurring}}) {
+    if (const Config::Scalar* v = config.Get(key)) {
+      if (!std::holds_alternative<bool>(*v)) {
+        return Status::InvalidArgument(std::string("configuration key \"") + key +
+                                       "\" must be true or false");
+      }
+      *field = std::get<bool>(*v);
+    }
+  }
+  out->plugin_dir = !options.plugin_dir.empty()
+                        ? options.plugin_dir
+                        : Text(config, "server.plugin_dir").value_or(std::string());
+  if (out->plugin_dir.empty()) {
+    return Status::InvalidArgument("no plugin directory: pass --plugins DIR");
+  }
+  out->data_dir = options.data_dir;
+  if (Status s = ResolveNet(options, config, &out->net); !s.ok()) {
+    return s;
+  }
+  out->net.tick_rate = out->tick_rate;
+  config.Set("server.tick_rate", out->tick_rate);
+  config.Set("server.data_dir", out->data_dir);
+  config.Set("server.plugin_dir", out->plugin_dir);
+  return Status::Ok();
+}
+
+}  // namespace molt::kernel

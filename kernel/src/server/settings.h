@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/server/settings.h
+//
+// The server's settings, resolved once at boot from three layers: RunServer's options (moltd's
+// flags) over the configuration file's "server", "scheduler" and "net" sections over the
+// defaults. Every value is checked here, so a typo or an out-of-range number stops the boot with
+// one line naming the key, the value and what is accepted; nothing is applied as a side effect.
+//
+// Thread safety: a pure function; call it before the kernel boots.
+#ifndef MOLT_KERNEL_SERVER_SETTINGS_H_
+#define MOLT_KERNEL_SERVER_SETTINGS_H_
+
+#include <molt/kernel/server.h>
+#include <molt/kernel/status.h>
+
+#include <string>
+
+#include "kernel/src/core/config.h"
+#include "kernel/src/core/logger.h"
+#include "kernel/src/core/scheduler.h"
+#include "kernel/src/net/network.h"
+#include "kernel/src/server/close_phase.h"
+
+namespace molt::kernel {
+
+// Everything RunServer needs to boot, resolved.
+struct Settings {
+  double tick_rate = 60;
+  double close_budget = ToSeconds(kCloseBudget);
+  SchedulerConfig scheduler;
+  std::string plugin_dir;
+  std::string data_dir;
+  net::NetOptions net;
+  LogLevel log_level = LogLevel::kInfo;
+  ConsoleFormat log_format = ConsoleFormat::kText;
+};
+
+// Merges options.config_file into `config` (unknown keys of the server's sections are refused
+// by name), resolves every setting into `out`, and records the resolved kernel keys in `config`
+// ("server.tick_rate", "server.data_dir", "server.plugin_dir") for plugins' config_get.
+Status ResolveSettings(const ServerOptions& options, Config& config, Settings* out);
+
+}  // namespace molt::kernel
+
+#endif  // MOLT_KERNEL_SERVER_SETTINGS_H_

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// ResolveSettings: flags over the configuration file over the defaults, and one line naming the
+// key, the value and what is accepted for every mistake.
+#include "kernel/src/server/settings.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace molt::kernel {
+namespace {
+
+class SettingsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.plugin_dir = "plugins";
+    file_ = ::testing::TempDir() + "molt_settings_" + std::to_string(::getpid()) + ".json";
+  }
+  void TearDown() override { std::filesystem::remove(file_); }
+  // Resolves with the configuration file holding `json` (none when empty).
+  Status Resolve(const std::string& json = "") {
+    if (!json.empty()) {
+      std::ofstream(file_) << json;
+      options_.config_file = file_;
+    }
+    config_ = Config();
+    settings_ = Settings();
+    return ResolveSettings(options_, config_, &settings_);
+  }
+
+  ServerOptions options_;
+  std::string file_;
+  Config config_;
+  Settings settings_;
+};
+
+TEST_F(SettingsTest, DefaultsAreTheDocumentedOnes) {
+  ASSERT_TRUE(Resolve().ok());
+  EXPECT_EQ(settings_.tick_rate, 60);
+  EXPECT_EQ(settings_.close_budget, 25);
+  EXPECT_EQ(settings_.plugin_dir, "plugins");
+  EXPECT_EQ(settings_.data_dir, "data");
+  EXPECT_EQ(settings_.log_level, LogLevel::kInfo);
+  EXPECT_EQ(settings_.log_format, ConsoleFormat::kText);
+  EXPECT_EQ(settings_.net.bind_address, "127.0.0.1");
+  EXPECT_EQ(settings_.net.port, 7777);
+  EXPECT_EQ(settings_.net.auth, net::AuthMode::kDev);
+  EXPECT_EQ(settings_.net.tick_rate, 60);  // the transport budgets are per server tick
+  EXPECT_FALSE(settings_.scheduler.budget.has_value());
+  // What plugins read with config_get.
+  EXPECT_EQ(std::get<double>(*config_.Get("server.tick_rate")), 60);
+  EXPECT_EQ(std::get<std::string>(*config_.Get("server.data_dir")), "data");
+}
+
+TEST_F(SettingsTest, FlagsWinOverTheFileWhichWinsOverDefaults) {
+  ASSERT_TRUE(Resolve(R"({"server": {"tick_rate": 30, "log_level": "debug"},
+                          "net": {"port": 9000, "bytes_per_tick": 4096, "auth": "production"},
+                          "scheduler": {"budget_ms": 2, "profile_tasks": false}})")
+                  .ok());
+  EXPECT_EQ(settings_.tick_rate, 30);
+  EXPECT_EQ(settings_.log_level, LogLevel::kDebug);
+  EXPECT_EQ(settings_.net.port, 9000);
+  EXPECT_EQ(settings_.net.bytes_per_tick, 4096u);
+  EXPECT_EQ(settings_.net.auth, net::AuthMode::kProduction);
+  EXPECT_EQ(settings_.scheduler.budget, std::chrono::milliseconds(2));
+  EXPECT_FALSE(settings_.scheduler.profile_tasks);
+  options_.tick_rate = 120;
+  options_.port = 0;
+  options_.log_format = "json";
+  ASSERT_TRUE(Resolve(R"({"server": {"tick_rate": 30}, "net": {"port": 9000}})").ok());
+  EXPECT_EQ(settings_.tick_rate, 120);
+  EXPECT_EQ(settings_.net.port, 0);
+  EXPECT_EQ(settings_.log_format, ConsoleFormat::kJson);
+}
+
+TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
+  auto error = [&](const std::string& json) { return Resolve(json).message(); };
+  EXPECT_EQ(error(R"({"server": {"tick_rat": 30}})"),
+            "config file \"" + file_ +
+                "\": unknown key \"server.tick_rat\" (known: server.close_budget_seconds, "
+                "server.data_dir, server.log_format, server.log_level, server.plugin_dir, "
+                "server.tick_rate)");
+  EXPECT_EQ(
+      error(R"({"sever": {}, "server": {"tick_rate": 30}})").find("unknown section \"sever\""),
+      std::string::npos)
+      << "an empty section has no keys";
+  EXPECT_EQ(error(R"({"sever": {"x": 1}})"),
+            "config file \"" + file_ +
+                "\": unknown section \"sever\" (known: server, scheduler, net, plugins)");
+  EXPECT_EQ(error(R"({"net": {"bytes_per_tick": 10}})"),
+            "configuration key \"net.bytes_per_tick\" = 10 is out of range: use 64..1073741824");
+  EXPECT_EQ(error(R"({"net": {"port": 70000}})"),
+            "port 70000 is out of range: use 0..65535 (0 picks a free port)");
+  EXPECT_EQ(error(R"({"net": {"auth": "maybe"}})"),
+            "net.auth \"maybe\" is unknown: use dev or production");
+  EXPECT_EQ(error(R"({"server": {"tick_rate": 0}})"),
+            "tick rate 0 Hz is out of range: use a value in (0, 10000]");
+  EXPECT_EQ(error(R"({"server": {"log_level": "loud"}})"),
+            "log level \"loud\" is unknown: use debug, info, warn, error or off");
+  EXPECT_EQ(error(R"({"server": {"log_format": "xml"}})"),
+            "log format \"xml\" is unknown: use text or json");
+  EXPECT_EQ(error(R"({"scheduler": {"budget_ms": -1}})"),
+            "configuration key \"scheduler.budget_ms\" must be a number of milliseconds above 0");
+  EXPECT_EQ(error(R"({"scheduler": {"profile_tasks": 1}})"),
+            "configuration key \"scheduler.profile_tasks\" must be true or false");
+  EXPECT_EQ(error(R"({"net": {"max_sessions": "many"}})"),
+            "configuration key \"net.max_sessions\" must be a number");
+  options_.plugin_dir.clear();
+  options_.config_file.clear();
+  EXPECT_EQ(Resolve().message(), "no plugin directory: pass --plugins DIR");
+}
+
+}  // namespace
+}  // namespace molt::kernel
