@@ -3,6 +3,7 @@
 // the test alternates the server's loop and molt_client_step, as an app's frame loop would.
 #include <gtest/gtest.h>
 #include <molt/client.h>
+#include <poll.h>
 
 #include <cmath>
 #include <string>
@@ -114,6 +115,110 @@ TEST_F(ClientTest, TheClientMirrorsTheChannelsRateLimitSoTheServerNeverRefuses) 
   EXPECT_EQ(net_->channels().Find(say)->counters().rejected_total(), 0u);
 }
 
+// The issue that made the client pace itself: an app sending intents as fast as the library
+// accepts them, on a channel with no rate limit, was ended as Flood after a few hundred. Now the
+// client holds what the server's transport budget would refuse and lets it out at its pace.
+TEST_F(ClientTest, AClientSendingAsFastAsItCanIsPacedNeverFloodedAndLosesNothing) {
+  molt_client_destroy(client_);
+  molt_client_options o{};
+  o.struct_size = sizeof(o);
+  o.max_send_queue_bytes = 16 * 1024;  // a small queue, so the app meets it
+  ASSERT_EQ(molt_client_create(&o, &client_), MOLT_OK);
+  molt_client_on_state(client_, OnState, &journal_);
+  std::vector<int> seen;
+  const ChannelId say_id =
+      DeclareSay("load.Say", true, INFINITY, [&](Session&, std::span<Value> a) {
+        seen.push_back(
+            std::stoi(flatbuffers::GetRoot<molt::test::Say>(a[0].as.ptr)->text()->str()));
+      });
+  Listen();
+  ASSERT_TRUE(Connect());
+  const std::uint16_t say = Channel("load.Say");
+  constexpr int kIntents = 3000;  // the default budget takes 64 per tick (3840/s), 256 at once
+  int sent = 0;
+  int full = 0;
+  while (sent < kIntents) {
+    const std::vector<std::uint8_t> p = SayPayload(std::to_string(sent));
+    const molt_status_t s = molt_client_intent(client_, say, p.data(), p.size());
+    if (s == MOLT_OK) {
+      ++sent;
+      continue;
+    }
+    ASSERT_EQ(s, MOLT_ERR_STATE) << Error();
+    ASSERT_EQ(molt_client_state(client_), MOLT_CLIENT_CONNECTED) << journal_.states.back();
+    if (++full == 1) {
+      EXPECT_EQ(Error().rfind("the send queue is full (", 0), 0u) << Error();
+      EXPECT_NE(Error().find(" bytes wait; max_send_queue_bytes is 16384): step or wait to let it "
+                             "drain at the server's pace"),
+                std::string::npos)
+          << Error();
+    }
+    Pump([] { return false; }, std::chrono::milliseconds(1));  // one frame of the app's loop
+  }
+  EXPECT_GT(full, 0);
+  ASSERT_TRUE(Pump([&] {
+    return seen.size() == kIntents || molt_client_state(client_) != MOLT_CLIENT_CONNECTED;
+  }));
+  ASSERT_EQ(seen.size(), std::size_t{kIntents}) << journal_.states.back();
+  for (int i = 0; i < kIntents; ++i) {
+    ASSERT_EQ(seen[i], i) << "out of order at " << i;
+  }
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_CONNECTED);
+  EXPECT_EQ(net_->stats().transport_floods, 0u);
+  EXPECT_EQ(net_->channels().Find(say_id)->counters().accepted, std::uint64_t{kIntents});
+  EXPECT_EQ(molt_client_send_queue_bytes(client_), 0u);
+}
+
+// An app that is not a frame loop: it sleeps in molt_client_wait (or its own poller on the
+// socket) until the socket or one of the client's timers needs a step.
+TEST_F(ClientTest, AnAppThatWaitsIsWokenByItsSocketAndItsTimers) {
+  EXPECT_EQ(molt_client_socket(client_), -1);  // idle: nothing to poll, nothing scheduled
+  EXPECT_EQ(molt_client_socket_events(client_), 0);
+  EXPECT_EQ(molt_client_timeout(client_), -1);
+  EXPECT_EQ(molt_client_wait(client_, INFINITY), MOLT_ERR_STATE);
+  EXPECT_EQ(Error(),
+            "nothing to wait for: the client has no connection and no timer (connect first)");
+  EXPECT_EQ(molt_client_wait(client_, -1), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(molt_client_wait(client_, NAN), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(molt_client_wait(client_, 0.001), MOLT_OK);
+
+  const ChannelId said = DeclareEvent("chat.Said");
+  DeclareAddRequest("slow.Ask", [](Session&, std::span<Value>, RequestToken) {});  // never answers
+  Listen();
+  ASSERT_EQ(molt_client_connect(client_, "127.0.0.1", port_, "ada", nullptr, 0, nullptr, 0),
+            MOLT_OK);
+  EXPECT_GE(molt_client_socket(client_), 0);  // connecting: writable once connected
+  EXPECT_EQ(molt_client_socket_events(client_), MOLT_CLIENT_WAIT_WRITE);
+  EXPECT_GT(molt_client_timeout(client_), 0);  // the connect deadline
+  EXPECT_LE(molt_client_timeout(client_), 5);
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CONNECTED; }));
+  EXPECT_EQ(molt_client_socket_events(client_), MOLT_CLIENT_WAIT_READ);
+  const double idle = molt_client_timeout(client_);
+  EXPECT_GT(idle, 0);  // an idle connected client wakes for its next ping, no sooner
+  EXPECT_LE(idle, 1.0);
+
+  // The server sends: the socket the app polls becomes readable; a wait returns; a step delivers.
+  ASSERT_TRUE(net_->Send(said, molt_client_session(client_), SayPayload("wake up")).ok());
+  Settle(std::chrono::milliseconds(20));  // the server's loop writes it
+  pollfd p{molt_client_socket(client_), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1);
+  EXPECT_EQ(molt_client_wait(client_, 5), MOLT_OK);
+  EXPECT_EQ(molt_client_step(client_, 0), MOLT_OK);
+  EXPECT_EQ(journal_.events, std::vector<std::string>{"wake up"});
+
+  // A request's deadline is one of the client's timers.
+  const std::vector<std::uint8_t> a = AddPayload(1);
+  ASSERT_EQ(molt_client_request(client_, Channel("slow.Ask"), a.data(), a.size(), 0.05, OnResponse,
+                                &journal_),
+            MOLT_OK);
+  EXPECT_LE(molt_client_timeout(client_), 0.05);
+  while (journal_.responses.empty()) {  // the app's whole loop: wait, step
+    ASSERT_EQ(molt_client_wait(client_, 5), MOLT_OK);
+    ASSERT_EQ(molt_client_step(client_, 0), MOLT_OK);
+  }
+  EXPECT_EQ(journal_.responses[0].first, MOLT_ERR_TIMEOUT);
+}
+
 TEST_F(ClientTest, RefusalsKicksAndUnreachableServersCloseWithTheReason) {
   Connection auth = kernel_->hooks().On(
       "Auth.Hello", [](HookContext& ctx) { return ctx.args[0].AsString() != "mallory"; });
@@ -167,21 +272,23 @@ TEST_F(ClientTest, ALostLinkReconnectsAndResumesTheSessionWithNothingLost) {
   const std::vector<std::uint8_t> p = SayPayload("sent while away");
   ASSERT_EQ(molt_client_intent(client_, say, p.data(), p.size()), MOLT_OK);
   ASSERT_TRUE(net_->Send(said_id, session, SayPayload("missed")).ok());
-  // The backlog holds at most one tick of the server's budget (64 frames), so the resumed burst
-  // is never a flood.
+  // What the app sends while away waits in the send queue, within the channel's rate limit
+  // (100 per second, burst 100), and leaves paced after the resume: no flood, no rejection.
   int queued = 1;
   while (molt_client_intent(client_, say, p.data(), p.size()) == MOLT_OK) {
     ++queued;
   }
-  EXPECT_EQ(queued, 64);
-  EXPECT_NE(Error().find("the link is down and 64 messages wait for it"), std::string::npos)
-      << Error();
+  EXPECT_EQ(queued, 100);
+  EXPECT_EQ(Error(),
+            "channel \"chat.Say\" allows 100 per second: the server would refuse this one");
+  EXPECT_GT(molt_client_send_queue_bytes(client_), 100 * p.size());
 
   ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CONNECTED; }));
   EXPECT_EQ(molt_client_session(client_), session);
   ASSERT_TRUE(Pump([&] { return !heard.empty() && !journal_.events.empty(); }));
-  ASSERT_TRUE(Pump([&] { return heard.size() == 64; }));
+  ASSERT_TRUE(Pump([&] { return heard.size() == 100; }));
   EXPECT_EQ(heard.front(), std::to_string(session) + " sent while away");
+  EXPECT_EQ(net_->stats().transport_floods, 0u);
   EXPECT_EQ(net_->channels().Find(say)->counters().rejected_total(), 0u);
   EXPECT_EQ(journal_.events, std::vector<std::string>{"missed"});
   ASSERT_GE(journal_.states.size(), 4u);

@@ -189,6 +189,8 @@ void ClientKernel::Step(std::optional<Duration> budget) {
   }
 }
 
+std::optional<TimePoint> ClientKernel::NextWake() const { return kernel_->scheduler().NextWake(); }
+
 void ClientKernel::Event(std::uint16_t id, std::string_view channel,
                          std::span<const std::uint8_t> payload) {
   const Value args[] = {Value::Bytes(payload.data(), static_cast<std::uint32_t>(payload.size()))};

@@ -77,6 +77,9 @@ class ClientKernel {
   bool started() const;
   // Runs the scheduler for at most `budget`; nullopt: the kernel's own frame budget.
   void Step(std::optional<Duration> budget);
+  // When the controllers next need a step (a time in the past: now); nullopt when nothing is
+  // scheduled.
+  std::optional<TimePoint> NextWake() const;
 
   // --- What the server sent, for the controllers' Bus ---
   // Topics are resolved once per channel id and replica id (and again if the name changed).

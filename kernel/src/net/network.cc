@@ -564,7 +564,8 @@ void Network::OnHello(Peer& peer, const void* raw) {
   auto welcome = w::CreateWelcomeDirect(
       b, s.id(), hash, static_cast<float>(options_.tick_rate), &infos, options_.max_frame_bytes,
       options_.bytes_per_tick, options_.messages_per_tick, Millis(options_.ping_interval_seconds),
-      &s.resume_token_, resuming, Millis(options_.resume_window_seconds));
+      &s.resume_token_, resuming, Millis(options_.resume_window_seconds),
+      static_cast<float>(options_.budget_burst_ticks));
   SendFrame(peer, Finish(b, w::Body::Welcome, welcome.Union()));
   if (peer.closed_) {
     return;

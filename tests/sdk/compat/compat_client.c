@@ -7,6 +7,7 @@
  *   every release    connect, an intent echoed back as an event, a request answered, disconnect
  *   client API 2     options with MOLT_CLIENT_NO_RECONNECT
  *   client API 3     the compat.board replica
+ *   client API 4     waits with molt_client_wait instead of sleeping a frame
  *
  *   compat_client PORT     exit 0 after printing what it saw, 1 with the reason otherwise
  */
@@ -59,16 +60,22 @@ static int fail(molt_client* c, const char* what) {
   return 1;
 }
 
-/* Steps the client as a frame loop would (1.5 ms of work, 1 ms of sleep) until `*flag`, for at
- * most about 10 s. */
+/* Steps the client until `*flag`, for at most about 10 s: from client API 4 an app that waits
+ * (molt_client_wait between steps), before it a frame loop (1.5 ms of work, 1 ms of sleep). */
 static int step_until(molt_client* c, const int* flag) {
   int i;
   for (i = 0; i < 10000 && !*flag; ++i) {
+#if MOLT_CLIENT_API_VERSION >= 4
+    if (molt_client_wait(c, 0.001) != MOLT_OK || molt_client_step(c, 0) != MOLT_OK) {
+      return 0;
+    }
+#else
     struct timespec ms = {0, 1000000};
     if (molt_client_step(c, 0.0015) != MOLT_OK) {
       return 0;
     }
     nanosleep(&ms, NULL);
+#endif
   }
   return *flag;
 }

@@ -182,7 +182,7 @@ class CompatServerTest : public ::testing::Test {
 };
 
 TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
-  for (int api = 1; api <= 3; ++api) {
+  for (int api = 1; api <= 4; ++api) {
     const std::string out = Run("client-" + std::to_string(api) + "/compat_client");
     EXPECT_NE(out.find("client API " + std::to_string(api) + ": connected"), std::string::npos)
         << out;
@@ -198,9 +198,11 @@ TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
 TEST_F(CompatServerTest, AnEarlierWireProtocolIsRefusedNamingBothVersions) {
   EXPECT_EQ(Run("wire-1/compat_wire_client"),
             "Refuse ProtocolVersion: protocol version 1 is not supported: this server speaks 2\n");
-  const std::string current = Run("wire-2/compat_wire_client");
-  EXPECT_EQ(current.rfind("Welcome session=", 0), 0u) << current;
-  EXPECT_NE(current.find(" channels=3"), std::string::npos) << current;
+  for (const char* wire : {"wire-2", "wire-2.1"}) {
+    const std::string welcomed = Run(std::string(wire) + "/compat_wire_client");
+    EXPECT_EQ(welcomed.rfind("Welcome session=", 0), 0u) << wire << ": " << welcomed;
+    EXPECT_NE(welcomed.find(" channels=3"), std::string::npos) << wire << ": " << welcomed;
+  }
 }
 
 // --- The minimum sizes of abi/struct_size.h are the sizes of the releases they name -----------

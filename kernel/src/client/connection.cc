@@ -1,0 +1,851 @@
+// SPDX-License-Identifier: Apache-2.0
+// Connection: the client side of the wire (sdk/include/molt/client.h), on an io_context that
+// only Step() runs.
+#include "kernel/src/client/connection.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "kernel/src/wire/wire.h"
+#include "molt_wire_generated.h"
+
+namespace molt::kernel::client {
+namespace {
+
+namespace asio = boost::asio;
+namespace fb = ::flatbuffers;
+namespace w = ::molt::wire;
+using tcp = asio::ip::tcp;
+
+constexpr std::uint32_t kMaxInboundFrame = 16u << 20;  // the client's own cap on server frames
+constexpr double kDefaultConnectTimeout = 10;
+constexpr std::size_t kDefaultSendQueue = 1 << 20;
+constexpr double kFirstReconnectDelay = 0.1;
+constexpr double kDefaultReconnectMax = 8;
+constexpr std::size_t kFrameOverhead = 64;  // envelope bytes around a payload, at most
+
+// Seconds as a duration, clamped to [0, 11 days] so no conversion overflows.
+Duration Seconds(double s) {
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(std::clamp(s, 0.0, 1e6) * 1e9));
+}
+
+TimePoint Now() { return RealNow(); }
+
+// `b` finished as a size-prefixed envelope holding `body`.
+std::span<const std::uint8_t> Finish(fb::FlatBufferBuilder& b, w::Body type,
+                                     fb::Offset<void> body) {
+  b.FinishSizePrefixed(w::CreateEnvelope(b, type, body));
+  return {b.GetBufferPointer(), b.GetSize()};
+}
+
+}  // namespace
+
+struct Connection::Impl {
+  asio::io_context io;
+  tcp::resolver resolver{io};
+  tcp::socket socket{io};
+};
+
+Connection::Connection(const molt_client_options& o)
+    : io_(std::make_unique<Impl>()),
+      connect_timeout_(o.connect_timeout_seconds > 0 ? o.connect_timeout_seconds
+                                                     : kDefaultConnectTimeout),
+      max_send_queue_(o.max_send_queue_bytes > 0 ? o.max_send_queue_bytes : kDefaultSendQueue),
+      reconnect_((o.flags & MOLT_CLIENT_NO_RECONNECT) == 0),
+      reconnect_max_(o.reconnect_max_seconds > 0 ? o.reconnect_max_seconds : kDefaultReconnectMax),
+      backoff_(kFirstReconnectDelay) {}
+
+Connection::~Connection() {
+  kernel_.reset();      // controllers stop first: they may still send
+  state_fn_ = nullptr;  // no callbacks from a client being destroyed
+  handlers_.clear();
+  all_channels_ = {};
+  replicas_.ClearListeners();
+  for (auto& [id, p] : pending_) {
+    p.done = [](molt_status_t, std::span<const std::uint8_t>) {};
+  }
+  FinishWrites();  // what the controllers sent as they stopped, then the Bye
+  SayBye();        // like Disconnect: the server ends the session now, not after a resume window
+  Teardown();
+}
+
+// --- The link ------------------------------------------------------------------------------------
+
+Status Connection::Connect(std::string host, std::uint16_t port, std::string user,
+                           std::span<const std::uint8_t> credentials,
+                           std::span<const std::uint8_t> join_data) {
+  if (state_ == MOLT_CLIENT_CONNECTING || state_ == MOLT_CLIENT_CONNECTED ||
+      state_ == MOLT_CLIENT_RECONNECTING) {
+    return Status::FailedPrecondition("already connecting or connected: disconnect first");
+  }
+  host_ = std::move(host);
+  port_ = port;
+  user_ = std::move(user);
+  credentials_.assign(credentials.begin(), credentials.end());
+  join_data_.assign(join_data.begin(), join_data.end());
+  StartAttempt();
+  return Status::Ok();
+}
+
+void Connection::StartAttempt() {
+  const std::uint64_t link = ++link_;
+  attempting_ = true;
+  if (state_ != MOLT_CLIENT_RECONNECTING) {  // a reconnect stays RECONNECTING until the Welcome
+    SetState(MOLT_CLIENT_CONNECTING, "");
+    if (link != link_) {
+      return;  // the state callback disconnected
+    }
+  }
+  connect_deadline_ = Now() + Seconds(connect_timeout_);
+  target_ = host_ + ":" + std::to_string(port_);
+  auto connected = [this, link](boost::system::error_code ec) {
+    if (link != link_) {
+      return;
+    }
+    if (ec) {
+      return Lost("cannot connect to " + target_ + ": " + ec.message());
+    }
+    OnConnected();
+  };
+  boost::system::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(host_, ec);
+  if (!ec) {  // a numeric address: nothing to resolve
+    io_->socket.async_connect(tcp::endpoint(address, port_), connected);
+    return;
+  }
+  resolving_ = true;
+  io_->resolver.async_resolve(
+      host_, std::to_string(port_),
+      [this, link, connected](boost::system::error_code e, tcp::resolver::results_type r) {
+        if (link != link_) {
+          return;
+        }
+        resolving_ = false;
+        if (e) {
+          return Lost("cannot resolve " + target_ + ": " + e.message());
+        }
+        asio::async_connect(
+            io_->socket, r,
+            [connected](boost::system::error_code e2, const tcp::endpoint&) { connected(e2); });
+      });
+}
+
+void Connection::OnConnected() {
+  boost::system::error_code ignored;
+  io_->socket.set_option(tcp::no_delay(true), ignored);
+  io_->socket.non_blocking(true, ignored);  // Flush writes without blocking
+  linked_ = true;
+  last_receive_ = Now();
+  // The Hello goes first; what the app queued while the link was down waits for the Welcome.
+  fb::FlatBufferBuilder b(256);
+  auto hello = w::CreateHelloDirect(b, w::kProtocolVersion, 0, user_.c_str(), &credentials_,
+                                    &join_data_, &resume_token_);
+  const std::span<const std::uint8_t> frame = Finish(b, w::Body::Hello, hello.Union());
+  writing_.assign(frame.begin(), frame.end());
+  written_ = 0;
+  Flush();
+  Read();
+}
+
+void Connection::Read() {
+  const std::uint64_t link = link_;
+  io_->socket.async_read_some(
+      asio::buffer(in_), [this, link](boost::system::error_code ec, std::size_t n) {
+        if (link != link_) {
+          return;
+        }
+        if (ec) {
+          return Lost(ec == asio::error::eof ? "the server closed the connection"
+                                             : "connection lost: " + ec.message());
+        }
+        last_receive_ = Now();
+        rx_.insert(rx_.end(), in_.begin(), in_.begin() + static_cast<std::ptrdiff_t>(n));
+        Parse(link);
+        if (link == link_) {
+          Read();
+        }
+      });
+}
+
+void Connection::Parse(std::uint64_t link) {
+  std::size_t at = 0;
+  while (link == link_ && rx_.size() - at >= 4) {
+    std::uint32_t size = 0;
+    std::memcpy(&size, rx_.data() + at, 4);
+    if (size == 0 || size > kMaxInboundFrame) {
+      return Closed("the server sent a frame of " + std::to_string(size) + " bytes");
+    }
+    if (rx_.size() - at < 4 + std::size_t{size}) {
+      break;
+    }
+    OnFrame(std::span<const std::uint8_t>(rx_.data() + at, 4 + std::size_t{size}));
+    at += 4 + std::size_t{size};
+  }
+  if (link == link_) {
+    rx_.erase(rx_.begin(), rx_.begin() + static_cast<std::ptrdiff_t>(at));
+  }
+}
+
+void Connection::OnFrame(std::span<const std::uint8_t> frame) {
+  frame = w::Aligned(frame, frame_scratch_);
+  fb::Verifier v(frame.data(), frame.size(), w::ServerEnvelopeVerifierOptions());
+  const w::Envelope* env =
+      w::VerifySizePrefixedEnvelopeBuffer(v) ? w::GetSizePrefixedEnvelope(frame.data()) : nullptr;
+  if (env == nullptr || env->body() == nullptr) {
+    return Closed("the server sent a malformed frame");
+  }
+  auto bytes = [this](const fb::Vector<std::uint8_t>* p) {
+    return p == nullptr ? std::span<const std::uint8_t>()
+                        : w::Aligned(std::span(p->data(), p->size()), payload_scratch_);
+  };
+  switch (env->body_type()) {
+    case w::Body::Welcome:
+      return OnWelcome(*env->body_as_Welcome());
+    case w::Body::Refuse: {
+      const w::Refuse* r = env->body_as_Refuse();
+      const std::string why = std::string(w::EnumNameRefuseReason(r->reason())) + ": " +
+                              (r->text() ? r->text()->str() : "");
+      const bool passing = r->reason() == w::RefuseReason::RateLimited ||
+                           r->reason() == w::RefuseReason::ServerFull ||
+                           r->reason() == w::RefuseReason::ShuttingDown;
+      if (state_ == MOLT_CLIENT_RECONNECTING && passing) {
+        // A busy server is not the end of a session being resumed: try again later.
+        backoff_ = std::max(backoff_, r->retry_after_ms() / 1000.0);
+        return Lost(why);
+      }
+      return Closed(why);
+    }
+    case w::Body::Bye: {
+      const w::Bye* m = env->body_as_Bye();
+      return Closed((m->reason() ? m->reason()->str() : "Bye") + ": " +
+                    (m->text() ? m->text()->str() : ""));
+    }
+    case w::Body::Event: {
+      const w::Event* e = env->body_as_Event();
+      const std::span<const std::uint8_t> payload = bytes(e->payload());
+      auto h = handlers_.find(e->channel());
+      const Handler handler = h != handlers_.end() ? h->second : all_channels_;
+      const std::uint64_t link = link_;
+      if (handler.fn != nullptr) {
+        handler.fn(handler.user_data, e->channel(), payload.data(), payload.size());
+      }
+      if (kernel_ && link == link_) {  // the controllers' Bus
+        if (auto ch = channels_.find(e->channel()); ch != channels_.end()) {
+          kernel_->Event(e->channel(), ch->second.name, payload);
+        }
+      }
+      return;
+    }
+    case w::Body::Response: {
+      const w::Response* r = env->body_as_Response();
+      auto it = pending_.find(r->id());
+      if (it == pending_.end()) {
+        return;  // answered late, after our own timeout
+      }
+      Pending p = std::move(it->second);
+      pending_.erase(it);
+      p.done(r->status(), bytes(r->payload()));
+      return;
+    }
+    case w::Body::Ping: {
+      if (queued_bytes() > max_send_queue_) {
+        return;  // a server that pings and never reads does not grow our queue
+      }
+      const w::Ping* m = env->body_as_Ping();
+      fb::FlatBufferBuilder b(64);
+      Queue(Finish(b, w::Body::Pong, w::CreatePong(b, m->seq(), m->time_ns()).Union()),
+            std::nullopt);
+      return;
+    }
+    case w::Body::Pong: {
+      const w::Pong* m = env->body_as_Pong();
+      const auto now = Now().time_since_epoch().count();
+      const auto sent = static_cast<std::int64_t>(m->time_ns());
+      if (m->seq() == ping_seq_ && sent > 0 && sent <= now) {
+        const double sample = static_cast<double>(now - sent) * 1e-9;
+        rtt_ = rtt_ == 0 ? sample : (rtt_ * 7 + sample) / 8;
+      }
+      return;
+    }
+    case w::Body::Replica:
+      return OnReplicaMessage(*env->body_as_Replica());
+    case w::Body::Error:
+      return;  // the server dropped something we sent (counted there); nothing to do here
+    case w::Body::Hello:
+    case w::Body::Intent:
+    case w::Body::Request:
+      return Closed("the server sent a client-to-server message");
+    default:
+      return;  // a body from a newer server: ignored, so appending one never breaks clients
+  }
+}
+
+void Connection::OnWelcome(const w::Welcome& welcome) {
+  if (!attempting_) {
+    return Closed("the server sent a second welcome");
+  }
+  attempting_ = false;
+  const std::uint64_t link = link_;
+  const bool was_reconnecting = state_ == MOLT_CLIENT_RECONNECTING;
+  const bool resumed = was_reconnecting && welcome.resumed() && welcome.session_id() == session_;
+  if (was_reconnecting && !resumed) {
+    // The old session is gone: nobody will answer its requests, and what was queued for it
+    // (with its channel ids) is not sent to the new one.
+    queue_.DropApp();
+    FailPending();
+    if (link != link_) {
+      return;  // a callback disconnected
+    }
+  }
+  if (!resumed && !replicas_.empty()) {
+    DropReplicas();
+    if (link != link_) {
+      return;
+    }
+  }
+  const TimePoint now = Now();
+  session_ = welcome.session_id();
+  resume_token_.clear();
+  if (welcome.resume_token() != nullptr) {
+    resume_token_.assign(welcome.resume_token()->begin(), welcome.resume_token()->end());
+  }
+  backoff_ = kFirstReconnectDelay;
+  limits_.tick_rate = welcome.tick_rate();
+  limits_.bytes_per_tick = welcome.bytes_per_tick();
+  limits_.messages_per_tick = welcome.messages_per_tick();
+  limits_.burst_ticks = welcome.budget_burst_ticks() > 0 ? welcome.budget_burst_ticks() : 1;
+  limits_.max_frame_bytes = welcome.max_frame_bytes();
+  queue_.SetBudget(SendQueue::ForServer(limits_), now);
+  ping_interval_ = welcome.ping_interval_ms() / 1000.0;
+  // Channels. A resumed session keeps the state of its rate limits, as the server does.
+  std::unordered_map<std::uint16_t, Channel> old = std::move(channels_);
+  channels_.clear();
+  ids_.clear();
+  if (!resumed) {
+    queue_.ClearChannelRates();
+  }
+  if (welcome.channels() != nullptr) {
+    for (const w::ChannelInfo* info : *welcome.channels()) {
+      if (info->name() == nullptr) {
+        continue;
+      }
+      Channel c;
+      c.name = info->name()->str();
+      c.kind = static_cast<std::int32_t>(info->kind());
+      c.timeout_seconds = info->timeout_ms() / 1000.0;
+      c.bucket = TokenBucket(info->rate(), info->burst(), now);
+      auto kept = old.find(info->id());
+      const bool same = resumed && kept != old.end() && kept->second.name == c.name &&
+                        kept->second.bucket.rate() == c.bucket.rate() &&
+                        kept->second.bucket.burst() == c.bucket.burst();
+      if (same) {
+        c.bucket = kept->second.bucket;
+      } else {
+        queue_.SetChannelRate(info->id(), info->rate(), info->burst(), now);
+      }
+      ids_[c.name] = info->id();
+      channels_[info->id()] = std::move(c);
+    }
+  }
+  next_ping_ = now + Seconds(ping_interval_ > 0 ? ping_interval_ : 1);
+  SetState(MOLT_CLIENT_CONNECTED, !was_reconnecting ? ""
+                                  : resumed
+                                      ? "resumed"
+                                      : "a new session: the server did not resume the old one");
+  if (link == link_) {
+    Flush();  // what the app sent while the link was down goes now, after the Welcome
+  }
+}
+
+void Connection::Closed(const std::string& reason) {
+  state_ = MOLT_CLIENT_CLOSED;  // before the requests' callbacks: they may not send any more
+  Teardown();
+  SetState(MOLT_CLIENT_CLOSED, reason);
+}
+
+void Connection::Lost(const std::string& reason) {
+  const bool had_session = state_ == MOLT_CLIENT_CONNECTED || state_ == MOLT_CLIENT_RECONNECTING;
+  if (!reconnect_ || !had_session) {
+    return Closed(reason);
+  }
+  DropTransport();
+  std::uniform_real_distribution<double> jitter(0.75, 1.25);
+  next_attempt_ = Now() + Seconds(backoff_ * jitter(rng_));
+  backoff_ = std::min(backoff_ * 2, reconnect_max_);
+  if (state_ != MOLT_CLIENT_RECONNECTING) {
+    SetState(MOLT_CLIENT_RECONNECTING, reason);
+  }
+}
+
+void Connection::DropTransport() {
+  ++link_;  // completions of the old link are ignored from here on
+  attempting_ = false;
+  resolving_ = false;
+  linked_ = false;
+  write_waiting_ = false;
+  write_error_.clear();
+  boost::system::error_code ignored;
+  io_->resolver.cancel();
+  io_->socket.close(ignored);
+  io_->socket = tcp::socket(io_->io);
+  rx_.clear();
+  writing_.clear();  // on the wire when the link broke: may be lost
+  written_ = 0;
+}
+
+void Connection::Teardown() {
+  DropTransport();
+  queue_.Clear();
+  session_ = 0;
+  resume_token_.clear();
+  backoff_ = kFirstReconnectDelay;
+  FailPending();
+}
+
+void Connection::FailPending() {
+  std::map<std::uint32_t, Pending> requests = std::move(pending_);
+  pending_.clear();
+  for (auto& [id, p] : requests) {
+    p.done(MOLT_ERR_TIMEOUT, {});
+  }
+}
+
+void Connection::SetState(std::int32_t state, const std::string& reason) {
+  state_ = state;
+  if (state_fn_ != nullptr) {
+    state_fn_(state_user_, state, reason.c_str());
+  }
+  if (kernel_) {
+    kernel_->State(state, reason);
+  }
+}
+
+void Connection::Disconnect() {
+  if (state_ == MOLT_CLIENT_IDLE || state_ == MOLT_CLIENT_CLOSED) {
+    state_ = MOLT_CLIENT_IDLE;
+    return;
+  }
+  SayBye();
+  state_ = MOLT_CLIENT_IDLE;  // before the requests' callbacks: they may not send any more
+  Teardown();
+  SetState(MOLT_CLIENT_IDLE, "disconnected by the app");
+}
+
+void Connection::SayBye() {
+  if (state_ != MOLT_CLIENT_CONNECTED || !linked_ || written_ != writing_.size()) {
+    return;
+  }
+  fb::FlatBufferBuilder b(64);
+  const std::span<const std::uint8_t> bye =
+      Finish(b, w::Body::Bye, w::CreateByeDirect(b, "ClientClosed", "").Union());
+  boost::system::error_code ignored;
+  io_->socket.write_some(asio::buffer(bye.data(), bye.size()), ignored);
+}
+
+void Connection::FinishWrites() {
+  const TimePoint deadline = Now() + std::chrono::milliseconds(50);
+  io_->io.restart();
+  while (linked_ && welcomed() && (written_ != writing_.size() || !queue_.empty()) &&
+         Now() < deadline) {
+    Flush();
+    if (io_->io.poll_one() == 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+}
+
+// --- Stepping and waiting ------------------------------------------------------------------------
+
+void Connection::Step(double budget_seconds) {
+  const TimePoint deadline = Now() + Seconds(budget_seconds);
+  io_->io.restart();
+  more_ready_ = false;
+  while (io_->io.poll_one() != 0) {
+    if (Now() >= deadline) {
+      more_ready_ = true;  // handlers may still be ready: the next wait does not block
+      break;
+    }
+  }
+  Timers();
+  if (kernel_ && kernel_->started()) {
+    // Controllers: what the I/O left of the budget, and at least a quarter of it; a zero budget
+    // ("what is ready now") runs them under the kernel's own frame budget.
+    const auto quarter = std::chrono::duration_cast<Duration>(Seconds(budget_seconds) / 4);
+    kernel_->Step(budget_seconds == 0 ? std::nullopt
+                                      : std::optional(std::max(quarter, deadline - Now())));
+  }
+}
+
+void Connection::Timers() {
+  const TimePoint now = Now();
+  if (!write_error_.empty()) {
+    return Lost(std::exchange(write_error_, {}));
+  }
+  if (attempting_ && now > connect_deadline_) {
+    return Lost("timed out connecting to " + target_ + " (connect_timeout_seconds)");
+  }
+  if (state_ == MOLT_CLIENT_RECONNECTING && !attempting_ && now >= next_attempt_) {
+    StartAttempt();
+  }
+  if (state_ != MOLT_CLIENT_CONNECTED && state_ != MOLT_CLIENT_RECONNECTING) {
+    return;
+  }
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (now >= it->second.deadline) {
+      Pending p = std::move(it->second);
+      it = pending_.erase(it);
+      p.done(MOLT_ERR_TIMEOUT, {});
+      if (state_ != MOLT_CLIENT_CONNECTED && state_ != MOLT_CLIENT_RECONNECTING) {
+        return;
+      }
+    } else {
+      ++it;
+    }
+  }
+  const double silence = 3 * (ping_interval_ > 0 ? ping_interval_ : 1) + 2;
+  if (state_ == MOLT_CLIENT_CONNECTED && linked_ && now - last_receive_ > Seconds(silence)) {
+    return Lost("nothing from the server for " + std::to_string(static_cast<int>(silence)) + " s");
+  }
+  if (welcomed() && now >= next_ping_) {
+    next_ping_ = now + Seconds(ping_interval_ > 0 ? ping_interval_ : 1);
+    fb::FlatBufferBuilder b(64);
+    const auto t = static_cast<std::uint64_t>(now.time_since_epoch().count());
+    Queue(Finish(b, w::Body::Ping, w::CreatePing(b, ++ping_seq_, t).Union()), std::nullopt);
+  }
+  Flush();  // paced frames whose time came
+}
+
+int Connection::socket() const {
+  return io_->socket.is_open() ? static_cast<int>(io_->socket.native_handle()) : -1;
+}
+
+std::int32_t Connection::socket_events() const {
+  if (socket() < 0) {
+    return 0;
+  }
+  if (!linked_) {
+    return MOLT_CLIENT_WAIT_WRITE;  // connecting: writable once connected
+  }
+  return MOLT_CLIENT_WAIT_READ | (write_waiting_ ? MOLT_CLIENT_WAIT_WRITE : 0);
+}
+
+double Connection::Timeout() {
+  if (more_ready_ || !write_error_.empty()) {
+    return 0;
+  }
+  const TimePoint now = Now();
+  TimePoint next = TimePoint::max();
+  auto at = [&next](TimePoint t) { next = std::min(next, t); };
+  if (resolving_) {
+    at(now + std::chrono::milliseconds(1));  // the resolver's thread cannot wake a poll
+  }
+  if (attempting_) {
+    at(connect_deadline_);
+  }
+  if (state_ == MOLT_CLIENT_RECONNECTING && !attempting_) {
+    at(next_attempt_);
+  }
+  if (state_ == MOLT_CLIENT_CONNECTED || state_ == MOLT_CLIENT_RECONNECTING) {
+    for (const auto& [id, p] : pending_) {
+      at(p.deadline);
+    }
+  }
+  if (welcomed() && linked_) {
+    at(next_ping_);
+    at(last_receive_ + Seconds(3 * (ping_interval_ > 0 ? ping_interval_ : 1) + 2));
+    if (!write_waiting_) {
+      if (std::optional<TimePoint> release = queue_.NextRelease(now)) {
+        at(*release);
+      }
+    }
+  }
+  if (kernel_ && kernel_->started()) {
+    if (std::optional<TimePoint> wake = kernel_->NextWake()) {
+      at(*wake);
+    }
+  }
+  if (next == TimePoint::max()) {
+    return -1;
+  }
+  return next <= now ? 0 : std::chrono::duration<double>(next - now).count();
+}
+
+Status Connection::Wait(double max_seconds) {
+  if (std::isnan(max_seconds) || max_seconds < 0) {
+    return Status::InvalidArgument("max_seconds must be a number >= 0 (INFINITY: no limit)");
+  }
+  double wait = Timeout();
+  if (wait < 0 || wait > max_seconds) {
+    wait = max_seconds;
+  }
+  const int fd = socket();
+  if (std::isinf(wait) && fd < 0) {
+    return Status::FailedPrecondition(
+        "nothing to wait for: the client has no connection and no timer (connect first)");
+  }
+  if (wait == 0) {
+    return Status::Ok();
+  }
+  const std::int32_t events = socket_events();
+  pollfd p{fd,
+           static_cast<short>(((events & MOLT_CLIENT_WAIT_READ) != 0 ? POLLIN : 0) |
+                              ((events & MOLT_CLIENT_WAIT_WRITE) != 0 ? POLLOUT : 0)),
+           0};
+  timespec ts{};
+  if (!std::isinf(wait)) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Seconds(wait)).count();
+    ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+    ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+  }
+  if (::ppoll(fd >= 0 ? &p : nullptr, fd >= 0 ? 1 : 0, std::isinf(wait) ? nullptr : &ts, nullptr) <
+          0 &&
+      errno != EINTR) {
+    return Status::IoError(std::string("poll failed: ") + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// --- Sending -------------------------------------------------------------------------------------
+
+Result<std::uint16_t> Connection::ChannelId(std::string_view name) const {
+  if (state_ != MOLT_CLIENT_CONNECTED && state_ != MOLT_CLIENT_RECONNECTING) {
+    return Status::FailedPrecondition("not connected: channels come with the server's welcome");
+  }
+  auto it = ids_.find(std::string(name));  // while reconnecting: the last welcome's table
+  if (it == ids_.end()) {
+    return Status::NotFound("the server has no channel \"" + std::string(name) + "\"");
+  }
+  return it->second;
+}
+
+Result<Connection::Channel*> Connection::CheckSend(std::uint16_t id, std::int32_t kind,
+                                                   std::size_t size) {
+  if (state_ != MOLT_CLIENT_CONNECTED && state_ != MOLT_CLIENT_RECONNECTING) {
+    return Status::FailedPrecondition("not connected");
+  }
+  auto it = channels_.find(id);
+  if (it == channels_.end() || it->second.kind != kind) {
+    return Status::NotFound("the server has no " +
+                            std::string(kind == static_cast<std::int32_t>(w::ChannelKind::Intent)
+                                            ? "intent"
+                                            : "request") +
+                            " channel with id " + std::to_string(id));
+  }
+  if (size + kFrameOverhead > limits_.max_frame_bytes) {
+    return Status::InvalidArgument("a payload of " + std::to_string(size) +
+                                   " bytes does not fit the server's " +
+                                   std::to_string(limits_.max_frame_bytes) + "-byte frames");
+  }
+  if (queued_bytes() + size + kFrameOverhead > max_send_queue_) {
+    return Status::FailedPrecondition("the send queue is full (" + std::to_string(queued_bytes()) +
+                                      " bytes wait; max_send_queue_bytes is " +
+                                      std::to_string(max_send_queue_) +
+                                      "): step or wait to let it drain at the server's pace");
+  }
+  if (!it->second.bucket.Take(Now())) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%g", it->second.bucket.rate());
+    return Status::RateLimited("channel \"" + it->second.name + "\" allows " + rate +
+                               " per second: the server would refuse this one");
+  }
+  return &it->second;
+}
+
+Status Connection::SendIntent(std::uint16_t channel, std::span<const std::uint8_t> payload) {
+  Result<Channel*> ch =
+      CheckSend(channel, static_cast<std::int32_t>(w::ChannelKind::Intent), payload.size());
+  if (!ch.ok()) {
+    return ch.status();
+  }
+  fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
+  auto bytes = w::PayloadVector(b, payload);
+  Queue(Finish(b, w::Body::Intent, w::CreateIntent(b, channel, bytes).Union()), channel);
+  return Status::Ok();
+}
+
+Status Connection::SendRequest(std::uint16_t channel, std::span<const std::uint8_t> payload,
+                               double timeout_seconds, ResponseFn done) {
+  if (!(timeout_seconds >= 0) || !std::isfinite(timeout_seconds)) {
+    return Status::InvalidArgument("timeout_seconds must be a finite number >= 0");
+  }
+  Result<Channel*> ch =
+      CheckSend(channel, static_cast<std::int32_t>(w::ChannelKind::Request), payload.size());
+  if (!ch.ok()) {
+    return ch.status();
+  }
+  // The server answers MOLT_ERR_TIMEOUT at the channel's timeout; our own deadline is a second
+  // later, for a server that does not answer at all.
+  const double timeout = timeout_seconds > 0 ? timeout_seconds : (*ch)->timeout_seconds + 1;
+  const std::uint32_t id = next_request_++;
+  pending_.emplace(id, Pending{std::move(done), Now() + Seconds(timeout)});
+  fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
+  auto bytes = w::PayloadVector(b, payload);
+  Queue(Finish(b, w::Body::Request, w::CreateRequest(b, channel, id, bytes).Union()), channel);
+  return Status::Ok();
+}
+
+void Connection::Queue(std::span<const std::uint8_t> frame, std::optional<std::uint16_t> channel) {
+  queue_.Push(frame, channel);
+  Flush();
+}
+
+void Connection::Flush() {
+  if (!linked_ || write_waiting_ || !write_error_.empty()) {
+    return;
+  }
+  for (;;) {
+    if (written_ == writing_.size()) {
+      writing_.clear();
+      written_ = 0;
+      if (!welcomed() || queue_.Release(Now(), &writing_) == 0) {
+        return;
+      }
+    }
+    boost::system::error_code ec;
+    const std::size_t n = io_->socket.write_some(
+        asio::buffer(writing_.data() + written_, writing_.size() - written_), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      write_waiting_ = true;
+      const std::uint64_t link = link_;
+      io_->socket.async_wait(tcp::socket::wait_write, [this, link](boost::system::error_code e) {
+        if (link != link_) {
+          return;
+        }
+        write_waiting_ = false;
+        if (e) {
+          return Lost("connection lost: " + e.message());
+        }
+        Flush();
+      });
+      return;
+    }
+    if (ec) {
+      // Reported from the next step's timers: a send never runs the app's callbacks.
+      write_error_ = "connection lost: " + ec.message();
+      return;
+    }
+    written_ += n;
+  }
+}
+
+void Connection::OnEvent(std::uint16_t channel, molt_client_event_fn fn, void* user_data) {
+  if (channel == MOLT_CLIENT_ALL_CHANNELS) {
+    all_channels_ = {fn, user_data};
+  } else if (fn == nullptr) {
+    handlers_.erase(channel);
+  } else {
+    handlers_[channel] = {fn, user_data};
+  }
+}
+
+void Connection::OnState(molt_client_state_fn fn, void* user_data) {
+  state_fn_ = fn;
+  state_user_ = user_data;
+}
+
+// --- Replicas ------------------------------------------------------------------------------------
+
+void Connection::OnReplicaMessage(const w::Replica& message) {
+  std::vector<ReplicaStore::Update> updates;
+  if (Status s = replicas_.Apply(message, &updates); !s.ok()) {
+    return Closed(s.message());
+  }
+  Deliver(updates);
+}
+
+void Connection::Deliver(const std::vector<ReplicaStore::Update>& updates) {
+  const std::uint64_t link = link_;
+  for (const ReplicaStore::Update& u : updates) {
+    if (link != link_ || !replicas_.Holds(u.id)) {
+      return;  // a callback disconnected, or removed what follows
+    }
+    for (const ReplicaStore::Listener& l : replicas_.ListenersOf(u.id)) {
+      if (link != link_ || !replicas_.Holds(u.id)) {
+        break;
+      }
+      l.fn(l.user_data, u.id, u.what, u.field);
+    }
+    if (kernel_ && link == link_) {  // the controllers' Bus
+      if (const ReplicaStore::Replica* r = replicas_.Find(u.id)) {
+        kernel_->ReplicaUpdate(r->name, u.id, u.what, u.field);
+      }
+    }
+    if (u.what == MOLT_CLIENT_REPLICA_REMOVED) {
+      replicas_.Erase(u.id);  // gone once the callbacks returned
+    }
+  }
+}
+
+void Connection::DropReplicas() {
+  for (std::uint32_t id : replicas_.Ids()) {
+    if (replicas_.Holds(id)) {
+      Deliver({{id, MOLT_CLIENT_REPLICA_REMOVED, -1}});
+      replicas_.Erase(id);  // even when a callback disconnected: the old session's are gone
+    }
+  }
+}
+
+void Connection::OnReplica(std::string name, molt_client_replica_fn fn, void* user_data) {
+  const std::string filter = name;
+  replicas_.Listen(std::move(name), fn, user_data);
+  if (fn == nullptr) {
+    return;
+  }
+  // Replicas that arrived before anyone listened (spec: early packets are buffered).
+  for (std::uint32_t id : replicas_.Ids(filter)) {
+    if (replicas_.Holds(id)) {
+      fn(user_data, id, MOLT_CLIENT_REPLICA_SNAPSHOT, -1);
+    }
+  }
+}
+
+// --- Controllers ---------------------------------------------------------------------------------
+
+Result<ClientKernel*> Connection::Controllers() {
+  if (!kernel_) {
+    Result<std::unique_ptr<ClientKernel>> k = ClientKernel::Boot(*this);
+    if (!k.ok()) {
+      // The only way to fail: the process's kernel is already booted, by another client.
+      return Status::FailedPrecondition(
+          "another client of this process runs the controllers: one client kernel per process");
+    }
+    kernel_ = std::move(k).value();
+  }
+  return kernel_.get();
+}
+
+Status Connection::Intent(std::string_view channel, std::span<const std::uint8_t> payload) {
+  Result<std::uint16_t> id = ChannelId(channel);
+  return id.ok() ? SendIntent(*id, payload) : id.status();
+}
+
+Status Connection::Request(std::string_view channel, std::span<const std::uint8_t> payload,
+                           double timeout_seconds,
+                           Callback<void(molt_status_t, std::string_view)> done) {
+  Result<std::uint16_t> id = ChannelId(channel);
+  if (!id.ok()) {
+    return id.status();
+  }
+  return SendRequest(
+      *id, payload, timeout_seconds,
+      [done = std::move(done)](molt_status_t status, std::span<const std::uint8_t> answer) mutable {
+        done(status, std::string_view(reinterpret_cast<const char*>(answer.data()), answer.size()));
+      });
+}
+
+Status Connection::ReplicaValue(std::string_view replica, std::string_view field, molt_value* out) {
+  return replicas_.Value(replica, field, out);
+}
+
+}  // namespace molt::kernel::client
