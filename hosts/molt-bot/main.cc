@@ -7,11 +7,17 @@
 // client's own limiter, requests answered / rejected / rate limited / timed out, round-trip
 // p50 and p99, disconnects). The load generator for benchmarks and hot-swap tests.
 //
-// Everything runs on one thread: each frame steps every client, as a game's frame loop would.
+// Everything runs on one thread. Between rounds the bot sleeps until one of its clients' sockets
+// is ready, a client's timer is due, or a message is owed: the clients are waited on together
+// with their sockets and timeouts (client API 4), as an app with its own poller would, so an idle
+// bot costs no CPU. The summary says how much CPU the run took and how often it woke.
 #include <molt/client.h>
+#include <poll.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <fstream>
@@ -19,7 +25,6 @@
 #include <iterator>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -117,6 +122,45 @@ std::string Line(const Totals& t, std::size_t connected, std::size_t clients) {
   return buf;
 }
 
+// How often the bot woke up, for the summary.
+std::uint64_t g_wakeups = 0;
+
+// Sleeps until a client's socket is ready for what it waits for, a client's timer is due, or
+// `limit` seconds pass, whichever comes first.
+void WaitForClients(const std::vector<Bot>& bots, std::size_t count, double limit) {
+  std::vector<pollfd> fds;
+  double wait = limit;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double t = molt_client_timeout(bots[i].client);
+    if (t >= 0) {
+      wait = std::min(wait, t);
+    }
+    const int fd = molt_client_socket(bots[i].client);
+    const std::int32_t events = molt_client_socket_events(bots[i].client);
+    if (fd >= 0 && events != 0) {
+      fds.push_back({fd,
+                     static_cast<short>(((events & MOLT_CLIENT_WAIT_READ) != 0 ? POLLIN : 0) |
+                                        ((events & MOLT_CLIENT_WAIT_WRITE) != 0 ? POLLOUT : 0)),
+                     0});
+    }
+  }
+  ++g_wakeups;
+  if (wait <= 0) {
+    return;
+  }
+  const auto ns = static_cast<long long>(std::min(wait, 3600.0) * 1e9);
+  const timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  ::ppoll(fds.data(), fds.size(), &ts, nullptr);
+}
+
+// Seconds of CPU this process used so far (user and system).
+double CpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -208,10 +252,10 @@ int main(int argc, char** argv) {
         joining + std::chrono::duration_cast<Clock::duration>(
                       std::chrono::duration<double>(static_cast<double>(i) / join_rate));
     while (Clock::now() < due) {
+      WaitForClients(bots, i, std::chrono::duration<double>(due - Clock::now()).count());
       for (std::size_t j = 0; j < i; ++j) {
         molt_client_step(bots[j].client, 0);
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     Bot& b = bots[i];
     b.totals = &totals;
@@ -250,7 +294,9 @@ int main(int argc, char** argv) {
       connected += s == MOLT_CLIENT_CONNECTED;
       settled += s != MOLT_CLIENT_CONNECTING;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (settled < bots.size()) {
+      WaitForClients(bots, bots.size(), 0.1);
+    }
   }
   for (Bot& b : bots) {
     if (molt_client_state(b.client) != MOLT_CLIENT_CONNECTED) {
@@ -272,7 +318,10 @@ int main(int argc, char** argv) {
   std::cout << "molt-bot: " << connected << "/" << bots.size() << " clients joined " << host << ":"
             << port << "\n";
 
-  // Run: every frame (about 1 ms) each client sends what its rate owes and steps.
+  // Run: each round, every client sends what its rate owes and steps; then the bot sleeps until
+  // a client needs a step, the next message is owed, or the next report is due.
+  const double cpu_at_start = CpuSeconds();
+  const std::uint64_t wakeups_at_start = g_wakeups;
   const auto start = Clock::now();
   const auto end =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(duration));
@@ -317,20 +366,39 @@ int main(int argc, char** argv) {
       std::cout << "[" << static_cast<int>(t + 0.5) << "s] " << Line(totals, connected, bots.size())
                 << std::endl;
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    // The next message owed (rate is per client; the one owing most goes first), the next report
+    // or the end, whichever comes first.
+    double owed_most = 0;
+    for (const Bot& b : bots) {
+      owed_most = std::max(owed_most, b.owed);
+    }
+    double limit = std::chrono::duration<double>(std::min(next_report, end) - Clock::now()).count();
+    if (rate > 0 && (!intent_names.empty() || !request_names.empty())) {
+      limit = std::min(limit, (1 - owed_most) / rate);
+    }
+    WaitForClients(bots, bots.size(), std::max(limit, 0.0));
   }
+  const double run_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double run_cpu = CpuSeconds() - cpu_at_start;
+  const std::uint64_t run_wakeups = g_wakeups - wakeups_at_start;
   // Let the last answers arrive, then leave.
   const auto drain = Clock::now() + std::chrono::seconds(2);
   while (Clock::now() < drain && totals.requests_ok + totals.requests_rejected +
                                          totals.requests_rate_limited + totals.requests_timed_out +
                                          totals.requests_failed <
                                      totals.requests_sent) {
+    WaitForClients(bots, bots.size(), std::chrono::duration<double>(drain - Clock::now()).count());
     for (Bot& b : bots) {
       molt_client_step(b.client, 0);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   std::cout << "molt-bot: done: " << Line(totals, connected, bots.size()) << std::endl;
+  char cpu[160];
+  std::snprintf(cpu, sizeof cpu,
+                "molt-bot: cpu %.3f s in %.1f s of running (%.2f%% of a core), %llu wakeups",
+                run_cpu, run_seconds, run_seconds > 0 ? 100 * run_cpu / run_seconds : 0.0,
+                static_cast<unsigned long long>(run_wakeups));
+  std::cout << cpu << std::endl;
   const bool all_stayed = connected == bots.size() && totals.disconnects == 0;
   for (Bot& b : bots) {
     molt_client_disconnect(b.client);

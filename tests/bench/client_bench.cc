@@ -1,20 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 // File: tests/bench/client_bench.cc
 //
-// A request's round trip through libmolt_client and a listening Network (DESIGN.md §11: p50 for
-// one client within 1.3 x a raw Asio ping-pong), beside that baseline measured in the same run:
-// a plain Boost.Asio echo server (async_read_some, async_write) and a blocking POSIX client
-// sending the same number of bytes and waiting for them back. In both cases the server runs on
-// its own thread and the client spins on the benchmark's thread. Results: docs/benchmarks.md.
+// libmolt_client against a listening Network on its own thread (results: docs/benchmarks.md):
+//   - a request's round trip (DESIGN.md §11: p50 for one client within 1.3 x a raw Asio
+//     ping-pong), beside that baseline measured in the same run: a plain Boost.Asio echo server
+//     (async_read_some, async_write) and a blocking POSIX client sending the same bytes and
+//     waiting for them back; the client spins on the benchmark's thread;
+//   - one client sending intents as fast as the API accepts them on an unlimited channel, paced
+//     by the client to the server's transport budget (DESIGN.md §11: at least 90% of the budget,
+//     0 floods); the app waits on the client (client API 4) whenever the send queue is full.
 #include <benchmark/benchmark.h>
 #include <molt/client.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -175,6 +180,107 @@ void BM_AsioPingPongBaseline(benchmark::State& state) {
   server.join();
 }
 BENCHMARK(BM_AsioPingPongBaseline)->Unit(benchmark::kMicrosecond);
+
+// One client's intents on an unlimited channel, as fast as the API takes them: each iteration
+// sends kBatch and ends when the server has counted them all. Arg 0: the server's default budget
+// (64 messages and 8192 bytes per tick at 60 Hz, a 4-tick burst), the target row; arg 1: a budget
+// a thousand times larger, so the pace is the client's own (beside BM_NetLoopbackIntents/1, raw
+// sockets that blast pre-encoded frames).
+void BM_ClientPacedIntents(benchmark::State& state) {
+  constexpr int kBatch = 2000;
+  Logger::Get().SetConsoleEnabled(false);
+  auto booted = Kernel::Boot(KernelOptions());
+  if (!booted.ok()) {
+    state.SkipWithError(booted.status().ToString().c_str());
+    return;
+  }
+  std::unique_ptr<Kernel> kernel = std::move(booted.value());
+  NetOptions o;
+  o.port = 0;
+  if (state.range(0) == 1) {
+    o.messages_per_tick *= 1000;
+    o.bytes_per_tick *= 1000;
+  }
+  const double budget = o.messages_per_tick * o.tick_rate;  // messages per second
+  auto net = std::make_unique<Network>(*kernel, o);
+  std::atomic<std::int64_t> counted{0};
+  ChannelSpec spec;
+  spec.name = "bench.Say";
+  spec.kind = ChannelKind::kIntent;
+  spec.schema = "molt.test.Say";
+  spec.verify = VerifySay;
+  spec.rules = {FieldRule::MaxLength(0, "text", 32)};
+  spec.rate = std::numeric_limits<double>::infinity();
+  spec.on_intent = [&counted](Session&, std::span<Value>) {
+    counted.fetch_add(1, std::memory_order_relaxed);
+  };
+  const ChannelId say = net->channels().Declare(std::move(spec)).value();
+  if (!net->Listen().ok()) {
+    state.SkipWithError("listen failed");
+    return;
+  }
+  const std::uint16_t port = net->port();
+  std::thread loop([&] { kernel->loop().Run(); });
+
+  molt_client* c = nullptr;
+  molt_client_create(nullptr, &c);
+  molt_client_connect(c, "127.0.0.1", port, "bench", nullptr, 0, nullptr, 0);
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (molt_client_state(c) == MOLT_CLIENT_CONNECTING && Clock::now() < deadline) {
+    molt_client_wait(c, 0.01);
+    molt_client_step(c, 0);
+  }
+  const std::vector<std::uint8_t> payload = SayPayload("paced");
+  std::int64_t sent = 0;
+  std::int64_t full = 0;
+  if (molt_client_state(c) != MOLT_CLIENT_CONNECTED) {
+    state.SkipWithError("the client did not connect");
+  } else {
+    for (auto _ : state) {
+      for (int i = 0; i < kBatch;) {
+        const molt_status_t s = molt_client_intent(c, say, payload.data(), payload.size());
+        if (s == MOLT_OK) {
+          ++i;
+          continue;
+        }
+        if (s != MOLT_ERR_STATE || molt_client_state(c) != MOLT_CLIENT_CONNECTED) {
+          state.SkipWithError(molt_client_last_error(c));
+          break;
+        }
+        ++full;  // the send queue is full: let it drain at the server's pace
+        molt_client_wait(c, 0.01);
+        molt_client_step(c, 0);
+      }
+      sent += kBatch;
+      while (counted.load(std::memory_order_relaxed) < sent &&
+             molt_client_state(c) == MOLT_CLIENT_CONNECTED) {
+        molt_client_wait(c, 0.01);
+        molt_client_step(c, 0);
+      }
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.counters["intents_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * kBatch), benchmark::Counter::kIsRate);
+  state.counters["budget_per_s"] = budget;
+  state.counters["queue_full"] = static_cast<double>(full);
+  molt_client_disconnect(c);
+  molt_client_destroy(c);
+  kernel->loop().Post([&] { kernel->loop().Stop(); });
+  loop.join();
+  state.counters["floods"] = static_cast<double>(net->stats().transport_floods);
+  net.reset();
+  (void)kernel->Shutdown();
+  kernel.reset();
+  Logger::Get().SetConsoleEnabled(true);
+}
+BENCHMARK(BM_ClientPacedIntents)
+    ->ArgName("budget_x1000")
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(4)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace molt::kernel::net

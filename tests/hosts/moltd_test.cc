@@ -241,6 +241,27 @@ TEST_F(MoltdTest, MoltBotLoadsItAndReports) {
   EXPECT_EQ(p.Wait(), 0) << p.output();
 }
 
+// An idle connected client costs nothing: molt-bot sleeps on its clients' sockets and timers
+// (client API 4) and wakes for pings only, about a few times a second, where a frame loop would
+// wake a thousand times.
+TEST_F(MoltdTest, AnIdleMoltBotSleepsBetweenPings) {
+  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  const std::string port = ServingPort(p);
+  ASSERT_FALSE(port.empty()) << p.output();
+  Process bot({MOLT_BOT_PATH, "--port", port, "--clients", "1", "--rate", "0", "--duration", "2"});
+  EXPECT_EQ(bot.Wait(), 0) << bot.output();
+  const std::string marker = " s of running (";
+  const std::size_t at = bot.output().find(marker);
+  ASSERT_NE(at, std::string::npos) << bot.output();
+  const std::size_t wakeups_at = bot.output().find("), ", at);
+  ASSERT_NE(wakeups_at, std::string::npos) << bot.output();
+  const int wakeups = std::stoi(bot.output().substr(wakeups_at + 3));
+  EXPECT_GT(wakeups, 0) << bot.output();
+  EXPECT_LT(wakeups, 40) << bot.output();  // 2 s of pings; a 1 kHz frame loop: ~2000
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+}
+
 // The counter pair end to end: moltd serves the counter service; molt-bot's first client runs
 // the counter_hud controller, which asks for the count (a request waited on in a process), adds
 // its visit (an intent), and logs what the replica then says.

@@ -6,8 +6,6 @@
  *
  *   hello_client HOST PORT USER TEXT     exit 0 on success, 1 with the reason otherwise
  */
-#define _POSIX_C_SOURCE 199309L /* nanosleep */
-
 #include <molt/client.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +13,7 @@
 #include <time.h>
 
 struct app {
+  int connected;
   int heard;
   int answered;
   char reason[256];
@@ -22,6 +21,7 @@ struct app {
 
 static void on_state(void* user_data, int32_t state, const char* reason) {
   struct app* a = (struct app*)user_data;
+  a->connected = state == MOLT_CLIENT_CONNECTED;
   if (state == MOLT_CLIENT_CLOSED) {
     snprintf(a->reason, sizeof a->reason, "%s", reason);
   }
@@ -44,17 +44,16 @@ static void on_shout(void* user_data, molt_status_t status, const void* data, si
   a->answered = 1;
 }
 
-/* The app's frame loop: a step of 1.5 ms, then the rest of a 2 ms frame asleep, until `*done`,
- * the client closes, or about 10 s pass. */
+/* The app's loop: it sleeps until the client has something to do (its socket or one of its
+ * timers), then steps it, until `*done`, the client closes, or about 10 s pass. A game would call
+ * molt_client_step from its frame loop instead. */
 static int run_until(molt_client* c, const int* done) {
-  int frame;
-  for (frame = 0; frame < 5000 && !*done; ++frame) {
-    struct timespec rest = {0, 500000};
-    molt_client_step(c, 0.0015);
-    if (molt_client_state(c) == MOLT_CLIENT_CLOSED) {
+  const time_t give_up = time(NULL) + 10;
+  while (!*done && time(NULL) < give_up) {
+    if (molt_client_wait(c, 1.0) != MOLT_OK || molt_client_step(c, 0) != MOLT_OK ||
+        molt_client_state(c) == MOLT_CLIENT_CLOSED) {
       return 0;
     }
-    nanosleep(&rest, NULL);
   }
   return *done;
 }
@@ -64,7 +63,6 @@ int main(int argc, char** argv) {
   molt_client_options options;
   molt_client* c = NULL;
   uint16_t say = 0, said = 0, shout = 0;
-  int connected = 0;
   if (argc != 5) {
     fprintf(stderr, "usage: hello_client HOST PORT USER TEXT\n");
     return 2;
@@ -83,11 +81,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "hello_client: %s\n", molt_client_last_error(c));
     goto fail;
   }
-  while (molt_client_state(c) == MOLT_CLIENT_CONNECTING) {
-    molt_client_step(c, 0.0015);
-  }
-  connected = molt_client_state(c) == MOLT_CLIENT_CONNECTED;
-  if (!connected) {
+  if (!run_until(c, &a.connected)) {
     fprintf(stderr, "hello_client: not connected: %s\n", a.reason);
     goto fail;
   }

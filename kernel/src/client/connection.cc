@@ -436,6 +436,7 @@ void Connection::Disconnect() {
     state_ = MOLT_CLIENT_IDLE;
     return;
   }
+  FinishWrites();  // what the app sent goes before the Bye
   SayBye();
   state_ = MOLT_CLIENT_IDLE;  // before the requests' callbacks: they may not send any more
   Teardown();
@@ -454,14 +455,39 @@ void Connection::SayBye() {
 }
 
 void Connection::FinishWrites() {
+  // Plain non-blocking writes and polls: no Asio handler runs, so no callback of the app does.
   const TimePoint deadline = Now() + std::chrono::milliseconds(50);
-  io_->io.restart();
-  while (linked_ && welcomed() && (written_ != writing_.size() || !queue_.empty()) &&
-         Now() < deadline) {
-    Flush();
-    if (io_->io.poll_one() == 0) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+  while (linked_ && welcomed() && write_error_.empty()) {
+    const TimePoint now = Now();
+    if (now >= deadline) {
+      return;
     }
+    if (written_ == writing_.size()) {
+      writing_.clear();
+      written_ = 0;
+      if (queue_.Release(now, &writing_) == 0) {
+        const std::optional<TimePoint> next = queue_.NextRelease(now);
+        if (!next) {
+          return;  // everything is written
+        }
+        std::this_thread::sleep_for(std::min(*next, deadline) - now);
+        continue;
+      }
+    }
+    boost::system::error_code ec;
+    const std::size_t n = io_->socket.write_some(
+        asio::buffer(writing_.data() + written_, writing_.size() - written_), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      pollfd p{socket(), POLLOUT, 0};
+      ::poll(
+          &p, 1,
+          static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count()));
+      continue;
+    }
+    if (ec) {
+      return;
+    }
+    written_ += n;
   }
 }
 
@@ -471,6 +497,7 @@ void Connection::Step(double budget_seconds) {
   const TimePoint deadline = Now() + Seconds(budget_seconds);
   io_->io.restart();
   more_ready_ = false;
+  wrote_since_step_ = false;
   while (io_->io.poll_one() != 0) {
     if (Now() >= deadline) {
       more_ready_ = true;  // handlers may still be ready: the next wait does not block
@@ -697,7 +724,12 @@ Status Connection::SendRequest(std::uint16_t channel, std::span<const std::uint8
 
 void Connection::Queue(std::span<const std::uint8_t> frame, std::optional<std::uint16_t> channel) {
   queue_.Push(frame, channel);
-  Flush();
+  // The first frame since the last step leaves at once (a lone request is not delayed); what
+  // follows it before the next step leaves in one write there.
+  if (!wrote_since_step_) {
+    wrote_since_step_ = true;
+    Flush();
+  }
 }
 
 void Connection::Flush() {

@@ -71,8 +71,9 @@ class Connection final : public ClientPort {
   Status Connect(std::string host, std::uint16_t port, std::string user,
                  std::span<const std::uint8_t> credentials,
                  std::span<const std::uint8_t> join_data);
-  // Says Bye (when nothing is being written) and closes: queued frames are dropped, pending
-  // requests answer MOLT_ERR_TIMEOUT, the state becomes IDLE. Nothing when idle.
+  // Writes what the send queue holds (for at most 50 ms, at the server's pace), says Bye and
+  // closes: what is left is dropped, pending requests answer MOLT_ERR_TIMEOUT, the state becomes
+  // IDLE. Nothing when idle.
   void Disconnect();
   // I/O and callbacks for about `budget_seconds` (0: what is ready), then timers, paced sends and
   // the controllers. REQUIRES: a finite budget >= 0.
@@ -167,14 +168,16 @@ class Connection final : public ClientPort {
   void SetState(std::int32_t state, const std::string& reason);
   // Checks a send: connected, the channel of that kind, frame size, queue room, rate limit.
   Result<Channel*> CheckSend(std::uint16_t id, std::int32_t kind, std::size_t size);
-  // Queues an encoded frame: app frames name their channel.
+  // Queues an encoded frame (app frames name their channel); the first since the last step is
+  // written at once, the others at the next step, in one write.
   void Queue(std::span<const std::uint8_t> frame, std::optional<std::uint16_t> channel);
   // Writes what the queue releases, without blocking; waits for writability when the socket is
   // full.
   void Flush();
   // Best effort: a Bye written now, unless a write is in flight.
   void SayBye();
-  // Runs the I/O (no app callback is left) until the queue is written, for at most 50 ms.
+  // Writes the queue (non-blocking writes and polls, no Asio handler: no app callback runs), at
+  // the server's pace, for at most 50 ms.
   void FinishWrites();
   void Timers();
   bool welcomed() const { return state_ == MOLT_CLIENT_CONNECTED && !attempting_; }
@@ -190,10 +193,11 @@ class Connection final : public ClientPort {
   std::int32_t state_ = MOLT_CLIENT_IDLE;
   bool attempting_ = false;  // an attempt (resolve, connect, Hello) waits for its Welcome
   bool resolving_ = false;
-  bool linked_ = false;         // TCP connected: frames may be written (the Hello first)
-  bool write_waiting_ = false;  // waiting for the socket to take more
-  bool more_ready_ = false;     // the last step stopped with I/O still ready
-  std::string write_error_;     // a write failed outside a step: Lost at the next one
+  bool linked_ = false;            // TCP connected: frames may be written (the Hello first)
+  bool write_waiting_ = false;     // waiting for the socket to take more
+  bool more_ready_ = false;        // the last step stopped with I/O still ready
+  std::string write_error_;        // a write failed outside a step: Lost at the next one
+  bool wrote_since_step_ = false;  // a send flushed since the last step: the next ones wait for it
   double backoff_;
   TimePoint next_attempt_{};
   TimePoint connect_deadline_{};

@@ -89,6 +89,9 @@ std::optional<TimePoint> SendQueue::NextRelease(TimePoint now) {
     return std::nullopt;
   }
   const double wait = Wait(*first, now);
+  if (wait <= 0) {
+    return now;  // it may go now: nothing to batch
+  }
   const auto delay = std::chrono::ceil<Duration>(
       std::chrono::duration<double>(std::isfinite(wait) ? std::min(wait, 3600.0) : 3600.0));
   return now + std::max(delay, kBatch);

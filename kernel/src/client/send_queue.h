@@ -73,8 +73,8 @@ class SendQueue {
   void Push(std::span<const std::uint8_t> frame, std::optional<std::uint16_t> channel);
   // Appends to `out`, in order, every frame the budgets allow at `now`; returns how many.
   std::size_t Release(TimePoint now, std::vector<std::uint8_t>* out);
-  // When the first waiting frame may go (never sooner than kBatch from `now`); nullopt when the
-  // queue is empty.
+  // When the first waiting frame may go: `now` when it may go now, else never sooner than kBatch
+  // from `now`; nullopt when the queue is empty.
   std::optional<TimePoint> NextRelease(TimePoint now);
 
   std::size_t bytes() const { return bytes_; }

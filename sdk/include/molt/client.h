@@ -112,7 +112,8 @@ typedef void (*molt_client_response_fn)(void* user_data, molt_status_t status, c
 /** @brief Creates a client. `options` may be NULL (defaults). */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_create(const molt_client_options* options,
                                                     molt_client** out_client) MOLT_CLIENT_NOEXCEPT;
-/** @brief Disconnects (without callbacks) and frees the client. NULL is ignored. */
+/** @brief Disconnects (without callbacks; controllers stop first, and what the send queue holds
+ *  goes as in molt_client_disconnect) and frees the client. NULL is ignored. */
 MOLT_CLIENT_EXPORT void molt_client_destroy(molt_client* client) MOLT_CLIENT_NOEXCEPT;
 /** @brief The text of the last failed call on this client ("" when none). */
 MOLT_CLIENT_EXPORT const char* molt_client_last_error(const molt_client* client)
@@ -126,8 +127,9 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_connect(molt_client* client, const 
                                                      const void* credentials,
                                                      size_t credentials_size, const void* join_data,
                                                      size_t join_size) MOLT_CLIENT_NOEXCEPT;
-/** @brief Says goodbye and closes; pending requests complete with MOLT_ERR_TIMEOUT. The state
- *  becomes MOLT_CLIENT_IDLE. Does nothing when idle. */
+/** @brief Says goodbye and closes: what the send queue holds goes first (for at most 50 ms, at
+ *  the server's pace; the rest is dropped), pending requests complete with MOLT_ERR_TIMEOUT, the
+ *  state becomes MOLT_CLIENT_IDLE. Does nothing when idle. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_disconnect(molt_client* client) MOLT_CLIENT_NOEXCEPT;
 
 /** @brief Runs I/O, timers and callbacks for at most about `budget_seconds` (0: only what is

@@ -87,8 +87,8 @@ typedef struct molt_client_options {
   uint32_t struct_size; /**< sizeof(molt_client_options) */
   uint32_t reserved;
   double connect_timeout_seconds; /**< resolve + connect + Welcome; 0: 10 s */
-  size_t max_send_queue_bytes; /**< bytes the send queue holds (paced to the server's limits, or
-                                    waiting for a reconnect) before sends fail; 0: 1 MiB */
+  size_t max_send_queue_bytes;    /**< bytes the send queue holds (paced to the server's limits, or
+                                       waiting for a reconnect) before sends fail; 0: 1 MiB */
   /* --- client API 2 --- */
   uint32_t flags; /**< MOLT_CLIENT_NO_RECONNECT: a lost link closes the client */
   uint32_t reserved2;
@@ -112,10 +112,12 @@ typedef void (*molt_client_response_fn)(void* user_data, molt_status_t status, c
 /** @brief Creates a client. `options` may be NULL (defaults). */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_create(const molt_client_options* options,
                                                     molt_client** out_client) MOLT_CLIENT_NOEXCEPT;
-/** @brief Disconnects (without callbacks) and frees the client. NULL is ignored. */
+/** @brief Disconnects (without callbacks; controllers stop first, and what the send queue holds
+ *  goes as in molt_client_disconnect) and frees the client. NULL is ignored. */
 MOLT_CLIENT_EXPORT void molt_client_destroy(molt_client* client) MOLT_CLIENT_NOEXCEPT;
 /** @brief The text of the last failed call on this client ("" when none). */
-MOLT_CLIENT_EXPORT const char* molt_client_last_error(const molt_client* client) MOLT_CLIENT_NOEXCEPT;
+MOLT_CLIENT_EXPORT const char* molt_client_last_error(const molt_client* client)
+    MOLT_CLIENT_NOEXCEPT;
 
 /** @brief Starts connecting to `host:port` as `user`; the handshake proceeds inside
  *  molt_client_step. `credentials` and `join_data` (may be NULL with size 0) go in the Hello.
@@ -125,14 +127,16 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_connect(molt_client* client, const 
                                                      const void* credentials,
                                                      size_t credentials_size, const void* join_data,
                                                      size_t join_size) MOLT_CLIENT_NOEXCEPT;
-/** @brief Says goodbye and closes; pending requests complete with MOLT_ERR_TIMEOUT. The state
- *  becomes MOLT_CLIENT_IDLE. Does nothing when idle. */
+/** @brief Says goodbye and closes: what the send queue holds goes first (for at most 50 ms, at
+ *  the server's pace; the rest is dropped), pending requests complete with MOLT_ERR_TIMEOUT, the
+ *  state becomes MOLT_CLIENT_IDLE. Does nothing when idle. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_disconnect(molt_client* client) MOLT_CLIENT_NOEXCEPT;
 
 /** @brief Runs I/O, timers and callbacks for at most about `budget_seconds` (0: only what is
  *  ready now). Call it from the app's frame loop. Controllers (client API 3) get what the I/O
  *  left of the budget, at least a quarter of it; with 0, the client kernel's own frame budget. */
-MOLT_CLIENT_EXPORT molt_status_t molt_client_step(molt_client* client, double budget_seconds) MOLT_CLIENT_NOEXCEPT;
+MOLT_CLIENT_EXPORT molt_status_t molt_client_step(molt_client* client,
+                                                  double budget_seconds) MOLT_CLIENT_NOEXCEPT;
 
 /** @brief MOLT_CLIENT_*. */
 MOLT_CLIENT_EXPORT int32_t molt_client_state(const molt_client* client) MOLT_CLIENT_NOEXCEPT;
@@ -154,19 +158,22 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_channel(molt_client* client, const 
  *  order, within its transport budget and the channel's rate); MOLT_ERR_STATE when the send queue
  *  is full (max_send_queue_bytes): step or wait to let it drain. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_intent(molt_client* client, uint16_t channel,
-                                                    const void* data, size_t size) MOLT_CLIENT_NOEXCEPT;
+                                                    const void* data,
+                                                    size_t size) MOLT_CLIENT_NOEXCEPT;
 /** @brief Sends a request; `fn` gets the answer inside a later step (exactly once, also on
  *  timeout or disconnect). `timeout_seconds` 0 uses the channel's timeout from the Welcome. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_request(molt_client* client, uint16_t channel,
                                                      const void* data, size_t size,
                                                      double timeout_seconds,
-                                                     molt_client_response_fn fn, void* user_data) MOLT_CLIENT_NOEXCEPT;
+                                                     molt_client_response_fn fn,
+                                                     void* user_data) MOLT_CLIENT_NOEXCEPT;
 
 /** @brief Calls `fn` for events on `channel` (MOLT_CLIENT_ALL_CHANNELS: every channel). One
  *  handler per channel; a new one replaces the old. NULL `fn` removes it. */
 #define MOLT_CLIENT_ALL_CHANNELS 0xFFFFu
 MOLT_CLIENT_EXPORT molt_status_t molt_client_on_event(molt_client* client, uint16_t channel,
-                                                      molt_client_event_fn fn, void* user_data) MOLT_CLIENT_NOEXCEPT;
+                                                      molt_client_event_fn fn,
+                                                      void* user_data) MOLT_CLIENT_NOEXCEPT;
 /** @brief Calls `fn` on every state change (one handler; NULL removes it). */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_on_state(molt_client* client, molt_client_state_fn fn,
                                                       void* user_data) MOLT_CLIENT_NOEXCEPT;
@@ -197,27 +204,31 @@ typedef void (*molt_client_replica_fn)(void* user_data, molt_client_replica_t re
  *  held are announced at once as SNAPSHOT. One handler per name; a new one replaces the old;
  *  NULL `fn` removes it. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_on_replica(molt_client* client, const char* name,
-                                                        molt_client_replica_fn fn, void* user_data) MOLT_CLIENT_NOEXCEPT;
+                                                        molt_client_replica_fn fn,
+                                                        void* user_data) MOLT_CLIENT_NOEXCEPT;
 /** @brief The held replica named `name` with the lowest id. MOLT_ERR_NOT_FOUND when none. */
-MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_find(molt_client* client, const char* name,
-                                                          molt_client_replica_t* out_replica) MOLT_CLIENT_NOEXCEPT;
+MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_find(
+    molt_client* client, const char* name, molt_client_replica_t* out_replica) MOLT_CLIENT_NOEXCEPT;
 /** @brief The replica's name, valid until it is removed or replaced by a new snapshot; NULL for
  *  an unknown replica. */
-MOLT_CLIENT_EXPORT const char* molt_client_replica_name(molt_client* client,
-                                                        molt_client_replica_t replica) MOLT_CLIENT_NOEXCEPT;
+MOLT_CLIENT_EXPORT const char* molt_client_replica_name(
+    molt_client* client, molt_client_replica_t replica) MOLT_CLIENT_NOEXCEPT;
 /** @brief The index and type (MOLT_CLIENT_FIELD_*) of field `field_name` (either out may be
  *  NULL). MOLT_ERR_NOT_FOUND names the replica and field. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_field(molt_client* client,
                                                            molt_client_replica_t replica,
                                                            const char* field_name,
-                                                           int32_t* out_index, int32_t* out_type) MOLT_CLIENT_NOEXCEPT;
+                                                           int32_t* out_index,
+                                                           int32_t* out_type) MOLT_CLIENT_NOEXCEPT;
 /** @brief Field `field`'s value. MOLT_ERR_INVALID_ARGUMENT for a field of another type. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_int(molt_client* client,
                                                          molt_client_replica_t replica,
-                                                         int32_t field, int64_t* out_value) MOLT_CLIENT_NOEXCEPT;
+                                                         int32_t field,
+                                                         int64_t* out_value) MOLT_CLIENT_NOEXCEPT;
 MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_float(molt_client* client,
                                                            molt_client_replica_t replica,
-                                                           int32_t field, double* out_value) MOLT_CLIENT_NOEXCEPT;
+                                                           int32_t field,
+                                                           double* out_value) MOLT_CLIENT_NOEXCEPT;
 /** @brief A bytes field: `*out_data` is valid until the next step or disconnect. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_bytes(molt_client* client,
                                                            molt_client_replica_t replica,
@@ -235,12 +246,12 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_replica_bytes(molt_client* client,
 
 /** @brief Loads a controller file, or every .so in a directory (all or nothing: one refused file
  *  refuses the set, with one line per problem). Before molt_client_start. */
-MOLT_CLIENT_EXPORT molt_status_t molt_client_load_controllers(molt_client* client,
-                                                              const char* path) MOLT_CLIENT_NOEXCEPT;
+MOLT_CLIENT_EXPORT molt_status_t molt_client_load_controllers(molt_client* client, const char* path)
+    MOLT_CLIENT_NOEXCEPT;
 /** @brief Registers a controller linked into the app: `entry` returns its descriptor (in C++,
  *  &molt::EntryOf<Type>). Before molt_client_start. */
-MOLT_CLIENT_EXPORT molt_status_t molt_client_add_controller(molt_client* client,
-                                                            molt_plugin_entry_fn entry) MOLT_CLIENT_NOEXCEPT;
+MOLT_CLIENT_EXPORT molt_status_t
+molt_client_add_controller(molt_client* client, molt_plugin_entry_fn entry) MOLT_CLIENT_NOEXCEPT;
 /** @brief Boots the controllers: every init, then every start, in dependency order; a failure
  *  stops the ones already started and names the culprit. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_start(molt_client* client) MOLT_CLIENT_NOEXCEPT;
@@ -261,7 +272,8 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_start(molt_client* client) MOLT_CLI
 MOLT_CLIENT_EXPORT int32_t molt_client_socket(const molt_client* client) MOLT_CLIENT_NOEXCEPT;
 /** @brief What to poll molt_client_socket() for: MOLT_CLIENT_WAIT_READ and/or
  *  MOLT_CLIENT_WAIT_WRITE; 0 without a socket. Since client API 4. */
-MOLT_CLIENT_EXPORT int32_t molt_client_socket_events(const molt_client* client) MOLT_CLIENT_NOEXCEPT;
+MOLT_CLIENT_EXPORT int32_t molt_client_socket_events(const molt_client* client)
+    MOLT_CLIENT_NOEXCEPT;
 /** @brief Seconds until the client needs a step even if the socket stays quiet (a ping, a request's
  *  deadline, a reconnect attempt, paced sends, controllers' tasks): 0 to step now, -1 when nothing
  *  is scheduled (only the socket or the app wakes it). Since client API 4. */
@@ -271,10 +283,12 @@ MOLT_CLIENT_EXPORT double molt_client_timeout(molt_client* client) MOLT_CLIENT_N
  *  callback. MOLT_ERR_STATE when `max_seconds` is infinite and nothing could wake the client (no
  *  socket, no timer); MOLT_ERR_INVALID_ARGUMENT for a negative or NaN limit. A signal ends the
  *  wait early (MOLT_OK). Since client API 4. */
-MOLT_CLIENT_EXPORT molt_status_t molt_client_wait(molt_client* client, double max_seconds) MOLT_CLIENT_NOEXCEPT;
+MOLT_CLIENT_EXPORT molt_status_t molt_client_wait(molt_client* client,
+                                                  double max_seconds) MOLT_CLIENT_NOEXCEPT;
 /** @brief Bytes waiting in the send queue: paced to the server's limits, or held while
  *  reconnecting. Since client API 4. */
-MOLT_CLIENT_EXPORT size_t molt_client_send_queue_bytes(const molt_client* client) MOLT_CLIENT_NOEXCEPT;
+MOLT_CLIENT_EXPORT size_t molt_client_send_queue_bytes(const molt_client* client)
+    MOLT_CLIENT_NOEXCEPT;
 
 #ifdef __cplusplus
 } /* extern "C" */
