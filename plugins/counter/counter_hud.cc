@@ -27,35 +27,41 @@ class CounterHud : public molt::Service {
   static constexpr std::int32_t kKind = MOLT_PLUGIN_KIND_CONTROLLER;
 
   molt::Status Init() override {
-    state_ = host().Subscribe("Net.State", [this](std::string_view, molt::Args a) {
-      if (a.Int(0) == MOLT_CLIENT_CONNECTED && a.String(1) != "resumed") {
-        Visit();
-      }
-    });
+    MOLT_ASSIGN_OR_RETURN(state_,
+                          host().Subscribe("Net.State", [this](std::string_view, molt::Args a) {
+                            if (a.Int(0) == MOLT_CLIENT_CONNECTED && a.String(1) != "resumed") {
+                              Visit();
+                            }
+                          }));
     // (replica, what, field): a snapshot, or a change of field 0 (value); not "last" alone.
-    changes_ = host().Subscribe("Net.Replica.counter", [this](std::string_view, molt::Args a) {
-      if (a.Int(1) != MOLT_CLIENT_REPLICA_SNAPSHOT &&
-          !(a.Int(1) == MOLT_CLIENT_REPLICA_CHANGED && a.Int(2) == 0)) {
-        return;
-      }
-      const auto value = host().ReplicaField("counter", "value");
-      const auto last = host().ReplicaField("counter", "last");
-      if (value && last) {
-        host().Info("counter: ", value->as.i, " (last: ",
-                    std::string_view(static_cast<const char*>(last->as.ptr), last->size), ")");
-      }
-    });
-    return state_ && changes_ ? molt::Status::Ok()
-                              : molt::Status::Error(std::string(host().LastError()));
+    MOLT_ASSIGN_OR_RETURN(
+        changes_, host().Subscribe("Net.Replica.counter", [this](std::string_view, molt::Args a) {
+          if (a.Int(1) != MOLT_CLIENT_REPLICA_SNAPSHOT &&
+              !(a.Int(1) == MOLT_CLIENT_REPLICA_CHANGED && a.Int(2) == 0)) {
+            return;
+          }
+          const auto value = host().ReplicaField("counter", "value");
+          const auto last = host().ReplicaField("counter", "last");
+          if (value.ok() && last.ok()) {
+            host().Info("counter: ", value->as.i, " (last: ",
+                        std::string_view(static_cast<const char*>(last->as.ptr), last->size), ")");
+          }
+        }));
+    return molt::Status::Ok();
   }
 
  private:
   // Asks for the count (Ask: a request waited on inside a process), then adds this visit.
   void Visit() {
-    visit_ = host().Spawn([this] {
+    molt::Result<molt::Process> visit = host().Spawn([this] {
       flatbuffers::FlatBufferBuilder q;
-      const auto r = host().Ask("counter.Get",
-                                Finished(q, [](auto& b) { return molt::counter::CreateGet(b); }));
+      const molt::Result<molt::Host::WaitResult> asked = host().Ask(
+          "counter.Get", Finished(q, [](auto& b) { return molt::counter::CreateGet(b); }));
+      if (!asked.ok()) {
+        host().Warn("counter.Get was not sent: ", asked.status().message());
+        return;
+      }
+      const molt::Host::WaitResult& r = *asked;
       flatbuffers::Verifier v(reinterpret_cast<const std::uint8_t*>(r.payload.data()),
                               r.payload.size());
       if (r.code != MOLT_OK || !v.VerifyBuffer<molt::counter::Value>(nullptr)) {
@@ -69,6 +75,11 @@ class CounterHud : public molt::Service {
       (void)host().Intent("counter.Add",
                           Finished(a, [](auto& b) { return molt::counter::CreateAdd(b, 1); }));
     });
+    if (!visit.ok()) {
+      host().Warn("cannot visit: ", visit.status().message());
+      return;
+    }
+    visit_ = *visit;
     (void)visit_.Start();
   }
 

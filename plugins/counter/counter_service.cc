@@ -33,39 +33,41 @@ class Counter : public molt::Service {
     molt::ReplicaOptions shape;
     shape.fields = {{"value", MOLT_REPLICA_INT}, {"last", MOLT_REPLICA_BYTES, 64}};
     shape.tick_rate = 10;
-    replica_ = host().CreateReplica("counter", shape);
+    MOLT_ASSIGN_OR_RETURN(replica_, host().CreateReplica("counter", shape));
 
     molt::ChannelOptions add;
     add.schema = "molt.counter.Add";
     add.rules = {molt::RangeRule(0, "amount", MOLT_FIELD_INT32, -10, 10)};
     add.rate = 5;
-    add_ = host().DeclareIntent(
-        "counter.Add", add, Verify<molt::counter::Add>,
-        [this](molt::SessionId s, std::string_view payload) {
-          return Change(s, flatbuffers::GetRoot<molt::counter::Add>(payload.data())->amount());
-        });
+    MOLT_ASSIGN_OR_RETURN(
+        add_, host().DeclareIntent(
+                  "counter.Add", add, Verify<molt::counter::Add>,
+                  [this](molt::SessionId s, std::string_view payload) {
+                    return Change(
+                        s, flatbuffers::GetRoot<molt::counter::Add>(payload.data())->amount());
+                  }));
     molt::ChannelOptions get;
     get.schema = "molt.counter.Get";
     get.rules = {molt::MaxLengthRule(0, "user", 64)};
     get.rate = 10;
-    get_ = host().DeclareRequest(
-        "counter.Get", get, Verify<molt::counter::Get>,
-        [this](molt::SessionId, std::string_view payload, molt_request_t r) {
-          const auto* user = flatbuffers::GetRoot<molt::counter::Get>(payload.data())->user();
-          std::int64_t n = value_;
-          if (user != nullptr && user->size() > 0) {
-            auto it = by_user_.find(user->str());
-            n = it == by_user_.end() ? 0 : it->second;
-          }
-          flatbuffers::FlatBufferBuilder b;
-          b.Finish(molt::counter::CreateValue(b, n));
-          return host().Reply(
-              r, MOLT_OK,
-              std::string_view(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize()));
-        });
-    if (!replica_ || !add_ || !get_) {
-      return molt::Status::Error(std::string(host().LastError()));
-    }
+    MOLT_ASSIGN_OR_RETURN(
+        get_, host().DeclareRequest(
+                  "counter.Get", get, Verify<molt::counter::Get>,
+                  [this](molt::SessionId, std::string_view payload, molt_request_t r) {
+                    const auto* user =
+                        flatbuffers::GetRoot<molt::counter::Get>(payload.data())->user();
+                    std::int64_t n = value_;
+                    if (user != nullptr && user->size() > 0) {
+                      auto it = by_user_.find(user->str());
+                      n = it == by_user_.end() ? 0 : it->second;
+                    }
+                    flatbuffers::FlatBufferBuilder b;
+                    b.Finish(molt::counter::CreateValue(b, n));
+                    return host().Reply(
+                        r, MOLT_OK,
+                        std::string_view(reinterpret_cast<const char*>(b.GetBufferPointer()),
+                                         b.GetSize()));
+                  }));
     return host().SetInt(replica_, kValue, value_);
   }
 
@@ -85,14 +87,14 @@ class Counter : public molt::Service {
  private:
   molt::Status Change(molt::SessionId session, std::int32_t amount) {
     value_ += amount;
-    const auto who = host().GetSession(session);
-    if (who) {
+    const molt::Result<molt_session_info> who = host().GetSession(session);
+    if (who.ok()) {
       by_user_[who->user] += amount;
     }
     if (molt::Status s = host().SetInt(replica_, kValue, value_); !s.ok()) {
       return s;
     }
-    return host().SetBytes(replica_, kLast, who ? who->user : "");
+    return host().SetBytes(replica_, kLast, who.ok() ? who->user : "");
   }
 
   std::int64_t value_ = 0;

@@ -29,20 +29,16 @@ class Rounds : public molt::Service {
     if (molt::Status s = host().DefineHook("Round.CanEnd", false); !s) {
       return s;
     }
-    ended_ = host().Resolve("Round.Ended");
+    MOLT_ASSIGN_OR_RETURN(ended_, host().Resolve("Round.Ended"));
     return molt::Status::Ok();
   }
 
   molt::Status Start() override {
-    scores_ = host().GetInterface<molt_scores_v1>("scores", MOLT_SCORES_INTERFACE);
-    if (!scores_) {
-      return molt::Status::Error("scores.v1 is unavailable: " + std::string(host().LastError()));
-    }
-    timer_ = host().Every(round_seconds_, [this] { return EndRound(); });
+    MOLT_ASSIGN_OR_RETURN(scores_,
+                          host().GetInterface<molt_scores_v1>("scores", MOLT_SCORES_INTERFACE));
+    MOLT_ASSIGN_OR_RETURN(timer_, host().Every(round_seconds_, [this] { return EndRound(); }));
     host().Info("round 1 started: ", round_seconds_, "s per round");
-    return timer_
-               ? molt::Status::Ok()
-               : molt::Status::Error("cannot schedule rounds: " + std::string(host().LastError()));
+    return molt::Status::Ok();
   }
 
   molt::Status Stop() override {
@@ -54,7 +50,8 @@ class Rounds : public molt::Service {
  private:
   molt::Status EndRound() {
     molt_value args[] = {molt::Value::Int(round_)};
-    const molt::Host::FireResult verdict = host().FireHook("Round.CanEnd", args, 1);
+    MOLT_ASSIGN_OR_RETURN(const molt::Host::FireResult verdict,
+                          host().FireHook("Round.CanEnd", args, 1));
     if (!verdict.passed) {
       host().Info("round ", round_, " extended",
                   verdict.error.empty() ? "" : " (a Round.CanEnd handler failed: ", verdict.error,

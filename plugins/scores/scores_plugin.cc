@@ -26,20 +26,17 @@ class Scores : public molt::Service {
       {MOLT_SCORES_INTERFACE, &kVtable, sizeof(molt_scores_v1), 0}};
 
   molt::Status Init() override {
-    changed_ = host().Resolve("Score.Changed");
-    adds_ = host().Subscribe("Score.Add", [this](std::string_view, molt::Args args) {
-      const std::string_view player = args.String(0);
-      if (player.empty() || args.Type(1) != MOLT_VALUE_INT) {
-        return molt::Status::Error("Score.Add wants (player: string, points: int)",
-                                   MOLT_ERR_INVALID_ARGUMENT);
-      }
-      Add(std::string(player), args.Int(1));
-      return molt::Status::Ok();
-    });
-    if (!adds_) {
-      return molt::Status::Error("cannot subscribe to Score.Add: " +
-                                 std::string(host().LastError()));
-    }
+    MOLT_ASSIGN_OR_RETURN(changed_, host().Resolve("Score.Changed"));
+    MOLT_ASSIGN_OR_RETURN(
+        adds_, host().Subscribe("Score.Add", [this](std::string_view, molt::Args args) {
+          const std::string_view player = args.String(0);
+          if (player.empty() || args.Type(1) != MOLT_VALUE_INT) {
+            return molt::Status::Error("Score.Add wants (player: string, points: int)",
+                                       MOLT_ERR_INVALID_ARGUMENT);
+          }
+          Add(std::string(player), args.Int(1));
+          return molt::Status::Ok();
+        }));
     return DeclareChannels();
   }
 
@@ -51,7 +48,7 @@ class Scores : public molt::Service {
   std::int64_t Add(const std::string& player, std::int64_t points) {
     std::int64_t& total = scores_[player];
     total += points;
-    host().Publish(changed_, {molt::Value::String(player), molt::Value::Int(total)});
+    (void)host().Publish(changed_, {molt::Value::String(player), molt::Value::Int(total)});
     if (changed_event_) {
       (void)host().Broadcast(changed_event_, TotalBytes(player, total));
     }
@@ -88,33 +85,34 @@ class Scores : public molt::Service {
     if (!MOLT_API_HAS(host().api(), channel_declare)) {
       return molt::Status::Ok();
     }
-    changed_event_ = host().DeclareEvent("scores.Changed", "molt.scores.Total");
-    if (!changed_event_) {
-      host().Debug("no client channels: ", host().LastError());
+    molt::Result<molt::Channel> changed =
+        host().DeclareEvent("scores.Changed", "molt.scores.Total");
+    if (!changed.ok()) {
+      host().Debug("no client channels: ", changed.status().message());
       return molt::Status::Ok();
     }
+    changed_event_ = std::move(changed).value();
     molt::ChannelOptions get;
     get.schema = "molt.scores.Query";
     get.rules = {molt::MaxLengthRule(0, "user", 64)};
     get.rate = 10;
-    get_ = host().DeclareRequest(
-        "scores.Get", get,
-        [](std::string_view p) {
-          flatbuffers::Verifier v(reinterpret_cast<const std::uint8_t*>(p.data()), p.size());
-          return v.VerifyBuffer<molt::scores::Query>(nullptr);
-        },
-        [this](molt::SessionId s, std::string_view p, molt_request_t r) -> molt::Status {
-          const auto* q = flatbuffers::GetRoot<molt::scores::Query>(p.data());
-          std::string user = q->user() != nullptr ? q->user()->str() : std::string();
-          if (user.empty()) {  // your own total
-            const auto session = host().GetSession(s);
-            user = session ? session->user : "";
-          }
-          return host().Reply(r, MOLT_OK, TotalBytes(user, Get(user)));
-        });
-    if (!get_) {
-      return molt::Status::Error("cannot declare scores.Get: " + std::string(host().LastError()));
-    }
+    MOLT_ASSIGN_OR_RETURN(
+        get_, host().DeclareRequest(
+                  "scores.Get", get,
+                  [](std::string_view p) {
+                    flatbuffers::Verifier v(reinterpret_cast<const std::uint8_t*>(p.data()),
+                                            p.size());
+                    return v.VerifyBuffer<molt::scores::Query>(nullptr);
+                  },
+                  [this](molt::SessionId s, std::string_view p, molt_request_t r) -> molt::Status {
+                    const auto* q = flatbuffers::GetRoot<molt::scores::Query>(p.data());
+                    std::string user = q->user() != nullptr ? q->user()->str() : std::string();
+                    if (user.empty()) {  // your own total
+                      const auto session = host().GetSession(s);
+                      user = session.ok() ? session->user : "";
+                    }
+                    return host().Reply(r, MOLT_OK, TotalBytes(user, Get(user)));
+                  }));
     return molt::Status::Ok();
   }
 

@@ -88,11 +88,9 @@ class AppHud : public molt::Service {
 
   molt::Status Init() override {
     // The client host offers the core and the client slots, never the server's.
-    if (!host().DeclareEvent("hud.Shown", "x")) {
-      g_app_log->push_back(std::string(host().LastError()));
-    }
+    g_app_log->push_back(host().DeclareEvent("hud.Shown", "x").status().message());
     g_app_log->push_back(host().Intent("nope", "").message());
-    tick_ = host().Every(0.001, [] { g_app_log->push_back("tick"); });
+    MOLT_ASSIGN_OR_RETURN(tick_, host().Every(0.001, [] { g_app_log->push_back("tick"); }));
     return molt::Status::Ok();
   }
   molt::Status Stop() override {

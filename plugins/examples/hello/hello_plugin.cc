@@ -11,14 +11,15 @@ class Hello : public molt::Service {
 
   molt::Status Init() override {
     greeting_ = host().ConfigString("greeting", "hello");
-    registered_ =
+    MOLT_ASSIGN_OR_RETURN(
+        registered_,
         host().Subscribe("Kernel.ServiceRegistered", [this](std::string_view, molt::Args args) {
           host().Info(greeting_, ", ", args.String(0));
-        });
+        }));
     return molt::Status::Ok();
   }
   molt::Status Start() override {
-    ticker_ = host().Every(0.5, [this] { ++ticks_; });
+    MOLT_ASSIGN_OR_RETURN(ticker_, host().Every(0.5, [this] { ++ticks_; }));
     host().Info(greeting_, " from out of tree");
     return molt::Status::Ok();
   }

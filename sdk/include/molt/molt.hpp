@@ -17,11 +17,12 @@
 //     static constexpr const char* kVersion = "1.0.0";
 //
 //     molt::Status Start() override {
-//       joins_ = host().Subscribe("Kernel.ServiceRegistered",
-//                                 [this](std::string_view, molt::Args args) {
-//                                   host().Info("registered: ", args.String(0));
-//                                 });
-//       tick_ = host().Every(1.0, [this] { ++ticks_; });
+//       MOLT_ASSIGN_OR_RETURN(joins_, host().Subscribe("Kernel.ServiceRegistered",
+//                                                      [this](std::string_view, molt::Args args) {
+//                                                        host().Info("registered: ",
+//                                                        args.String(0));
+//                                                      }));
+//       MOLT_ASSIGN_OR_RETURN(tick_, host().Every(1.0, [this] { ++ticks_; }));
 //       return molt::Status::Ok();
 //     }
 //
@@ -36,6 +37,21 @@
 // Optional static members of the plugin type: kKind (MOLT_PLUGIN_KIND_CONTROLLER for a client-side
 // controller), kDependencies (an array of names), kDescription,
 // kStateVersion, and kInterfaces (an array of molt_interface_export).
+//
+// Errors: one convention, abseil's. A call that can fail returns a molt::Status, or a
+// molt::Result<T> holding either its value (a handle, a session's info, a configuration value)
+// or the Status that says why not; a failed Status carries the host's text. MOLT_ASSIGN_OR_RETURN
+// unwraps a Result inside a function returning Status:
+//
+//   MOLT_ASSIGN_OR_RETURN(ticker_, host().Every(1.0, [this] { ++ticks_; }));
+//
+// Nothing here throws, but one thing: inside a process body, Yield, Sleep and Wait unwind a killed
+// process with molt::ProcessKilled (a cancellation, not an error), which the body's trampoline
+// catches. What a plugin hands the host (handlers, validators, verifiers, tasks, process bodies,
+// exit and deferred functions) may return void, bool (false: veto / reject), molt::Status or a
+// molt_status_t, and may throw: every one runs through one guard (detail::CallGuarded) that turns
+// an exception into MOLT_ERR_INTERNAL with its text, reported to the host (set_error, or an error
+// log line for the callbacks whose status the host does not read). No exception crosses the ABI.
 //
 // Thread safety: like molt.h, everything runs on the kernel thread.
 #ifndef MOLT_MOLT_HPP_
@@ -92,6 +108,48 @@ class Status {
   molt_status_t code_ = MOLT_OK;
   std::string message_;
 };
+
+// A value of T, or the Status saying why there is none (abseil's StatusOr).
+template <class T>
+class Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit, as a return value
+  // REQUIRES: !status.ok() (an OK status becomes an internal error: there is no value).
+  Result(Status status)  // NOLINT: implicit, as a return value
+      : status_(status.ok() ? Status(MOLT_ERR_INTERNAL, "a Result made of an OK Status")
+                            : std::move(status)) {}
+
+  bool ok() const { return status_.ok(); }
+  explicit operator bool() const { return ok(); }
+  const Status& status() const { return status_; }
+  // REQUIRES: ok()
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T& operator*() & { return *value_; }
+  const T& operator*() const& { return *value_; }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+  // The value, or `fallback` when the call failed.
+  T value_or(T fallback) && { return ok() ? std::move(*value_) : std::move(fallback); }
+
+ private:
+  Status status_;
+  std::optional<T> value_;
+};
+
+#define MOLT_CONCAT_INNER_(a, b) a##b
+#define MOLT_CONCAT_(a, b) MOLT_CONCAT_INNER_(a, b)
+// Evaluates an expression yielding a molt::Result; on failure returns its Status from the
+// enclosing function, else moves the value into `lhs` (a declaration or an lvalue).
+#define MOLT_ASSIGN_OR_RETURN(lhs, ...) \
+  MOLT_ASSIGN_OR_RETURN_IMPL_(MOLT_CONCAT_(molt_result_, __LINE__), lhs, __VA_ARGS__)
+#define MOLT_ASSIGN_OR_RETURN_IMPL_(result, lhs, ...) \
+  auto result = (__VA_ARGS__);                        \
+  if (!result.ok()) {                                 \
+    return result.status();                           \
+  }                                                   \
+  lhs = std::move(result).value()
 
 // --- Values --------------------------------------------------------------------------------------
 
@@ -180,7 +238,7 @@ class Host;
 
 namespace detail {
 
-// Turns what a user callable returned into a status code (and error text).
+// Turns what a user callable returned into a status code (and the host's error text).
 inline molt_status_t Report(const Host& host, const Status& s);
 
 template <class R>
@@ -196,14 +254,34 @@ molt_status_t ResultCode(const Host& host, R&& r) {
   }
 }
 
-// Runs `fn` (void, bool, Status or code), catching every exception: the text goes to set_error
-// and the call returns MOLT_ERR_INTERNAL. The guarded-call helper of STYLE.md §5.
+// The guard every callback runs in (STYLE.md §5): runs `fn` (returning void, bool, Status or a
+// code) and catches every exception; its text goes to set_error and the call returns
+// MOLT_ERR_INTERNAL.
 template <class F>
 molt_status_t CallGuarded(const Host& host, F&& fn) noexcept;
 
-// A user callable handed to the host as user_data, with the host it reports errors to.
+// CallGuarded for a callback whose status the host does not read (a cleanup, an exit function):
+// a failure is logged as "<what> failed: <text>".
+template <class F>
+void CallLogged(const Host& host, const char* what, F&& fn) noexcept;
+
+// What the host holds for a callable a plugin handed it: the callable and the host it reports to.
+// Made by MakeBox, freed by DeleteBox (the `release` the host calls once). Defined after Host.
 template <class F>
 struct Box;
+
+template <class F>
+Box<std::decay_t<F>>* MakeBox(const Host& host, F&& fn);
+
+template <class B>
+void DeleteBox(void* box) noexcept {
+  delete static_cast<B*>(box);
+}
+
+// A call's code as a Status with the host's text.
+inline Status Checked(molt_context_t* ctx, const molt_host_api* api, molt_status_t code) {
+  return code == MOLT_OK ? Status() : Status(code, std::string(api->last_error(ctx)));
+}
 
 }  // namespace detail
 
@@ -347,8 +425,9 @@ class Completion {
   explicit operator bool() const { return handle_ != 0; }
   molt_completion_t handle() const { return handle_; }
   // Completes it with `code` (MOLT_OK or an error) and `payload`, waking its waiter.
-  molt_status_t Complete(molt_status_t code, std::string_view payload = {}) const {
-    return api_->completion_complete(ctx_, handle_, code, payload.data(), payload.size());
+  Status Complete(molt_status_t code, std::string_view payload = {}) const {
+    return detail::Checked(
+        ctx_, api_, api_->completion_complete(ctx_, handle_, code, payload.data(), payload.size()));
   }
 
  private:
@@ -367,11 +446,11 @@ class Process {
   explicit operator bool() const { return handle_ != 0; }
   molt_process_t handle() const { return handle_; }
 
-  molt_status_t Start() const { return api_->process_start(ctx_, handle_, nullptr); }
-  molt_status_t Suspend() const { return api_->process_suspend(ctx_, handle_); }
-  molt_status_t Resume() const { return api_->process_resume(ctx_, handle_); }
-  molt_status_t Kill(const char* reason = "killed") const {
-    return api_->process_kill(ctx_, handle_, reason);
+  Status Start() const { return Checked(api_->process_start(ctx_, handle_, nullptr)); }
+  Status Suspend() const { return Checked(api_->process_suspend(ctx_, handle_)); }
+  Status Resume() const { return Checked(api_->process_resume(ctx_, handle_)); }
+  Status Kill(const char* reason = "killed") const {
+    return Checked(api_->process_kill(ctx_, handle_, reason));
   }
   // MOLT_PROCESS_*, or -1 once the process has ended and its handle went stale.
   std::int32_t state() const {
@@ -380,9 +459,11 @@ class Process {
   }
   // Calls `fn(std::int32_t state, std::string_view result)` once when the process ends.
   template <class F>
-  molt_status_t OnExit(F&& fn) const;
+  Status OnExit(F&& fn) const;
 
  private:
+  Status Checked(molt_status_t code) const { return detail::Checked(ctx_, api_, code); }
+
   molt_context_t* ctx_ = nullptr;
   const molt_host_api* api_ = nullptr;
   molt_process_t handle_ = 0;
@@ -410,6 +491,8 @@ class Host {
   std::uint32_t abi_minor() const { return MOLT_ABI_MINOR_OF(api_->abi_version); }
   // The text of the last failed host call.
   std::string_view LastError() const { return api_->last_error(ctx_); }
+  // OK, or the failure of a call that returned `code`, with the host's text.
+  Status Check(molt_status_t code) const { return detail::Checked(ctx_, api_, code); }
 
   // Logging. Arguments are streamed (operator<<) only when the level is enabled.
   template <class... A>
@@ -439,10 +522,10 @@ class Host {
 
   // --- Bus ---
 
-  // Subscribes `fn(std::string_view topic, molt::Args args)` (returning void or molt::Status) to
-  // a topic, a family ("Combat.*") or "*". An empty Subscription on failure (see LastError()).
+  // Subscribes `fn(std::string_view topic, molt::Args args)` to a topic, a family ("Combat.*") or
+  // "*".
   template <class F>
-  Subscription Subscribe(std::string_view pattern, F&& fn) const;
+  Result<Subscription> Subscribe(std::string_view pattern, F&& fn) const;
 
   Status Publish(std::string_view topic, std::initializer_list<molt_value> args = {}) const {
     return Check(api_->bus_publish(ctx_, std::string(topic).c_str(), args.begin(), args.size()));
@@ -453,9 +536,11 @@ class Host {
   Status Publish(Topic topic, const molt_value* args, std::size_t count) const {
     return Check(api_->bus_publish_topic(ctx_, topic.handle, args, count));
   }
-  Topic Resolve(std::string_view topic) const {
+  Result<Topic> Resolve(std::string_view topic) const {
     Topic t;
-    (void)api_->bus_resolve(ctx_, std::string(topic).c_str(), &t.handle);
+    if (Status s = Check(api_->bus_resolve(ctx_, std::string(topic).c_str(), &t.handle)); !s.ok()) {
+      return s;
+    }
     return t;
   }
 
@@ -467,54 +552,54 @@ class Host {
   }
   // Adds `fn(molt_hook_context&)` returning bool (false vetoes) or molt::Status.
   template <class F>
-  HookHandler OnHook(std::string_view point, F&& fn,
-                     std::int32_t priority = MOLT_HOOK_DEFAULT_PRIORITY) const;
+  Result<HookHandler> OnHook(std::string_view point, F&& fn,
+                             std::int32_t priority = MOLT_HOOK_DEFAULT_PRIORITY) const;
 
   struct FireResult {
     bool passed = false;
     std::string error;  // the first failing handler's text
   };
-  FireResult FireHook(std::string_view point, molt_value* args, std::size_t count,
-                      std::uint64_t session = 0) const {
-    FireResult r;
+  // Runs the chain: whether it passed is the result's; a call the host refused is the Status.
+  Result<FireResult> FireHook(std::string_view point, molt_value* args, std::size_t count,
+                              std::uint64_t session = 0) const {
     std::uint8_t passed = 0;
     const char* error = nullptr;
-    if (api_->hook_fire(ctx_, std::string(point).c_str(), args, count, session, &passed, &error) !=
-        MOLT_OK) {
-      r.error = LastError();
-      return r;
+    if (Status s = Check(api_->hook_fire(ctx_, std::string(point).c_str(), args, count, session,
+                                         &passed, &error));
+        !s.ok()) {
+      return s;
     }
-    r.passed = passed != 0;
-    r.error = error != nullptr ? error : "";
-    return r;
+    return FireResult{passed != 0, error != nullptr ? error : ""};
   }
 
   // --- Tasks (fn returns void or molt::Status) ---
 
   template <class F>
-  Task Schedule(F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL) const;
+  Result<Task> Schedule(F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL) const;
   template <class F>
-  Task After(double seconds, F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL) const;
+  Result<Task> After(double seconds, F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL) const;
   template <class F>
-  Task Every(double seconds, F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL) const;
+  Result<Task> Every(double seconds, F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL) const;
 
   // --- Processes ---
 
   // A Created process running `body` (returning void, std::string (its result) or
-  // molt::Status); Start() it. Inside, use Yield, Sleep and Wait. An empty Process on failure.
+  // molt::Status); Start() it. Inside, use Yield, Sleep and Wait.
   template <class F>
-  Process Spawn(F&& body, const ProcessOptions& options = {}) const;
+  Result<Process> Spawn(F&& body, const ProcessOptions& options = {}) const;
   // Inside a process body: resume on a later scheduler step. Throws ProcessKilled when the
-  // process was killed, std::logic_error when not inside one of this plugin's processes.
-  void Yield() const { Parked(api_->process_yield(ctx_)); }
-  // Inside a process body: park until `seconds` from now.
-  void Sleep(double seconds) const { Parked(api_->process_sleep(ctx_, seconds)); }
+  // process was killed; MOLT_ERR_STATE outside one of this plugin's processes.
+  Status Yield() const { return Parked(api_->process_yield(ctx_)); }
+  // Inside a process body: park until `seconds` from now (as Yield otherwise).
+  Status Sleep(double seconds) const { return Parked(api_->process_sleep(ctx_, seconds)); }
   struct WaitResult {
     molt_status_t code = MOLT_OK;  // what the completion completed with
     std::string payload;
   };
-  // Inside a process body: park until `completion` completes.
-  WaitResult Wait(const Completion& completion) const {
+  // Inside a process body: park until `completion` completes; what it completed with is the
+  // result's (an error the completion carries is not a failed call). Throws ProcessKilled when
+  // the process was killed.
+  Result<WaitResult> Wait(const Completion& completion) const {
     WaitResult r;
     r.code = api_->process_wait(
         ctx_, completion.handle(),
@@ -524,32 +609,40 @@ class Host {
         &r.payload);
     if (r.code == MOLT_ERR_CANCELLED || r.code == MOLT_ERR_STATE ||
         r.code == MOLT_ERR_INVALID_ARGUMENT || r.code == MOLT_ERR_STALE) {
-      Parked(r.code);  // the call itself failed (an error the completion carried is returned)
+      if (Status s = Parked(r.code); !s.ok()) {  // the call itself failed
+        return s;
+      }
     }
     return r;
   }
   // Lets go of a completion (ABI 1.2): without it, completions live until the plugin stops.
-  void Release(const Completion& completion) const {
-    if (MOLT_API_HAS(api_, completion_release)) {
-      (void)api_->completion_release(ctx_, completion.handle());
+  Status Release(const Completion& completion) const {
+    if (!MOLT_API_HAS(api_, completion_release)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps completions until the plugin stops");
     }
+    return Check(api_->completion_release(ctx_, completion.handle()));
   }
 
-  Completion CreateCompletion() const {
+  Result<Completion> CreateCompletion() const {
     molt_completion_t c = 0;
-    (void)api_->completion_create(ctx_, &c);
+    if (Status s = Check(api_->completion_create(ctx_, &c)); !s.ok()) {
+      return s;
+    }
     return Completion(ctx_, api_, c);
   }
 
   // --- Scopes ---
 
   // A scope under the plugin's root scope (or under `parent`).
-  Scope CreateScope(molt_scope_t parent = 0) const {
+  Result<Scope> CreateScope(molt_scope_t parent = 0) const {
     molt_scope_t s = 0;
-    (void)api_->scope_create(ctx_, parent, &s);
+    if (Status st = Check(api_->scope_create(ctx_, parent, &s)); !st.ok()) {
+      return st;
+    }
     return Scope(ctx_, api_, s);
   }
-  // Runs `fn` when `scope` closes (0: when the plugin stops).
+  // Runs `fn` when `scope` closes (0: when the plugin stops). On a closed scope `fn` runs at once
+  // and the Status is MOLT_ERR_SCOPE_CLOSED.
   template <class F>
   Status Defer(molt_scope_t scope, F&& fn) const;
   // Hands a handle over to `scope` (the RAII object gives up ownership).
@@ -565,79 +658,94 @@ class Host {
 
   // --- Services, configuration, stats ---
 
+  // Interface `name` of the dependency `service`; UNSUPPORTED when its vtable is older (smaller)
+  // than VTable.
   template <class VTable>
-  Interface<VTable> GetInterface(std::string_view service, std::string_view name) const {
+  Result<Interface<VTable>> GetInterface(std::string_view service, std::string_view name) const {
     molt_interface_ref ref{};
-    Interface<VTable> out;
-    if (api_->service_interface(ctx_, std::string(service).c_str(), std::string(name).c_str(),
-                                &ref) == MOLT_OK &&
-        ref.vtable_size >= sizeof(VTable)) {
-      out.vtable = static_cast<const VTable*>(ref.vtable);
-      out.self = ref.self;
+    if (Status s = Check(api_->service_interface(ctx_, std::string(service).c_str(),
+                                                 std::string(name).c_str(), &ref));
+        !s.ok()) {
+      return s;
     }
+    if (ref.vtable_size < sizeof(VTable)) {
+      return Status(MOLT_ERR_UNSUPPORTED,
+                    "interface \"" + std::string(name) + "\" of \"" + std::string(service) +
+                        "\" has a vtable of " + std::to_string(ref.vtable_size) +
+                        " bytes, older than the " + std::to_string(sizeof(VTable)) +
+                        " this plugin was built for");
+    }
+    Interface<VTable> out;
+    out.vtable = static_cast<const VTable*>(ref.vtable);
+    out.self = ref.self;
     return out;
   }
 
-  std::optional<molt_value> Config(std::string_view key) const {
+  // The configuration value `key` (this plugin's section first, then the kernel's);
+  // MOLT_ERR_NOT_FOUND when unset.
+  Result<molt_value> Config(std::string_view key) const {
     molt_value v{};
-    if (api_->config_get(ctx_, std::string(key).c_str(), &v) != MOLT_OK) {
-      return std::nullopt;
+    if (Status s = Check(api_->config_get(ctx_, std::string(key).c_str(), &v)); !s.ok()) {
+      return s;
     }
     return v;
   }
+  // A configuration value of one type, or `fallback` when it is unset or of another type.
   std::int64_t ConfigInt(std::string_view key, std::int64_t fallback) const {
     auto v = Config(key);
-    return v && v->type == MOLT_VALUE_INT ? v->as.i : fallback;
+    return v.ok() && v->type == MOLT_VALUE_INT ? v->as.i : fallback;
   }
   double ConfigDouble(std::string_view key, double fallback) const {
     auto v = Config(key);
-    if (v && v->type == MOLT_VALUE_DOUBLE) {
+    if (v.ok() && v->type == MOLT_VALUE_DOUBLE) {
       return v->as.d;
     }
-    return v && v->type == MOLT_VALUE_INT ? static_cast<double>(v->as.i) : fallback;
+    return v.ok() && v->type == MOLT_VALUE_INT ? static_cast<double>(v->as.i) : fallback;
   }
   bool ConfigBool(std::string_view key, bool fallback) const {
     auto v = Config(key);
-    return v && v->type == MOLT_VALUE_BOOL ? v->as.i != 0 : fallback;
+    return v.ok() && v->type == MOLT_VALUE_BOOL ? v->as.i != 0 : fallback;
   }
   std::string ConfigString(std::string_view key, std::string fallback) const {
     auto v = Config(key);
-    return v && v->type == MOLT_VALUE_STRING
+    return v.ok() && v->type == MOLT_VALUE_STRING
                ? std::string(static_cast<const char*>(v->as.ptr), v->size)
                : fallback;
   }
 
-  std::string StatsJson() const {
+  Result<std::string> StatsJson() const {
     std::string out;
-    (void)api_->stats_json(
-        ctx_,
-        [](void* ud, const void* data, std::size_t size) {
-          static_cast<std::string*>(ud)->append(static_cast<const char*>(data), size);
-        },
-        &out);
+    if (Status s = Check(api_->stats_json(
+            ctx_,
+            [](void* ud, const void* data, std::size_t size) {
+              static_cast<std::string*>(ud)->append(static_cast<const char*>(data), size);
+            },
+            &out));
+        !s.ok()) {
+      return s;
+    }
     return out;
   }
 
   // --- Networking (ABI 1.1; server hosts) ---
   // Payloads are bytes in a std::string_view. `verify(payload)` returns bool (the schema's
-  // generated verifier); handlers return void or molt::Status. An empty Channel means the host
-  // refused: LastError() says why.
+  // generated verifier); handlers return void or molt::Status.
 
   // fn(SessionId, std::string_view payload)
   template <class V, class F>
-  Channel DeclareIntent(std::string_view name, const ChannelOptions& options, V&& verify,
-                        F&& fn) const {
+  Result<Channel> DeclareIntent(std::string_view name, const ChannelOptions& options, V&& verify,
+                                F&& fn) const {
     return Declare<MOLT_CHANNEL_INTENT>(name, options, std::forward<V>(verify),
                                         std::forward<F>(fn));
   }
   // fn(SessionId, std::string_view payload, molt_request_t request): answer with Reply().
   template <class V, class F>
-  Channel DeclareRequest(std::string_view name, const ChannelOptions& options, V&& verify,
-                         F&& fn) const {
+  Result<Channel> DeclareRequest(std::string_view name, const ChannelOptions& options, V&& verify,
+                                 F&& fn) const {
     return Declare<MOLT_CHANNEL_REQUEST>(name, options, std::forward<V>(verify),
                                          std::forward<F>(fn));
   }
-  Channel DeclareEvent(std::string_view name, std::string_view schema) const {
+  Result<Channel> DeclareEvent(std::string_view name, std::string_view schema) const {
     ChannelOptions o;
     o.schema = std::string(schema);
     return Declare<MOLT_CHANNEL_EVENT>(name, o, nullptr, nullptr);
@@ -654,26 +762,28 @@ class Host {
   }
   // fn(SessionId) for every live session now and every future one.
   template <class F>
-  Subscription OnSession(F&& fn) const;
+  Result<Subscription> OnSession(F&& fn) const;
   // fn() when the session ends (after every ordinary binding when `last`).
   template <class F>
   Status Bind(SessionId session, F&& fn, bool last = false) const;
   Status Kick(SessionId session, const char* reason = nullptr) const {
     return Check(api_->session_kick(ctx_, session, reason));
   }
-  // The session's user, join data, address, state; nullopt once it is gone (spec: getSession).
-  std::optional<molt_session_info> GetSession(SessionId session) const {
+  // The session's user, join data, address, state (spec: getSession); NOT_FOUND once it is gone.
+  Result<molt_session_info> GetSession(SessionId session) const {
     molt_session_info info{};
     info.struct_size = sizeof(info);
-    if (api_->session_info(ctx_, session, &info) != MOLT_OK) {
-      return std::nullopt;
+    if (Status s = Check(api_->session_info(ctx_, session, &info)); !s.ok()) {
+      return s;
     }
     return info;
   }
 
   // --- Replicas (ABI 1.2; server hosts) ---
-  // An empty Replica means the host refused: LastError() says why.
-  Replica CreateReplica(std::string_view name, const ReplicaOptions& o) const {
+  Result<Replica> CreateReplica(std::string_view name, const ReplicaOptions& o) const {
+    if (!MOLT_API_HAS(api_, replica_create)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host has no replicas (ABI 1.2)");
+    }
     std::vector<molt_replica_field> fields;
     for (const auto& f : o.fields) {
       fields.push_back(molt_replica_field{f.name.c_str(), f.type, f.max_bytes});
@@ -687,8 +797,8 @@ class Host {
     spec.field_count = fields.size();
     spec.tick_rate = o.tick_rate;
     molt_replica_t r = 0;
-    if (!MOLT_API_HAS(api_, replica_create) || api_->replica_create(ctx_, &spec, &r) != MOLT_OK) {
-      return Replica();
+    if (Status s = Check(api_->replica_create(ctx_, &spec, &r)); !s.ok()) {
+      return s;
     }
     return Replica(ctx_, api_, r);
   }
@@ -718,90 +828,76 @@ class Host {
     return Check(
         api_->client_intent(ctx_, std::string(channel).c_str(), payload.data(), payload.size()));
   }
-  // The answer completes the returned Completion: Wait() on it inside a process. An empty
-  // Completion means the host refused: LastError() says why.
-  Completion Request(std::string_view channel, std::string_view payload,
-                     double timeout_seconds = 0) const {
+  // The answer completes the returned Completion: Wait() on it inside a process.
+  Result<Completion> Request(std::string_view channel, std::string_view payload,
+                             double timeout_seconds = 0) const {
+    if (!MOLT_API_HAS(api_, client_request)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host is not a client: requests come from clients");
+    }
     molt_completion_t c = 0;
-    if (!MOLT_API_HAS(api_, client_request) ||
-        api_->client_request(ctx_, std::string(channel).c_str(), payload.data(), payload.size(),
-                             timeout_seconds, &c) != MOLT_OK) {
-      return Completion();
+    if (Status s = Check(api_->client_request(ctx_, std::string(channel).c_str(), payload.data(),
+                                              payload.size(), timeout_seconds, &c));
+        !s.ok()) {
+      return s;
     }
     return Completion(ctx_, api_, c);
   }
-  // Inside a process: Request, Wait, then Release the completion. A request the host refused
-  // returns its code, with the host's text as the payload.
-  WaitResult Ask(std::string_view channel, std::string_view payload,
-                 double timeout_seconds = 0) const {
-    const Completion answer = Request(channel, payload, timeout_seconds);
-    if (!answer) {
-      return WaitResult{MOLT_ERR_UNSUPPORTED, std::string(LastError())};
+  // Inside a process: Request, Wait, then Release the completion.
+  Result<WaitResult> Ask(std::string_view channel, std::string_view payload,
+                         double timeout_seconds = 0) const {
+    Result<Completion> answer = Request(channel, payload, timeout_seconds);
+    if (!answer.ok()) {
+      return answer.status();
     }
-    WaitResult r = Wait(answer);
-    Release(answer);
+    Result<WaitResult> r = Wait(*answer);
+    (void)Release(*answer);
     return r;
   }
-  // Field `field` of the held replica `replica`, or nullopt (LastError() says why).
-  std::optional<molt_value> ReplicaField(std::string_view replica, std::string_view field) const {
+  // Field `field` of the held replica `replica`.
+  Result<molt_value> ReplicaField(std::string_view replica, std::string_view field) const {
+    if (!MOLT_API_HAS(api_, client_replica_get)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host is not a client: replicas are read there");
+    }
     molt_value v{};
-    if (!MOLT_API_HAS(api_, client_replica_get) ||
-        api_->client_replica_get(ctx_, std::string(replica).c_str(), std::string(field).c_str(),
-                                 &v) != MOLT_OK) {
-      return std::nullopt;
+    if (Status s = Check(api_->client_replica_get(ctx_, std::string(replica).c_str(),
+                                                  std::string(field).c_str(), &v));
+        !s.ok()) {
+      return s;
     }
     return v;
   }
 
-  // OK, or the failure with the host's text.
-  Status Check(molt_status_t code) const {
-    return code == MOLT_OK ? Status() : Status(code, std::string(LastError()));
-  }
-
  private:
   template <std::int32_t kKind, class V, class F>
-  Channel Declare(std::string_view name, const ChannelOptions& o, V&& verify, F&& fn) const;
+  Result<Channel> Declare(std::string_view name, const ChannelOptions& o, V&& verify, F&& fn) const;
 
-  void Parked(molt_status_t code) const {
+  // Yield, Sleep and Wait: a kill unwinds the body; another failure is the Status.
+  Status Parked(molt_status_t code) const {
     if (code == MOLT_ERR_CANCELLED) {
       throw ProcessKilled{};
     }
-    if (code != MOLT_OK) {
-      throw std::logic_error(std::string(LastError()));
+    return Check(code);
+  }
+  // Hands `box` (a detail::Box) to a slot: `call(box, release, &handle)`. A box the host refused
+  // never reached it, so it is freed here; a box it took is freed by `release`, once.
+  template <class B, class Call>
+  Result<molt_handle_t> Register(B* box, Call&& call) const;
+  // A handle type (an OwnedHandle, Process, Completion) for a registration's result.
+  template <class H>
+  Result<H> Wrap(Result<molt_handle_t> handle) const {
+    if (!handle.ok()) {
+      return handle.status();
     }
-  }
-  template <class F>
-  static void DeleteBox(void* box) noexcept {
-    delete static_cast<detail::Box<F>*>(box);
-  }
-  template <class F>
-  static molt_status_t RunTask(void* box) noexcept {
-    auto* b = static_cast<detail::Box<F>*>(box);
-    return detail::CallGuarded(b->host, [b] { return b->fn(); });
+    return H(ctx_, api_, *handle);
   }
   template <class F, class Arm>
-  Task ArmTask(F&& fn, Arm&& arm) const {
-    using B = detail::Box<std::decay_t<F>>;
-    auto* box = new B{*this, std::forward<F>(fn)};
-    molt_task_t t = 0;
-    if (arm(&RunTask<std::decay_t<F>>, box, &DeleteBox<std::decay_t<F>>, &t) != MOLT_OK) {
-      delete box;  // refused: the host never took it
-      return Task();
-    }
-    return Task(ctx_, api_, t);
-  }
+  Result<Task> ArmTask(F&& fn, Arm&& arm) const;
 
   molt_context_t* ctx_ = nullptr;
   const molt_host_api* api_ = nullptr;
 };
 
 namespace detail {
-
-template <class F>
-struct Box {
-  Host host;
-  F fn;
-};
 
 inline molt_status_t Report(const Host& host, const Status& s) {
   if (!s.ok()) {
@@ -827,25 +923,52 @@ molt_status_t CallGuarded(const Host& host, F&& fn) noexcept {
   return MOLT_ERR_INTERNAL;
 }
 
-}  // namespace detail
+template <class F>
+void CallLogged(const Host& host, const char* what, F&& fn) noexcept {
+  if (CallGuarded(host, std::forward<F>(fn)) != MOLT_OK) {
+    const std::string line =
+        std::string(what) + " failed: " + std::string(host.api()->last_error(host.context()));
+    host.api()->log(host.context(), MOLT_LOG_ERROR, line.c_str());
+  }
+}
 
-namespace detail {
-
-template <class V, class F>
-struct ChannelBox {
+template <class F>
+struct Box {
   Host host;
+  F fn;
+};
+
+template <class F>
+Box<std::decay_t<F>>* MakeBox(const Host& host, F&& fn) {
+  return new Box<std::decay_t<F>>{host, std::forward<F>(fn)};
+}
+
+// A channel's two callables, boxed together.
+template <class V, class F>
+struct ChannelCallables {
   V verify;
   F fn;
 };
 
 }  // namespace detail
 
+template <class B, class Call>
+Result<molt_handle_t> Host::Register(B* box, Call&& call) const {
+  molt_handle_t handle = 0;
+  const molt_status_t code = call(static_cast<void*>(box), &detail::DeleteBox<B>, &handle);
+  if (code != MOLT_OK) {
+    delete box;  // refused: the host never took it
+    return Check(code);
+  }
+  return handle;
+}
+
 template <std::int32_t kKind, class V, class F>
-Channel Host::Declare(std::string_view name, const ChannelOptions& o, V&& verify, F&& fn) const {
-  using Vd = std::decay_t<V>;
-  using Fd = std::decay_t<F>;
-  using B = detail::ChannelBox<Vd, Fd>;
-  auto* box = new B{*this, std::forward<V>(verify), std::forward<F>(fn)};
+Result<Channel> Host::Declare(std::string_view name, const ChannelOptions& o, V&& verify,
+                              F&& fn) const {
+  using C = detail::ChannelCallables<std::decay_t<V>, std::decay_t<F>>;
+  using B = detail::Box<C>;
+  B* box = detail::MakeBox(*this, C{std::forward<V>(verify), std::forward<F>(fn)});
   const std::string n(name);
   molt_channel_spec spec{};
   spec.struct_size = sizeof(spec);
@@ -860,67 +983,63 @@ Channel Host::Declare(std::string_view name, const ChannelOptions& o, V&& verify
   spec.timeout_seconds = o.timeout_seconds;
   spec.reject_payload = o.reject_payload.data();
   spec.reject_size = o.reject_payload.size();
-  spec.user_data = box;
-  if constexpr (!std::is_same_v<Vd, std::nullptr_t>) {
+  if constexpr (!std::is_same_v<std::decay_t<V>, std::nullptr_t>) {
     spec.verify = [](void* ud, const void* data, std::size_t size) noexcept -> std::int32_t {
-      try {
-        return static_cast<B*>(ud)->verify(std::string_view(static_cast<const char*>(data), size))
-                   ? 1
-                   : 0;
-      } catch (...) {
-        return 0;  // a verifier that throws rejects
-      }
+      auto* b = static_cast<B*>(ud);
+      // A verifier that throws rejects (and says why).
+      return detail::CallGuarded(
+                 b->host,
+                 [&] {
+                   return b->fn.verify(std::string_view(static_cast<const char*>(data), size));
+                 }) == MOLT_OK
+                 ? 1
+                 : 0;
     };
   }
-  if constexpr (std::is_same_v<Fd, std::nullptr_t>) {
+  if constexpr (std::is_same_v<std::decay_t<F>, std::nullptr_t>) {
     // an event channel: no handler
   } else if constexpr (kKind == MOLT_CHANNEL_INTENT) {
     spec.on_intent = [](void* ud, molt_session_t s, const molt_value* args,
                         std::size_t) noexcept -> molt_status_t {
       auto* b = static_cast<B*>(ud);
       const std::string_view payload(static_cast<const char*>(args[0].as.ptr), args[0].size);
-      return detail::CallGuarded(b->host, [&] { return b->fn(s, payload); });
+      return detail::CallGuarded(b->host, [&] { return b->fn.fn(s, payload); });
     };
   } else {
     spec.on_request = [](void* ud, molt_session_t s, const molt_value* args, std::size_t,
                          molt_request_t r) noexcept -> molt_status_t {
       auto* b = static_cast<B*>(ud);
       const std::string_view payload(static_cast<const char*>(args[0].as.ptr), args[0].size);
-      return detail::CallGuarded(b->host, [&] { return b->fn(s, payload, r); });
+      return detail::CallGuarded(b->host, [&] { return b->fn.fn(s, payload, r); });
     };
   }
-  molt_channel_t ch = 0;
-  if (api_->channel_declare(
-          ctx_, &spec, [](void* ud) noexcept { delete static_cast<B*>(ud); }, &ch) != MOLT_OK) {
-    delete box;
-    return Channel();
-  }
-  return Channel(ctx_, api_, ch);
+  return Wrap<Channel>(Register(box, [&](void* ud, molt_cleanup_fn release, molt_handle_t* out) {
+    spec.user_data = ud;
+    return api_->channel_declare(ctx_, &spec, release, out);
+  }));
 }
 
 template <class F>
-Subscription Host::OnSession(F&& fn) const {
-  using Fn = std::decay_t<F>;
-  auto* box = new detail::Box<Fn>{*this, std::forward<F>(fn)};
+Result<Subscription> Host::OnSession(F&& fn) const {
+  auto* box = detail::MakeBox(*this, std::forward<F>(fn));
+  using B = std::remove_pointer_t<decltype(box)>;
   molt_session_fn trampoline = [](void* ud, molt_session_t s) noexcept {
-    auto* b = static_cast<detail::Box<Fn>*>(ud);
-    (void)detail::CallGuarded(b->host, [&] { return b->fn(s); });
+    auto* b = static_cast<B*>(ud);
+    detail::CallLogged(b->host, "session handler", [&] { return b->fn(s); });
   };
-  molt_subscription_t sub = 0;
-  if (api_->session_on(ctx_, trampoline, box, &DeleteBox<Fn>, &sub) != MOLT_OK) {
-    delete box;
-    return Subscription();
-  }
-  return Subscription(ctx_, api_, sub);
+  return Wrap<Subscription>(
+      Register(box, [&](void* ud, molt_cleanup_fn release, molt_handle_t* out) {
+        return api_->session_on(ctx_, trampoline, ud, release, out);
+      }));
 }
 
 template <class F>
 Status Host::Bind(SessionId session, F&& fn, bool last) const {
-  using Fn = std::decay_t<F>;
-  auto* box = new detail::Box<Fn>{*this, std::forward<F>(fn)};
+  auto* box = detail::MakeBox(*this, std::forward<F>(fn));
+  using B = std::remove_pointer_t<decltype(box)>;
   molt_cleanup_fn run = [](void* ud) noexcept {
-    std::unique_ptr<detail::Box<Fn>> b(static_cast<detail::Box<Fn>*>(ud));  // runs once
-    (void)detail::CallGuarded(b->host, [&] { return b->fn(); });
+    std::unique_ptr<B> b(static_cast<B*>(ud));  // runs once, then the box goes
+    detail::CallLogged(b->host, "session binding", [&] { return b->fn(); });
   };
   const molt_status_t code = api_->session_bind(ctx_, session, last ? 1 : 0, run, box);
   if (code != MOLT_OK) {
@@ -930,43 +1049,50 @@ Status Host::Bind(SessionId session, F&& fn, bool last) const {
 }
 
 template <class F>
-Subscription Host::Subscribe(std::string_view pattern, F&& fn) const {
-  using Fn = std::decay_t<F>;
-  auto* box = new detail::Box<Fn>{*this, std::forward<F>(fn)};
+Result<Subscription> Host::Subscribe(std::string_view pattern, F&& fn) const {
+  auto* box = detail::MakeBox(*this, std::forward<F>(fn));
+  using B = std::remove_pointer_t<decltype(box)>;
   molt_bus_fn trampoline = [](void* ud, const char* topic, std::size_t len, const molt_value* args,
                               std::size_t n) noexcept -> molt_status_t {
-    auto* b = static_cast<detail::Box<Fn>*>(ud);
+    auto* b = static_cast<B*>(ud);
     return detail::CallGuarded(b->host,
                                [&] { return b->fn(std::string_view(topic, len), Args(args, n)); });
   };
-  molt_subscription_t sub = 0;
-  if (api_->bus_subscribe(ctx_, std::string(pattern).c_str(), trampoline, box, &DeleteBox<Fn>,
-                          &sub) != MOLT_OK) {
-    delete box;
-    return Subscription();
-  }
-  return Subscription(ctx_, api_, sub);
+  return Wrap<Subscription>(Register(box, [&](void* ud, molt_cleanup_fn release,
+                                              molt_handle_t* out) {
+    return api_->bus_subscribe(ctx_, std::string(pattern).c_str(), trampoline, ud, release, out);
+  }));
 }
 
 template <class F>
-HookHandler Host::OnHook(std::string_view point, F&& fn, std::int32_t priority) const {
-  using Fn = std::decay_t<F>;
-  auto* box = new detail::Box<Fn>{*this, std::forward<F>(fn)};
+Result<HookHandler> Host::OnHook(std::string_view point, F&& fn, std::int32_t priority) const {
+  auto* box = detail::MakeBox(*this, std::forward<F>(fn));
+  using B = std::remove_pointer_t<decltype(box)>;
   molt_hook_fn trampoline = [](void* ud, molt_hook_context* c) noexcept -> molt_status_t {
-    auto* b = static_cast<detail::Box<Fn>*>(ud);
+    auto* b = static_cast<B*>(ud);
     return detail::CallGuarded(b->host, [&] { return b->fn(*c); });
   };
-  molt_hook_handler_t h = 0;
-  if (api_->hook_on(ctx_, std::string(point).c_str(), priority, trampoline, box, &DeleteBox<Fn>,
-                    &h) != MOLT_OK) {
-    delete box;
-    return HookHandler();
-  }
-  return HookHandler(ctx_, api_, h);
+  return Wrap<HookHandler>(Register(box, [&](void* ud, molt_cleanup_fn release,
+                                             molt_handle_t* out) {
+    return api_->hook_on(ctx_, std::string(point).c_str(), priority, trampoline, ud, release, out);
+  }));
+}
+
+template <class F, class Arm>
+Result<Task> Host::ArmTask(F&& fn, Arm&& arm) const {
+  auto* box = detail::MakeBox(*this, std::forward<F>(fn));
+  using B = std::remove_pointer_t<decltype(box)>;
+  molt_task_fn run = [](void* ud) noexcept -> molt_status_t {
+    auto* b = static_cast<B*>(ud);
+    return detail::CallGuarded(b->host, [b] { return b->fn(); });
+  };
+  return Wrap<Task>(Register(box, [&](void* ud, molt_cleanup_fn release, molt_handle_t* out) {
+    return arm(run, ud, release, out);
+  }));
 }
 
 template <class F>
-Task Host::Schedule(F&& fn, std::int32_t priority) const {
+Result<Task> Host::Schedule(F&& fn, std::int32_t priority) const {
   return ArmTask(std::forward<F>(fn),
                  [&](molt_task_fn f, void* ud, molt_cleanup_fn rel, molt_task_t* out) {
                    return api_->task_schedule(ctx_, priority, f, ud, rel, out);
@@ -974,7 +1100,7 @@ Task Host::Schedule(F&& fn, std::int32_t priority) const {
 }
 
 template <class F>
-Task Host::After(double seconds, F&& fn, std::int32_t priority) const {
+Result<Task> Host::After(double seconds, F&& fn, std::int32_t priority) const {
   return ArmTask(std::forward<F>(fn),
                  [&](molt_task_fn f, void* ud, molt_cleanup_fn rel, molt_task_t* out) {
                    return api_->task_after(ctx_, seconds, priority, f, ud, rel, out);
@@ -982,7 +1108,7 @@ Task Host::After(double seconds, F&& fn, std::int32_t priority) const {
 }
 
 template <class F>
-Task Host::Every(double seconds, F&& fn, std::int32_t priority) const {
+Result<Task> Host::Every(double seconds, F&& fn, std::int32_t priority) const {
   return ArmTask(std::forward<F>(fn),
                  [&](molt_task_fn f, void* ud, molt_cleanup_fn rel, molt_task_t* out) {
                    return api_->task_every(ctx_, seconds, priority, f, ud, rel, out);
@@ -991,72 +1117,61 @@ Task Host::Every(double seconds, F&& fn, std::int32_t priority) const {
 
 template <class F>
 Status Host::Defer(molt_scope_t scope, F&& fn) const {
-  using Fn = std::decay_t<F>;
-  auto* box = new Fn(std::forward<F>(fn));
+  auto* box = detail::MakeBox(*this, std::forward<F>(fn));
+  using B = std::remove_pointer_t<decltype(box)>;
   molt_cleanup_fn run = [](void* ud) noexcept {
-    auto* f = static_cast<Fn*>(ud);
-    try {
-      (*f)();
-    } catch (...) {
-    }
-    delete f;  // the host calls this exactly once, even for a scope closed before the call
+    // The host calls this exactly once, even for a scope closed before the call.
+    std::unique_ptr<B> b(static_cast<B*>(ud));
+    detail::CallLogged(b->host, "deferred function", [&] { return b->fn(); });
   };
   return Check(api_->scope_defer(ctx_, scope, run, box));
 }
 
 template <class F>
-Process Host::Spawn(F&& body, const ProcessOptions& options) const {
-  using Fn = std::decay_t<F>;
-  auto* box = new detail::Box<Fn>{*this, std::forward<F>(body)};
+Result<Process> Host::Spawn(F&& body, const ProcessOptions& options) const {
+  auto* box = detail::MakeBox(*this, std::forward<F>(body));
+  using B = std::remove_pointer_t<decltype(box)>;
+  using Fn = decltype(box->fn);
   molt_process_fn trampoline = [](void* ud, void*) noexcept -> molt_status_t {
-    auto* b = static_cast<detail::Box<Fn>*>(ud);
-    try {
-      return detail::CallGuarded(b->host, [b]() -> molt_status_t {
-        try {
-          if constexpr (std::is_void_v<std::invoke_result_t<Fn&>>) {
-            b->fn();
-            return MOLT_OK;
-          } else if constexpr (std::is_convertible_v<std::invoke_result_t<Fn&>, std::string>) {
-            const std::string result = b->fn();
-            return b->host.api()->process_set_result(b->host.context(), result.c_str());
-          } else {
-            return detail::ResultCode(b->host, b->fn());
-          }
-        } catch (const ProcessKilled&) {
-          return MOLT_OK;  // unwound after a kill: the host keeps the Killed state
+    auto* b = static_cast<B*>(ud);
+    return detail::CallGuarded(b->host, [b]() -> molt_status_t {
+      try {
+        if constexpr (std::is_void_v<std::invoke_result_t<Fn&>>) {
+          b->fn();
+          return MOLT_OK;
+        } else if constexpr (std::is_convertible_v<std::invoke_result_t<Fn&>, std::string>) {
+          const std::string result = b->fn();
+          return b->host.api()->process_set_result(b->host.context(), result.c_str());
+        } else {
+          return detail::ResultCode(b->host, b->fn());
         }
-      });
-    } catch (...) {
-      return MOLT_ERR_INTERNAL;
-    }
+      } catch (const ProcessKilled&) {
+        return MOLT_OK;  // unwound after a kill: the host keeps the Killed state
+      }
+    });
   };
   molt_process_options o{sizeof(molt_process_options), options.priority,
                          options.name.empty() ? nullptr : options.name.c_str(), options.stack_size};
-  molt_process_t p = 0;
-  if (api_->process_spawn(ctx_, &o, trampoline, box, &DeleteBox<Fn>, &p) != MOLT_OK) {
-    delete box;
-    return Process();
-  }
-  return Process(ctx_, api_, p);
+  return Wrap<Process>(Register(box, [&](void* ud, molt_cleanup_fn release, molt_handle_t* out) {
+    return api_->process_spawn(ctx_, &o, trampoline, ud, release, out);
+  }));
 }
 
 template <class F>
-molt_status_t Process::OnExit(F&& fn) const {
-  using Fn = std::decay_t<F>;
-  auto* box = new Fn(std::forward<F>(fn));
+Status Process::OnExit(F&& fn) const {
+  auto* box = detail::MakeBox(Host(ctx_, api_), std::forward<F>(fn));
+  using B = std::remove_pointer_t<decltype(box)>;
   molt_process_exit_fn call = [](void* ud, molt_process_t, std::int32_t state, const char* result,
                                  std::size_t n) noexcept {
-    try {
-      (*static_cast<Fn*>(ud))(state, std::string_view(result, n));
-    } catch (...) {
-    }
+    auto* b = static_cast<B*>(ud);
+    detail::CallLogged(b->host, "process exit function",
+                       [&] { return b->fn(state, std::string_view(result, n)); });
   };
-  molt_cleanup_fn release = [](void* ud) noexcept { delete static_cast<Fn*>(ud); };
-  const molt_status_t code = api_->process_on_exit(ctx_, handle_, call, box, release);
+  const molt_status_t code = api_->process_on_exit(ctx_, handle_, call, box, &detail::DeleteBox<B>);
   if (code != MOLT_OK) {
     delete box;
   }
-  return code;
+  return Checked(code);
 }
 
 // --- Services ------------------------------------------------------------------------------------
@@ -1175,10 +1290,9 @@ struct PluginGlue {
     return CallGuarded(self->host_, [self] { return self->Stop(); });
   }
   static void Destroy(void* state) noexcept {
-    try {
-      delete static_cast<T*>(state);
-    } catch (...) {
-    }
+    T* self = static_cast<T*>(state);
+    const Host host = self->host_;
+    CallLogged(host, "destroy", [self] { delete self; });
   }
   static molt_status_t Export(void* state, molt_bytes_fn sink, void* ud) noexcept {
     T* self = static_cast<T*>(state);

@@ -245,6 +245,18 @@ TEST_P(WrapperPluginTest, MoltHppPluginBehavesTheSameFromEitherCompiler) {
   Step(2);
   kernel_->bus().Publish(p + "Halt");
   EXPECT_EQ(walk, std::vector<std::string>{"exited 5 halted"});
+  // A deferred function and a process exit function that throw: logged with their text.
+  lines_.clear();
+  kernel_->bus().Publish(p + "Guards");
+  Step(2);
+  EXPECT_NE(std::find(lines_.begin(), lines_.end(),
+                      "[" + name + "] deferred function failed: deferred boom"),
+            lines_.end())
+      << testing::PrintToString(lines_);
+  EXPECT_NE(std::find(lines_.begin(), lines_.end(),
+                      "[" + name + "] process exit function failed: exit boom"),
+            lines_.end())
+      << testing::PrintToString(lines_);
   EXPECT_TRUE(kernel_->Shutdown().ok());
   EXPECT_EQ(host_->UnloadAll(), 0u);
   EXPECT_TRUE(fs::is_empty(copies_));
