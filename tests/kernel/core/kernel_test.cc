@@ -71,9 +71,11 @@ TEST_F(KernelTest, StartBootsServicesAndLogsTheBootLine) {
   ASSERT_TRUE(kernel_->RegisterService(a).ok());
   ASSERT_TRUE(kernel_->Start().ok());
   ASSERT_FALSE(lines_.empty());
-  EXPECT_TRUE(std::regex_match(
-      lines_.back(), std::regex(R"(\[molt 0\.1\.0\] Server booted 2 services in \d+\.\dms)")))
+  EXPECT_TRUE(std::regex_match(lines_.back(),
+                               std::regex(R"(\[molt \d+\.\d+\.\d+\] Server booted 2 services in )"
+                                          R"(\d+\.\dms)")))
       << lines_.back();
+  EXPECT_NE(lines_.back().find("[molt " + std::string(Kernel::Version()) + "]"), std::string::npos);
   EXPECT_EQ(kernel_->Stats().service_timings[0].name, "Store");
 }
 
@@ -199,11 +201,12 @@ TEST_F(KernelTest, StatsJsonCarriesVersionRoleSchedulerAndTimings) {
   kernel_->scheduler().Schedule([] {});
   kernel_->scheduler().Step();
   const std::string json = kernel_->StatsJson();
-  EXPECT_NE(json.find("\"version\":\"0.1.0\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"version\":\"" + std::string(Kernel::Version()) + "\""), std::string::npos)
+      << json;
   EXPECT_NE(json.find("\"role\":\"Server\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"tasks_run\":1"), std::string::npos) << json;
   EXPECT_NE(json.find("\"name\":\"Chat\""), std::string::npos) << json;
-  EXPECT_EQ(kernel_->config().GetValue("kernel.version").AsString(), "0.1.0");
+  EXPECT_EQ(kernel_->config().GetValue("kernel.version").AsString(), Kernel::Version());
   EXPECT_EQ(kernel_->config().GetValue("kernel.role").AsString(), "Server");
 }
 

@@ -11,56 +11,77 @@
 
 namespace compat {
 
+// The wrapper changed its error convention within ABI 1.2 (Molt 0.2): calls that made an empty
+// handle on failure return a molt::Result. TAKE stores a handle either way.
+#ifdef MOLT_ASSIGN_OR_RETURN
+#define TAKE(lhs, ...) MOLT_ASSIGN_OR_RETURN(lhs, __VA_ARGS__)
+template <class R>
+bool Passed(const R& fired) {
+  return fired.ok() && fired->passed;
+}
+template <class R>
+std::string Payload(R waited) {
+  return waited.ok() ? waited->payload : "";
+}
+#else
+#define TAKE(lhs, ...)                                           \
+  lhs = (__VA_ARGS__);                                           \
+  if (!(lhs)) {                                                  \
+    return molt::Status::Error(std::string(host().LastError())); \
+  }
+inline bool Passed(const molt::Host::FireResult& fired) { return fired.passed; }
+inline std::string Payload(const molt::Host::WaitResult& waited) { return waited.payload; }
+#endif
+inline bool Ok(molt_status_t code) { return code == MOLT_OK; }
+inline bool Ok(const molt::Status& s) { return s.ok(); }
+
 class Plugin : public molt::Service {
  public:
   static constexpr const char* kName = COMPAT_NAME;
   static constexpr const char* kVersion = "1.0.0";
 
   molt::Status Init() override {
-    ping_ = host().Subscribe("Compat.Ping", [this](std::string_view, molt::Args args) {
+    TAKE(ping_, host().Subscribe("Compat.Ping", [this](std::string_view, molt::Args args) {
       molt_value fired[] = {molt::Value::Int(args.Int(0))};
-      Note(host().FireHook("Compat.Gate", fired, 1).passed ? "pong passed" : "pong refused");
-    });
+      Note(Passed(host().FireHook("Compat.Gate", fired, 1)) ? "pong passed" : "pong refused");
+    }));
     if (molt::Status s = host().DefineHook("Compat.Gate", /*fail_open=*/false); !s.ok()) {
       return s;
     }
-    gate_ =
-        host().OnHook("Compat.Gate", [](molt_hook_context& c) { return !(c.args[0].as.i < 0); });
-    ready_ = host().CreateCompletion();
-    complete_ = host().After(0.001, [this] { (void)ready_.Complete(MOLT_OK, "ready"); });
-    worker_ = host().Spawn(
-        [this]() -> std::string {
-          host().Sleep(0.001);
-          Note("process waited: " + host().Wait(ready_).payload);
-          return "done";
-        },
-        {"compat worker"});
-    if (!ping_ || !gate_ || !ready_ || !complete_ || !worker_) {
-      return molt::Status::Error("init failed: " + std::string(host().LastError()));
-    }
+    TAKE(gate_,
+         host().OnHook("Compat.Gate", [](molt_hook_context& c) { return !(c.args[0].as.i < 0); }));
+    TAKE(ready_, host().CreateCompletion());
+    TAKE(complete_, host().After(0.001, [this] { (void)ready_.Complete(MOLT_OK, "ready"); }));
+    TAKE(worker_, host().Spawn(
+                      [this]() -> std::string {
+                        (void)host().Sleep(0.001);
+                        Note("process waited: " + Payload(host().Wait(ready_)));
+                        return "done";
+                      },
+                      {"compat worker"}));
     Note("role " + host().ConfigString("kernel.role", "?"));
 #if MOLT_ABI_VERSION_MINOR >= 1
     molt::ChannelOptions o;
     o.schema = "compat.Bytes";
     o.open = true;
     auto any = [](std::string_view payload) { return !payload.empty(); };
-    said_ = host().DeclareEvent("compat.Said", "compat.Bytes");
-    echo_ = host().DeclareIntent("compat.Echo", o, any,
-                                 [this](molt::SessionId s, std::string_view payload) {
-                                   return host().Send(said_, s, payload);
-                                 });
-    twice_ = host().DeclareRequest(
-        "compat.Twice", o, any,
-        [this](molt::SessionId, std::string_view payload, molt_request_t r) {
-          return host().Reply(r, MOLT_OK, std::string(payload) + std::string(payload));
-        });
+    TAKE(said_, host().DeclareEvent("compat.Said", "compat.Bytes"));
+    TAKE(echo_, host().DeclareIntent("compat.Echo", o, any,
+                                     [this](molt::SessionId s, std::string_view payload) {
+                                       return host().Send(said_, s, payload);
+                                     }));
+    TAKE(twice_, host().DeclareRequest(
+                     "compat.Twice", o, any,
+                     [this](molt::SessionId, std::string_view payload, molt_request_t r) {
+                       return host().Reply(r, MOLT_OK, std::string(payload) + std::string(payload));
+                     }));
 #if MOLT_ABI_VERSION_MINOR >= 2
     molt::ReplicaOptions board;
-    board.fields = {{"joins", MOLT_REPLICA_INT, 0}};
-    board_ = host().CreateReplica("compat.board", board);
+    board.fields = {{ "joins", MOLT_REPLICA_INT, 0 }};
+    TAKE(board_, host().CreateReplica("compat.board", board));
 #endif
-    sessions_ = host().OnSession([this](molt::SessionId s) {
-      const std::optional<molt_session_info> info = host().GetSession(s);
+    TAKE(sessions_, host().OnSession([this](molt::SessionId s) {
+      const auto info = host().GetSession(s);
       if (!info) {
         return Note("session_info failed");
       }
@@ -71,18 +92,15 @@ class Plugin : public molt::Service {
 #if MOLT_ABI_VERSION_MINOR >= 2
       (void)host().SetInt(board_, 0, ++joins_);
 #endif
-    });
-    if (!said_ || !echo_ || !twice_ || !sessions_) {
-      return molt::Status::Error("init failed: " + std::string(host().LastError()));
-    }
+    }));
 #endif
     return molt::Status::Ok();
   }
 
   molt::Status Start() override {
     Note("started");
-    return worker_.Start() == MOLT_OK ? molt::Status::Ok()
-                                      : molt::Status::Error(std::string(host().LastError()));
+    return Ok(worker_.Start()) ? molt::Status::Ok()
+                               : molt::Status::Error(std::string(host().LastError()));
   }
 
   molt::Status Stop() override {

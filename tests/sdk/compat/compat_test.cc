@@ -149,7 +149,8 @@ INSTANTIATE_TEST_SUITE_P(
     EveryRelease, CompatPluginTest,
     ::testing::Values(PluginCase{"abi-1.0", 0, "c"}, PluginCase{"abi-1.0", 0, "cpp"},
                       PluginCase{"abi-1.1", 1, "c"}, PluginCase{"abi-1.1", 1, "cpp"},
-                      PluginCase{"abi-1.2", 2, "c"}, PluginCase{"abi-1.2", 2, "cpp"}),
+                      PluginCase{"abi-1.2", 2, "c"}, PluginCase{"abi-1.2", 2, "cpp"},
+                      PluginCase{"abi-1.2-r2", 2, "c"}, PluginCase{"abi-1.2-r2", 2, "cpp"}),
     CaseName);
 
 // --- Client apps of every client API release, and clients of every wire protocol -------------
@@ -161,7 +162,7 @@ class CompatServerTest : public ::testing::Test {
     fs::remove_all(data_);
     // Today's moltd serving the compat plugin (built against today's headers).
     server_ = std::make_unique<Process>(std::vector<std::string>{
-        MOLTD_PATH, "-p", kCompat + "/abi-1.2/c", "-d", data_, "--port", "0"});
+        MOLTD_PATH, "-p", kCompat + "/abi-1.2-r2/c", "-d", data_, "--port", "0"});
     port_ = molt::test::ServingPort(*server_, 1);
     ASSERT_FALSE(port_.empty()) << server_->output();
   }
