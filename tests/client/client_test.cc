@@ -199,9 +199,10 @@ TEST_F(ClientTest, AnAppThatWaitsIsWokenByItsSocketAndItsTimers) {
 
   // The server sends: the socket the app polls becomes readable; a wait returns; a step delivers.
   ASSERT_TRUE(net_->Send(said, molt_client_session(client_), SayPayload("wake up")).ok());
-  Settle(std::chrono::milliseconds(20));  // the server's loop writes it
-  pollfd p{molt_client_socket(client_), POLLIN, 0};
-  ASSERT_EQ(::poll(&p, 1, 5000), 1);
+  ASSERT_TRUE(RunUntil([&] {  // the server's loop writes it; the client's socket turns readable
+    pollfd p{molt_client_socket(client_), POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1;
+  }));
   EXPECT_EQ(molt_client_wait(client_, 5), MOLT_OK);
   EXPECT_EQ(molt_client_step(client_, 0), MOLT_OK);
   EXPECT_EQ(journal_.events, std::vector<std::string>{"wake up"});
@@ -419,7 +420,7 @@ void OnReplica(void* ud, molt_client_replica_t replica, std::int32_t what, std::
   log->seen.push_back(s);
 }
 
-class ReplicaTest : public ClientTest {
+class ClientReplicaTest : public ClientTest {
  protected:
   // "score": red and blue (ints), banner (bytes), speed (float); 20 deliveries a second.
   ReplicaId CreateScore(Audience audience = Audience::kAll) {
@@ -468,7 +469,7 @@ class ReplicaTest : public ClientTest {
   std::unique_ptr<molt::test::Relay> relay_;
 };
 
-TEST_F(ReplicaTest, ASnapshotFirstThenWritesCoalesceIntoOneDeltaPerDeadline) {
+TEST_F(ClientReplicaTest, ASnapshotFirstThenWritesCoalesceIntoOneDeltaPerDeadline) {
   Listen();
   const ReplicaId score = CreateScore();
   ASSERT_TRUE(net_->replicas().SetInt(score, 0, 5).ok());
@@ -530,7 +531,7 @@ TEST_F(ReplicaTest, ASnapshotFirstThenWritesCoalesceIntoOneDeltaPerDeadline) {
   EXPECT_EQ(net_->replicas().count(), 0u);
 }
 
-TEST_F(ReplicaTest, ALateJoinerGetsTheCurrentStateAndAListenerRegisteredLateIsCaughtUp) {
+TEST_F(ClientReplicaTest, ALateJoinerGetsTheCurrentStateAndAListenerRegisteredLateIsCaughtUp) {
   Listen();
   const ReplicaId score = CreateScore();
   ASSERT_TRUE(Connect());
@@ -557,7 +558,7 @@ TEST_F(ReplicaTest, ALateJoinerGetsTheCurrentStateAndAListenerRegisteredLateIsCa
   EXPECT_EQ(Int(client_, "red"), 42);
 }
 
-TEST_F(ReplicaTest, AListAudienceReachesOnlyItsSessionsAndLeavingSendsARemove) {
+TEST_F(ClientReplicaTest, AListAudienceReachesOnlyItsSessionsAndLeavingSendsARemove) {
   Listen();
   const ReplicaId inv = CreateScore(Audience::kList);
   log_.client = client_;
@@ -596,7 +597,7 @@ TEST_F(ReplicaTest, AListAudienceReachesOnlyItsSessionsAndLeavingSendsARemove) {
             "sessions");
 }
 
-TEST_F(ReplicaTest, AResumedSessionGetsAFreshSnapshotInsteadOfTheDeltasItMissed) {
+TEST_F(ClientReplicaTest, AResumedSessionGetsAFreshSnapshotInsteadOfTheDeltasItMissed) {
   const ReplicaId score = SnapshotThenCut();
   // Many deadlines pass while it is away (only the server runs: the client cannot come back).
   for (std::int64_t v = 1; v <= 50; ++v) {
@@ -613,7 +614,7 @@ TEST_F(ReplicaTest, AResumedSessionGetsAFreshSnapshotInsteadOfTheDeltasItMissed)
   EXPECT_EQ(net_->stats().resumes, 1u);
 }
 
-TEST_F(ReplicaTest, AReplicaDestroyedWhileTheLinkIsDownIsRemovedOnResume) {
+TEST_F(ClientReplicaTest, AReplicaDestroyedWhileTheLinkIsDownIsRemovedOnResume) {
   const ReplicaId score = SnapshotThenCut();
   ASSERT_TRUE(net_->replicas().SetInt(score, 0, 1).ok());  // a deadline passes while away
   RunUntil([] { return false; }, std::chrono::milliseconds(100));
@@ -624,7 +625,7 @@ TEST_F(ReplicaTest, AReplicaDestroyedWhileTheLinkIsDownIsRemovedOnResume) {
   EXPECT_EQ(molt_client_replica_find(client_, "score", &r), MOLT_ERR_NOT_FOUND);
 }
 
-TEST_F(ReplicaTest, AReplicaCreatedAsASessionStartsSendsItOneSnapshot) {
+TEST_F(ClientReplicaTest, AReplicaCreatedAsASessionStartsSendsItOneSnapshot) {
   Listen();
   Connection hook = kernel_->hooks().On("Session.Start", [&](HookContext&) {
     if (net_->replicas().count() == 0) {
@@ -645,7 +646,7 @@ TEST_F(ReplicaTest, AReplicaCreatedAsASessionStartsSendsItOneSnapshot) {
 
 // The client's verifier takes what the server may send: a Welcome with a table per channel, a
 // snapshot with two per field.
-TEST_F(ReplicaTest, AWelcomeWithManyChannelsAndTheWidestReplicaReachTheClient) {
+TEST_F(ClientReplicaTest, AWelcomeWithManyChannelsAndTheWidestReplicaReachTheClient) {
   for (int i = 0; i < 200; ++i) {
     DeclareEvent("wide.E" + std::to_string(i));
   }
@@ -665,7 +666,7 @@ TEST_F(ReplicaTest, AWelcomeWithManyChannelsAndTheWidestReplicaReachTheClient) {
   EXPECT_EQ(index, 63);
 }
 
-TEST_F(ReplicaTest, ANewSessionDropsTheOldSessionsReplicas) {
+TEST_F(ClientReplicaTest, ANewSessionDropsTheOldSessionsReplicas) {
   Listen();
   CreateScore();
   log_.client = client_;
@@ -679,7 +680,7 @@ TEST_F(ReplicaTest, ANewSessionDropsTheOldSessionsReplicas) {
             (std::vector<std::string>{"snapshot score", "removed score", "snapshot score"}));
 }
 
-TEST_F(ReplicaTest, BadSpecsAndWritesAreRefusedWithTheReason) {
+TEST_F(ClientReplicaTest, BadSpecsAndWritesAreRefusedWithTheReason) {
   auto create = [&](ReplicaSpec spec) {
     Result<ReplicaId> id = net_->replicas().Create(std::move(spec), nullptr);
     return id.ok() ? std::string("ok") : id.status().message();

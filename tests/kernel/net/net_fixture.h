@@ -165,11 +165,6 @@ class NetTest : public ::testing::Test {
     ASSERT_TRUE(ok) << "the client body did not finish in time";
   }
 
-  // Lets the loop process what the clients sent.
-  void Settle(std::chrono::milliseconds d = std::chrono::milliseconds(50)) {
-    RunUntil([] { return false; }, d);
-  }
-
   std::unique_ptr<Kernel> kernel_;
   std::unique_ptr<Network> net_;
   std::uint16_t port_ = 0;
