@@ -1193,7 +1193,8 @@ class Service {
   virtual Status Start() { return Status(); }
   // Stop work; also called when Start never ran (a failed boot rolls back).
   virtual Status Stop() { return Status(); }
-  // State handoff across generations: write what the next generation needs.
+  // State handoff across generations: write what the next generation needs. (Hosts call these
+  // once generations are built: not yet in Molt 0.2.)
   virtual Status ExportState(std::string* /*out*/) {
     return Status(MOLT_ERR_UNSUPPORTED, "this plugin exports no state");
   }
