@@ -22,7 +22,9 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "kernel/src/core/kernel.h"
@@ -50,19 +52,78 @@ void OnAnswer(void* ud, molt_status_t status, const void*, std::size_t) {
   *static_cast<molt_status_t*>(ud) = status;
 }
 
-void BM_ClientRequestRoundTrip(benchmark::State& state) {
-  Logger::Get().SetConsoleEnabled(false);
-  auto booted = Kernel::Boot(KernelOptions());
-  if (!booted.ok()) {
-    state.SkipWithError(booted.status().ToString().c_str());
-    return;
+// A kernel with a listening Network on its own thread, and one libmolt_client connected to it:
+// what both client benchmarks run against. Channels are declared before Start().
+class LoopbackServer {
+ public:
+  explicit LoopbackServer(NetOptions o) {
+    Logger::Get().SetConsoleEnabled(false);
+    auto booted = Kernel::Boot(KernelOptions());
+    if (!booted.ok()) {
+      error_ = booted.status().ToString();
+      return;
+    }
+    kernel_ = std::move(booted.value());
+    o.port = 0;
+    net_ = std::make_unique<Network>(*kernel_, std::move(o));
   }
-  std::unique_ptr<Kernel> kernel = std::move(booted.value());
+  ~LoopbackServer() {
+    Stop();
+    net_.reset();
+    if (kernel_) {
+      (void)kernel_->Shutdown();
+    }
+    Logger::Get().SetConsoleEnabled(true);
+  }
+  Network& net() { return *net_; }
+  // Listens, runs the loop on its thread, connects the client; false (with error()) on failure.
+  bool Start() {
+    if (!error_.empty()) {
+      return false;
+    }
+    if (Status s = net_->Listen(); !s.ok()) {
+      error_ = s.ToString();
+      return false;
+    }
+    loop_ = std::thread([this] { kernel_->loop().Run(); });
+    molt_client_create(nullptr, &client_);
+    molt_client_connect(client_, "127.0.0.1", net_->port(), "bench", nullptr, 0, nullptr, 0);
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (molt_client_state(client_) == MOLT_CLIENT_CONNECTING && Clock::now() < deadline) {
+      molt_client_wait(client_, 0.01);
+      molt_client_step(client_, 0);
+    }
+    if (molt_client_state(client_) != MOLT_CLIENT_CONNECTED) {
+      error_ = "the client did not connect";
+      return false;
+    }
+    return true;
+  }
+  // Disconnects the client and stops the loop; the network's stats may be read afterwards.
+  void Stop() {
+    molt_client_disconnect(client_);
+    molt_client_destroy(std::exchange(client_, nullptr));
+    if (loop_.joinable()) {
+      kernel_->loop().Post([this] { kernel_->loop().Stop(); });
+      loop_.join();
+    }
+  }
+  molt_client* client() { return client_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<Network> net_;
+  std::thread loop_;
+  molt_client* client_ = nullptr;
+  std::string error_;
+};
+
+void BM_ClientRequestRoundTrip(benchmark::State& state) {
   NetOptions o;
-  o.port = 0;
   o.messages_per_tick = 1 << 20;  // a spinning client sends ~25k requests/s: not a flood here
   o.bytes_per_tick = 1 << 30;
-  auto net = std::make_unique<Network>(*kernel, o);
+  LoopbackServer server(o);
   ChannelSpec spec;
   spec.name = "bench.Echo";
   spec.kind = ChannelKind::kRequest;
@@ -70,56 +131,35 @@ void BM_ClientRequestRoundTrip(benchmark::State& state) {
   spec.verify = VerifyAdd;
   spec.rules = {FieldRule::Range(0, "amount", FieldType::kInt32, 0, 1000)};
   spec.rate = std::numeric_limits<double>::infinity();
-  Network* n = net.get();
+  Network* n = &server.net();
   spec.on_request = [n](Session&, std::span<Value> args, RequestToken reply) {
     (void)n->Reply(reply, Status::Code::kOk,
                    std::span(static_cast<const std::uint8_t*>(args[0].as.ptr), args[0].size));
   };
-  const ChannelId echo = net->channels().Declare(std::move(spec)).value();
-  if (!net->Listen().ok()) {
-    state.SkipWithError("listen failed");
+  const ChannelId echo = server.net().channels().Declare(std::move(spec)).value();
+  if (!server.Start()) {
+    state.SkipWithError(server.error().c_str());
     return;
   }
-  const std::uint16_t port = net->port();
-  std::thread loop([&] { kernel->loop().Run(); });
-
-  molt_client* c = nullptr;
-  molt_client_create(nullptr, &c);
-  molt_client_connect(c, "127.0.0.1", port, "bench", nullptr, 0, nullptr, 0);
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  while (molt_client_state(c) == MOLT_CLIENT_CONNECTING && Clock::now() < deadline) {
-    molt_client_step(c, 0);
-  }
+  molt_client* c = server.client();
   const std::vector<std::uint8_t> payload = AddPayload(21);
   std::vector<double> us;
-  if (molt_client_state(c) != MOLT_CLIENT_CONNECTED) {
-    state.SkipWithError("the client did not connect");
-  } else {
-    for (auto _ : state) {
-      molt_status_t answer = 1;
-      const auto t0 = Clock::now();
-      molt_client_request(c, echo, payload.data(), payload.size(), 0, OnAnswer, &answer);
-      while (answer == 1) {
-        molt_client_step(c, 0);
-      }
-      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-      if (answer != MOLT_OK) {
-        state.SkipWithError("a request failed");
-        break;
-      }
+  for (auto _ : state) {
+    molt_status_t answer = 1;
+    const auto t0 = Clock::now();
+    molt_client_request(c, echo, payload.data(), payload.size(), 0, OnAnswer, &answer);
+    while (answer == 1) {
+      molt_client_step(c, 0);
+    }
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    if (answer != MOLT_OK) {
+      state.SkipWithError("a request failed");
+      break;
     }
   }
   ReportPercentiles(state, us);
   state.counters["request_bytes"] =
       static_cast<double>(test::TestClient::RequestFrame(echo, 1, payload).size());
-  molt_client_disconnect(c);
-  molt_client_destroy(c);
-  kernel->loop().Post([&] { kernel->loop().Stop(); });
-  loop.join();
-  net.reset();
-  (void)kernel->Shutdown();
-  kernel.reset();
-  Logger::Get().SetConsoleEnabled(true);
 }
 BENCHMARK(BM_ClientRequestRoundTrip)->Unit(benchmark::kMicrosecond);
 
@@ -188,21 +228,13 @@ BENCHMARK(BM_AsioPingPongBaseline)->Unit(benchmark::kMicrosecond);
 // sockets that blast pre-encoded frames).
 void BM_ClientPacedIntents(benchmark::State& state) {
   constexpr int kBatch = 2000;
-  Logger::Get().SetConsoleEnabled(false);
-  auto booted = Kernel::Boot(KernelOptions());
-  if (!booted.ok()) {
-    state.SkipWithError(booted.status().ToString().c_str());
-    return;
-  }
-  std::unique_ptr<Kernel> kernel = std::move(booted.value());
   NetOptions o;
-  o.port = 0;
   if (state.range(0) == 1) {
     o.messages_per_tick *= 1000;
     o.bytes_per_tick *= 1000;
   }
   const double budget = o.messages_per_tick * o.tick_rate;  // messages per second
-  auto net = std::make_unique<Network>(*kernel, o);
+  LoopbackServer server(o);
   std::atomic<std::int64_t> counted{0};
   ChannelSpec spec;
   spec.name = "bench.Say";
@@ -214,49 +246,35 @@ void BM_ClientPacedIntents(benchmark::State& state) {
   spec.on_intent = [&counted](Session&, std::span<Value>) {
     counted.fetch_add(1, std::memory_order_relaxed);
   };
-  const ChannelId say = net->channels().Declare(std::move(spec)).value();
-  if (!net->Listen().ok()) {
-    state.SkipWithError("listen failed");
+  const ChannelId say = server.net().channels().Declare(std::move(spec)).value();
+  if (!server.Start()) {
+    state.SkipWithError(server.error().c_str());
     return;
   }
-  const std::uint16_t port = net->port();
-  std::thread loop([&] { kernel->loop().Run(); });
-
-  molt_client* c = nullptr;
-  molt_client_create(nullptr, &c);
-  molt_client_connect(c, "127.0.0.1", port, "bench", nullptr, 0, nullptr, 0);
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  while (molt_client_state(c) == MOLT_CLIENT_CONNECTING && Clock::now() < deadline) {
-    molt_client_wait(c, 0.01);
-    molt_client_step(c, 0);
-  }
+  molt_client* c = server.client();
   const std::vector<std::uint8_t> payload = SayPayload("paced");
   std::int64_t sent = 0;
   std::int64_t full = 0;
-  if (molt_client_state(c) != MOLT_CLIENT_CONNECTED) {
-    state.SkipWithError("the client did not connect");
-  } else {
-    for (auto _ : state) {
-      for (int i = 0; i < kBatch;) {
-        const molt_status_t s = molt_client_intent(c, say, payload.data(), payload.size());
-        if (s == MOLT_OK) {
-          ++i;
-          continue;
-        }
-        if (s != MOLT_ERR_STATE || molt_client_state(c) != MOLT_CLIENT_CONNECTED) {
-          state.SkipWithError(molt_client_last_error(c));
-          break;
-        }
-        ++full;  // the send queue is full: let it drain at the server's pace
-        molt_client_wait(c, 0.01);
-        molt_client_step(c, 0);
+  for (auto _ : state) {
+    for (int i = 0; i < kBatch;) {
+      const molt_status_t s = molt_client_intent(c, say, payload.data(), payload.size());
+      if (s == MOLT_OK) {
+        ++i;
+        continue;
       }
-      sent += kBatch;
-      while (counted.load(std::memory_order_relaxed) < sent &&
-             molt_client_state(c) == MOLT_CLIENT_CONNECTED) {
-        molt_client_wait(c, 0.01);
-        molt_client_step(c, 0);
+      if (s != MOLT_ERR_STATE || molt_client_state(c) != MOLT_CLIENT_CONNECTED) {
+        state.SkipWithError(molt_client_last_error(c));
+        break;
       }
+      ++full;  // the send queue is full: let it drain at the server's pace
+      molt_client_wait(c, 0.01);
+      molt_client_step(c, 0);
+    }
+    sent += kBatch;
+    while (counted.load(std::memory_order_relaxed) < sent &&
+           molt_client_state(c) == MOLT_CLIENT_CONNECTED) {
+      molt_client_wait(c, 0.01);
+      molt_client_step(c, 0);
     }
   }
   state.SetItemsProcessed(state.iterations() * kBatch);
@@ -264,15 +282,8 @@ void BM_ClientPacedIntents(benchmark::State& state) {
       static_cast<double>(state.iterations() * kBatch), benchmark::Counter::kIsRate);
   state.counters["budget_per_s"] = budget;
   state.counters["queue_full"] = static_cast<double>(full);
-  molt_client_disconnect(c);
-  molt_client_destroy(c);
-  kernel->loop().Post([&] { kernel->loop().Stop(); });
-  loop.join();
-  state.counters["floods"] = static_cast<double>(net->stats().transport_floods);
-  net.reset();
-  (void)kernel->Shutdown();
-  kernel.reset();
-  Logger::Get().SetConsoleEnabled(true);
+  server.Stop();
+  state.counters["floods"] = static_cast<double>(server.net().stats().transport_floods);
 }
 BENCHMARK(BM_ClientPacedIntents)
     ->ArgName("budget_x1000")
