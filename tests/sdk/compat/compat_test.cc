@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernel/src/abi/struct_size.h"
+#include "kernel/src/client/connection.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/net_api.h"
 #include "net_fixture.h"
@@ -214,6 +215,7 @@ TEST(CompatSizesTest, EachMinimumIsTheSizeInTheReleaseThatIntroducedTheStruct) {
   EXPECT_EQ(abi::SizedStruct<molt_channel_spec>::kMinSize, MOLT_COMPAT_SIZEOF_CHANNEL_1_1);
   EXPECT_EQ(abi::SizedStruct<molt_session_info>::kMinSize, MOLT_COMPAT_SIZEOF_SESSION_1_1);
   EXPECT_EQ(abi::SizedStruct<molt_replica_spec>::kMinSize, MOLT_COMPAT_SIZEOF_REPLICA_1_2);
+  EXPECT_EQ(abi::SizedStruct<molt_client_options>::kMinSize, MOLT_COMPAT_SIZEOF_CLIENT_OPTIONS_1);
 }
 
 }  // namespace
