@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # The installed package, used as a third party uses it. Installs Molt from the build tree into a
 # fresh prefix, then, with nothing but that prefix:
-#   - builds the C++ hello plugin (g++) and the C hello_c plugin (clang) with find_package(Molt),
-#     and checks each exports only its entry symbol;
+#   - builds the C++ hello plugin (g++, its channel schema compiled by molt_plugin_schemas) and the
+#     C hello_c plugin (clang) with find_package(Molt), and checks each exports only its entry;
 #   - builds the C client app hello_client with clang, once with find_package(Molt) (Molt::client)
 #     and once with pkg-config (molt-client.pc);
 #   - builds a custom server host on Molt::kernel;
 #   - runs the installed moltd (bundled plugins found from its own location, no
 #     LD_LIBRARY_PATH) and the custom host, each serving the out-of-tree plugins, and has the
-#     client app exchange messages with them; runs the installed molt-bot.
+#     client app exchange messages with them; the installed molt-bot asks hello's request channel.
 # Usage: out_of_tree_test.sh <molt build dir> <molt source dir>
 set -euo pipefail
 build="$1"; src="$2"
@@ -93,8 +93,12 @@ for app in "$work/client/hello_client" "$work/hello_client_pc"; do
   echo "$out" | grep -qx "heard: ada: good morning" || fail "$app heard: $out"
   echo "$out" | grep -qx "shouted: GOOD MORNING" || fail "$app shouted: $out"
 done
-"$prefix/bin/molt-bot" --port "$port" --clients 2 --duration 0.3 --rate 0 >"$work/bot.log" 2>&1 ||
-  { cat "$work/bot.log" >&2; fail "the installed molt-bot failed"; }
+# The installed molt-bot asks hello's typed request channel (its schema compiled out of tree by
+# molt_plugin_schemas); an empty table is a valid hello.Greet.
+"$prefix/bin/molt-bot" --port "$port" --clients 2 --duration 1 --rate 3 --request hello.Greet \
+  >"$work/bot.log" 2>&1 || { cat "$work/bot.log" >&2; fail "the installed molt-bot failed"; }
+grep -Eq 'done: 2/2 connected .* requests [1-9][0-9]* ok 0 rejected 0 limited 0 timed out' \
+  "$work/bot.log" || { cat "$work/bot.log" >&2; fail "hello.Greet was not answered"; }
 stop "${pids[0]}" "$work/moltd.log"
 grep -q '\[hello\] hello from out of tree' "$work/moltd.log" || fail "hello did not start"
 grep -q '\[hello\] goodbye after' "$work/moltd.log" || fail "hello did not stop"

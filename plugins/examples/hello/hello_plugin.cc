@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// hello: the smallest useful plugin, built out of tree with find_package(Molt). It greets every
-// service that registers, counts ticks, and says goodbye with the count when it stops.
+// hello: a small plugin built out of tree with find_package(Molt). It greets every service that
+// registers, counts ticks, says goodbye with the count when it stops, and answers the request
+// channel hello.Greet (payloads in hello.fbs, compiled by molt_plugin_schemas) where the host
+// has a network.
 #include <molt/molt.hpp>
+
+#include "hello_generated.h"
 
 class Hello : public molt::Service {
  public:
@@ -16,6 +20,31 @@ class Hello : public molt::Service {
         host().Subscribe("Kernel.ServiceRegistered", [this](std::string_view, molt::Args args) {
           host().Info(greeting_, ", ", args.String(0));
         }));
+    if (!MOLT_API_HAS(host().api(), channel_declare)) {
+      return molt::Status::Ok();
+    }
+    molt::ChannelOptions greet;
+    greet.schema = "hello.Greet";
+    greet.rules = {molt::MaxLengthRule(0, "name", 32)};
+    greet.rate = 5;
+    MOLT_ASSIGN_OR_RETURN(
+        greet_, host().DeclareRequest(
+                    "hello.Greet", greet,
+                    [](std::string_view p) {
+                      flatbuffers::Verifier v(reinterpret_cast<const std::uint8_t*>(p.data()),
+                                              p.size());
+                      return hello::VerifyGreetBuffer(v);
+                    },
+                    [this](molt::SessionId, std::string_view p, molt_request_t r) {
+                      const hello::Greet* g = hello::GetGreet(p.data());
+                      flatbuffers::FlatBufferBuilder b;
+                      b.Finish(hello::CreateGreetingDirect(
+                          b, (greeting_ + ", " + (g->name() ? g->name()->str() : "you")).c_str()));
+                      return host().Reply(
+                          r, MOLT_OK,
+                          std::string_view(reinterpret_cast<const char*>(b.GetBufferPointer()),
+                                           b.GetSize()));
+                    }));
     return molt::Status::Ok();
   }
   molt::Status Start() override {
@@ -32,6 +61,7 @@ class Hello : public molt::Service {
   std::string greeting_;
   molt::Subscription registered_;
   molt::Task ticker_;
+  molt::Channel greet_;
   int ticks_ = 0;
 };
 
