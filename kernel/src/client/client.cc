@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // File: kernel/src/client/client.cc
 //
-// libmolt_client's C entry points (sdk/include/molt/client.h): thin noexcept shims over
-// Connection (connection.h). Each checks its pointers, calls the connection, and turns a failed
-// Status into its code and the client's error text; no exception crosses into the app.
+// libmolt_client's C entry points (sdk/include/molt/client.h): thin shims over Connection
+// (connection.h). Each checks its pointers, calls the connection, and turns a failed Status into
+// its code and the client's error text; no exception crosses into the app. The definitions match
+// client.h's declarations, which stay as released (a `noexcept` there would retype them for C++
+// callers), so the guarantee is in the bodies: each runs inside Guard() (noexcept, catching
+// everything) or a try block, or cannot throw.
 #include <molt/client.h>
 
 #include <cmath>
@@ -84,7 +87,7 @@ molt_status_t ReadField(molt_client* client, molt_client_replica_t replica, std:
 
 extern "C" {
 
-molt_status_t molt_client_create(const molt_client_options* options, molt_client** out) noexcept {
+molt_status_t molt_client_create(const molt_client_options* options, molt_client** out) {
   if (out == nullptr) {
     return MOLT_ERR_INVALID_ARGUMENT;
   }
@@ -105,21 +108,18 @@ molt_status_t molt_client_create(const molt_client_options* options, molt_client
   }
 }
 
-void molt_client_destroy(molt_client* c) noexcept {
-  try {
-    delete c;
-  } catch (...) {  // a destructor that throws would terminate: contained, the memory is gone
-  }
+void molt_client_destroy(molt_client* c) {
+  delete c;  // ~Connection is noexcept: controllers stop inside their guards, callbacks are dropped
 }
 
-const char* molt_client_last_error(const molt_client* c) noexcept {
+const char* molt_client_last_error(const molt_client* c) {
   return c == nullptr ? "" : c->error.c_str();
 }
 
 molt_status_t molt_client_connect(molt_client* client, const char* host, std::uint16_t port,
                                   const char* user, const void* credentials,
                                   std::size_t credentials_size, const void* join_data,
-                                  std::size_t join_size) noexcept {
+                                  std::size_t join_size) {
   return Guard(client, [&](Connection& c) -> Status {
     if (Status s = Required(host, "host"); !s.ok()) {
       return s;
@@ -136,14 +136,14 @@ molt_status_t molt_client_connect(molt_client* client, const char* host, std::ui
   });
 }
 
-molt_status_t molt_client_disconnect(molt_client* client) noexcept {
+molt_status_t molt_client_disconnect(molt_client* client) {
   return Guard(client, [](Connection& c) {
     c.Disconnect();
     return Status::Ok();
   });
 }
 
-molt_status_t molt_client_step(molt_client* client, double budget_seconds) noexcept {
+molt_status_t molt_client_step(molt_client* client, double budget_seconds) {
   return Guard(client, [&](Connection& c) -> Status {
     if (!(budget_seconds >= 0) || !std::isfinite(budget_seconds)) {
       return Status::InvalidArgument("budget_seconds must be a finite number >= 0");
@@ -153,20 +153,17 @@ molt_status_t molt_client_step(molt_client* client, double budget_seconds) noexc
   });
 }
 
-std::int32_t molt_client_state(const molt_client* c) noexcept {
+std::int32_t molt_client_state(const molt_client* c) {
   return c == nullptr ? MOLT_CLIENT_IDLE : c->connection.state();
 }
 
-std::uint64_t molt_client_session(const molt_client* c) noexcept {
+std::uint64_t molt_client_session(const molt_client* c) {
   return c == nullptr ? 0 : c->connection.session();
 }
 
-double molt_client_rtt(const molt_client* c) noexcept {
-  return c == nullptr ? 0 : c->connection.rtt();
-}
+double molt_client_rtt(const molt_client* c) { return c == nullptr ? 0 : c->connection.rtt(); }
 
-molt_status_t molt_client_channel(molt_client* client, const char* name,
-                                  std::uint16_t* out) noexcept {
+molt_status_t molt_client_channel(molt_client* client, const char* name, std::uint16_t* out) {
   return Guard(client, [&](Connection& c) -> Status {
     if (Status s = Required(name, "name"); !s.ok()) {
       return s;
@@ -183,7 +180,7 @@ molt_status_t molt_client_channel(molt_client* client, const char* name,
 }
 
 molt_status_t molt_client_intent(molt_client* client, std::uint16_t channel, const void* data,
-                                 std::size_t size) noexcept {
+                                 std::size_t size) {
   return Guard(client, [&](Connection& c) -> Status {
     if (size > 0 && data == nullptr) {
       return Status::InvalidArgument("data is NULL with size > 0");
@@ -194,7 +191,7 @@ molt_status_t molt_client_intent(molt_client* client, std::uint16_t channel, con
 
 molt_status_t molt_client_request(molt_client* client, std::uint16_t channel, const void* data,
                                   std::size_t size, double timeout_seconds,
-                                  molt_client_response_fn fn, void* user_data) noexcept {
+                                  molt_client_response_fn fn, void* user_data) {
   return Guard(client, [&](Connection& c) -> Status {
     if (Status s = Required(reinterpret_cast<const void*>(fn), "fn"); !s.ok()) {
       return s;
@@ -210,15 +207,14 @@ molt_status_t molt_client_request(molt_client* client, std::uint16_t channel, co
 }
 
 molt_status_t molt_client_on_event(molt_client* client, std::uint16_t channel,
-                                   molt_client_event_fn fn, void* user_data) noexcept {
+                                   molt_client_event_fn fn, void* user_data) {
   return Guard(client, [&](Connection& c) {
     c.OnEvent(channel, fn, user_data);
     return Status::Ok();
   });
 }
 
-molt_status_t molt_client_on_state(molt_client* client, molt_client_state_fn fn,
-                                   void* user_data) noexcept {
+molt_status_t molt_client_on_state(molt_client* client, molt_client_state_fn fn, void* user_data) {
   return Guard(client, [&](Connection& c) {
     c.OnState(fn, user_data);
     return Status::Ok();
@@ -228,7 +224,7 @@ molt_status_t molt_client_on_state(molt_client* client, molt_client_state_fn fn,
 // --- Replicas ------------------------------------------------------------------------------------
 
 molt_status_t molt_client_on_replica(molt_client* client, const char* name,
-                                     molt_client_replica_fn fn, void* user_data) noexcept {
+                                     molt_client_replica_fn fn, void* user_data) {
   return Guard(client, [&](Connection& c) {
     c.OnReplica(name != nullptr ? name : "", fn, user_data);
     return Status::Ok();
@@ -236,7 +232,7 @@ molt_status_t molt_client_on_replica(molt_client* client, const char* name,
 }
 
 molt_status_t molt_client_replica_find(molt_client* client, const char* name,
-                                       molt_client_replica_t* out) noexcept {
+                                       molt_client_replica_t* out) {
   return Guard(client, [&](Connection& c) -> Status {
     if (Status s = Required(name, "name"); !s.ok()) {
       return s;
@@ -252,7 +248,7 @@ molt_status_t molt_client_replica_find(molt_client* client, const char* name,
   });
 }
 
-const char* molt_client_replica_name(molt_client* c, molt_client_replica_t replica) noexcept {
+const char* molt_client_replica_name(molt_client* c, molt_client_replica_t replica) {
   if (c == nullptr) {
     return nullptr;
   }
@@ -262,7 +258,7 @@ const char* molt_client_replica_name(molt_client* c, molt_client_replica_t repli
 
 molt_status_t molt_client_replica_field(molt_client* client, molt_client_replica_t replica,
                                         const char* field_name, std::int32_t* out_index,
-                                        std::int32_t* out_type) noexcept {
+                                        std::int32_t* out_type) {
   return Guard(client, [&](Connection& c) -> Status {
     if (Status s = Required(field_name, "field_name"); !s.ok()) {
       return s;
@@ -272,20 +268,20 @@ molt_status_t molt_client_replica_field(molt_client* client, molt_client_replica
 }
 
 molt_status_t molt_client_replica_int(molt_client* client, molt_client_replica_t replica,
-                                      std::int32_t field, std::int64_t* out) noexcept {
+                                      std::int32_t field, std::int64_t* out) {
   return ReadField(client, replica, field, MOLT_CLIENT_FIELD_INT,
                    &molt::kernel::client::ReplicaStore::Field::i, out);
 }
 
 molt_status_t molt_client_replica_float(molt_client* client, molt_client_replica_t replica,
-                                        std::int32_t field, double* out) noexcept {
+                                        std::int32_t field, double* out) {
   return ReadField(client, replica, field, MOLT_CLIENT_FIELD_FLOAT,
                    &molt::kernel::client::ReplicaStore::Field::f, out);
 }
 
 molt_status_t molt_client_replica_bytes(molt_client* client, molt_client_replica_t replica,
                                         std::int32_t field, const void** out_data,
-                                        std::size_t* out_size) noexcept {
+                                        std::size_t* out_size) {
   return Guard(client, [&](Connection& c) -> Status {
     if (out_data == nullptr || out_size == nullptr) {
       return Status::InvalidArgument("out_data or out_size is NULL");
@@ -302,7 +298,7 @@ molt_status_t molt_client_replica_bytes(molt_client* client, molt_client_replica
 
 // --- Controllers ---------------------------------------------------------------------------------
 
-molt_status_t molt_client_load_controllers(molt_client* client, const char* path) noexcept {
+molt_status_t molt_client_load_controllers(molt_client* client, const char* path) {
   return Guard(client, [&](Connection& c) -> Status {
     if (Status s = Required(path, "path"); !s.ok()) {
       return s;
@@ -312,7 +308,7 @@ molt_status_t molt_client_load_controllers(molt_client* client, const char* path
   });
 }
 
-molt_status_t molt_client_add_controller(molt_client* client, molt_plugin_entry_fn entry) noexcept {
+molt_status_t molt_client_add_controller(molt_client* client, molt_plugin_entry_fn entry) {
   return Guard(client, [&](Connection& c) -> Status {
     if (Status s = Required(reinterpret_cast<const void*>(entry), "entry"); !s.ok()) {
       return s;
@@ -322,7 +318,7 @@ molt_status_t molt_client_add_controller(molt_client* client, molt_plugin_entry_
   });
 }
 
-molt_status_t molt_client_start(molt_client* client) noexcept {
+molt_status_t molt_client_start(molt_client* client) {
   return Guard(client, [&](Connection& c) -> Status {
     molt::kernel::client::ClientKernel* k = c.controllers_if_booted();
     if (k == nullptr) {
@@ -336,15 +332,15 @@ molt_status_t molt_client_start(molt_client* client) noexcept {
 
 // --- Event-loop integration ----------------------------------------------------------------------
 
-std::int32_t molt_client_socket(const molt_client* c) noexcept {
+std::int32_t molt_client_socket(const molt_client* c) {
   return c == nullptr ? -1 : c->connection.socket();
 }
 
-std::int32_t molt_client_socket_events(const molt_client* c) noexcept {
+std::int32_t molt_client_socket_events(const molt_client* c) {
   return c == nullptr ? 0 : c->connection.socket_events();
 }
 
-double molt_client_timeout(molt_client* c) noexcept {
+double molt_client_timeout(molt_client* c) {
   try {
     return c == nullptr ? -1 : c->connection.Timeout();
   } catch (...) {
@@ -352,11 +348,11 @@ double molt_client_timeout(molt_client* c) noexcept {
   }
 }
 
-molt_status_t molt_client_wait(molt_client* client, double max_seconds) noexcept {
+molt_status_t molt_client_wait(molt_client* client, double max_seconds) {
   return Guard(client, [&](Connection& c) { return c.Wait(max_seconds); });
 }
 
-std::size_t molt_client_send_queue_bytes(const molt_client* c) noexcept {
+std::size_t molt_client_send_queue_bytes(const molt_client* c) {
   return c == nullptr ? 0 : c->connection.queued_bytes();
 }
 
