@@ -35,10 +35,9 @@ constexpr double kFirstReconnectDelay = 0.1;
 constexpr double kDefaultReconnectMax = 8;
 constexpr std::size_t kFrameOverhead = 64;  // envelope bytes around a payload, at most
 
-// Seconds as a duration, clamped to [0, 11 days] so no conversion overflows.
-Duration Seconds(double s) {
-  return std::chrono::nanoseconds(static_cast<std::int64_t>(std::clamp(s, 0.0, 1e6) * 1e9));
-}
+// Seconds from the app or the server as a duration, clamped to [0, 11 days] so no conversion
+// overflows.
+Duration Within(double s) { return Seconds(std::clamp(s, 0.0, 1e6)); }
 
 TimePoint Now() { return RealNow(); }
 
@@ -107,7 +106,7 @@ void Connection::StartAttempt() {
       return;  // the state callback disconnected
     }
   }
-  connect_deadline_ = Now() + Seconds(connect_timeout_);
+  connect_deadline_ = Now() + Within(connect_timeout_);
   target_ = host_ + ":" + std::to_string(port_);
   auto connected = [this, link](boost::system::error_code ec) {
     if (link != link_) {
@@ -327,7 +326,9 @@ void Connection::OnWelcome(const w::Welcome& welcome) {
   limits_.burst_ticks = welcome.budget_burst_ticks() > 0 ? welcome.budget_burst_ticks() : 1;
   limits_.max_frame_bytes = welcome.max_frame_bytes();
   queue_.SetBudget(SendQueue::ForServer(limits_), now);
-  ping_interval_ = welcome.ping_interval_ms() / 1000.0;
+  ping_period_ = welcome.ping_interval_ms() > 0
+                     ? Duration(std::chrono::milliseconds(welcome.ping_interval_ms()))
+                     : Duration(std::chrono::seconds(1));
   // Channels. A resumed session keeps the state of its rate limits, as the server does.
   std::unordered_map<std::uint16_t, Channel> old = std::move(channels_);
   channels_.clear();
@@ -358,7 +359,7 @@ void Connection::OnWelcome(const w::Welcome& welcome) {
       channels_[info->id()] = std::move(c);
     }
   }
-  next_ping_ = now + Seconds(ping_interval_ > 0 ? ping_interval_ : 1);
+  next_ping_ = now + ping_period_;
   SetState(MOLT_CLIENT_CONNECTED, !was_reconnecting ? ""
                                   : resumed
                                       ? "resumed"
@@ -381,7 +382,7 @@ void Connection::Lost(const std::string& reason) {
   }
   DropTransport();
   std::uniform_real_distribution<double> jitter(0.75, 1.25);
-  next_attempt_ = Now() + Seconds(backoff_ * jitter(rng_));
+  next_attempt_ = Now() + Within(backoff_ * jitter(rng_));
   backoff_ = std::min(backoff_ * 2, reconnect_max_);
   if (state_ != MOLT_CLIENT_RECONNECTING) {
     SetState(MOLT_CLIENT_RECONNECTING, reason);
@@ -457,44 +458,33 @@ void Connection::SayBye() {
 void Connection::FinishWrites() {
   // Plain non-blocking writes and polls: no Asio handler runs, so no callback of the app does.
   const TimePoint deadline = Now() + std::chrono::milliseconds(50);
-  while (linked_ && welcomed() && write_error_.empty()) {
-    const TimePoint now = Now();
-    if (now >= deadline) {
-      return;
-    }
-    if (written_ == writing_.size()) {
-      writing_.clear();
-      written_ = 0;
-      if (queue_.Release(now, &writing_) == 0) {
-        const std::optional<TimePoint> next = queue_.NextRelease(now);
+  while (linked_ && welcomed() && write_error_.empty() && Now() < deadline) {
+    switch (WriteReady()) {
+      case WriteState::kFailed:
+        return;
+      case WriteState::kBlocked: {
+        pollfd p{socket(), POLLOUT, 0};
+        ::poll(&p, 1,
+               static_cast<int>(
+                   std::chrono::ceil<std::chrono::milliseconds>(deadline - Now()).count()));
+        break;
+      }
+      case WriteState::kDone: {
+        const std::optional<TimePoint> next = queue_.NextRelease(Now());
         if (!next) {
           return;  // everything is written
         }
-        std::this_thread::sleep_for(std::min(*next, deadline) - now);
-        continue;
+        std::this_thread::sleep_for(std::min(*next, deadline) - Now());  // paced
+        break;
       }
     }
-    boost::system::error_code ec;
-    const std::size_t n = io_->socket.write_some(
-        asio::buffer(writing_.data() + written_, writing_.size() - written_), ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      pollfd p{socket(), POLLOUT, 0};
-      ::poll(
-          &p, 1,
-          static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count()));
-      continue;
-    }
-    if (ec) {
-      return;
-    }
-    written_ += n;
   }
 }
 
 // --- Stepping and waiting ------------------------------------------------------------------------
 
 void Connection::Step(double budget_seconds) {
-  const TimePoint deadline = Now() + Seconds(budget_seconds);
+  const TimePoint deadline = Now() + Within(budget_seconds);
   io_->io.restart();
   more_ready_ = false;
   wrote_since_step_ = false;
@@ -508,7 +498,7 @@ void Connection::Step(double budget_seconds) {
   if (kernel_ && kernel_->started()) {
     // Controllers: what the I/O left of the budget, and at least a quarter of it; a zero budget
     // ("what is ready now") runs them under the kernel's own frame budget.
-    const auto quarter = std::chrono::duration_cast<Duration>(Seconds(budget_seconds) / 4);
+    const auto quarter = std::chrono::duration_cast<Duration>(Within(budget_seconds) / 4);
     kernel_->Step(budget_seconds == 0 ? std::nullopt
                                       : std::optional(std::max(quarter, deadline - Now())));
   }
@@ -540,12 +530,12 @@ void Connection::Timers() {
       ++it;
     }
   }
-  const double silence = 3 * (ping_interval_ > 0 ? ping_interval_ : 1) + 2;
-  if (state_ == MOLT_CLIENT_CONNECTED && linked_ && now - last_receive_ > Seconds(silence)) {
-    return Lost("nothing from the server for " + std::to_string(static_cast<int>(silence)) + " s");
+  if (state_ == MOLT_CLIENT_CONNECTED && linked_ && now - last_receive_ > Silence()) {
+    return Lost("nothing from the server for " +
+                std::to_string(static_cast<int>(ToSeconds(Silence()))) + " s");
   }
   if (welcomed() && now >= next_ping_) {
-    next_ping_ = now + Seconds(ping_interval_ > 0 ? ping_interval_ : 1);
+    next_ping_ = now + ping_period_;
     fb::FlatBufferBuilder b(64);
     const auto t = static_cast<std::uint64_t>(now.time_since_epoch().count());
     Queue(Finish(b, w::Body::Ping, w::CreatePing(b, ++ping_seq_, t).Union()), std::nullopt);
@@ -590,7 +580,7 @@ double Connection::Timeout() {
   }
   if (welcomed() && linked_) {
     at(next_ping_);
-    at(last_receive_ + Seconds(3 * (ping_interval_ > 0 ? ping_interval_ : 1) + 2));
+    at(last_receive_ + Silence());
     if (!write_waiting_) {
       if (std::optional<TimePoint> release = queue_.NextRelease(now)) {
         at(*release);
@@ -631,7 +621,7 @@ Status Connection::Wait(double max_seconds) {
            0};
   timespec ts{};
   if (!std::isinf(wait)) {
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Seconds(wait)).count();
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Within(wait)).count();
     ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
     ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
   }
@@ -715,7 +705,7 @@ Status Connection::SendRequest(std::uint16_t channel, std::span<const std::uint8
   // later, for a server that does not answer at all.
   const double timeout = timeout_seconds > 0 ? timeout_seconds : (*ch)->timeout_seconds + 1;
   const std::uint32_t id = next_request_++;
-  pending_.emplace(id, Pending{std::move(done), Now() + Seconds(timeout)});
+  pending_.emplace(id, Pending{std::move(done), Now() + Within(timeout)});
   fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
   auto bytes = w::PayloadVector(b, payload);
   Queue(Finish(b, w::Body::Request, w::CreateRequest(b, channel, id, bytes).Union()), channel);
@@ -732,43 +722,46 @@ void Connection::Queue(std::span<const std::uint8_t> frame, std::optional<std::u
   }
 }
 
-void Connection::Flush() {
-  if (!linked_ || write_waiting_ || !write_error_.empty()) {
-    return;
-  }
+Connection::WriteState Connection::WriteReady() {
   for (;;) {
     if (written_ == writing_.size()) {
       writing_.clear();
       written_ = 0;
       if (!welcomed() || queue_.Release(Now(), &writing_) == 0) {
-        return;
+        return WriteState::kDone;
       }
     }
     boost::system::error_code ec;
     const std::size_t n = io_->socket.write_some(
         asio::buffer(writing_.data() + written_, writing_.size() - written_), ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      write_waiting_ = true;
-      const std::uint64_t link = link_;
-      io_->socket.async_wait(tcp::socket::wait_write, [this, link](boost::system::error_code e) {
-        if (link != link_) {
-          return;
-        }
-        write_waiting_ = false;
-        if (e) {
-          return Lost("connection lost: " + e.message());
-        }
-        Flush();
-      });
-      return;
+      return WriteState::kBlocked;
     }
     if (ec) {
       // Reported from the next step's timers: a send never runs the app's callbacks.
       write_error_ = "connection lost: " + ec.message();
-      return;
+      return WriteState::kFailed;
     }
     written_ += n;
   }
+}
+
+void Connection::Flush() {
+  if (!linked_ || write_waiting_ || !write_error_.empty() || WriteReady() != WriteState::kBlocked) {
+    return;
+  }
+  write_waiting_ = true;
+  const std::uint64_t link = link_;
+  io_->socket.async_wait(tcp::socket::wait_write, [this, link](boost::system::error_code e) {
+    if (link != link_) {
+      return;
+    }
+    write_waiting_ = false;
+    if (e) {
+      return Lost("connection lost: " + e.message());
+    }
+    Flush();
+  });
 }
 
 void Connection::OnEvent(std::uint16_t channel, molt_client_event_fn fn, void* user_data) {

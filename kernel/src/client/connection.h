@@ -174,6 +174,12 @@ class Connection final : public ClientPort {
   // Writes what the queue releases, without blocking; waits for writability when the socket is
   // full.
   void Flush();
+  enum class WriteState { kDone, kBlocked, kFailed };
+  // Writes `writing_`, and what the queue releases now once it is written, until the socket is
+  // full (kBlocked), nothing more may go yet (kDone), or a write fails (kFailed: write_error_).
+  WriteState WriteReady();
+  // Silence from the server this long is a lost link: three ping periods and two seconds.
+  Duration Silence() const { return 3 * ping_period_ + std::chrono::seconds(2); }
   // Best effort: a Bye written now, unless a write is in flight.
   void SayBye();
   // Writes the queue (non-blocking writes and polls, no Asio handler: no app callback runs), at
@@ -223,7 +229,7 @@ class Connection final : public ClientPort {
   // The session.
   std::uint64_t session_ = 0;
   SendQueue::ServerLimits limits_;
-  double ping_interval_ = 1;
+  Duration ping_period_ = std::chrono::seconds(1);  // the Welcome's ping interval
   std::uint32_t ping_seq_ = 0;
   double rtt_ = 0;
   std::unordered_map<std::uint16_t, Channel> channels_;
