@@ -220,6 +220,20 @@ TEST_F(ClientTest, AnAppThatWaitsIsWokenByItsSocketAndItsTimers) {
   EXPECT_EQ(journal_.responses[0].first, MOLT_ERR_TIMEOUT);
 }
 
+// A host name goes through the resolver's thread, which cannot wake an app's poll: while it
+// resolves there is no socket yet and the client asks to be stepped again within a millisecond.
+TEST_F(ClientTest, AHostNameIsResolvedWhileTheAppWaits) {
+  Listen();
+  ASSERT_EQ(molt_client_connect(client_, "localhost", port_, "ada", nullptr, 0, nullptr, 0),
+            MOLT_OK);
+  EXPECT_EQ(molt_client_socket(client_), -1);
+  EXPECT_EQ(molt_client_socket_events(client_), 0);
+  EXPECT_GE(molt_client_timeout(client_), 0);
+  EXPECT_LE(molt_client_timeout(client_), 0.001);
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CONNECTED; }))
+      << journal_.states.back();
+}
+
 TEST_F(ClientTest, RefusalsKicksAndUnreachableServersCloseWithTheReason) {
   Connection auth = kernel_->hooks().On(
       "Auth.Hello", [](HookContext& ctx) { return ctx.args[0].AsString() != "mallory"; });
