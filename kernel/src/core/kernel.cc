@@ -92,7 +92,7 @@ Status Kernel::RegisterService(std::shared_ptr<Service> service) {
                                       "\": kernel already started");
   }
   const std::string name = service->name();
-  Status s = services_.Register(std::move(service));
+  Status s = serving_->Register(std::move(service));
   if (s.ok()) {
     const Value args[] = {Value::String(name)};
     bus_->Publish(service_registered_, args);
@@ -109,19 +109,19 @@ Status Kernel::Start() {
   }
   started_ = true;
   const TimePoint t0 = RealNow();
-  Status s = services_.Boot();
+  Status s = serving_->Boot();
   if (!s.ok()) {
     return s;
   }
   const double ms = std::chrono::duration<double, std::milli>(RealNow() - t0).count();
   LogScope(fmt::format("molt {}", Version()))
-      .Info("{} booted {} {} in {:.1f}ms", RoleName(role_), services_.size(),
+      .Info("{} booted {} {} in {:.1f}ms", RoleName(role_), serving_->size(),
             role_ == Role::kClient ? "controllers" : "services", ms);
   return Status::Ok();
 }
 
 Result<Service*> Kernel::GetService(std::string_view name) const {
-  Service* s = services_.Get(name);
+  Service* s = serving_->Get(name);
   if (s == nullptr) {
     return Status::NotFound("service \"" + std::string(name) + "\" is not registered");
   }
@@ -196,7 +196,7 @@ Status Kernel::Shutdown() {
   if (shut_down_) {
     return Status::Ok();
   }
-  if (services_.booting()) {
+  if (serving_->booting()) {
     return Status::FailedPrecondition("cannot shut down while services are booting");
   }
   if (shutting_down_) {
@@ -205,7 +205,7 @@ Status Kernel::Shutdown() {
   shutting_down_ = true;
   std::vector<std::string> errors;
   RunShutdownSteps(ShutdownStage::kFirst, errors);
-  for (const Status& s : services_.StopAll()) {
+  for (const Status& s : serving_->StopAll()) {
     errors.push_back(s.message());
   }
   root_scope_->Close();
@@ -244,7 +244,7 @@ KernelStats Kernel::Stats() const {
   if (scheduler_) {
     s.scheduler = scheduler_->stats();
   }
-  s.service_timings = services_.timings();
+  s.service_timings = serving_->timings();
   return s;
 }
 

@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernel/src/core/bus.h"
@@ -93,8 +94,14 @@ class Kernel {
   Loop& loop() { return *loop_; }
   Bus& bus() { return *bus_; }
   Hooks& hooks() { return *hooks_; }
-  ServiceManager& services() { return services_; }
+  // The serving service set: the services registered here, or the generation a swap made serve.
+  ServiceManager& services() { return *serving_; }
+  const ServiceManager& services() const { return *serving_; }
   const Config& config() const { return config_; }
+
+  // Makes `next` the serving service set and returns the one it replaces (the generations'
+  // swap, loader/plugin_host.h). `next` must stay alive while it serves.
+  ServiceManager* Serve(ServiceManager* next) { return std::exchange(serving_, next); }
 
   // Registers a service, then publishes Kernel.ServiceRegistered(name).
   Status RegisterService(std::shared_ptr<Service> service);
@@ -144,7 +151,8 @@ class Kernel {
   std::unique_ptr<Loop> loop_;
   std::unique_ptr<Bus> bus_;
   std::unique_ptr<Hooks> hooks_;
-  ServiceManager services_;
+  ServiceManager boot_services_;  // what RegisterService fills
+  ServiceManager* serving_ = &boot_services_;
   std::unique_ptr<Scope> root_scope_;
   Bus::Topic* service_registered_;
   struct ShutdownStep {

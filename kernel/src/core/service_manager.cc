@@ -119,6 +119,13 @@ Result<std::vector<Service*>> ServiceManager::ResolveOrder() const {
 }
 
 Status ServiceManager::Boot() {
+  if (Status s = InitAll(); !s.ok()) {
+    return s;
+  }
+  return StartAll();
+}
+
+Status ServiceManager::InitAll() {
   if (state_ != State::kRegistering) {
     return Status::FailedPrecondition("services are already booted");
   }
@@ -128,7 +135,6 @@ Status ServiceManager::Boot() {
     return order.status();
   }
   state_ = State::kBooting;
-  Status failure;
   for (Service* s : *order) {
     attempted_.push_back(s);
     timings_.push_back({s->name(), {}, {}});
@@ -136,30 +142,36 @@ Status ServiceManager::Boot() {
     Status st = Call([&] { return s->Init(); });
     timings_.back().init = Since(t0);
     if (!st.ok()) {
-      failure = st.Prefixed("service \"" + s->name() + "\": init failed");
-      break;
+      return Fail(st.Prefixed("service \"" + s->name() + "\": init failed"));
     }
   }
-  if (failure.ok()) {
-    for (std::size_t i = 0; i < attempted_.size(); ++i) {
-      Service* s = attempted_[i];
-      const TimePoint t0 = RealNow();
-      Status st = Call([&] { return s->Start(); });
-      timings_[i].start = Since(t0);
-      if (!st.ok()) {
-        failure = st.Prefixed("service \"" + s->name() + "\": start failed");
-        break;
-      }
-    }
+  state_ = State::kInitialized;
+  return Status::Ok();
+}
+
+Status ServiceManager::StartAll() {
+  if (state_ != State::kInitialized) {
+    return Status::FailedPrecondition("services are not initialized (or already started)");
   }
-  if (!failure.ok()) {
-    state_ = State::kRunning;  // StopAll's precondition
-    StopAll();
-    state_ = State::kFailed;
-    return failure;
+  state_ = State::kBooting;
+  for (std::size_t i = 0; i < attempted_.size(); ++i) {
+    Service* s = attempted_[i];
+    const TimePoint t0 = RealNow();
+    Status st = Call([&] { return s->Start(); });
+    timings_[i].start = Since(t0);
+    if (!st.ok()) {
+      return Fail(st.Prefixed("service \"" + s->name() + "\": start failed"));
+    }
   }
   state_ = State::kRunning;
   return Status::Ok();
+}
+
+Status ServiceManager::Fail(Status failure) {
+  state_ = State::kRunning;  // StopAll's precondition
+  StopAll();
+  state_ = State::kFailed;
+  return failure;
 }
 
 Status ServiceManager::Stop(Service* service) {
@@ -185,7 +197,7 @@ std::vector<Status> ServiceManager::StopAll(const StopObserver& observer) {
       failures.push_back(std::move(st));
     }
   }
-  if (state_ == State::kRunning || state_ == State::kRegistering) {
+  if (state_ == State::kRunning || state_ == State::kRegistering || state_ == State::kInitialized) {
     state_ = State::kStopped;
   }
   return failures;

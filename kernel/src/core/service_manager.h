@@ -8,6 +8,8 @@
 // an Init or Start fails, every service already attempted is stopped in reverse order and the
 // error is returned: Stop must tolerate Start never having run. StopAll() stops in reverse boot
 // order, each stop isolated (a failure is logged and the rest still run).
+// Boot() is InitAll() then StartAll(): a generation being mounted runs InitAll() while another
+// set still serves, and StartAll() at its swap.
 //
 // Thread safety: REQUIRES external synchronization (the kernel thread).
 #ifndef MOLT_KERNEL_CORE_SERVICE_MANAGER_H_
@@ -46,7 +48,7 @@ struct ServiceTiming {
 
 class ServiceManager {
  public:
-  enum class State { kRegistering, kBooting, kRunning, kFailed, kStopped };
+  enum class State { kRegistering, kBooting, kInitialized, kRunning, kFailed, kStopped };
 
   ServiceManager() = default;
   ServiceManager(const ServiceManager&) = delete;
@@ -61,6 +63,10 @@ class ServiceManager {
   // Two-phase boot. On failure every attempted service is stopped (reverse order) and the error
   // names the service and the phase: `service "rounds": start failed: <why>`.
   Status Boot();
+  // Boot() in two halves: every Init (kRegistering -> kInitialized), then every Start
+  // (kInitialized -> kRunning). A failure stops every attempted service, as Boot() does.
+  Status InitAll();
+  Status StartAll();
 
   // Stops every attempted, not yet stopped service in reverse boot order; returns the failures.
   // `observer`, when set, hears each stop with its duration and result.
@@ -79,6 +85,8 @@ class ServiceManager {
 
  private:
   Status Stop(Service* service);
+  // Stops what was attempted after a failed phase; returns `failure`.
+  Status Fail(Status failure);
 
   std::vector<std::shared_ptr<Service>> services_;  // registration order
   std::vector<Service*> attempted_;                 // Init attempted, boot order
