@@ -45,6 +45,13 @@ class MoltdTest : public ::testing::Test {
     }
     return at;
   }
+  // "[plugin@<generation>]" as the process logged it: the generation's name is derived from the
+  // build's content ("local-<hash>#1").
+  static std::string Label(const std::string& output, const std::string& plugin) {
+    const std::size_t at = output.find("[" + plugin + "@local-");
+    return at == std::string::npos ? "[" + plugin + "@?]"
+                                   : output.substr(at, output.find(']', at) - at + 1);
+  }
   std::string data_;
 };
 
@@ -57,11 +64,11 @@ TEST_F(MoltdTest, ServesTheBundledPluginsAndClosesInReverseBootOrderOnSigterm) {
   EXPECT_EQ(p.Wait(), 0) << p.output();
   const std::vector<std::string> order = {
       "[molt] closing (SIGTERM): stopping 4 services",
-      "[uptime] closing after",  // a Kernel.Closing subscriber, before any stop
+      Label(p.output(), "uptime") + " closing after",  // a Kernel.Closing subscriber
       "[molt] stopped service \"uptime\"",
-      "[rounds] stopped after",
+      Label(p.output(), "rounds") + " stopped after",
       "[molt] stopped service \"rounds\"",
-      "[scores] stopped with",
+      Label(p.output(), "scores") + " stopped with",
       "[molt] stopped service \"scores\"",
       "[molt] stopped (SIGTERM): every service stopped in",
       "[molt] exited cleanly"};
@@ -262,6 +269,33 @@ TEST_F(MoltdTest, AnIdleMoltBotSleepsBetweenPings) {
   EXPECT_EQ(p.Wait(), 0) << p.output();
 }
 
+// SIGHUP reloads the plugin directory as a new generation while clients keep talking to it: the
+// swap is logged as one JSON line, and no client is disconnected or left without an answer.
+TEST_F(MoltdTest, SighupSwapsThePluginsUnderLiveClients) {
+  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  const std::string port = ServingPort(p);
+  ASSERT_FALSE(port.empty()) << p.output();
+  const std::string first = Label(p.output(), "rounds");
+  Process bot({MOLT_BOT_PATH, "--port", port, "--clients", "5", "--rate", "8", "--duration", "3",
+               "--request", "counter.Get", "--intent", "counter.Add"});
+  ASSERT_TRUE(bot.WaitFor("5/5 clients joined")) << bot.output();
+  p.Signal(SIGHUP);
+  ASSERT_TRUE(p.WaitFor("\"swap\":\"ok\",\"reason\":\"SIGHUP\"")) << p.output();
+  p.Signal(SIGHUP);
+  ASSERT_TRUE(p.WaitFor("#3\",\"ok\":true")) << p.output();
+  EXPECT_EQ(bot.Wait(), 0) << bot.output();
+  EXPECT_NE(bot.output().find("done: 5/5 connected"), std::string::npos) << bot.output();
+  EXPECT_NE(bot.output().find("0 rejected 0 limited 0 timed out"), std::string::npos)
+      << bot.output();
+  EXPECT_NE(bot.output().find("disconnects 0"), std::string::npos) << bot.output();
+  // The third generation of the same build serves; its plugins log under their new identity.
+  EXPECT_NE(first.find("#1]"), std::string::npos) << first;
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+  const std::string third = first.substr(0, first.size() - 3) + "#3]";
+  EXPECT_NE(p.output().find(third), std::string::npos) << p.output();
+}
+
 // The counter pair end to end: moltd serves the counter service; molt-bot's first client runs
 // the counter_hud controller, which asks for the count (a request waited on in a process), adds
 // its visit (an intent), and logs what the replica then says.
@@ -274,12 +308,12 @@ TEST_F(MoltdTest, TheCounterPairWorksEndToEnd) {
                  "0.5", "--controllers", MOLT_CONTROLLER_DIR});
     EXPECT_EQ(bot.Wait(), 0) << bot.output();
     EXPECT_NE(bot.output().find("Client booted 1 controllers"), std::string::npos) << bot.output();
-    EXPECT_NE(bot.output().find("[counter_hud] welcome, visitor " + std::string(visitor)),
+    const std::string hud = Label(bot.output(), "counter_hud");
+    EXPECT_NE(bot.output().find(hud + " welcome, visitor " + std::string(visitor)),
               std::string::npos)
         << bot.output();
     const std::string count = std::string(visitor).substr(1);
-    EXPECT_NE(bot.output().find("[counter_hud] counter: " + count + " (last: bot0)"),
-              std::string::npos)
+    EXPECT_NE(bot.output().find(hud + " counter: " + count + " (last: bot0)"), std::string::npos)
         << bot.output();
   }
   // moltd refuses a controller in its plugin directory, naming the fix.

@@ -100,8 +100,8 @@ done
 grep -Eq 'done: 2/2 connected .* requests [1-9][0-9]* ok 0 rejected 0 limited 0 timed out' \
   "$work/bot.log" || { cat "$work/bot.log" >&2; fail "hello.Greet was not answered"; }
 stop "${pids[0]}" "$work/moltd.log"
-grep -q '\[hello\] hello from out of tree' "$work/moltd.log" || fail "hello did not start"
-grep -q '\[hello\] goodbye after' "$work/moltd.log" || fail "hello did not stop"
+grep -q '\[hello@[^]]*\] hello from out of tree' "$work/moltd.log" || fail "hello did not start"
+grep -q '\[hello@[^]]*\] goodbye after' "$work/moltd.log" || fail "hello did not stop"
 
 # The installed moltd finds its bundled plugins from its own location.
 "$prefix/bin/moltd" -d "$work/data2" --port 0 >"$work/bundled.log" 2>&1 &

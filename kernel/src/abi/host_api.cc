@@ -69,7 +69,7 @@ void Log(molt_context_t* ctx, std::int32_t level, const char* message) noexcept 
   try {
     PluginInstance& p = PluginInstance::From(ctx);
     if (Logger::Get().Enabled(l)) {
-      Logger::Get().Emit(p.name(), l, message);
+      Logger::Get().Emit(p.label(), l, message);
     }
   } catch (...) {
   }
@@ -167,6 +167,9 @@ molt_status_t BusSubscribe(molt_context_t* ctx, const char* pattern, molt_bus_fn
     PluginInstance::Resource r{Kind::kSubscription, {}, 0, false, nullptr, release, user_data};
     r.connection = p.kernel().bus().Subscribe(
         pattern, [inst, fn, user_data](std::string_view topic, Args args) {
+          if (inst->dormant()) {
+            return;  // a mounted generation hears nothing until it serves
+          }
           const molt_status_t st = CallPlugin(*inst, [&] {
             return fn(user_data, topic.data(), topic.size(),
                       static_cast<const molt_value*>(static_cast<const void*>(args.data())),
@@ -228,6 +231,9 @@ molt_status_t HookOn(molt_context_t* ctx, const char* point, std::int32_t priori
     r.connection = p.kernel().hooks().On(
         point,
         [inst, fn, user_data](HookContext& c) {
+          if (inst->dormant()) {
+            return true;  // not serving yet: as if absent
+          }
           molt_hook_context mc{sizeof(molt_hook_context),
                                0,
                                c.point.data(),
@@ -242,7 +248,7 @@ molt_status_t HookOn(molt_context_t* ctx, const char* point, std::int32_t priori
             return false;
           }
           inst->CountCallbackError();
-          throw HandlerFailed("plugin \"" + inst->name() + "\": " + inst->CallbackError(st));
+          throw HandlerFailed("plugin \"" + inst->label() + "\": " + inst->CallbackError(st));
         },
         priority);
     *out = p.Own(std::move(r));
@@ -299,13 +305,23 @@ Status AddTask(PluginInstance& p, std::int32_t priority, molt_task_fn fn, void* 
   PluginInstance::Resource r{Kind::kTask, {}, 0, one_shot, nullptr, release, user_data};
   const molt_handle_t h = p.Own(std::move(r));
   try {
-    TaskHandle task = arm(*prio, [inst, fn, user_data, h] {
+    auto run = [inst, fn, user_data, h] {
+      if (inst->Find(h) == nullptr) {
+        return;  // cancelled while it waited for its generation to serve
+      }
       const molt_status_t st = CallPlugin(*inst, [&] { return fn(user_data); });
       if (st != MOLT_OK) {
         inst->ReportCallbackError("task", st);
       }
       if (PluginInstance::Resource* res = inst->Find(h); res != nullptr && res->one_shot) {
         (void)inst->Release(h);  // ran once: the task is over
+      }
+    };
+    TaskHandle task = arm(*prio, [inst, run, one_shot] {
+      if (!inst->dormant()) {
+        run();
+      } else if (one_shot) {
+        inst->WhenServing(run);  // due while dormant: runs once the generation serves
       }
     });
     p.Find(h)->task = task.id();
@@ -365,7 +381,7 @@ Result<Scope*> ScopeOf(PluginInstance& p, molt_scope_t scope) {
   PluginInstance::Resource* r = p.Find(scope);
   if (r == nullptr || r->kind != Kind::kScope) {
     return Status::Stale("scope " + std::to_string(scope) +
-                         " is not live (closed, or not plugin \"" + p.name() + "\"'s)");
+                         " is not live (closed, or not plugin \"" + p.label() + "\"'s)");
   }
   return r->scope.get();
 }
@@ -417,7 +433,7 @@ molt_status_t ScopeAdopt(molt_context_t* ctx, molt_scope_t scope, molt_handle_t 
                            std::to_string(handle) +
                            " is not live (already released, or not "
                            "plugin \"" +
-                           p.name() + "\"'s)");
+                           p.label() + "\"'s)");
     }
     if (handle == scope) {
       return Status::InvalidArgument("a scope cannot adopt itself");
@@ -457,11 +473,14 @@ molt_status_t ServiceInterface(molt_context_t* ctx, const char* service, const c
                                         "\" may only use interfaces of its dependencies: add \"" +
                                         service + "\" to its dependencies");
     }
-    Result<Service*> target = p.kernel().GetService(service);
-    if (!target.ok()) {
-      return target.status();
+    // Its own generation's instance of `service`, never another generation's.
+    const ServiceManager& peers = p.peers() != nullptr ? *p.peers() : p.kernel().services();
+    Service* target = peers.Get(service);
+    if (target == nullptr) {
+      return Status::NotFound("service \"" + std::string(service) + "\" is not registered" +
+                              (p.generation().empty() ? "" : " in generation " + p.generation()));
     }
-    auto* exporter = dynamic_cast<PluginInstance*>(*target);
+    auto* exporter = dynamic_cast<PluginInstance*>(target);
     if (exporter == nullptr) {
       return Status::NotFound("service \"" + std::string(service) + "\" exports no interfaces");
     }
@@ -531,7 +550,7 @@ Result<Process*> CurrentProcessOf(PluginInstance& p, const char* call) {
   }
   if (p.HandleOf(current) == 0) {
     return Status::FailedPrecondition(std::string(call) + ": the running process " +
-                                      current->name() + " is not plugin \"" + p.name() + "\"'s");
+                                      current->name() + " is not plugin \"" + p.label() + "\"'s");
   }
   return current;
 }

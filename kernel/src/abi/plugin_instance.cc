@@ -57,15 +57,18 @@ molt_topic_t AbiShared::TopicHandle(Bus::Topic* topic) {
   return handle;
 }
 
-PluginInstance::PluginInstance(AbiShared& shared, const molt_plugin_info& info, std::string file)
+PluginInstance::PluginInstance(AbiShared& shared, const molt_plugin_info& info, std::string file,
+                               std::string generation)
     : shared_(shared),
       bus_(&shared.kernel().bus()),
       info_(info),
       name_(info.name),
+      generation_(std::move(generation)),
+      label_(generation_.empty() ? name_ : name_ + "@" + generation_),
       dependencies_(Dependencies(info)),
       file_(std::move(file)),
-      log_(name_),
-      origin_(TaskOrigin::Named("plugin " + name_)),
+      log_(label_),
+      origin_(TaskOrigin::Named("plugin " + label_)),
       root_scope_(std::make_unique<Scope>()) {}
 
 PluginInstance::~PluginInstance() {
@@ -134,7 +137,7 @@ Status PluginInstance::Release(molt_handle_t handle) {
   auto it = resources_.find(handle);
   if (it == resources_.end()) {
     return Status::Stale(std::string(KindName(handle)) + " " + std::to_string(handle) +
-                         " is not live (already released, or not plugin \"" + name_ + "\"'s)");
+                         " is not live (already released, or not plugin \"" + label_ + "\"'s)");
   }
   if (it->second.kind == Kind::kScope) {
     // The handle stays live while the scope closes (a cleanup may still name it: it gets
@@ -170,18 +173,18 @@ void PluginInstance::ReleaseResource(Resource& r) {
         }
       }
       process_handles_.erase(r.process.get());
-      r.process->Kill("plugin \"" + name_ + "\" stopped");
+      r.process->Kill("plugin \"" + label_ + "\" stopped");
       break;
     case Kind::kChannel:
     case Kind::kReplica:
       if (HostLayer* layer = shared_.layer()) {
-        layer->Release(static_cast<std::uint8_t>(r.kind), r.layer_id);
+        layer->Release(this, static_cast<std::uint8_t>(r.kind), r.layer_id);
       }
       break;
     case Kind::kCompletion:
       if (!r.completion->done()) {
         r.completion->Complete(
-            Status::Cancelled("completion released: plugin \"" + name_ + "\" let go of it"));
+            Status::Cancelled("completion released: plugin \"" + label_ + "\" let go of it"));
       }
       break;
   }
@@ -225,6 +228,67 @@ Status PluginInstance::CallLifecycle(const char* what, F&& call) {
   }
   LeaveCallback();
   return code == MOLT_OK ? Status::Ok() : FromPluginCode(code, CallbackError(code));
+}
+
+void PluginInstance::Replay() {
+  // What runs may queue more (a replayed session handler scheduling a task): take turns.
+  while (!waiting_.empty()) {
+    std::vector<Callback<void()>> now = std::move(waiting_);
+    waiting_.clear();
+    for (auto& fn : now) {
+      fn();
+    }
+  }
+}
+
+Result<std::optional<std::string>> PluginInstance::ExportState(std::size_t max_bytes) {
+  if (!initialized_ || info_.export_state == nullptr) {
+    return std::optional<std::string>();
+  }
+  struct Sink {
+    std::string bytes;
+    std::size_t max;
+    bool over = false;
+  } sink{{}, max_bytes};
+  Status s = CallLifecycle("export_state", [&] {
+    return info_.export_state(
+        state_,
+        [](void* ud, const void* data, std::size_t size) {
+          auto* k = static_cast<Sink*>(ud);
+          if (k->over || size > k->max - k->bytes.size()) {
+            k->over = true;
+            return;
+          }
+          k->bytes.append(static_cast<const char*>(data), size);
+        },
+        &sink);
+  });
+  if (s.code() == Status::Code::kUnsupported) {
+    return std::optional<std::string>();
+  }
+  if (!s.ok()) {
+    return s.Prefixed("plugin \"" + label_ + "\": export_state failed");
+  }
+  if (sink.over) {
+    return Status::InvalidArgument("plugin \"" + label_ + "\": export_state wrote more than " +
+                                   std::to_string(max_bytes) + " bytes (the state size cap)");
+  }
+  return std::optional<std::string>(std::move(sink.bytes));
+}
+
+Status PluginInstance::ImportState(std::uint32_t version, const std::string& state) {
+  if (!initialized_ || info_.import_state == nullptr) {
+    return Status::Ok();
+  }
+  Status s = CallLifecycle("import_state", [&] {
+    return info_.import_state(state_, version, state.data(), state.size());
+  });
+  if (s.code() == Status::Code::kUnsupported) {  // this version takes no state: not a failure
+    log_.Info("import_state takes no state: the {} bytes its predecessor exported are dropped",
+              state.size());
+    return Status::Ok();
+  }
+  return s.Prefixed("plugin \"" + label_ + "\": import_state failed");
 }
 
 Status PluginInstance::Init() {

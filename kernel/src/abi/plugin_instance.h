@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -50,8 +51,15 @@ class HostLayer {
   virtual ~HostLayer() = default;
   // A plugin instance stops: what it bound there (session bindings, ...) is released first.
   virtual void ReleaseOwner(const void* owner) = 0;
-  // One of the plugin's resources of a layer kind (kChannel, kReplica) is released.
-  virtual void Release(std::uint8_t kind, std::uint32_t id) = 0;
+  // One of `owner`'s resources of a layer kind (kChannel, kReplica) is released.
+  virtual void Release(const void* owner, std::uint8_t kind, std::uint32_t id) = 0;
+  // A swap (loader/plugin_host.h). Between BeginHandoff() and EndHandoff() the kernel-owned
+  // objects a stopping generation releases (channels) are kept for the next one to adopt; Serve()
+  // makes what a mounted (dormant) instance declared live, adopting by name; EndHandoff() retires
+  // what nobody adopted and returns a line per object for the swap report.
+  virtual void BeginHandoff() {}
+  virtual void Serve(const void* /*owner*/) {}
+  virtual std::vector<std::string> EndHandoff() { return {}; }
 };
 
 // State shared by every plugin instance of one kernel: the host API table the plugins get (the
@@ -131,8 +139,10 @@ class PluginInstance final : public molt_context, public Service {
   };
 
   // `info` is copied (the loader's current-size copy of the descriptor); the code and data it
-  // points to must stay loaded for the instance's lifetime.
-  PluginInstance(AbiShared& shared, const molt_plugin_info& info, std::string file);
+  // points to must stay loaded for the instance's lifetime. `generation` names the generation it
+  // belongs to ("<build id>#<n>"; empty outside generations).
+  PluginInstance(AbiShared& shared, const molt_plugin_info& info, std::string file,
+                 std::string generation = "");
   ~PluginInstance() override;
 
   static PluginInstance& From(molt_context_t* ctx) { return *static_cast<PluginInstance*>(ctx); }
@@ -157,6 +167,30 @@ class PluginInstance final : public molt_context, public Service {
   AbiShared& shared() { return shared_; }
   const molt_plugin_info& info() const { return info_; }
   const std::string& file() const { return file_; }
+  // Identity is (name, generation): "counter@3f2a9c1e#2" in logs, task origins and errors.
+  const std::string& generation() const { return generation_; }
+  const std::string& label() const { return label_; }
+
+  // The service set its interface lookups search: its own generation's (the kernel's serving
+  // set when unset), so references are always between instances of one generation.
+  ServiceManager* peers() const { return peers_; }
+  void set_peers(ServiceManager* peers) { peers_ = peers; }
+
+  // A dormant instance is initialized in a mounted generation that does not serve yet: nothing of
+  // it dispatches. Its bus subscribers and hook handlers are skipped (a handler passes), one-shot
+  // tasks that come due wait, and its session handlers first see the live sessions at Replay().
+  // Set before Init(); Serve() ends it (before Start), Replay() then runs what waited, in order.
+  bool dormant() const { return dormant_; }
+  void set_dormant() { dormant_ = true; }
+  void Serve() { dormant_ = false; }
+  void WhenServing(Callback<void()> fn) { waiting_.push_back(std::move(fn)); }
+  void Replay();
+
+  // State handoff (molt.h): the bytes export_state wrote, nullopt for "no state" (no
+  // export_state, or MOLT_ERR_UNSUPPORTED); any other failure is an error. At most `max_bytes`.
+  Result<std::optional<std::string>> ExportState(std::size_t max_bytes);
+  // Hands `state` (format `version`) to import_state. A plugin without import_state ignores it.
+  Status ImportState(std::uint32_t version, const std::string& state);
   void* state() const { return state_; }
   const LogScope& log() const { return log_; }
   TaskOrigin origin() const { return origin_; }
@@ -209,6 +243,11 @@ class PluginInstance final : public molt_context, public Service {
   Bus* bus_;  // the kernel's, cached for the publish hot path
   const molt_plugin_info info_;
   std::string name_;
+  std::string generation_;
+  std::string label_;
+  ServiceManager* peers_ = nullptr;
+  bool dormant_ = false;
+  std::vector<Callback<void()>> waiting_;
   std::vector<std::string> dependencies_;
   std::string file_;
   LogScope log_;

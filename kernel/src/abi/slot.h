@@ -33,7 +33,7 @@ molt_status_t Guard(molt_context_t* ctx, F&& body) noexcept {
   try {
     if (!p.live()) {
       return p.Fail(
-          Status::FailedPrecondition("plugin \"" + p.name() +
+          Status::FailedPrecondition("plugin \"" + p.label() +
                                      "\" is not running: host calls are accepted from init until "
                                      "stop returns"));
     }
@@ -94,7 +94,7 @@ inline Result<PluginInstance::Resource*> FindKind(PluginInstance& p, molt_handle
   PluginInstance::Resource* r = p.Find(h);
   if (r == nullptr) {
     return Status::Stale(std::string(kind_name) + " " + std::to_string(h) +
-                         " is not live (ended, or not plugin \"" + p.name() + "\"'s)");
+                         " is not live (ended, or not plugin \"" + p.label() + "\"'s)");
   }
   return r;
 }

@@ -10,6 +10,7 @@
 
 #include "kernel/src/abi/struct_size.h"
 #include "kernel/src/core/logger.h"
+#include "kernel/src/loader/build.h"
 #include "kernel/src/loader/elf_inspect.h"
 
 namespace molt::kernel::loader {
@@ -196,7 +197,8 @@ struct Library::Handle {
 
 Result<std::unique_ptr<Library>> Library::Load(const std::string& source,
                                                const std::string& copy_path,
-                                               std::int32_t expected_kind) {
+                                               std::int32_t expected_kind,
+                                               std::string_view expected_sha256) {
   const std::string where = "plugin file \"" + source + "\": ";
   std::error_code ec;
   if (!fs::is_regular_file(source, ec)) {
@@ -209,6 +211,16 @@ Result<std::unique_ptr<Library>> Library::Load(const std::string& source,
   library->source_ = source;
   library->copy_ = copy_path;
   auto remove_copy = [&] { fs::remove(copy_path, ec); };
+  if (!expected_sha256.empty()) {
+    Result<std::string> hash = Sha256File(copy_path);
+    if (!hash.ok() || *hash != expected_sha256) {
+      remove_copy();
+      return Status::InvalidArgument(
+          where + "its SHA-256 is " + (hash.ok() ? *hash : hash.status().message()) + ", but " +
+          kBuildManifest + " says " + std::string(expected_sha256) +
+          ": the file changed after the build was made; rebuild the manifest or restore the file");
+    }
+  }
 
   Result<ElfExports> exports = InspectElf(copy_path, source);
   if (!exports.ok()) {

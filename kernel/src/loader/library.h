@@ -34,10 +34,12 @@ bool IsSemanticVersion(std::string_view version);
 
 class Library {
  public:
-  // Loads `source` through a private copy at `copy_path` (which must not exist yet).
+  // Loads `source` through a private copy at `copy_path` (which must not exist yet). With
+  // `expected_sha256` (a build manifest's), the copy that is opened must have that hash.
   static Result<std::unique_ptr<Library>> Load(const std::string& source,
                                                const std::string& copy_path,
-                                               std::int32_t expected_kind);
+                                               std::int32_t expected_kind,
+                                               std::string_view expected_sha256 = {});
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
   ~Library();

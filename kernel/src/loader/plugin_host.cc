@@ -1,43 +1,92 @@
 // SPDX-License-Identifier: Apache-2.0
-// PluginHost: all-or-nothing loading of a plugin set.
+// PluginHost: all-or-nothing loading of a plugin set, and the swap of generations.
 #include "kernel/src/loader/plugin_host.h"
 
+#include <fmt/format.h>
+#include <molt/scope_exit.h>
+
 #include <algorithm>
+#include <boost/json/serialize.hpp>
+#include <boost/json/string.hpp>
+#include <chrono>
 #include <filesystem>
-#include <map>
 #include <system_error>
+#include <utility>
 
 #include "kernel/src/core/logger.h"
 
 namespace molt::kernel::loader {
+namespace {
 
 namespace fs = std::filesystem;
 
+double MillisSince(TimePoint t0) {
+  return std::chrono::duration<double, std::milli>(RealNow() - t0).count();
+}
+
+std::string_view KindText(std::int32_t kind) {
+  return kind == MOLT_PLUGIN_KIND_SERVICE ? "service" : "controller";
+}
+
+abi::PluginInstance* InstanceOf(Service* s) { return dynamic_cast<abi::PluginInstance*>(s); }
+
+}  // namespace
+
+std::string SwapReport::Json() const {
+  auto text = [](const std::string& v) { return boost::json::serialize(boost::json::string(v)); };
+  std::string gone;
+  for (const std::string& r : retired) {
+    gone += (gone.empty() ? "" : ",") + text(r);
+  }
+  return fmt::format(
+      "{{\"swap\":\"{}\",\"reason\":{},\"build\":{},\"generation\":{},\"previous\":{},"
+      "\"serving\":{},\"ok\":{},\"stage\":\"{}\",\"load_ms\":{:.3f},\"init_ms\":{:.3f},"
+      "\"stop_ms\":{:.3f},\"swap_ms\":{:.3f},\"hold_ms\":{:.3f},\"error\":{},"
+      "\"restored\":{},\"retired\":[{}],\"retired_libraries\":{}}}",
+      ok ? "ok" : "failed", text(reason), text(build), text(generation), text(previous),
+      text(serving), ok, stage, load_ms, init_ms, stop_ms, swap_ms, hold_ms(), text(error),
+      restored, gone, retired_libraries);
+}
+
 PluginHost::PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind)
-    : kernel_(kernel), copy_dir_(std::move(copy_dir)), kind_(kind), shared_(kernel) {}
+    : kernel_(kernel), copy_dir_(std::move(copy_dir)), kind_(kind), shared_(kernel) {
+  generations_.push_back(std::make_unique<Generation>());
+  serving_ = generations_.back().get();
+}
 
 PluginHost::~PluginHost() { UnloadAll(); }
 
+PluginHost::Generation& PluginHost::Boot(const std::string& build_id) {
+  if (serving_->name.empty()) {
+    serving_->build_id = build_id;
+    serving_->name = build_id + "#" + std::to_string(next_number_++);
+  }
+  return *serving_;
+}
+
+std::unique_ptr<PluginHost::Generation> PluginHost::NewGeneration(const std::string& build_id) {
+  auto g = std::make_unique<Generation>();
+  g->build_id = build_id;
+  g->name = build_id + "#" + std::to_string(next_number_++);
+  g->services = std::make_unique<ServiceManager>();
+  return g;
+}
+
 Status PluginHost::LoadDirectory(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    return Status::NotFound("plugin directory \"" + dir +
-                            "\" does not exist: pass the directory holding the plugin .so files");
+  Result<Build> build = ReadBuild(dir);
+  if (!build.ok()) {
+    return build.status();
   }
-  std::vector<std::string> files;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_regular_file() && e.path().extension() == ".so") {
-      files.push_back(e.path().string());
-    }
-  }
-  if (ec) {
-    return Status::IoError("plugin directory \"" + dir + "\" cannot be read: " + ec.message());
-  }
-  std::sort(files.begin(), files.end());
-  return LoadFiles(files);
+  return Load(Boot(build->id), build->files, build->entries, false);
 }
 
 Status PluginHost::LoadFiles(const std::vector<std::string>& files) {
+  Generation& g = Boot("local");
+  return Load(g, files, {}, false);
+}
+
+Status PluginHost::Load(Generation& into, const std::vector<std::string>& files,
+                        const std::map<std::string, BuildEntry>& entries, bool dormant) {
   std::error_code ec;
   fs::create_directories(copy_dir_, ec);
   if (ec) {
@@ -47,19 +96,38 @@ Status PluginHost::LoadFiles(const std::vector<std::string>& files) {
   std::vector<std::unique_ptr<Library>> loaded;
   std::vector<std::string> refusals;
   std::map<std::string, std::string> names;  // name -> file, this set and those already loaded
-  for (const Plugin& p : plugins_) {
+  for (const Plugin& p : into.plugins) {
     names.emplace(p.instance->name(), p.instance->file());
   }
   for (const std::string& file : files) {
-    const std::string copy = (fs::path(copy_dir_) / (std::to_string(next_copy_++) + "-" +
-                                                     fs::path(file).filename().string()))
-                                 .string();
-    Result<std::unique_ptr<Library>> lib = Library::Load(file, copy, kind_);
+    const std::string base = fs::path(file).filename().string();
+    const std::string copy =
+        (fs::path(copy_dir_) / (std::to_string(next_copy_++) + "-" + base)).string();
+    auto entry = entries.find(base);
+    const BuildEntry* expected = entry == entries.end() ? nullptr : &entry->second;
+    Result<std::unique_ptr<Library>> lib =
+        Library::Load(file, copy, kind_, expected != nullptr ? expected->sha256 : "");
     if (!lib.ok()) {
       refusals.push_back(lib.status().message());
       continue;
     }
-    const std::string name = (*lib)->info().name;
+    const molt_plugin_info& info = (*lib)->info();
+    const std::string name = info.name;
+    if (expected != nullptr) {
+      std::string mismatch;
+      if (!expected->name.empty() && expected->name != name) {
+        mismatch = "is named \"" + name + "\"";
+      } else if (!expected->version.empty() && expected->version != info.version) {
+        mismatch = "has version " + std::string(info.version);
+      } else if (!expected->kind.empty() && expected->kind != KindText(info.kind)) {
+        mismatch = "is a " + std::string(KindText(info.kind));
+      }
+      if (!mismatch.empty()) {
+        refusals.push_back("plugin file \"" + file + "\" " + mismatch + ", but " + kBuildManifest +
+                           " says otherwise: rebuild the manifest from the files");
+        continue;
+      }
+    }
     auto [it, fresh] = names.emplace(name, file);
     if (!fresh) {
       refusals.push_back("plugin file \"" + file + "\": name \"" + name +
@@ -83,26 +151,38 @@ Status PluginHost::LoadFiles(const std::vector<std::string>& files) {
   for (auto& lib : loaded) {
     const molt_plugin_info& info = lib->info();
     const std::string source = lib->source();
-    if (Status s = Register(info, source, std::move(lib)); !s.ok()) {
+    if (Status s = Register(into, info, source, std::move(lib), dormant); !s.ok()) {
       return s;
     }
   }
   return Status::Ok();
 }
 
-Status PluginHost::Register(const molt_plugin_info& info, const std::string& source,
-                            std::unique_ptr<Library> library) {
-  auto instance = std::make_shared<abi::PluginInstance>(shared_, info, source);
-  if (Status s = kernel_.RegisterService(instance); !s.ok()) {
+Status PluginHost::Register(Generation& into, const molt_plugin_info& info,
+                            const std::string& source, std::unique_ptr<Library> library,
+                            bool dormant) {
+  auto instance = std::make_shared<abi::PluginInstance>(shared_, info, source, into.name);
+  if (dormant) {
+    instance->set_dormant();
+  }
+  Status s;
+  if (into.services != nullptr) {
+    instance->set_peers(into.services.get());
+    s = into.services->Register(instance);
+  } else {
+    s = kernel_.RegisterService(instance);
+  }
+  if (!s.ok()) {
     return s.Prefixed("plugin file \"" + source + "\"");
   }
-  LogScope("Loader").Info("loaded plugin \"{}\" {} from {}", info.name, info.version, source);
-  plugins_.push_back({std::move(library), std::move(instance)});
+  LogScope("Loader").Info("loaded plugin \"{}\" {} from {} (generation {})", info.name,
+                          info.version, source, into.name);
+  into.plugins.push_back({std::move(library), std::move(instance)});
   return Status::Ok();
 }
 
-std::string PluginHost::Holder(const std::string& name) const {
-  for (const Plugin& p : plugins_) {
+std::string PluginHost::Holder(const Generation& g, const std::string& name) {
+  for (const Plugin& p : g.plugins) {
     if (p.instance->name() == name) {
       return p.instance->file();
     }
@@ -124,29 +204,326 @@ Status PluginHost::AddStatic(molt_plugin_entry_fn entry, const std::string& wher
   if (!descriptor.ok()) {
     return descriptor.status();
   }
-  if (std::string holder = Holder(descriptor->name); !holder.empty()) {
+  Generation& g = Boot("static");
+  if (std::string holder = Holder(g, descriptor->name); !holder.empty()) {
     return Status::AlreadyExists("plugin file \"" + where + "\": name \"" + descriptor->name +
                                  "\" is already used by \"" + holder +
                                  "\": plugin names must be unique");
   }
-  return Register(*descriptor, where, nullptr);
+  return Register(g, *descriptor, where, nullptr, false);
 }
 
-std::size_t PluginHost::UnloadAll() {
-  std::size_t retired = 0;
-  // Reverse load order; every instance is stopped first (a no-op for those already stopped).
-  for (auto it = plugins_.rbegin(); it != plugins_.rend(); ++it) {
-    Status s = it->instance->Stop();
-    if (!s.ok()) {
-      LogScope("Loader").Warn("plugin \"{}\": stop failed: {}", it->instance->name(), s.message());
+// --- Swaps ---
+
+Status PluginHost::Gate() const {
+  if (!kernel_.started()) {
+    return Status::FailedPrecondition(
+        "the kernel has not started: load the first generation "
+        "with LoadDirectory, then Kernel::Start");
+  }
+  if (closing_ || kernel_.shutting_down()) {
+    return Status::FailedPrecondition("the server is closing: no reload now");
+  }
+  if (in_swap_) {
+    return Status::FailedPrecondition(
+        "a swap is in progress: a reload from inside one runs later (RequestReload)");
+  }
+  for (Service* s : kernel_.services().boot_order()) {
+    abi::PluginInstance* inst = InstanceOf(s);
+    if (inst == nullptr || &inst->shared() != &shared_) {
+      return Status::FailedPrecondition("service \"" + s->name() +
+                                        "\" is not one of this host's plugins: a swap replaces "
+                                        "the whole service set, so it cannot run here");
     }
   }
-  for (auto it = plugins_.rbegin(); it != plugins_.rend(); ++it) {
+  return Status::Ok();
+}
+
+std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string& dir,
+                                                               SwapReport& r) {
+  r.stage = "mount";
+  const TimePoint t0 = RealNow();
+  Result<Build> build = ReadBuild(dir);
+  if (!build.ok()) {
+    r.error = build.status().message();
+    return nullptr;
+  }
+  r.build = build->id;
+  std::unique_ptr<Generation> g = NewGeneration(build->id);
+  r.generation = g->name;
+  Status s = Load(*g, build->files, build->entries, true);
+  r.load_ms = MillisSince(t0);
+  if (s.ok() && g->plugins.empty()) {
+    s = Status::InvalidArgument("plugin directory \"" + dir +
+                                "\" holds no plugin: a swap to nothing is refused");
+  }
+  if (s.ok()) {
+    const TimePoint t1 = RealNow();
+    s = g->services->InitAll();
+    r.init_ms = MillisSince(t1);
+  }
+  if (!s.ok()) {
+    r.error = s.message();
+    failed_builds_.insert(build->id);
+    r.retired_libraries += Unload(*g);
+    return nullptr;
+  }
+  return g;
+}
+
+Status PluginHost::Activate(Generation& g, const States& states, std::string* stage) {
+  abi::HostLayer* layer = shared_.layer();
+  const std::vector<Service*> order = g.services->boot_order();
+  *stage = "adopt";
+  for (Service* s : order) {
+    abi::PluginInstance* inst = InstanceOf(s);
+    inst->Serve();
+    if (layer != nullptr) {
+      layer->Serve(inst);
+    }
+  }
+  *stage = "import";
+  for (Service* s : order) {
+    abi::PluginInstance* inst = InstanceOf(s);
+    if (auto it = states.find(inst->name()); it != states.end()) {
+      if (Status st = inst->ImportState(it->second.first, it->second.second); !st.ok()) {
+        return st;
+      }
+    }
+  }
+  *stage = "start";
+  if (Status st = g.services->StartAll(); !st.ok()) {
+    return st;
+  }
+  *stage = "replay";
+  for (Service* s : order) {
+    InstanceOf(s)->Replay();
+  }
+  return Status::Ok();
+}
+
+void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r) {
+  const TimePoint t0 = RealNow();
+  Generation& old = *serving_;
+  ServiceManager& old_set = kernel_.services();
+  abi::HostLayer* layer = shared_.layer();
+
+  r.stage = "export";
+  States states;
+  for (Service* s : old_set.boot_order()) {
+    abi::PluginInstance* inst = InstanceOf(s);
+    Result<std::optional<std::string>> state = inst->ExportState(kMaxStateBytes);
+    if (!state.ok()) {
+      r.error = state.status().message() + " (the swap is aborted; " + old.name + " serves on)";
+      failed_builds_.insert(g->build_id);
+      r.retired_libraries += Unload(*g);
+      r.swap_ms = MillisSince(t0);
+      return;
+    }
+    if (state->has_value()) {
+      states[inst->name()] = {inst->info().state_version, std::move(**state)};
+    }
+  }
+
+  r.stage = "stop";
+  if (layer != nullptr) {
+    layer->BeginHandoff();
+  }
+  const TimePoint t_stop = RealNow();
+  old_set.StopAll();
+  r.stop_ms = MillisSince(t_stop);
+
+  kernel_.Serve(g->services.get());
+  std::string stage;
+  Status s = Activate(*g, states, &stage);
+  r.stage = stage;
+  if (s.ok()) {
+    r.ok = true;
+    r.stage = "done";
+    generations_.push_back(std::move(g));
+    serving_ = generations_.back().get();
+  } else {
+    // Back to the previous build, from fresh copies of its libraries (no static state of a
+    // half-run library is reused), with the state it exported.
+    r.error = s.message();
+    failed_builds_.insert(g->build_id);
+    g->services->StopAll();
+    std::unique_ptr<Generation> back = NewGeneration(old.build_id);
+    std::vector<std::string> copies;
+    Status b;
+    for (const Plugin& p : old.plugins) {
+      if (p.library == nullptr) {
+        b = Status::Unsupported("plugin \"" + p.instance->name() +
+                                "\" is linked into the host and cannot be restored");
+      } else {
+        copies.push_back(p.library->copy());
+      }
+    }
+    if (b.ok()) {
+      b = Load(*back, copies, {}, true);
+    }
+    if (b.ok()) {
+      b = back->services->InitAll();
+    }
+    kernel_.Serve(back->services.get());
+    std::string back_stage;
+    if (b.ok()) {
+      b = Activate(*back, states, &back_stage);
+    }
+    if (b.ok()) {
+      r.restored = true;
+    } else {
+      r.error += "; restoring " + old.build_id + " failed too: " + b.message() +
+                 " (no generation serves: reload a build that works)";
+      LogScope("Generations").Error("no generation serves after a failed swap: {}", r.error);
+    }
+    generations_.push_back(std::move(back));
+    serving_ = generations_.back().get();
+    r.retired_libraries += Unload(*g);
+  }
+  if (layer != nullptr) {
+    r.retired = layer->EndHandoff();
+  }
+  r.swap_ms = MillisSince(t0);
+  // The old generation's libraries leave the process (a health window keeping them resident
+  // comes with rollback).
+  r.retired_libraries += Unload(old);
+  std::erase_if(generations_,
+                [&](const std::unique_ptr<Generation>& x) { return x.get() == &old; });
+}
+
+SwapReport PluginHost::Finish(SwapReport& r) {
+  r.serving = serving_->name;
+  LogScope log("Generations");
+  if (r.ok) {
+    log.Info("{}", r.Json());
+  } else {
+    log.Error("{}", r.Json());
+  }
+  return r;
+}
+
+Status PluginHost::Mount(const std::string& dir, const std::string& reason) {
+  Discard();
+  SwapReport r;
+  r.reason = reason;
+  r.previous = serving_->name;
+  r.stage = "gate";
+  Status s = Gate();
+  if (s.ok()) {
+    in_swap_ = true;
+    mounted_ = MountBuild(dir, r);
+    in_swap_ = false;
+    s = mounted_ != nullptr ? Status::Ok() : Status::FailedPrecondition(r.error);
+  } else {
+    r.error = s.message();
+  }
+  mount_report_ = s.ok() ? std::move(r) : Finish(r);
+  return s;
+}
+
+SwapReport PluginHost::SwapMounted() {
+  SwapReport r = std::move(mount_report_);
+  mount_report_ = SwapReport();
+  std::unique_ptr<Generation> g = std::move(mounted_);
+  if (g == nullptr) {
+    r.stage = "gate";
+    r.error = "no generation is mounted: Mount() first";
+    return Finish(r);
+  }
+  if (Status s = Gate(); !s.ok()) {
+    r.error = s.message();
+    r.retired_libraries += Unload(*g);
+    return Finish(r);
+  }
+  r.previous = serving_->name;
+  in_swap_ = true;
+  ScopeExit done = [this]() noexcept { in_swap_ = false; };
+  Swap(std::move(g), r);
+  return Finish(r);
+}
+
+void PluginHost::Discard() {
+  if (mounted_ != nullptr) {
+    Unload(*mounted_);
+    mounted_.reset();
+  }
+}
+
+SwapReport PluginHost::Reload(const std::string& dir, const std::string& reason) {
+  if (!Mount(dir, reason).ok()) {
+    return std::exchange(mount_report_, SwapReport());
+  }
+  return SwapMounted();
+}
+
+void PluginHost::RequestReload(std::string dir, std::string reason,
+                               Callback<void(const SwapReport&)> done) {
+  if (queued_ && queued_->done) {
+    SwapReport superseded;
+    superseded.reason = queued_->reason;
+    superseded.previous = superseded.serving = serving_->name;
+    superseded.stage = "gate";
+    superseded.error = "superseded by a newer reload request (" + reason + ")";
+    queued_->done(superseded);
+  }
+  queued_ = Request{std::move(dir), std::move(reason), std::move(done)};
+  if (!reload_scheduled_) {
+    reload_scheduled_ = true;
+    kernel_.scheduler().Schedule([this] { RunQueued(); }, Priority::kKernel,
+                                 TaskOrigin::Named("reload"));
+  }
+}
+
+void PluginHost::RunQueued() {
+  reload_scheduled_ = false;
+  if (!queued_) {
+    return;
+  }
+  auto req = std::make_shared<Request>(std::move(*queued_));
+  queued_.reset();
+  if (!Mount(req->dir, req->reason).ok()) {
+    SwapReport r = std::exchange(mount_report_, SwapReport());
+    if (req->done) {
+      req->done(r);
+    }
+    return;
+  }
+  // Clients are served between the mount and the swap: the swap is a step of its own.
+  kernel_.scheduler().Schedule(
+      [this, req] {
+        SwapReport r = SwapMounted();
+        if (req->done) {
+          req->done(r);
+        }
+      },
+      Priority::kKernel, TaskOrigin::Named("reload"));
+}
+
+std::size_t PluginHost::Unload(Generation& g) {
+  std::size_t retired = 0;
+  // Reverse load order; every instance is stopped first (a no-op for those already stopped).
+  for (auto it = g.plugins.rbegin(); it != g.plugins.rend(); ++it) {
+    Status s = it->instance->Stop();
+    if (!s.ok()) {
+      LogScope("Loader").Warn("plugin \"{}\": stop failed: {}", it->instance->label(), s.message());
+    }
+  }
+  for (auto it = g.plugins.rbegin(); it != g.plugins.rend(); ++it) {
     if (it->library && !it->library->Unload()) {
       ++retired;
     }
   }
-  plugins_.clear();
+  g.plugins.clear();
+  return retired;
+}
+
+std::size_t PluginHost::UnloadAll() {
+  Discard();
+  std::size_t retired = 0;
+  for (auto it = generations_.rbegin(); it != generations_.rend(); ++it) {
+    retired += Unload(**it);
+  }
   return retired;
 }
 

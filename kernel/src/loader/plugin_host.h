@@ -1,11 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
 // File: kernel/src/loader/plugin_host.h
 //
-// PluginHost: the plugins of one kernel. It loads every plugin of a directory (or a list of
-// files), refuses the whole set when any file is refused (an operator sees every problem at once:
-// one line per file, naming the cause and the fix), checks names are unique, and registers each
-// plugin instance with the kernel as a service. UnloadAll() stops what still runs and closes the
-// libraries once nothing of them remains reachable.
+// PluginHost: the plugins of one kernel, as generations (DESIGN.md §6). A generation is the set of
+// plugin instances loaded from one build (loader/build.h), named "<build id>#<n>"; each plugin's
+// identity is (name, generation).
+//
+// The boot generation: LoadDirectory() / LoadFiles() / AddStatic() load a set all or nothing (an
+// operator sees every problem at once: one line per file, naming the cause and the fix) and
+// register each instance with the kernel as a service; Kernel::Start() boots them.
+//
+// A swap, once the kernel runs: Reload(dir) replaces the serving generation under live clients.
+//   1. mount dormant: read the build, load private copies (hashes checked on the copy that is
+//      opened), check the descriptors against the manifest and the ABI, order by dependencies,
+//      run every init. A dormant instance dispatches nothing (abi/plugin_instance.h).
+//   2. the swap, on the kernel thread with nothing else running (inbound bytes wait in the
+//      sockets, so nothing is refused or lost): export_state of the old generation (an error
+//      aborts with the old one serving), then each old instance stops in reverse order (its stop()
+//      may still answer pending requests; then everything it holds is released, and a request
+//      still pending is refused at once, retryable), then the new generation adopts the kernel's
+//      objects (a channel by declaring its name: same id, same token buckets), imports the states,
+//      starts in order and sees the live sessions; what nobody adopted is retired.
+//   A mount failure leaves the old generation serving; an import or start failure restores the
+//   previous generation from a fresh copy of its libraries, with the state it exported. Either
+//   way clients stay connected, and the build is marked failed (an explicit reload may retry it).
+// Every swap logs one JSON line (SwapReport). RequestReload() runs the same on later scheduler
+// steps (mount, then the swap on the next step), never nested in a plugin callback; while one is
+// queued or running, a newer request replaces the queued one.
 //
 // Thread safety: REQUIRES the kernel thread.
 #ifndef MOLT_KERNEL_LOADER_PLUGIN_HOST_H_
@@ -13,32 +33,79 @@
 
 #include <molt/kernel/status.h>
 
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "kernel/src/abi/plugin_instance.h"
+#include "kernel/src/loader/build.h"
 #include "kernel/src/loader/library.h"
 
 namespace molt::kernel::loader {
 
+// What one swap did: logged as one JSON line, returned to whoever asked.
+struct SwapReport {
+  std::string reason;      // "SIGHUP", "test", ...
+  std::string build;       // the build id it loaded
+  std::string generation;  // the generation it mounted ("" when the mount failed early)
+  std::string previous;    // the generation that served before
+  std::string serving;     // the generation serving afterwards
+  bool ok = false;
+  // The last stage reached: gate, mount, export, stop, adopt, import, start, replay, done.
+  std::string stage;
+  double load_ms = 0;  // read the build, copy, hash, open, check descriptors
+  double init_ms = 0;  // every init of the mounted generation
+  double stop_ms = 0;  // the old generation's stops and releases
+  double swap_ms = 0;  // export through replay (intake is held for exactly this long)
+  std::string error;
+  bool restored = false;              // an import or start failure restored the previous one
+  std::vector<std::string> retired;   // kernel objects no instance of the new one adopted
+  std::size_t retired_libraries = 0;  // libraries kept mapped (they could not be unloaded)
+
+  double hold_ms() const { return swap_ms; }
+  std::string Json() const;
+};
+
 class PluginHost {
  public:
+  // Most state one plugin may hand to the next generation.
+  static constexpr std::size_t kMaxStateBytes = 16 << 20;
+
   // `copy_dir` receives the per-instance copies of the libraries; it is created when missing and
-  // emptied of our copies by UnloadAll.
+  // emptied of our copies as generations unload.
   PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind = MOLT_PLUGIN_KIND_SERVICE);
   PluginHost(const PluginHost&) = delete;
   PluginHost& operator=(const PluginHost&) = delete;
   ~PluginHost();
 
-  // Loads every regular file ending in ".so" in `dir`, in name order.
+  // --- The boot generation ---
+  // Loads every regular file ending in ".so" in `dir` (and its molt-build.json), in name order.
   Status LoadDirectory(const std::string& dir);
   // Loads `files`; all or nothing. On success each plugin is registered with the kernel.
   Status LoadFiles(const std::vector<std::string>& files);
-
   // Registers a plugin linked into the host: `entry` returns its descriptor, checked like a
   // file's (`where` names it in errors). Its code is never unloaded.
   Status AddStatic(molt_plugin_entry_fn entry, const std::string& where);
+
+  // --- Swaps ---
+  // Replaces the serving generation with the build in `dir` (see the top of this file). Refused
+  // before the kernel started, while closing, and from inside a swap (use RequestReload).
+  SwapReport Reload(const std::string& dir, const std::string& reason);
+  // The two halves of Reload(). Mount() loads and initializes the build in `dir` dormant, beside
+  // the serving generation (discarding one mounted earlier); on failure it logs the report and
+  // returns why. SwapMounted() swaps the mounted generation in and returns the report.
+  Status Mount(const std::string& dir, const std::string& reason);
+  SwapReport SwapMounted();
+  bool mounted() const { return mounted_ != nullptr; }
+  // Reload() on later scheduler steps (the mount on one, the swap on the next, so clients are
+  // served between them); `done` (may be null) hears the report. Newest wins.
+  void RequestReload(std::string dir, std::string reason,
+                     Callback<void(const SwapReport&)> done = nullptr);
+  // Refuses every later reload: the server is closing.
+  void Close() { closing_ = true; }
 
   // Stops every instance still running, then unloads every library. Returns how many stay mapped
   // as retired (they could not be unloaded; each is reported).
@@ -48,21 +115,72 @@ class PluginHost {
     std::unique_ptr<Library> library;  // nullptr: linked into the host (AddStatic)
     std::shared_ptr<abi::PluginInstance> instance;
   };
-  const std::vector<Plugin>& plugins() const { return plugins_; }
+  // The serving generation's plugins, and its name ("" before anything loaded).
+  const std::vector<Plugin>& plugins() const { return serving_->plugins; }
+  const std::string& generation() const { return serving_->name; }
+  // Build ids that failed here (not retried automatically; an explicit reload may).
+  const std::set<std::string>& failed_builds() const { return failed_builds_; }
   abi::AbiShared& shared() { return shared_; }
 
  private:
-  // The plugin named `name` already present, as "the file it came from", or "".
-  std::string Holder(const std::string& name) const;
-  Status Register(const molt_plugin_info& info, const std::string& source,
-                  std::unique_ptr<Library> library);
+  struct Generation {
+    std::string build_id;
+    std::string name;  // "<build id>#<n>"
+    std::vector<Plugin> plugins;
+    // Null for the boot generation, whose instances the kernel's own service set holds.
+    std::unique_ptr<ServiceManager> services;
+  };
+  struct Request {
+    std::string dir;
+    std::string reason;
+    Callback<void(const SwapReport&)> done;
+  };
+
+  // Loads `files` into `into` (all or nothing). `entries` is the manifest by file name (empty:
+  // none); `dormant` instances wait for their generation to serve.
+  Status Load(Generation& into, const std::vector<std::string>& files,
+              const std::map<std::string, BuildEntry>& entries, bool dormant);
+  // The boot generation, named after `build_id` when it has no name yet.
+  Generation& Boot(const std::string& build_id);
+  std::unique_ptr<Generation> NewGeneration(const std::string& build_id);
+  Status Register(Generation& into, const molt_plugin_info& info, const std::string& source,
+                  std::unique_ptr<Library> library, bool dormant);
+  // The plugin named `name` already present in `g`, as "the file it came from", or "".
+  static std::string Holder(const Generation& g, const std::string& name);
+  // name -> (state_version, bytes) of what the old generation exported.
+  using States = std::map<std::string, std::pair<std::uint32_t, std::string>>;
+  // The refusal of a reload now, or OK.
+  Status Gate() const;
+  // Mounts the build in `dir` dormant (r's mount fields); nullptr on failure (r.error).
+  std::unique_ptr<Generation> MountBuild(const std::string& dir, SwapReport& r);
+  // Swaps `g` in for the serving generation (r's swap fields), restoring on failure.
+  void Swap(std::unique_ptr<Generation> g, SwapReport& r);
+  // Drops the mounted generation: it never served.
+  void Discard();
+  // Makes `g` serve: adopt, import `states`, start, replay. `stage` names how far it got.
+  Status Activate(Generation& g, const States& states, std::string* stage);
+  // Logs the report and returns it.
+  SwapReport Finish(SwapReport& r);
+  // Stops every instance of `g` still running and unloads its libraries; returns how many stay
+  // mapped.
+  std::size_t Unload(Generation& g);
+  void RunQueued();
 
   Kernel& kernel_;
   std::string copy_dir_;
   std::int32_t kind_;
   abi::AbiShared shared_;
-  std::vector<Plugin> plugins_;
+  std::vector<std::unique_ptr<Generation>> generations_;  // resident: the serving one, ...
+  Generation* serving_;
+  std::uint64_t next_number_ = 1;
   std::uint64_t next_copy_ = 1;
+  std::set<std::string> failed_builds_;
+  std::unique_ptr<Generation> mounted_;  // dormant, waiting for SwapMounted()
+  SwapReport mount_report_;
+  std::optional<Request> queued_;
+  bool reload_scheduled_ = false;
+  bool in_swap_ = false;
+  bool closing_ = false;
 };
 
 }  // namespace molt::kernel::loader

@@ -239,7 +239,7 @@ Status Channel::CheckRules(std::span<const std::uint8_t> payload) const {
 ChannelRegistry::ChannelRegistry(Hooks& hooks, Bus& bus) : hooks_(hooks), bus_(bus) {}
 ChannelRegistry::~ChannelRegistry() = default;
 
-Result<ChannelId> ChannelRegistry::Declare(ChannelSpec spec, const void* owner) {
+Status ChannelRegistry::Check(const ChannelSpec& spec) const {
   if (Status s = CheckChannelName(spec.name); !s.ok()) {
     return s;
   }
@@ -277,7 +277,14 @@ Result<ChannelId> ChannelRegistry::Declare(ChannelSpec spec, const void* owner) 
           fmt::format("rule on field \"{}\": range [{}, {}] is empty", r.name, r.min, r.max));
     }
   }
-  auto [it, fresh] = ids_.try_emplace(spec.name, static_cast<ChannelId>(by_id_.size()));
+  return Status();
+}
+
+Result<ChannelId> ChannelRegistry::Reserve(std::string_view name) {
+  if (Status s = CheckChannelName(name); !s.ok()) {
+    return s;
+  }
+  auto [it, fresh] = ids_.try_emplace(std::string(name), static_cast<ChannelId>(by_id_.size()));
   if (fresh) {
     if (by_id_.size() > std::numeric_limits<ChannelId>::max()) {
       ids_.erase(it);
@@ -286,18 +293,42 @@ Result<ChannelId> ChannelRegistry::Declare(ChannelSpec spec, const void* owner) 
     by_id_.emplace_back();
     epochs_.push_back(0);
   }
-  const ChannelId id = it->second;
+  return it->second;
+}
+
+Result<ChannelId> ChannelRegistry::Declare(ChannelSpec spec, const void* owner) {
+  if (Status s = Check(spec); !s.ok()) {
+    return s;
+  }
+  const bool inbound = spec.kind != ChannelKind::kEvent;
+  Result<ChannelId> reserved = Reserve(spec.name);
+  if (!reserved.ok()) {
+    return reserved.status();
+  }
+  const ChannelId id = *reserved;
   if (by_id_[id] != nullptr) {
     return Status::AlreadyExists(fmt::format(
         "channel \"{}\" is already declared; remove it first or pick another name", spec.name));
   }
-  auto ch = std::make_unique<Channel>();
+  // An orphan of a swap is adopted: the same object keeps its counters, and its epoch (so every
+  // session's token bucket) unless the new declaration changes the rate or the burst.
+  std::unique_ptr<Channel> ch;
+  if (auto orphan = orphans_.find(id); orphan != orphans_.end()) {
+    ch = std::move(orphan->second);
+    orphans_.erase(orphan);
+  } else {
+    ch = std::make_unique<Channel>();
+  }
+  const double rate = spec.rate == 0 ? kDefaultRate : spec.rate;
+  const double burst =
+      std::max(1.0, spec.burst == 0 ? (std::isinf(rate) ? 1.0 : rate) : spec.burst);
+  const bool keep_buckets =
+      ch->epoch_ != 0 && ch->kind() == spec.kind && ch->rate_ == rate && ch->burst_ == burst;
   ch->id_ = id;
   ch->owner_ = owner;
   ch->default_rate_ = spec.rate == 0;
-  ch->rate_ = spec.rate == 0 ? kDefaultRate : spec.rate;
-  ch->burst_ =
-      std::max(1.0, spec.burst == 0 ? (std::isinf(ch->rate_) ? 1.0 : ch->rate_) : spec.burst);
+  ch->rate_ = rate;
+  ch->burst_ = burst;
   ch->timeout_ = spec.timeout_seconds == 0
                      ? kDefaultRequestTimeout
                      : std::clamp(spec.timeout_seconds, kMinRequestTimeout, kMaxRequestTimeout);
@@ -306,7 +337,7 @@ Result<ChannelId> ChannelRegistry::Declare(ChannelSpec spec, const void* owner) 
     ch->point_ = hooks_.Resolve(prefix + spec.name);
     ch->topic_ = bus_.Resolve(prefix + spec.name);
   }
-  ch->epoch_ = ++epochs_[id];
+  ch->epoch_ = keep_buckets ? ch->epoch_ : ++epochs_[id];
   ch->spec_ = std::move(spec);
   by_id_[id] = std::move(ch);
   ++live_;
@@ -320,6 +351,31 @@ Status ChannelRegistry::Remove(ChannelId id) {
   Retire(by_id_[id]);
   --live_;
   return Status();
+}
+
+Status ChannelRegistry::Orphan(ChannelId id) {
+  Channel* ch = Find(id);
+  if (ch == nullptr) {
+    return Status::NotFound(fmt::format("channel id {} is not declared", id));
+  }
+  // The handlers and the verifier point into a library about to leave: drop them now.
+  ch->spec_.verify = nullptr;
+  ch->spec_.on_intent = nullptr;
+  ch->spec_.on_request = nullptr;
+  ch->owner_ = nullptr;
+  orphans_[id] = std::move(by_id_[id]);
+  --live_;
+  return Status();
+}
+
+std::vector<std::string> ChannelRegistry::RemoveOrphans() {
+  std::vector<std::string> names;
+  for (auto& [id, ch] : orphans_) {
+    names.push_back(ch->name());
+    Retire(ch);
+  }
+  orphans_.clear();
+  return names;
 }
 
 void ChannelRegistry::RemoveOwner(const void* owner) {

@@ -31,6 +31,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -159,7 +160,8 @@ class Channel {
   const void* owner() const { return owner_; }
   Hooks::Point* point() const { return point_; }  // Intent.<Name> / Request.<Name>
   Bus::Topic* topic() const { return topic_; }    // Intent.<Name> (accepted intents)
-  // Bumped every time the id is declared again, so per-session buckets start over.
+  // Bumped every time the id is declared again (not when a swap adopts it with the same rate and
+  // burst), so per-session buckets start over.
   std::uint32_t epoch() const { return epoch_; }
   ChannelCounters& counters() { return counters_; }
   const ChannelCounters& counters() const { return counters_; }
@@ -216,8 +218,21 @@ class ChannelRegistry {
   // its id for the registry's lifetime, so a re-declared channel (a new generation) has the same
   // id. Errors name the channel and the fix.
   Result<ChannelId> Declare(ChannelSpec spec, const void* owner = nullptr);
+  // The checks Declare() makes on a spec, without declaring it.
+  Status Check(const ChannelSpec& spec) const;
+  // The id `name` has, or gets when first declared: a name keeps its id for the registry's
+  // lifetime.
+  Result<ChannelId> Reserve(std::string_view name);
   // Removes a channel (and its counters). NOT_FOUND when it is not declared.
   Status Remove(ChannelId id);
+
+  // A swap (loader/plugin_host.h): Orphan() takes a channel of a stopping generation out of
+  // service without forgetting it (its handlers are dropped; Find() no longer sees it); the next
+  // Declare() of its name adopts it with its id, counters and, when the rate and burst are
+  // unchanged, its epoch (every session's token bucket carries on). RemoveOrphans() removes what
+  // no declaration adopted and returns their names.
+  Status Orphan(ChannelId id);
+  std::vector<std::string> RemoveOrphans();
   // Removes every channel of `owner` (the plugin instance stops).
   void RemoveOwner(const void* owner);
 
@@ -241,6 +256,7 @@ class ChannelRegistry {
   std::vector<std::uint32_t> epochs_;
   std::size_t live_ = 0;
   std::vector<std::unique_ptr<Channel>> retired_;  // removed while a Hold existed
+  std::map<ChannelId, std::unique_ptr<Channel>> orphans_;
   int holds_ = 0;
 };
 

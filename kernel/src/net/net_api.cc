@@ -5,10 +5,12 @@
 #include "kernel/src/net/net_api.h"
 
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "kernel/src/abi/slot.h"
 #include "kernel/src/abi/struct_size.h"
+#include "kernel/src/core/logger.h"
 #include "kernel/src/net/network.h"
 
 namespace molt::kernel::abi {
@@ -24,29 +26,108 @@ static_assert(static_cast<int>(net::ChannelKind::kEvent) == MOLT_CHANNEL_EVENT &
                   static_cast<int>(net::ExitReason::kTransportError) == MOLT_EXIT_TRANSPORT_ERROR,
               "the kernel's network enums are the ABI's numbers");
 
-// The server's layer: the network plugins declare channels and replicas in.
+// The server's layer: the network plugins declare channels and replicas in. A dormant instance's
+// channel declarations wait here (staged) until its generation serves.
 class NetLayer final : public HostLayer {
  public:
   explicit NetLayer(net::Network* network) : network_(network) {}
   net::Network* network() const { return network_; }
+
   void ReleaseOwner(const void* owner) override {
+    staged_.erase(owner);
     if (network_ != nullptr) {
       network_->sessions().ReleaseOwner(owner);
     }
   }
-  void Release(std::uint8_t kind, std::uint32_t id) override {
+
+  void Release(const void* owner, std::uint8_t kind, std::uint32_t id) override {
     if (network_ == nullptr) {
       return;
     }
-    if (kind == static_cast<std::uint8_t>(Kind::kChannel)) {
-      (void)network_->channels().Remove(static_cast<net::ChannelId>(id));
-    } else if (kind == static_cast<std::uint8_t>(Kind::kReplica)) {
+    if (kind == static_cast<std::uint8_t>(Kind::kReplica)) {
       (void)network_->replicas().Destroy(id);
+      return;
+    }
+    const auto channel = static_cast<net::ChannelId>(id);
+    if (auto it = staged_.find(owner); it != staged_.end()) {
+      std::erase_if(it->second, [&](const Staged& s) { return s.id == channel; });
+    }
+    net::Channel* ch = network_->channels().Find(channel);
+    if (ch == nullptr || ch->owner() != owner) {
+      return;  // staged only, or already adopted by the next generation
+    }
+    // The handlers that took its pending requests are going away: answer them now, retryable.
+    network_->RefusePending(channel, Status::Code::kCancelled, kRetryAfterSwap);
+    if (handoff_) {
+      (void)network_->channels().Orphan(channel);
+    } else {
+      (void)network_->channels().Remove(channel);
     }
   }
 
+  // A dormant instance's declaration: checked now, declared when it serves.
+  Result<net::ChannelId> Stage(const void* owner, net::ChannelSpec spec) {
+    net::ChannelRegistry& channels = network_->channels();
+    if (Status s = channels.Check(spec); !s.ok()) {
+      return s;
+    }
+    Result<net::ChannelId> id = channels.Reserve(spec.name);
+    if (!id.ok()) {
+      return id.status();
+    }
+    const net::Channel* live = channels.Find(*id);
+    bool taken = live != nullptr && live->owner() == nullptr;  // the host's: never swapped
+    for (const auto& [o, list] : staged_) {
+      for (const Staged& st : list) {
+        taken = taken || st.id == *id;
+      }
+    }
+    if (taken) {
+      return Status::AlreadyExists("channel \"" + spec.name +
+                                   "\" is already declared; remove it first or pick another name");
+    }
+    staged_[owner].push_back({*id, std::move(spec)});
+    return *id;
+  }
+
+  void BeginHandoff() override { handoff_ = true; }
+
+  void Serve(const void* owner) override {
+    auto it = staged_.find(owner);
+    if (it == staged_.end()) {
+      return;
+    }
+    std::vector<Staged> list = std::move(it->second);
+    staged_.erase(it);
+    for (Staged& st : list) {
+      const std::string name = st.spec.name;
+      Result<net::ChannelId> id = network_->channels().Declare(std::move(st.spec), owner);
+      if (!id.ok()) {
+        LogScope("Generations")
+            .Error("channel \"{}\" could not be declared: {}", name, id.status().message());
+      }
+    }
+  }
+
+  std::vector<std::string> EndHandoff() override {
+    handoff_ = false;
+    std::vector<std::string> retired;
+    for (std::string& name : network_->channels().RemoveOrphans()) {
+      retired.push_back("channel \"" + name + "\"");
+    }
+    return retired;
+  }
+
  private:
+  // Seconds a client should wait before retrying a request the swap refused.
+  static constexpr double kRetryAfterSwap = 0.05;
+  struct Staged {
+    net::ChannelId id;
+    net::ChannelSpec spec;
+  };
   net::Network* network_;
+  std::map<const void*, std::vector<Staged>> staged_;
+  bool handoff_ = false;
 };
 
 Result<net::Network*> NetworkOf(PluginInstance& p) {
@@ -133,7 +214,7 @@ Result<net::ChannelSpec> ToChannelSpec(PluginInstance& p, net::Network& network,
       });
       if (st != MOLT_OK) {
         inst->CountCallbackError();
-        throw std::runtime_error("plugin \"" + inst->name() + "\": " + inst->CallbackError(st));
+        throw std::runtime_error("plugin \"" + inst->label() + "\": " + inst->CallbackError(st));
       }
     };
   }
@@ -172,7 +253,9 @@ molt_status_t ChannelDeclare(molt_context_t* ctx, const molt_channel_spec* given
     if (!cs.ok()) {
       return cs.status();
     }
-    Result<net::ChannelId> id = (*network)->channels().Declare(std::move(cs.value()), &p);
+    Result<net::ChannelId> id =
+        p.dormant() ? static_cast<NetLayer*>(p.shared().layer())->Stage(&p, std::move(cs.value()))
+                    : (*network)->channels().Declare(std::move(cs.value()), &p);
     if (!id.ok()) {
       return id.status();
     }
@@ -198,6 +281,11 @@ molt_status_t EventSend(molt_context_t* ctx, molt_channel_t channel, const molt_
     Result<PluginInstance::Resource*> r = FindKind(p, channel, Kind::kChannel, "channel");
     if (!r.ok()) {
       return r.status();
+    }
+    if (p.dormant()) {
+      return Status::FailedPrecondition("plugin \"" + p.label() +
+                                        "\" is mounted but does not serve yet: send events from "
+                                        "start() on");
     }
     if (size > 0 && data == nullptr) {
       return Status::InvalidArgument("data is NULL with size > 0");
@@ -243,15 +331,32 @@ molt_status_t SessionOn(molt_context_t* ctx, molt_session_fn fn, void* user_data
     }
     PluginInstance* inst = &p;
     PluginInstance::Resource r{Kind::kSubscription, {}, 0, false, nullptr, release, user_data};
+    auto call = [inst, fn, user_data](net::SessionId id) {
+      CallPlugin(*inst, [&] {
+        fn(user_data, id);
+        return MOLT_OK;
+      });
+    };
     r.connection = (*network)->sessions().OnSession(
-        [inst, fn, user_data](net::Session& s) {
-          CallPlugin(*inst, [&] {
-            fn(user_data, s.id());
-            return MOLT_OK;
-          });
+        [inst, call](net::Session& s) {
+          if (!inst->dormant()) {
+            call(s.id());
+          }
         },
         &p);
-    *out = p.Own(std::move(r));
+    const molt_handle_t h = p.Own(std::move(r));
+    if (p.dormant()) {
+      // Its generation serves later: then it sees every session live at that moment, once.
+      p.WhenServing([inst, call, h, n = *network] {
+        for (net::SessionId id : n->sessions().ActiveIds()) {
+          if (inst->Find(h) == nullptr) {
+            return;  // unsubscribed by a handler meanwhile
+          }
+          call(id);
+        }
+      });
+    }
+    *out = h;
     return Status::Ok();
   });
 }

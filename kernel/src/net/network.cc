@@ -807,6 +807,26 @@ Status Network::Reply(RequestToken token, Status::Code status,
   return Status();
 }
 
+std::size_t Network::RefusePending(ChannelId channel, Status::Code status, double retry_after) {
+  std::vector<RequestToken> tokens;
+  for (const auto& [token, p] : pending_) {
+    if (p->channel == channel) {
+      tokens.push_back(token);
+    }
+  }
+  std::sort(tokens.begin(), tokens.end());  // in the order they came
+  for (RequestToken token : tokens) {
+    auto it = pending_.find(token);
+    std::unique_ptr<Pending> p = std::move(it->second);
+    pending_.erase(it);
+    p->timeout.Cancel();
+    if (Session* s = sessions_.Get(p->session)) {
+      SendResponse(*s, p->wire_id, status, {}, retry_after);
+    }
+  }
+  return tokens.size();
+}
+
 Status Network::Send(ChannelId channel, SessionId session, std::span<const std::uint8_t> payload) {
   return SendList(channel, std::span(&session, 1), payload);
 }

@@ -200,6 +200,9 @@ class Network {
   Status Broadcast(ChannelId channel, std::span<const std::uint8_t> payload);
   // Answers a request. STALE when it was already answered, timed out, or its session left.
   Status Reply(RequestToken token, Status::Code status, std::span<const std::uint8_t> payload);
+  // Answers every request still pending on `channel` at once, with `status` and a retry-after:
+  // the handlers that took them are going away (a swap's hard stop). Returns how many.
+  std::size_t RefusePending(ChannelId channel, Status::Code status, double retry_after);
   // Ends a session with Kicked; `text` goes to the client in the Bye frame.
   Status Kick(SessionId session, std::string_view text);
 

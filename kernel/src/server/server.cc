@@ -85,6 +85,11 @@ int RunServer(const ServerOptions& options) {
     // thread; later ones are logged there and then, even while a stop() blocks the loop.
     std::atomic<bool> close_requested{false};
     SignalWatcher signals([&](int signo) {
+      if (signo == SIGHUP) {  // reload the plugin directory as a new generation
+        kernel.loop().Post(
+            [&plugins, &settings] { plugins.RequestReload(settings.plugin_dir, "SIGHUP"); });
+        return;
+      }
       const std::string reason = signo == SIGTERM ? "SIGTERM" : "SIGINT";
       if (close_requested.exchange(true)) {
         LogScope("molt").Warn(
@@ -93,8 +98,10 @@ int RunServer(const ServerOptions& options) {
             reason);
         return;
       }
-      kernel.loop().Post(
-          [&kernel, &close, reason] { close.Begin(reason, [&kernel] { kernel.loop().Stop(); }); });
+      kernel.loop().Post([&kernel, &close, &plugins, reason] {
+        plugins.Close();
+        close.Begin(reason, [&kernel] { kernel.loop().Stop(); });
+      });
     });
 
     if (Status s = plugins.LoadDirectory(settings.plugin_dir); !s.ok()) {
@@ -119,8 +126,10 @@ int RunServer(const ServerOptions& options) {
       // every service still works; then the services stop.
       Connection end_sessions = kernel.bus().Subscribe(
           "Kernel.Closing", [&network](std::string_view, Args) { network.Shutdown(); });
-      log.Info("serving {} plugins from {} (data in {}); SIGTERM or SIGINT closes",
-               plugins.plugins().size(), settings.plugin_dir, settings.data_dir);
+      log.Info(
+          "serving {} plugins from {} as generation {} (data in {}); SIGHUP reloads them, SIGTERM "
+          "or SIGINT closes",
+          plugins.plugins().size(), settings.plugin_dir, plugins.generation(), settings.data_dir);
       kernel.loop().Run();
     }
     if (Status s = kernel.Shutdown(); !s.ok()) {

@@ -11,6 +11,7 @@ SignalWatcher::SignalWatcher(std::function<void(int)> on_signal)
   sigemptyset(&watched_);
   sigaddset(&watched_, SIGINT);
   sigaddset(&watched_, SIGTERM);
+  sigaddset(&watched_, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &watched_, &previous_);
   thread_ = std::thread([this] {
     for (;;) {
@@ -34,7 +35,8 @@ SignalWatcher::~SignalWatcher() {
   sigset_t pending;
   sigpending(&pending);
   const timespec zero{0, 0};
-  while (sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM)) {
+  while (sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM) ||
+         sigismember(&pending, SIGHUP)) {
     sigtimedwait(&watched_, nullptr, &zero);
     sigpending(&pending);
   }

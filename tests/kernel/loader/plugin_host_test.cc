@@ -167,17 +167,18 @@ TEST_F(PluginHostTest, HostilePluginThatThrowsFromEveryCallbackNeverTakesTheHost
   HookResult r = kernel_->hooks().Fire("Fx.ThrowHook", ctx);
   Step(3);
   EXPECT_FALSE(r.passed);  // fail-closed
-  EXPECT_EQ(r.error,
-            "hook \"Fx.ThrowHook\": handler threw: plugin \"fx_throwing\": callback threw across "
-            "the C ABI");
+  EXPECT_EQ(
+      r.error,
+      "hook \"Fx.ThrowHook\": handler threw: plugin \"fx_throwing@local#1\": callback threw across "
+      "the C ABI");
   const auto& instance = *host_->plugins()[0].instance;
   EXPECT_EQ(instance.callback_errors(), 5u);  // bus + hook + 3 task runs
   EXPECT_NE(std::find(lines_.begin(), lines_.end(),
-                      "[fx_throwing] bus subscriber of \"Fx.Throw\" failed: callback threw "
+                      "[fx_throwing@local#1] bus subscriber of \"Fx.Throw\" failed: callback threw "
                       "across the C ABI"),
             lines_.end());
   EXPECT_NE(std::find(lines_.begin(), lines_.end(),
-                      "[fx_throwing] task failed: callback threw across the C ABI"),
+                      "[fx_throwing@local#1] task failed: callback threw across the C ABI"),
             lines_.end());
   EXPECT_TRUE(kernel_->Shutdown().ok());
   EXPECT_EQ(host_->UnloadAll(), 0u);
@@ -206,7 +207,8 @@ TEST_P(WrapperPluginTest, MoltHppPluginBehavesTheSameFromEitherCompiler) {
   lines_.clear();
   kernel_->bus().Publish(p + "Throw");
   ASSERT_EQ(lines_.size(), 1u);
-  EXPECT_EQ(lines_[0], "[" + name + "] bus subscriber of \"" + p + "Throw\" failed: wrapper boom");
+  EXPECT_EQ(lines_[0],
+            "[" + name + "@local#1] bus subscriber of \"" + p + "Throw\" failed: wrapper boom");
 
   Value veto_args[] = {Value::Int(12)};
   HookContext ctx;
@@ -250,11 +252,11 @@ TEST_P(WrapperPluginTest, MoltHppPluginBehavesTheSameFromEitherCompiler) {
   kernel_->bus().Publish(p + "Guards");
   Step(2);
   EXPECT_NE(std::find(lines_.begin(), lines_.end(),
-                      "[" + name + "] deferred function failed: deferred boom"),
+                      "[" + name + "@local#1] deferred function failed: deferred boom"),
             lines_.end())
       << testing::PrintToString(lines_);
   EXPECT_NE(std::find(lines_.begin(), lines_.end(),
-                      "[" + name + "] process exit function failed: exit boom"),
+                      "[" + name + "@local#1] process exit function failed: exit boom"),
             lines_.end())
       << testing::PrintToString(lines_);
   EXPECT_TRUE(kernel_->Shutdown().ok());

@@ -3,7 +3,8 @@
 //
 // The server host in one call: what moltd runs, and what an embedding host can run instead of
 // writing its own main. RunServer boots the kernel, loads and starts every plugin of a directory,
-// serves until SIGTERM or SIGINT, then runs the close phase (Kernel.Closing, every service stop in
+// serves until SIGTERM or SIGINT (SIGHUP swaps in the plugin directory again as a new generation,
+// docs/generations.md), then runs the close phase (Kernel.Closing, every service stop in
 // reverse boot order within the close budget, Kernel.Stopped) and returns the exit code.
 //
 // Thread safety: call from the main thread; it becomes the kernel thread until it returns.

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+// Build: a plugin directory and its manifest.
+#include "kernel/src/loader/build.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <system_error>
+
+namespace molt::kernel::loader {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+std::string Hex(const unsigned char* bytes, std::size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (std::size_t i = 0; i < n; ++i) {
+    out += kDigits[bytes[i] >> 4];
+    out += kDigits[bytes[i] & 15];
+  }
+  return out;
+}
+
+class Sha256 {
+ public:
+  Sha256() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) {
+    EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr);
+  }
+  void Update(const void* data, std::size_t size) { EVP_DigestUpdate(ctx_.get(), data, size); }
+  std::string Hex() {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(ctx_.get(), digest, &n);
+    return loader::Hex(digest, n);
+  }
+
+ private:
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx_;
+};
+
+bool IsSha256(std::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// The manifest's string field `key` of `o`, or "" when absent or not a string.
+std::string Text(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
+}
+
+Status ReadManifest(const fs::path& path, Build& build) {
+  const std::string where = "build manifest \"" + path.string() + "\": ";
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) {
+    return Status::IoError(where + "cannot be read");
+  }
+  std::error_code ec;
+  json::value doc = json::parse(text, ec);
+  if (ec || !doc.is_object()) {
+    return Status::InvalidArgument(where + "is not a JSON object" +
+                                   (ec ? " (" + ec.message() + ")" : std::string()));
+  }
+  const json::object& root = doc.as_object();
+  build.id = Text(root, "build");
+  if (build.id.empty() || build.id.size() > 64 ||
+      build.id.find_first_of("# \t\r\n") != std::string::npos) {
+    return Status::InvalidArgument(where +
+                                   "\"build\" must be the build id: 1..64 characters, no '#' "
+                                   "or spaces");
+  }
+  const json::value* plugins = root.if_contains("plugins");
+  if (plugins == nullptr || !plugins->is_array()) {
+    return Status::InvalidArgument(where + "\"plugins\" must be an array of {file, sha256, ...}");
+  }
+  for (const json::value& v : plugins->as_array()) {
+    const json::object* o = v.if_object();
+    const std::string file = o != nullptr ? Text(*o, "file") : "";
+    if (file.empty() || file.find('/') != std::string::npos) {
+      return Status::InvalidArgument(where + "every plugin needs \"file\": a file name in " +
+                                     build.dir);
+    }
+    BuildEntry e{Text(*o, "sha256"), Text(*o, "name"), Text(*o, "version"), Text(*o, "kind")};
+    if (!IsSha256(e.sha256)) {
+      return Status::InvalidArgument(where + "\"" + file +
+                                     "\": \"sha256\" must be 64 lowercase hex digits "
+                                     "(sha256sum prints them)");
+    }
+    if (!e.kind.empty() && e.kind != "service" && e.kind != "controller") {
+      return Status::InvalidArgument(where + "\"" + file +
+                                     "\": \"kind\" is \"service\" or \"controller\"");
+    }
+    if (!build.entries.emplace(file, std::move(e)).second) {
+      return Status::InvalidArgument(where + "\"" + file + "\" is listed twice");
+    }
+  }
+  build.has_manifest = true;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::string> Sha256File(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status::IoError("\"" + path + "\" cannot be read");
+  }
+  Sha256 sha;
+  char buffer[1 << 16];
+  while (in) {
+    in.read(buffer, sizeof(buffer));
+    sha.Update(buffer, static_cast<std::size_t>(in.gcount()));
+  }
+  if (in.bad()) {
+    return Status::IoError("\"" + path + "\" cannot be read");
+  }
+  return sha.Hex();
+}
+
+Result<Build> ReadBuild(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return Status::NotFound("plugin directory \"" + dir +
+                            "\" does not exist: pass the directory holding the plugin .so files");
+  }
+  Build build;
+  build.dir = dir;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_regular_file() && e.path().extension() == ".so") {
+      build.files.push_back(e.path().string());
+    }
+  }
+  if (ec) {
+    return Status::IoError("plugin directory \"" + dir + "\" cannot be read: " + ec.message());
+  }
+  std::sort(build.files.begin(), build.files.end());
+  const fs::path manifest = fs::path(dir) / kBuildManifest;
+  if (fs::exists(manifest, ec)) {
+    if (Status s = ReadManifest(manifest, build); !s.ok()) {
+      return s;
+    }
+    std::set<std::string> present;
+    for (const std::string& f : build.files) {
+      const std::string name = fs::path(f).filename().string();
+      present.insert(name);
+      if (build.entries.count(name) == 0) {
+        return Status::InvalidArgument("plugin file \"" + f + "\" is not listed in " +
+                                       manifest.string() + ": add it, or remove the file");
+      }
+    }
+    for (const auto& [name, entry] : build.entries) {
+      if (present.count(name) == 0) {
+        return Status::NotFound(manifest.string() + " lists \"" + name + "\", which is not in " +
+                                dir);
+      }
+    }
+    return build;
+  }
+  // No manifest: the id is derived from the content.
+  Sha256 sha;
+  for (const std::string& f : build.files) {
+    Result<std::string> h = Sha256File(f);
+    if (!h.ok()) {
+      return Status::IoError("plugin file " + h.status().message());
+    }
+    const std::string name = fs::path(f).filename().string();
+    sha.Update(name.data(), name.size() + 1);
+    sha.Update(h->data(), h->size());
+  }
+  build.id = "local-" + sha.Hex().substr(0, 8);
+  return build;
+}
+
+}  // namespace molt::kernel::loader

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/loader/build.h
+//
+// A build: what one generation is loaded from (DESIGN.md §6). For now a directory of plugin
+// libraries (*.so) with an optional manifest, molt-build.json:
+//
+//   {"build": "2026.12.01-3",
+//    "plugins": [{"file": "libcounter_service.so", "sha256": "9f2c...", "name": "counter",
+//                 "version": "1.0.0", "kind": "service"}]}
+//
+// With a manifest, every library of the directory must be listed and every listed one present;
+// the loader checks each private copy's SHA-256 before opening it and each descriptor's name,
+// version and kind against its entry. Without one the build id is "local-" and the first 8 hex
+// digits of a SHA-256 over the files' names and hashes: the same files, the same id. Signing and
+// branches come later.
+//
+// Thread safety: none needed (pure functions).
+#ifndef MOLT_KERNEL_LOADER_BUILD_H_
+#define MOLT_KERNEL_LOADER_BUILD_H_
+
+#include <molt/kernel/status.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace molt::kernel::loader {
+
+inline constexpr char kBuildManifest[] = "molt-build.json";
+
+// What the manifest says of one file.
+struct BuildEntry {
+  std::string sha256;  // 64 lowercase hex digits
+  std::string name;
+  std::string version;
+  std::string kind;  // "service" or "controller"
+};
+
+struct Build {
+  std::string dir;
+  std::string id;
+  std::vector<std::string> files;  // the libraries, in name order (paths)
+  bool has_manifest = false;
+  std::map<std::string, BuildEntry> entries;  // by file name (no directory), manifest only
+};
+
+// Reads `dir`: its libraries and its manifest, if any. Every problem is named with its fix.
+Result<Build> ReadBuild(const std::string& dir);
+
+// The SHA-256 of a file's bytes, as 64 lowercase hex digits.
+Result<std::string> Sha256File(const std::string& path);
+
+}  // namespace molt::kernel::loader
+
+#endif  // MOLT_KERNEL_LOADER_BUILD_H_

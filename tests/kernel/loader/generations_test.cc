@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: Apache-2.0
+// Generations (loader/plugin_host.h): real builds of one plugin (tests/fixtures/plugins/
+// generation.cc, one build per directory) swapped under real loopback clients.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "kernel/src/loader/build.h"
+#include "kernel/src/loader/plugin_host.h"
+#include "kernel/src/net/net_api.h"
+#include "net_fixture.h"
+
+namespace molt::kernel::loader {
+namespace {
+
+namespace fs = std::filesystem;
+namespace w = ::molt::wire;
+using molt::test::Frame;
+using molt::test::TestClient;
+using net::AddPayload;
+
+std::string Build(const std::string& name) {
+  return std::string(MOLT_FIXTURE_DIR) + "/gen/" + name;
+}
+
+std::string PayloadText(const Frame& f) {
+  const w::Response* r = f.envelope()->body_as_Response();
+  return r->payload() != nullptr ? std::string(r->payload()->begin(), r->payload()->end()) : "";
+}
+
+class GenerationsTest : public net::NetTest {
+ protected:
+  void SetUp() override {
+    NetTest::SetUp();
+    copies_ = ::testing::TempDir() + "molt_gen_" + std::to_string(::getpid());
+    fs::remove_all(copies_);
+    plugins_ = std::make_unique<PluginHost>(*kernel_, copies_);
+    abi::AttachNetwork(plugins_->shared(), net_.get());
+    events_sub_ = kernel_->bus().Subscribe("Gen.*", [this](std::string_view topic, Args a) {
+      std::string line(topic);
+      for (const Value& v : a) {
+        line += " " + (v.type == Value::kString   ? std::string(v.AsString())
+                       : v.type == Value::kHandle ? std::to_string(v.AsHandle())
+                                                  : std::to_string(v.AsInt()));
+      }
+      events_.push_back(line);
+    });
+  }
+  void TearDown() override {
+    if (kernel_) {
+      (void)kernel_->Shutdown();
+    }
+    plugins_.reset();
+    NetTest::TearDown();
+    fs::remove_all(copies_);
+  }
+  // Boots `build` as the first generation and listens.
+  void BootWith(const std::string& build) {
+    Status s = plugins_->LoadDirectory(Build(build));
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    s = kernel_->Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    Listen();
+    Steps(2);
+  }
+  void Steps(int n) {
+    for (int i = 0; i < n; ++i) {
+      kernel_->scheduler().Step();
+    }
+  }
+  // Runs `fn` on the kernel thread (from a client body) and waits for it.
+  void OnKernel(const std::function<void()>& fn) {
+    std::atomic<bool> done{false};
+    kernel_->loop().Post([&] {
+      fn();
+      done = true;
+    });
+    while (!done.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  bool Saw(const std::string& line) const {
+    return std::find(events_.begin(), events_.end(), line) != events_.end();
+  }
+  std::size_t Count(const std::string& prefix) const {
+    return std::count_if(events_.begin(), events_.end(),
+                         [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
+  }
+  net::ChannelId Id(const char* name) { return net_->channels().Find(name)->id(); }
+
+  std::string copies_;
+  std::unique_ptr<PluginHost> plugins_;
+  std::vector<std::string> events_;
+  Connection events_sub_;
+};
+
+TEST_F(GenerationsTest, ASwapKeepsClientsChannelsStateAndRateLimits) {
+  BootWith("v1");
+  const std::string first = plugins_->generation();
+  EXPECT_EQ(first.substr(first.size() - 2), "#1");
+  const net::ChannelId add = Id("gen.Add");
+  const net::ChannelId total = Id("gen.Total");
+  const std::uint32_t epoch = net_->channels().Find(add)->epoch();
+  SwapReport report;
+  Run([&] {
+    TestClient c(port_);
+    const Frame welcome = c.Hello("ada");
+    ASSERT_EQ(welcome.type(), w::Body::Welcome);
+    for (int i = 0; i < 3; ++i) {
+      c.Intent(add, AddPayload(2));
+    }
+    c.Request(total, 1, AddPayload(0));
+    EXPECT_EQ(PayloadText(c.NextOf(w::Body::Response)), "v1:6");
+    OnKernel([&] { report = plugins_->Reload(Build("v2"), "test"); });
+    // The same connection, the same ids: the new generation answers with the state it imported.
+    c.Request(total, 2, AddPayload(0));
+    Frame f = c.NextOf(w::Body::Response);
+    ASSERT_EQ(f.type(), w::Body::Response) << "the client lost its connection";
+    EXPECT_EQ(f.envelope()->body_as_Response()->status(), MOLT_OK);
+    EXPECT_EQ(PayloadText(f), "v2:6");
+    c.Intent(add, AddPayload(1));
+    c.Request(total, 3, AddPayload(0));
+    EXPECT_EQ(PayloadText(c.NextOf(w::Body::Response)), "v2:7");
+  });
+  EXPECT_TRUE(report.ok) << report.error;
+  EXPECT_EQ(report.stage, "done");
+  EXPECT_EQ(report.previous, first);
+  EXPECT_EQ(report.serving, plugins_->generation());
+  EXPECT_NE(report.generation, first);
+  EXPECT_EQ(report.generation.substr(report.generation.size() - 2), "#2");
+  EXPECT_TRUE(report.retired.empty());
+  EXPECT_EQ(report.retired_libraries, 0u);
+  EXPECT_GE(report.swap_ms, 0);
+  // Channels kept their ids, their epoch (so every session's token bucket) and their counters.
+  EXPECT_EQ(Id("gen.Add"), add);
+  EXPECT_EQ(Id("gen.Total"), total);
+  EXPECT_EQ(net_->channels().Find(add)->epoch(), epoch);
+  EXPECT_EQ(net_->channels().Find(add)->counters().accepted, 4u);
+  EXPECT_EQ(net_->stats().transport_rejected[static_cast<int>(net::Reject::kUnknownChannel)], 0u);
+  // Export, soft stop, import, start, in that order; the old generation heard nothing after.
+  const std::vector<std::string> order = {"Gen.Stopped v1", "Gen.Imported v2 6", "Gen.Started v2"};
+  std::vector<std::size_t> at;
+  for (const std::string& e : order) {
+    at.push_back(std::find(events_.begin(), events_.end(), e) - events_.begin());
+    ASSERT_LT(at.back(), events_.size()) << e;
+  }
+  EXPECT_TRUE(std::is_sorted(at.begin(), at.end()));
+  events_.clear();
+  kernel_->bus().Publish("Gen.Ping");
+  EXPECT_EQ(events_, std::vector<std::string>({"Gen.Ping", "Gen.Pong v2"}));
+  // The report is one JSON object.
+  EXPECT_NE(report.Json().find("\"swap\":\"ok\""), std::string::npos) << report.Json();
+  EXPECT_NE(report.Json().find("\"hold_ms\":"), std::string::npos);
+}
+
+TEST_F(GenerationsTest, AMountedGenerationDispatchesNothingUntilItServes) {
+  BootWith("v1");
+  EXPECT_TRUE(Saw("Gen.Timer v1"));
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    OnKernel([&] {
+      Status s = plugins_->Mount(Build("v2"), "test");
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    });
+    // Both resident: an intent, a Bus event and a timer reach only the serving generation.
+    c.Intent(Id("gen.Add"), AddPayload(5));
+    c.Request(Id("gen.Total"), 1, AddPayload(0));
+    EXPECT_EQ(PayloadText(c.NextOf(w::Body::Response)), "v1:5");
+    OnKernel([&] {
+      kernel_->bus().Publish("Gen.Ping");
+      Steps(3);
+    });
+    EXPECT_TRUE(plugins_->mounted());
+    EXPECT_TRUE(Saw("Gen.Added v1 5"));
+    EXPECT_TRUE(Saw("Gen.Pong v1"));
+    EXPECT_FALSE(Saw("Gen.Pong v2"));
+    EXPECT_FALSE(Saw("Gen.Timer v2"));
+    EXPECT_EQ(Count("Gen.Session v2"), 0u);
+    OnKernel([&] {
+      SwapReport r = plugins_->SwapMounted();
+      EXPECT_TRUE(r.ok) << r.error;
+      Steps(2);
+    });
+    // Serving: the timer that came due while dormant runs once, and the session handler sees the
+    // live session once.
+    EXPECT_EQ(Count("Gen.Timer v2"), 1u);
+    EXPECT_EQ(Count("Gen.Session v2"), 1u);
+    c.Request(Id("gen.Total"), 2, AddPayload(0));
+    EXPECT_EQ(PayloadText(c.NextOf(w::Body::Response)), "v2:5");
+  });
+}
+
+TEST_F(GenerationsTest, AFailedMountLeavesTheOldGenerationServing) {
+  BootWith("v1");
+  const std::string first = plugins_->generation();
+  SwapReport r = plugins_->Reload(Build("fail_init"), "test");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.stage, "mount");
+  EXPECT_NE(r.error.find("service \"fx_gen\": init failed: init refused"), std::string::npos)
+      << r.error;
+  EXPECT_EQ(r.serving, first);
+  EXPECT_EQ(plugins_->generation(), first);
+  EXPECT_EQ(plugins_->failed_builds().count(r.build), 1u);
+  r = plugins_->Reload(copies_ + "/nowhere", "test");
+  EXPECT_EQ(r.stage, "mount");
+  EXPECT_NE(r.error.find("does not exist"), std::string::npos) << r.error;
+  events_.clear();
+  kernel_->bus().Publish("Gen.Ping");
+  EXPECT_EQ(events_, std::vector<std::string>({"Gen.Ping", "Gen.Pong v1"}));
+  EXPECT_EQ(net_->channels().size(), 3u);
+}
+
+TEST_F(GenerationsTest, AFailedExportAbortsTheSwapWithTheOldGenerationServing) {
+  BootWith("fail_export");
+  const std::string first = plugins_->generation();
+  SwapReport r = plugins_->Reload(Build("v2"), "test");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.stage, "export");
+  EXPECT_NE(r.error.find("export_state failed: export refused"), std::string::npos) << r.error;
+  EXPECT_EQ(plugins_->generation(), first);
+  EXPECT_FALSE(Saw("Gen.Stopped fail_export"));  // never stopped
+  events_.clear();
+  kernel_->bus().Publish("Gen.Ping");
+  EXPECT_EQ(events_, std::vector<std::string>({"Gen.Ping", "Gen.Pong fail_export"}));
+}
+
+class RestoreTest : public GenerationsTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(RestoreTest, AnImportOrStartFailureRestoresThePreviousBuildWithItsState) {
+  const std::string failing = GetParam();
+  BootWith("v1");
+  const std::string first = plugins_->generation();
+  SwapReport r;
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Intent(Id("gen.Add"), AddPayload(4));
+    c.Request(Id("gen.Total"), 1, AddPayload(0));
+    EXPECT_EQ(PayloadText(c.NextOf(w::Body::Response)), "v1:4");
+    OnKernel([&] { r = plugins_->Reload(Build(failing), "test"); });
+    c.Request(Id("gen.Total"), 2, AddPayload(0));
+    Frame f = c.NextOf(w::Body::Response);
+    ASSERT_EQ(f.type(), w::Body::Response) << "the client lost its connection";
+    EXPECT_EQ(PayloadText(f), "v1:4");  // a fresh v1 with the state v1 exported
+  });
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.restored);
+  EXPECT_EQ(r.stage, failing == "fail_start" ? "start" : "import");
+  EXPECT_NE(r.error.find(failing == "fail_start" ? "start refused" : "import refused"),
+            std::string::npos)
+      << r.error;
+  // A new generation of the old build: fresh copies of its libraries, not the old instance.
+  const std::string build = first.substr(0, first.find('#'));
+  EXPECT_EQ(r.serving, build + "#3");
+  EXPECT_EQ(plugins_->generation(), build + "#3");
+  EXPECT_EQ(Count("Gen.Imported v1 4"), 1u);
+  EXPECT_EQ(plugins_->failed_builds().count(r.build), 1u);
+  EXPECT_EQ(r.retired_libraries, 0u);
+  events_.clear();
+  kernel_->bus().Publish("Gen.Ping");
+  EXPECT_EQ(events_, std::vector<std::string>({"Gen.Ping", "Gen.Pong v1"}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Failures, RestoreTest, ::testing::Values("fail_import", "fail_start"));
+
+TEST_F(GenerationsTest, ARequestLeftPendingAtTheHardStopIsRefusedAtOnceRetryable) {
+  BootWith("v1");
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Request(Id("gen.Hold"), 7, AddPayload(0));
+    OnKernel([&] { Steps(2); });
+    OnKernel([&] { EXPECT_TRUE(plugins_->Reload(Build("v2"), "test").ok); });
+    Frame f = c.NextOf(w::Body::Response, std::chrono::milliseconds(2000));
+    ASSERT_EQ(f.type(), w::Body::Response);
+    const w::Response* resp = f.envelope()->body_as_Response();
+    EXPECT_EQ(resp->id(), 7u);
+    EXPECT_EQ(resp->status(), MOLT_ERR_CANCELLED);
+    EXPECT_GT(resp->retry_after_ms(), 0u);
+  });
+  EXPECT_EQ(net_->channels().Find("gen.Hold")->counters().timeouts, 0u);
+}
+
+TEST_F(GenerationsTest, TheOldGenerationsStopMayStillAnswerWhatItHolds) {
+  BootWith("v2_hold");
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Request(Id("gen.Hold"), 9, AddPayload(0));
+    OnKernel([&] { Steps(2); });
+    OnKernel([&] { EXPECT_TRUE(plugins_->Reload(Build("v1"), "test").ok); });
+    Frame f = c.NextOf(w::Body::Response);
+    ASSERT_EQ(f.type(), w::Body::Response);
+    EXPECT_EQ(f.envelope()->body_as_Response()->status(), MOLT_OK);
+    EXPECT_EQ(PayloadText(f), "v2_hold:stopping");
+  });
+}
+
+TEST_F(GenerationsTest, TheOldLibrariesLeaveTheProcess) {
+  BootWith("v1");
+  const std::string copy = plugins_->plugins()[0].library->copy();
+  EXPECT_TRUE(fs::exists(copy));
+  SwapReport r = plugins_->Reload(Build("v2"), "test");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.retired_libraries, 0u);
+  EXPECT_FALSE(fs::exists(copy));
+  std::ifstream maps("/proc/self/maps");
+  const std::string text((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find(copy), std::string::npos) << "still mapped: " << copy;
+}
+
+TEST_F(GenerationsTest, AManifestNamesTheBuildAndItsHashesAreCheckedOnTheCopy) {
+  BootWith("v1");
+  const std::string dir = copies_ + "-build";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string so = fs::path(Build("v2")).string() + "/fx_gen_v2.so";
+  ASSERT_TRUE(fs::exists(so)) << so;
+  fs::copy_file(so, dir + "/fx_gen_v2.so");
+  Result<std::string> sha = Sha256File(so);
+  ASSERT_TRUE(sha.ok());
+  auto manifest = [&](const std::string& hash, const std::string& name) {
+    std::ofstream(dir + "/molt-build.json")
+        << R"({"build": "2026.12.01-7", "plugins": [{"file": "fx_gen_v2.so", "sha256": ")" << hash
+        << R"(", "name": ")" << name << R"(", "version": "1.0.0", "kind": "service"}]})";
+  };
+  manifest(std::string(64, 'a'), "fx_gen");
+  SwapReport r = plugins_->Reload(dir, "test");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.build, "2026.12.01-7");
+  EXPECT_NE(r.error.find("its SHA-256 is " + *sha + ", but molt-build.json says aaaa"),
+            std::string::npos)
+      << r.error;
+  manifest(*sha, "someone_else");
+  r = plugins_->Reload(dir, "test");
+  EXPECT_NE(r.error.find("is named \"fx_gen\", but molt-build.json says otherwise"),
+            std::string::npos)
+      << r.error;
+  manifest(*sha, "fx_gen");
+  r = plugins_->Reload(dir, "test");
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(plugins_->generation(), "2026.12.01-7#4");
+  std::ofstream(dir + "/stray.so") << "not a plugin";
+  r = plugins_->Reload(dir, "test");
+  EXPECT_NE(r.error.find("stray.so\" is not listed in"), std::string::npos) << r.error;
+  fs::remove_all(dir);
+}
+
+TEST_F(GenerationsTest, ReloadsAreGatedAndTheNewestQueuedRequestWins) {
+  Status s = plugins_->LoadDirectory(Build("v1"));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  SwapReport r = plugins_->Reload(Build("v2"), "early");
+  EXPECT_EQ(r.stage, "gate");
+  EXPECT_NE(r.error.find("the kernel has not started"), std::string::npos) << r.error;
+  ASSERT_TRUE(kernel_->Start().ok());
+  std::vector<std::string> heard;
+  plugins_->RequestReload(Build("fail_init"), "first",
+                          [&](const SwapReport& x) { heard.push_back(x.reason + " " + x.error); });
+  plugins_->RequestReload(Build("v2"), "second", [&](const SwapReport& x) {
+    heard.push_back(x.reason + " " + (x.ok ? "ok" : x.error));
+  });
+  Steps(4);
+  EXPECT_EQ(heard, std::vector<std::string>(
+                       {"first superseded by a newer reload request (second)", "second ok"}));
+  plugins_->Close();
+  r = plugins_->Reload(Build("v1"), "late");
+  EXPECT_EQ(r.stage, "gate");
+  EXPECT_EQ(r.error, "the server is closing: no reload now");
+}
+
+}  // namespace
+}  // namespace molt::kernel::loader
