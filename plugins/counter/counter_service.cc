@@ -2,8 +2,10 @@
 // counter (service): one shared counter. Clients change it with the counter.Add intent (checked
 // by a declarative range rule and a rate limit before this code runs), read it with the
 // counter.Get request (the total, or one user's additions), and see it live through the "counter"
-// replica (everyone: a snapshot on join, then coalesced deltas at 10 Hz). The total survives a
-// hot swap (state version 1).
+// replica (everyone: a snapshot on join, then coalesced deltas at 10 Hz). The total and the
+// replica survive a hot swap: state version 2 is "<total> <replica handle>", and the next
+// instance claims the replica (same id, no remove for clients); it still reads version 1
+// ("<total>") from builds before ABI 1.3.
 #include <flatbuffers/flatbuffers.h>
 
 #include <charconv>
@@ -26,15 +28,11 @@ class Counter : public molt::Service {
   static constexpr const char* kName = "counter";
   static constexpr const char* kVersion = "1.0.0";
   static constexpr const char* kDescription = "a shared counter: intent, request and replica";
-  static constexpr std::uint32_t kStateVersion = 1;
+  static constexpr std::uint32_t kStateVersion = 2;
+  static constexpr std::uint32_t kOldestStateVersion = 1;
   enum Field : std::uint32_t { kValue = 0, kLast = 1 };
 
   molt::Status Init() override {
-    molt::ReplicaOptions shape;
-    shape.fields = {{"value", MOLT_REPLICA_INT}, {"last", MOLT_REPLICA_BYTES, 64}};
-    shape.tick_rate = 10;
-    MOLT_ASSIGN_OR_RETURN(replica_, host().CreateReplica("counter", shape));
-
     molt::ChannelOptions add;
     add.schema = "molt.counter.Add";
     add.rules = {molt::RangeRule(0, "amount", MOLT_FIELD_INT32, -10, 10)};
@@ -68,20 +66,41 @@ class Counter : public molt::Service {
                         std::string_view(reinterpret_cast<const char*>(b.GetBufferPointer()),
                                          b.GetSize()));
                   }));
+    return molt::Status::Ok();
+  }
+
+  // The replica is created here, not in Init: after a swap ImportState has claimed the old one.
+  molt::Status Start() override {
+    if (!replica_) {
+      molt::ReplicaOptions shape;
+      shape.fields = {{"value", MOLT_REPLICA_INT}, {"last", MOLT_REPLICA_BYTES, 64}};
+      shape.tick_rate = 10;
+      MOLT_ASSIGN_OR_RETURN(replica_, host().CreateReplica("counter", shape));
+    }
     return host().SetInt(replica_, kValue, value_);
   }
 
   molt::Status ExportState(std::string* out) override {
-    *out = std::to_string(value_);
+    *out = std::to_string(value_) + " " + std::to_string(replica_.get());
     return molt::Status::Ok();
   }
-  molt::Status ImportState(std::uint32_t, std::string_view data) override {
+  molt::Status ImportState(std::uint32_t version, std::string_view data) override {
     std::int64_t v = 0;
-    if (std::from_chars(data.data(), data.data() + data.size(), v).ec != std::errc()) {
-      return molt::Status::Error("counter state is not a number: \"" + std::string(data) + "\"");
+    molt_replica_t handle = 0;
+    const char* end = data.data() + data.size();
+    auto [at, ec] = std::from_chars(data.data(), end, v);
+    if (ec == std::errc() && version >= 2 && at != end && *at == ' ') {
+      ec = std::from_chars(at + 1, end, handle).ec;
+    }
+    if (ec != std::errc()) {
+      return molt::Status::Error("counter state is not \"<total> <replica>\": \"" +
+                                 std::string(data) + "\"");
     }
     value_ = v;
-    return host().SetInt(replica_, kValue, value_);
+    if (handle != 0) {
+      MOLT_ASSIGN_OR_RETURN(replica_, host().ClaimReplica(handle));
+    }
+    return molt::Status::Ok();
   }
 
  private:

@@ -88,22 +88,16 @@ fail:
 
 static void uptime_destroy(void* state) { free(state); }
 
-static const molt_plugin_info uptime_info = {sizeof(molt_plugin_info), /* struct_size */
-                                             MOLT_ABI_VERSION_CURRENT, /* abi_version */
-                                             "uptime",                 /* name */
-                                             "0.1.0",                  /* version */
-                                             MOLT_PLUGIN_KIND_SERVICE, /* kind */
-                                             0,                        /* dependency_count */
-                                             NULL,                     /* dependencies */
-                                             uptime_init,              /* init */
-                                             NULL,                     /* start */
-                                             NULL,                     /* stop */
-                                             uptime_destroy,           /* destroy */
-                                             0,                        /* state_version */
-                                             0,                        /* interface_count */
-                                             NULL,                     /* export_state */
-                                             NULL,                     /* import_state */
-                                             NULL,                     /* interfaces */
-                                             "logs the server's uptime; written in C99"};
+/* Designated initializers: fields a later ABI appends stay zero (and no -Wextra warning). */
+static const molt_plugin_info uptime_info = {
+    .struct_size = sizeof(molt_plugin_info),
+    .abi_version = MOLT_ABI_VERSION_CURRENT,
+    .name = "uptime",
+    .version = "0.1.0",
+    .kind = MOLT_PLUGIN_KIND_SERVICE,
+    .init = uptime_init,
+    .destroy = uptime_destroy,
+    .description = "logs the server's uptime; written in C99",
+};
 
 MOLT_PLUGIN_EXPORT const molt_plugin_info* molt_plugin_entry(void) { return &uptime_info; }

@@ -17,13 +17,15 @@ C_STATIC_ASSERT(offsetof(molt_host_api, stats_json) == 192, host_api_stats_slot)
 C_STATIC_ASSERT(offsetof(molt_host_api, completion_complete) == 296, host_api_last_slot_1_0);
 C_STATIC_ASSERT(offsetof(molt_host_api, session_kick) == 376, host_api_last_slot_1_1);
 C_STATIC_ASSERT(offsetof(molt_host_api, completion_release) == 464, host_api_last_slot_1_2);
-C_STATIC_ASSERT(sizeof(molt_host_api) == 472, host_api_size);
+C_STATIC_ASSERT(offsetof(molt_host_api, reload_request) == 488, host_api_last_slot_1_3);
+C_STATIC_ASSERT(sizeof(molt_host_api) == 496, host_api_size);
 C_STATIC_ASSERT(sizeof(molt_channel_spec) == 120, channel_spec_size);
 C_STATIC_ASSERT(sizeof(molt_field_rule) == 48, field_rule_size);
 C_STATIC_ASSERT(sizeof(molt_session_info) == 56, session_info_size);
 C_STATIC_ASSERT(sizeof(molt_process_options) == 24, process_options_size);
 C_STATIC_ASSERT(offsetof(molt_plugin_info, description) == 104, info_last_field);
-C_STATIC_ASSERT(sizeof(molt_plugin_info) == 112, info_size);
+C_STATIC_ASSERT(offsetof(molt_plugin_info, oldest_state_version) == 112, info_last_field_1_3);
+C_STATIC_ASSERT(sizeof(molt_plugin_info) == 120, info_size);
 
 int main(void) {
   molt_host_api api;

@@ -99,7 +99,11 @@ MOLT_FROZEN(molt_host_api, client_intent, 440);
 MOLT_FROZEN(molt_host_api, client_request, 448);
 MOLT_FROZEN(molt_host_api, client_replica_get, 456);
 MOLT_FROZEN(molt_host_api, completion_release, 464);
-static_assert(sizeof(molt_host_api) == 472);
+// ABI 1.3: generations.
+MOLT_FROZEN(molt_host_api, session_bind_end, 472);
+MOLT_FROZEN(molt_host_api, replica_claim, 480);
+MOLT_FROZEN(molt_host_api, reload_request, 488);
+static_assert(sizeof(molt_host_api) == 496);
 
 // ABI 1.1: networking.
 MOLT_FROZEN(molt_field_rule, field, 0);
@@ -179,7 +183,8 @@ MOLT_FROZEN(molt_plugin_info, export_state, 80);
 MOLT_FROZEN(molt_plugin_info, import_state, 88);
 MOLT_FROZEN(molt_plugin_info, interfaces, 96);
 MOLT_FROZEN(molt_plugin_info, description, 104);
-static_assert(sizeof(molt_plugin_info) == 112);
+MOLT_FROZEN(molt_plugin_info, oldest_state_version, 112);  // ABI 1.3
+static_assert(sizeof(molt_plugin_info) == 120);
 
 namespace {
 

@@ -814,6 +814,18 @@ molt_status_t CompletionRelease(molt_context_t* ctx, molt_completion_t completio
   });
 }
 
+// --- Generations (ABI 1.3) ---
+
+molt_status_t ReloadRequest(molt_context_t* ctx, const char* reason) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (!p.shared().can_reload()) {
+      return Status::Unsupported("this host cannot reload its plugins");
+    }
+    return p.shared().RequestReload("plugin " + p.label() +
+                                    (reason != nullptr ? ": " + std::string(reason) : ""));
+  });
+}
+
 // --- Slots of another host's layer ---
 
 // The networking and client slots are always in the table: a host without the layer answers
@@ -878,12 +890,15 @@ molt_host_api MakeTable() {
   api.completion_create = CompletionCreate;
   api.completion_complete = CompletionComplete;
   api.completion_release = CompletionRelease;
+  api.reload_request = ReloadRequest;
   SetRefusal<kNoNetwork>(api.channel_declare);
   SetRefusal<kNoNetwork>(api.channel_remove);
   SetRefusal<kNoNetwork>(api.event_send);
   SetRefusal<kNoNetwork>(api.request_reply);
   SetRefusal<kNoNetwork>(api.session_on);
   SetRefusal<kNoNetwork>(api.session_bind);
+  SetRefusal<kNoNetwork>(api.session_bind_end);
+  SetRefusal<kNoNetwork>(api.replica_claim);
   SetRefusal<kNoNetwork>(api.session_info);
   SetRefusal<kNoNetwork>(api.session_data_set);
   SetRefusal<kNoNetwork>(api.session_data_get);

@@ -149,11 +149,11 @@ Status PluginInstance::Release(molt_handle_t handle) {
   }
   Resource r = std::move(it->second);
   resources_.erase(it);  // first: the release below may call back into Release
-  ReleaseResource(r);
+  ReleaseResource(handle, r);
   return Status::Ok();
 }
 
-void PluginInstance::ReleaseResource(Resource& r) {
+void PluginInstance::ReleaseResource(molt_handle_t handle, Resource& r) {
   switch (r.kind) {
     case Kind::kSubscription:
     case Kind::kHookHandler:
@@ -178,7 +178,7 @@ void PluginInstance::ReleaseResource(Resource& r) {
     case Kind::kChannel:
     case Kind::kReplica:
       if (HostLayer* layer = shared_.layer()) {
-        layer->Release(this, static_cast<std::uint8_t>(r.kind), r.layer_id);
+        layer->Release(this, handle, static_cast<std::uint8_t>(r.kind), r.layer_id);
       }
       break;
     case Kind::kCompletion:
@@ -280,6 +280,18 @@ Status PluginInstance::ImportState(std::uint32_t version, const std::string& sta
   if (!initialized_ || info_.import_state == nullptr) {
     return Status::Ok();
   }
+  // A descriptor of ABI 1.3 or later states what it reads; older ones decide in import_state.
+  if (MOLT_ABI_MINOR_OF(info_.abi_version) >= 3) {
+    const std::uint32_t oldest =
+        info_.oldest_state_version != 0 ? info_.oldest_state_version : info_.state_version;
+    if (version < oldest || version > info_.state_version) {
+      return Status::FailedPrecondition(
+          "plugin \"" + label_ + "\" reads state versions " + std::to_string(oldest) + " to " +
+          std::to_string(info_.state_version) + ", but its predecessor exported version " +
+          std::to_string(version) +
+          ": read that format in import_state and lower oldest_state_version");
+    }
+  }
   Status s = CallLifecycle("import_state", [&] {
     return info_.import_state(state_, version, state.data(), state.size());
   });
@@ -326,9 +338,10 @@ Status PluginInstance::Stop() {
   auto drain = [this] {
     while (!resources_.empty()) {
       auto it = std::prev(resources_.end());
+      const molt_handle_t handle = it->first;
       Resource r = std::move(it->second);
       resources_.erase(it);
-      ReleaseResource(r);
+      ReleaseResource(handle, r);
     }
   };
   drain();

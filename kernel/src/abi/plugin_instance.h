@@ -51,8 +51,10 @@ class HostLayer {
   virtual ~HostLayer() = default;
   // A plugin instance stops: what it bound there (session bindings, ...) is released first.
   virtual void ReleaseOwner(const void* owner) = 0;
-  // One of `owner`'s resources of a layer kind (kChannel, kReplica) is released.
-  virtual void Release(const void* owner, std::uint8_t kind, std::uint32_t id) = 0;
+  // One of `owner`'s resources of a layer kind (kChannel, kReplica) is released; `handle` is the
+  // plugin's handle of it.
+  virtual void Release(const void* owner, molt_handle_t handle, std::uint8_t kind,
+                       std::uint32_t id) = 0;
   // A swap (loader/plugin_host.h). Between BeginHandoff() and EndHandoff() the kernel-owned
   // objects a stopping generation releases (channels) are kept for the next one to adopt; Serve()
   // makes what a mounted (dormant) instance declared live, adopting by name; EndHandoff() retires
@@ -75,6 +77,10 @@ class AbiShared {
   molt_host_api& mutable_api() { return api_; }
   HostLayer* layer() const { return layer_.get(); }
   void set_layer(std::unique_ptr<HostLayer> layer) { layer_ = std::move(layer); }
+  // The reload_request slot's way to the host's generations (loader/plugin_host.h).
+  void set_reload(Callback<Status(std::string reason)> reload) { reload_ = std::move(reload); }
+  bool can_reload() const { return static_cast<bool>(reload_); }
+  Status RequestReload(std::string reason) { return reload_(std::move(reason)); }
   molt_topic_t TopicHandle(Bus::Topic* topic);
   // nullptr for a handle that was never issued.
   Bus::Topic* TopicAt(molt_topic_t handle) const {
@@ -93,6 +99,7 @@ class AbiShared {
   Kernel& kernel_;
   molt_host_api api_;
   std::unique_ptr<HostLayer> layer_;
+  Callback<Status(std::string)> reload_;
   std::vector<Bus::Topic*> topics_;
   std::unordered_map<Bus::Topic*, molt_topic_t> handles_;
 };
@@ -237,7 +244,7 @@ class PluginInstance final : public molt_context, public Service {
   // Calls init, start or stop: exceptions are contained, failures become a Status.
   template <class F>
   Status CallLifecycle(const char* what, F&& call);
-  void ReleaseResource(Resource& r);
+  void ReleaseResource(molt_handle_t handle, Resource& r);
 
   AbiShared& shared_;
   Bus* bus_;  // the kernel's, cached for the publish hot path

@@ -28,7 +28,7 @@ class ClientLayer final : public abi::HostLayer {
   explicit ClientLayer(ClientPort& port) : port_(port) {}
   ClientPort& port() { return port_; }
   void ReleaseOwner(const void*) override {}
-  void Release(const void*, std::uint8_t, std::uint32_t) override {}
+  void Release(const void*, molt_handle_t, std::uint8_t, std::uint32_t) override {}
 
  private:
   ClientPort& port_;

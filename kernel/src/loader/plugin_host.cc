@@ -52,6 +52,14 @@ PluginHost::PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind)
     : kernel_(kernel), copy_dir_(std::move(copy_dir)), kind_(kind), shared_(kernel) {
   generations_.push_back(std::make_unique<Generation>());
   serving_ = generations_.back().get();
+  shared_.set_reload([this](std::string reason) {
+    if (serving_->dir.empty()) {
+      return Status::Unsupported(
+          "the serving generation was not loaded from a directory: there is nothing to reload");
+    }
+    RequestReload(serving_->dir, std::move(reason));
+    return Status::Ok();
+  });
 }
 
 PluginHost::~PluginHost() { UnloadAll(); }
@@ -77,7 +85,9 @@ Status PluginHost::LoadDirectory(const std::string& dir) {
   if (!build.ok()) {
     return build.status();
   }
-  return Load(Boot(build->id), build->files, build->entries, false);
+  Generation& g = Boot(build->id);
+  g.dir = dir;
+  return Load(g, build->files, build->entries, false);
 }
 
 Status PluginHost::LoadFiles(const std::vector<std::string>& files) {
@@ -250,6 +260,7 @@ std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string
   }
   r.build = build->id;
   std::unique_ptr<Generation> g = NewGeneration(build->id);
+  g->dir = dir;
   r.generation = g->name;
   Status s = Load(*g, build->files, build->entries, true);
   r.load_ms = MillisSince(t0);
@@ -349,6 +360,7 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r) {
     failed_builds_.insert(g->build_id);
     g->services->StopAll();
     std::unique_ptr<Generation> back = NewGeneration(old.build_id);
+    back->dir = old.dir;
     std::vector<std::string> copies;
     Status b;
     for (const Plugin& p : old.plugins) {

@@ -101,7 +101,8 @@ class PluginHost {
   SwapReport SwapMounted();
   bool mounted() const { return mounted_ != nullptr; }
   // Reload() on later scheduler steps (the mount on one, the swap on the next, so clients are
-  // served between them); `done` (may be null) hears the report. Newest wins.
+  // served between them); `done` (may be null) hears the report. Newest wins. A plugin's
+  // reload_request (ABI 1.3) lands here, for the directory the serving generation came from.
   void RequestReload(std::string dir, std::string reason,
                      Callback<void(const SwapReport&)> done = nullptr);
   // Refuses every later reload: the server is closing.
@@ -126,6 +127,7 @@ class PluginHost {
   struct Generation {
     std::string build_id;
     std::string name;  // "<build id>#<n>"
+    std::string dir;   // where it was loaded from ("" for files and static plugins)
     std::vector<Plugin> plugins;
     // Null for the boot generation, whose instances the kernel's own service set holds.
     std::unique_ptr<ServiceManager> services;

@@ -40,12 +40,19 @@ class NetLayer final : public HostLayer {
     }
   }
 
-  void Release(const void* owner, std::uint8_t kind, std::uint32_t id) override {
+  void Release(const void* owner, molt_handle_t handle, std::uint8_t kind,
+               std::uint32_t id) override {
     if (network_ == nullptr) {
       return;
     }
     if (kind == static_cast<std::uint8_t>(Kind::kReplica)) {
-      (void)network_->replicas().Destroy(id);
+      if (handoff_) {  // kept for the next generation to claim by its first handle
+        auto alias = claimed_.find(handle);
+        const molt_handle_t key = alias != claimed_.end() ? alias->second : handle;
+        orphan_replicas_[key] = {id, static_cast<const PluginInstance*>(owner)->name()};
+      } else {
+        (void)network_->replicas().Destroy(id);
+      }
       return;
     }
     const auto channel = static_cast<net::ChannelId>(id);
@@ -109,9 +116,40 @@ class NetLayer final : public HostLayer {
     }
   }
 
+  // replica_claim: `p` takes over the replica its predecessor held as `predecessor`; returns
+  // p's handle of it.
+  Result<molt_replica_t> Claim(PluginInstance& p, molt_replica_t predecessor) {
+    auto it = orphan_replicas_.find(predecessor);
+    if (it == orphan_replicas_.end() || it->second.plugin != p.name()) {
+      return Status::NotFound("replica " + std::to_string(predecessor) +
+                              " was not handed over to plugin \"" + p.label() +
+                              "\": claim, in import_state, a handle its previous instance held "
+                              "and exported");
+    }
+    const net::ReplicaId id = it->second.id;
+    orphan_replicas_.erase(it);
+    if (Status s = network_->replicas().Adopt(id, &p); !s.ok()) {
+      return s;
+    }
+    PluginInstance::Resource r{Kind::kReplica, {}, 0, false, nullptr, nullptr, nullptr};
+    r.layer_id = id;
+    const molt_replica_t handle = p.Own(std::move(r));
+    // Should this claimer fail in the same swap, the build restored after it claims the replica
+    // by the handle its own state names: the first one.
+    claimed_[handle] = predecessor;
+    return handle;
+  }
+
   std::vector<std::string> EndHandoff() override {
     handoff_ = false;
     std::vector<std::string> retired;
+    for (const auto& [handle, orphan] : orphan_replicas_) {
+      retired.push_back("replica \"" + network_->replicas().NameOf(orphan.id) + "\" of " +
+                        orphan.plugin);
+      (void)network_->replicas().Destroy(orphan.id);
+    }
+    orphan_replicas_.clear();
+    claimed_.clear();
     for (std::string& name : network_->channels().RemoveOrphans()) {
       retired.push_back("channel \"" + name + "\"");
     }
@@ -125,8 +163,14 @@ class NetLayer final : public HostLayer {
     net::ChannelId id;
     net::ChannelSpec spec;
   };
+  struct OrphanReplica {
+    net::ReplicaId id;
+    std::string plugin;  // who held it: only the same plugin's next instance may claim it
+  };
   net::Network* network_;
   std::map<const void*, std::vector<Staged>> staged_;
+  std::map<molt_replica_t, OrphanReplica> orphan_replicas_;  // by the old handle, during a swap
+  std::map<molt_replica_t, molt_replica_t> claimed_;  // a claimer's handle -> the handle it claimed
   bool handoff_ = false;
 };
 
@@ -400,6 +444,41 @@ molt_status_t SessionBind(molt_context_t* ctx, molt_session_t session, std::int3
   });
 }
 
+molt_status_t SessionBindEnd(molt_context_t* ctx, molt_session_t session, std::int32_t last,
+                             molt_session_end_fn on_end, void* user_data,
+                             molt_cleanup_fn release) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(reinterpret_cast<const void*>(on_end), "on_end"); !s.ok()) {
+      return s;
+    }
+    Result<net::Session*> s = FindSession(p, session);
+    if (!s.ok()) {
+      return s.status();
+    }
+    PluginInstance* inst = &p;
+    net::Session* found = *s;
+    // The session outlives its cleanups (session.h), so the reason is read when they run.
+    auto end = [inst, on_end, user_data, found] {
+      const std::int32_t reason =
+          found->exit_reason() ? static_cast<std::int32_t>(*found->exit_reason()) : MOLT_EXIT_NONE;
+      CallPlugin(*inst, [&] {
+        on_end(user_data, found->id(), reason);
+        return MOLT_OK;
+      });
+    };
+    Callback<void()> let_go;
+    if (release != nullptr) {
+      let_go = [inst, release, user_data] { inst->RunRelease(release, user_data); };
+    }
+    if (last != 0) {
+      found->BindLast(std::move(end), &p, std::move(let_go));
+    } else {
+      found->Bind(std::move(end), &p, std::move(let_go));
+    }
+    return Status::Ok();
+  });
+}
+
 molt_status_t SessionInfo(molt_context_t* ctx, molt_session_t session,
                           molt_session_info* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
@@ -532,6 +611,26 @@ molt_status_t ReplicaCreate(molt_context_t* ctx, const molt_replica_spec* given,
   });
 }
 
+molt_status_t ReplicaClaim(molt_context_t* ctx, molt_replica_t predecessor,
+                           molt_replica_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required(out, "out_replica"); !s.ok()) {
+      return s;
+    }
+    Result<net::Network*> network = NetworkOf(p);
+    if (!network.ok()) {
+      return network.status();
+    }
+    Result<molt_replica_t> claimed =
+        static_cast<NetLayer*>(p.shared().layer())->Claim(p, predecessor);
+    if (!claimed.ok()) {
+      return claimed.status();
+    }
+    *out = *claimed;
+    return Status::Ok();
+  });
+}
+
 molt_status_t ReplicaDestroy(molt_context_t* ctx, molt_replica_t replica) noexcept {
   return Guard(
       ctx, [&](PluginInstance& p) { return ReleaseOwned(p, replica, Kind::kReplica, "replica"); });
@@ -614,6 +713,8 @@ void AttachNetwork(AbiShared& shared, net::Network* network) {
   api.replica_set_bytes = ReplicaSetBytes;
   api.replica_add_session = ReplicaAddSession;
   api.replica_remove_session = ReplicaRemoveSession;
+  api.session_bind_end = SessionBindEnd;
+  api.replica_claim = ReplicaClaim;
 }
 
 }  // namespace molt::kernel::abi

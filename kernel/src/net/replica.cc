@@ -181,6 +181,20 @@ Status Replicas::Destroy(ReplicaId id) {
   return Status();
 }
 
+Status Replicas::Adopt(ReplicaId id, const void* owner) {
+  auto it = replicas_.find(id);
+  if (it == replicas_.end()) {
+    return Status::NotFound("replica " + std::to_string(id) + " does not exist");
+  }
+  it->second->owner = owner;
+  return Status();
+}
+
+std::string Replicas::NameOf(ReplicaId id) const {
+  auto it = replicas_.find(id);
+  return it == replicas_.end() ? std::string() : it->second->name;
+}
+
 void Replicas::ReleaseOwner(const void* owner) {
   std::vector<ReplicaId> ids;
   for (const auto& [id, r] : replicas_) {

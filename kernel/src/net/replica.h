@@ -98,6 +98,10 @@ class Replicas {
   void Resumed(SessionId session);
   // Destroys every replica `owner` created.
   void ReleaseOwner(const void* owner);
+  // Hands replica `id` to `owner` (a swap: the next generation claims it). NOT_FOUND when unknown.
+  Status Adopt(ReplicaId id, const void* owner);
+  // The name of replica `id`, or "" when unknown.
+  std::string NameOf(ReplicaId id) const;
 
   std::size_t count() const { return replicas_.size(); }
   ReplicaStats stats() const;

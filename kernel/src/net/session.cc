@@ -63,31 +63,43 @@ Session::~Session() {
   ClearData();
 }
 
-std::uint64_t Session::Bind(Callback<void()> cleanup, const void* owner) {
+std::uint64_t Session::Bind(Callback<void()> cleanup, const void* owner, Callback<void()> release) {
+  return Add(binds_, std::move(cleanup), owner, std::move(release));
+}
+
+std::uint64_t Session::BindLast(Callback<void()> cleanup, const void* owner,
+                                Callback<void()> release) {
+  return Add(last_binds_, std::move(cleanup), owner, std::move(release));
+}
+
+std::uint64_t Session::Add(std::vector<Binding>& list, Callback<void()> cleanup, const void* owner,
+                           Callback<void()> release) {
   const std::uint64_t id = next_binding_++;
+  Binding b{id, owner, std::move(cleanup), std::move(release)};
   if (cleaned_) {
-    RunIsolated(id_, cleanup);
+    RunEnd(b);
     return id;
   }
-  binds_.push_back({id, owner, std::move(cleanup)});
+  list.push_back(std::move(b));
   return id;
 }
 
-std::uint64_t Session::BindLast(Callback<void()> cleanup, const void* owner) {
-  const std::uint64_t id = next_binding_++;
-  if (cleaned_) {
-    RunIsolated(id_, cleanup);
-    return id;
+void Session::RunEnd(Binding& b) {
+  RunIsolated(id_, b.cleanup);
+  if (b.release) {
+    RunIsolated(id_, b.release);
   }
-  last_binds_.push_back({id, owner, std::move(cleanup)});
-  return id;
 }
 
 Status Session::Unbind(std::uint64_t binding) {
   for (auto* list : {&binds_, &last_binds_}) {
     for (auto it = list->begin(); it != list->end(); ++it) {
       if (it->id == binding) {
+        Binding b = std::move(*it);
         list->erase(it);
+        if (b.release) {
+          RunIsolated(id_, b.release);
+        }
         return Status();
       }
     }
@@ -148,10 +160,10 @@ void Session::RunCleanups() {
   std::vector<Binding> binds = std::move(binds_);
   std::vector<Binding> last = std::move(last_binds_);
   for (Binding& b : binds) {
-    RunIsolated(id_, b.cleanup);
+    RunEnd(b);
   }
   for (Binding& b : last) {
-    RunIsolated(id_, b.cleanup);
+    RunEnd(b);
   }
 }
 
@@ -178,7 +190,8 @@ void Session::ReleaseOwner(const void* owner) {
       }
     }
     for (Binding& b : mine) {
-      RunIsolated(id_, b.cleanup);
+      // Released, not left: a binding with a release gets only that (its end logic never runs).
+      RunIsolated(id_, b.release ? b.release : b.cleanup);
     }
   }
   for (auto it = data_.begin(); it != data_.end();) {

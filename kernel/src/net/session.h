@@ -18,8 +18,9 @@
 // read the session (Find()) and its Data: it is destroyed only after the cleanups.
 //
 // Ownership: bindings, data slots and OnSession handlers carry an owner (a plugin instance, or
-// nullptr for the host). ReleaseOwner() runs that owner's cleanups at once in every session and
-// drops its handlers, so a plugin that stops before the session ends leaves nothing behind.
+// nullptr for the host). ReleaseOwner() lets go of that owner's bindings at once in every session
+// (a binding's release, or its cleanup when it has none) and drops its handlers, so a plugin that
+// stops before the session ends leaves nothing behind.
 //
 // Thread safety: REQUIRES the kernel thread.
 #ifndef MOLT_KERNEL_NET_SESSION_H_
@@ -87,11 +88,15 @@ class Session {
   Duration last_rtt() const { return last_rtt_; }
 
   // Runs `cleanup` when the session ends, after earlier bindings (spec: bind). A binding made
-  // after the end runs at once. Returns an id for Unbind.
-  std::uint64_t Bind(Callback<void()> cleanup, const void* owner = nullptr);
+  // after the end runs at once. `release`, when set, runs once after `cleanup`, or alone when
+  // its owner lets go first (ReleaseOwner: released is not left). Returns an id for Unbind.
+  std::uint64_t Bind(Callback<void()> cleanup, const void* owner = nullptr,
+                     Callback<void()> release = nullptr);
   // Runs `cleanup` after every Bind cleanup (spec: bindLast: the final save goes here).
-  std::uint64_t BindLast(Callback<void()> cleanup, const void* owner = nullptr);
-  // Hands a binding back without running it. NOT_FOUND when it already ran or is unknown.
+  std::uint64_t BindLast(Callback<void()> cleanup, const void* owner = nullptr,
+                         Callback<void()> release = nullptr);
+  // Hands a binding back without running its cleanup (its release runs). NOT_FOUND when it
+  // already ran or is unknown.
   Status Unbind(std::uint64_t binding);
 
   // Per-visit scratch data (spec: Data), keyed by name; `release` runs when the slot is replaced
@@ -116,6 +121,7 @@ class Session {
     std::uint64_t id;
     const void* owner;
     Callback<void()> cleanup;
+    Callback<void()> release;
   };
   struct DataSlot {
     void* value;
@@ -127,6 +133,9 @@ class Session {
     TokenBucket bucket{0, 1, TimePoint()};
   };
 
+  std::uint64_t Add(std::vector<Binding>& list, Callback<void()> cleanup, const void* owner,
+                    Callback<void()> release);
+  void RunEnd(Binding& b);
   void RunCleanups();
   void ReleaseOwner(const void* owner);
   void ClearData();

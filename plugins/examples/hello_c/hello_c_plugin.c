@@ -88,22 +88,14 @@ static molt_status_t init(molt_context_t* ctx, const molt_host_api* host, void**
   return MOLT_OK;
 }
 
-static const molt_plugin_info info = {sizeof(molt_plugin_info),
-                                      MOLT_ABI_VERSION_CURRENT,
-                                      "hello_c",
-                                      "1.0.0",
-                                      MOLT_PLUGIN_KIND_SERVICE,
-                                      0,
-                                      NULL,
-                                      init,
-                                      NULL,
-                                      NULL,
-                                      NULL,
-                                      0,
-                                      0,
-                                      NULL,
-                                      NULL,
-                                      NULL,
-                                      "an out-of-tree example in C"};
+static const molt_plugin_info info = {
+    .struct_size = sizeof(molt_plugin_info),
+    .abi_version = MOLT_ABI_VERSION_CURRENT,
+    .name = "hello_c",
+    .version = "1.0.0",
+    .kind = MOLT_PLUGIN_KIND_SERVICE,
+    .init = init,
+    .description = "an out-of-tree example in C",
+};
 
 MOLT_PLUGIN_EXPORT const molt_plugin_info* molt_plugin_entry(void) { return &info; }

@@ -59,10 +59,10 @@
  *     *state = NULL;
  *     return api->task_every(ctx, 1.0, MOLT_PRIORITY_NORMAL, on_tick, (void*)api, NULL, &task);
  *   }
- *   static const molt_plugin_info info = {
- *     sizeof(molt_plugin_info), MOLT_ABI_VERSION_CURRENT, "ticker", "1.0.0",
- *     MOLT_PLUGIN_KIND_SERVICE, 0, NULL, init, NULL, NULL, NULL,
- *     0, 0, NULL, NULL, NULL, "ticks once a second"
+ *   static const molt_plugin_info info = {   (designated: later appends stay zero)
+ *     .struct_size = sizeof(molt_plugin_info), .abi_version = MOLT_ABI_VERSION_CURRENT,
+ *     .name = "ticker", .version = "1.0.0", .kind = MOLT_PLUGIN_KIND_SERVICE, .init = init,
+ *     .description = "ticks once a second"
  *   };
  *   MOLT_PLUGIN_EXPORT const molt_plugin_info* molt_plugin_entry(void) { return &info; }
  */
@@ -81,7 +81,7 @@ extern "C" {
 /** @brief The ABI major version: a plugin built against another major never loads. */
 #define MOLT_ABI_VERSION_MAJOR 1
 /** @brief The ABI minor version: grows with every append to this header. */
-#define MOLT_ABI_VERSION_MINOR 2
+#define MOLT_ABI_VERSION_MINOR 3
 /** @brief Packs a version as (major << 16) | minor. */
 #define MOLT_ABI_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)))
 #define MOLT_ABI_VERSION_CURRENT MOLT_ABI_VERSION(MOLT_ABI_VERSION_MAJOR, MOLT_ABI_VERSION_MINOR)
@@ -325,6 +325,9 @@ typedef molt_status_t (*molt_request_fn)(void* user_data, molt_session_t session
                                          molt_request_t request);
 /** @brief A session started (or was already live when session_on was called). */
 typedef void (*molt_session_fn)(void* user_data, molt_session_t session);
+/* --- ABI 1.3 --- */
+/** @brief A session really ended, with its MOLT_EXIT_* reason (session_bind_end). */
+typedef void (*molt_session_end_fn)(void* user_data, molt_session_t session, int32_t exit_reason);
 
 /** @brief A channel declaration. Zero-initialize, then set what you need. */
 typedef struct molt_channel_spec {
@@ -637,6 +640,29 @@ typedef struct molt_host_api {
    *  its handle goes stale and its payload is freed. One still pending completes as cancelled
    *  for a process waiting on it. Without this, completions live until the plugin stops. */
   molt_status_t (*completion_release)(molt_context_t* ctx, molt_completion_t completion);
+
+  /* --- ABI 1.3: generations (hot swap; docs/generations.md) --- */
+
+  /** @brief Like session_bind, but tells a session's end from this instance letting go (a swap
+   *  replaces it, or it stops first): `on_end(user_data, session, reason)` runs only when the
+   *  session really ends (in bind order, or after every ordinary binding when `last` is 1: the
+   *  final save goes there); `release` (may be NULL) gets `user_data` exactly once, after
+   *  `on_end` or alone when this instance lets go. Released is not left: a swap never runs
+   *  on_end. MOLT_ERR_UNSUPPORTED where the host has no network. */
+  molt_status_t (*session_bind_end)(molt_context_t* ctx, molt_session_t session, int32_t last,
+                                    molt_session_end_fn on_end, void* user_data,
+                                    molt_cleanup_fn release);
+  /** @brief In import_state: takes over the replica `predecessor` (the handle the previous
+   *  instance of this plugin held and put in its exported state) with its id, its values and its
+   *  audience, so clients see no change. A replica nobody claims is destroyed when the swap ends
+   *  (its sessions get a remove). MOLT_ERR_NOT_FOUND when no such replica was handed over.
+   *  @param[out] out_replica  the handle, this instance's from now on. */
+  molt_status_t (*replica_claim)(molt_context_t* ctx, molt_replica_t predecessor,
+                                 molt_replica_t* out_replica);
+  /** @brief Asks the host to load its plugin directory again as a new generation, on a later
+   *  scheduler step (never inside the calling callback). `reason` (may be NULL) goes to the swap
+   *  report. MOLT_ERR_UNSUPPORTED where the host cannot reload. */
+  molt_status_t (*reload_request)(molt_context_t* ctx, const char* reason);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it
@@ -672,12 +698,23 @@ typedef struct molt_plugin_info {
 
   uint32_t state_version;   /**< the format of export_state's bytes, for import_state */
   uint32_t interface_count; /**< entries in `interfaces` */
-  /** @brief Writes the state a newer generation should inherit to `sink`. May be NULL. */
+  /** @brief A swap: writes the state the next generation's instance of this plugin inherits to
+   *  `sink`, before this instance stops. MOLT_ERR_UNSUPPORTED means no state; any other error
+   *  aborts the swap with this generation still serving. At most 16 MiB. May be NULL. */
   molt_status_t (*export_state)(void* state, molt_bytes_fn sink, void* sink_user_data);
-  /** @brief Reads state an older generation exported (in format `state_version`). May be NULL. */
+  /** @brief A swap: reads the state the previous instance exported (in its format
+   *  `state_version`), after init and before start. MOLT_ERR_UNSUPPORTED drops the state; any
+   *  other error fails the swap, and the previous build is restored with the same bytes (older
+   *  code is only handed state its own build exported). May be NULL. */
   molt_status_t (*import_state)(void* state, uint32_t state_version, const void* data, size_t size);
   const molt_interface_export* interfaces; /**< what other plugins may fetch */
   const char* description;                 /**< one line for operators; may be NULL */
+
+  /* --- ABI 1.3 --- */
+  /** @brief The oldest state_version import_state reads (0: state_version only). A swap from a
+   *  predecessor whose state is older, or newer than state_version, fails before import_state
+   *  runs, and the previous build keeps serving. */
+  uint32_t oldest_state_version;
 } molt_plugin_info;
 
 /** @brief The one symbol a plugin exports. Returns a pointer to static data. */

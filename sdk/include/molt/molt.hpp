@@ -36,7 +36,8 @@
 //
 // Optional static members of the plugin type: kKind (MOLT_PLUGIN_KIND_CONTROLLER for a client-side
 // controller), kDependencies (an array of names), kDescription,
-// kStateVersion, and kInterfaces (an array of molt_interface_export).
+// kStateVersion, kOldestStateVersion (ABI 1.3), and kInterfaces (an array of
+// molt_interface_export).
 //
 // Errors: one convention, abseil's. A call that can fail returns a molt::Status, or a
 // molt::Result<T> holding either its value (a handle, a session's info, a configuration value)
@@ -763,9 +764,14 @@ class Host {
   // fn(SessionId) for every live session now and every future one.
   template <class F>
   Result<Subscription> OnSession(F&& fn) const;
-  // fn() when the session ends (after every ordinary binding when `last`).
+  // fn() when the session ends (after every ordinary binding when `last`); also when this
+  // instance stops first (ABI 1.1). BindEnd is the binding a swap cannot trigger.
   template <class F>
   Status Bind(SessionId session, F&& fn, bool last = false) const;
+  // fn(int32_t exit_reason) only when the session really ends, never when a swap replaces this
+  // instance (ABI 1.3: released is not left).
+  template <class F>
+  Status BindEnd(SessionId session, F&& fn, bool last = false) const;
   Status Kick(SessionId session, const char* reason = nullptr) const {
     return Check(api_->session_kick(ctx_, session, reason));
   }
@@ -777,6 +783,27 @@ class Host {
       return s;
     }
     return info;
+  }
+
+  // --- Generations (ABI 1.3) ---
+  // In ImportState: takes over the replica the previous instance held as `predecessor` (put its
+  // handle, replica.get(), in ExportState's bytes): same id, same values, no remove for clients.
+  Result<Replica> ClaimReplica(molt_replica_t predecessor) const {
+    if (!MOLT_API_HAS(api_, replica_claim)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host cannot hand replicas over (ABI 1.3)");
+    }
+    molt_replica_t r = 0;
+    if (Status s = Check(api_->replica_claim(ctx_, predecessor, &r)); !s.ok()) {
+      return s;
+    }
+    return Replica(ctx_, api_, r);
+  }
+  // Asks the host to load its plugin directory again as a new generation, on a later step.
+  Status RequestReload(const char* reason = nullptr) const {
+    if (!MOLT_API_HAS(api_, reload_request)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host cannot reload (ABI 1.3)");
+    }
+    return Check(api_->reload_request(ctx_, reason));
   }
 
   // --- Replicas (ABI 1.2; server hosts) ---
@@ -1034,6 +1061,26 @@ Result<Subscription> Host::OnSession(F&& fn) const {
 }
 
 template <class F>
+Status Host::BindEnd(SessionId session, F&& fn, bool last) const {
+  if (!MOLT_API_HAS(api_, session_bind_end)) {
+    return Status(MOLT_ERR_UNSUPPORTED, "this host cannot tell a session's end (ABI 1.3)");
+  }
+  auto* box = detail::MakeBox(*this, std::forward<F>(fn));
+  using B = std::remove_pointer_t<decltype(box)>;
+  molt_session_end_fn on_end = [](void* ud, molt_session_t, std::int32_t reason) noexcept {
+    auto* b = static_cast<B*>(ud);
+    detail::CallLogged(b->host, "session end binding", [&] { return b->fn(reason); });
+  };
+  molt_cleanup_fn release = [](void* ud) noexcept { delete static_cast<B*>(ud); };
+  const molt_status_t code =
+      api_->session_bind_end(ctx_, session, last ? 1 : 0, on_end, box, release);
+  if (code != MOLT_OK) {
+    delete box;
+  }
+  return Check(code);
+}
+
+template <class F>
 Status Host::Bind(SessionId session, F&& fn, bool last) const {
   auto* box = detail::MakeBox(*this, std::forward<F>(fn));
   using B = std::remove_pointer_t<decltype(box)>;
@@ -1193,8 +1240,10 @@ class Service {
   virtual Status Start() { return Status(); }
   // Stop work; also called when Start never ran (a failed boot rolls back).
   virtual Status Stop() { return Status(); }
-  // State handoff across generations: write what the next generation needs. (Hosts call these
-  // once generations are built: not yet in Molt 0.2.)
+  // State handoff across generations (docs/generations.md): a swap calls ExportState before this
+  // instance stops and hands the bytes to the next instance's ImportState, after its Init and
+  // before its Start. The defaults mean "no state". An ImportState error fails the swap (the
+  // previous build is restored); kOldestStateVersion..kStateVersion are the formats it reads.
   virtual Status ExportState(std::string* /*out*/) {
     return Status(MOLT_ERR_UNSUPPORTED, "this plugin exports no state");
   }
@@ -1259,6 +1308,14 @@ struct StateVersionOf {
 template <class T>
 struct StateVersionOf<T, std::void_t<decltype(T::kStateVersion)>> {
   static constexpr std::uint32_t get() { return T::kStateVersion; }
+};
+template <class T, class = void>
+struct OldestStateVersionOf {
+  static constexpr std::uint32_t get() { return 0; }
+};
+template <class T>
+struct OldestStateVersionOf<T, std::void_t<decltype(T::kOldestStateVersion)>> {
+  static constexpr std::uint32_t get() { return T::kOldestStateVersion; }
 };
 
 // The trampolines MOLT_PLUGIN installs: every exception stops here.
@@ -1333,6 +1390,7 @@ struct PluginGlue {
         &Import,
         InterfacesOf<T>::data(),
         DescriptionOf<T>::get(),
+        OldestStateVersionOf<T>::get(),
     };
     return &info;
   }

@@ -158,6 +158,107 @@ TEST_F(GenerationsTest, ASwapKeepsClientsChannelsStateAndRateLimits) {
   EXPECT_NE(report.Json().find("\"hold_ms\":"), std::string::npos);
 }
 
+// Replica frames until the first that is not a snapshot of value 0 (the join's own snapshot).
+const w::Replica* NextReplica(TestClient& c, Frame& holder) {
+  holder = c.NextOf(w::Body::Replica);
+  return holder.type() == w::Body::Replica ? holder.envelope()->body_as_Replica() : nullptr;
+}
+
+TEST_F(GenerationsTest, AClaimedReplicaKeepsItsIdAndClientsSeeNoRemove) {
+  BootWith("v1");
+  SwapReport report;
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    Frame f;
+    const w::Replica* snapshot = NextReplica(c, f);
+    ASSERT_NE(snapshot, nullptr);
+    ASSERT_EQ(snapshot->kind(), w::ReplicaUpdateKind::Snapshot);
+    EXPECT_EQ(snapshot->name()->str(), "gen.board");
+    const std::uint32_t id = snapshot->id();
+    OnKernel([&] { report = plugins_->Reload(Build("v2"), "test"); });
+    c.Intent(Id("gen.Add"), AddPayload(3));
+    // The next replica frame is a delta of the same replica: no remove, no new snapshot.
+    const w::Replica* next = NextReplica(c, f);
+    ASSERT_NE(next, nullptr);
+    EXPECT_EQ(next->id(), id);
+    EXPECT_EQ(next->kind(), w::ReplicaUpdateKind::Delta);
+    ASSERT_EQ(next->values()->size(), 1u);
+    EXPECT_EQ(next->values()->Get(0)->int_value(), 3);
+  });
+  EXPECT_TRUE(report.ok) << report.error;
+  EXPECT_TRUE(report.retired.empty()) << testing::PrintToString(report.retired);
+  EXPECT_EQ(net_->replicas().count(), 1u);
+}
+
+TEST_F(GenerationsTest, AReplicaNobodyClaimsIsRetiredAndClientsAreTold) {
+  BootWith("v1");
+  SwapReport report;
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    Frame f;
+    const w::Replica* snapshot = NextReplica(c, f);
+    ASSERT_NE(snapshot, nullptr);
+    const std::uint32_t id = snapshot->id();
+    OnKernel([&] { report = plugins_->Reload(Build("v2_noclaim"), "test"); });
+    bool removed = false;
+    bool fresh = false;
+    for (int i = 0; i < 2; ++i) {
+      const w::Replica* r = NextReplica(c, f);
+      ASSERT_NE(r, nullptr);
+      removed = removed || (r->id() == id && r->kind() == w::ReplicaUpdateKind::Remove);
+      fresh = fresh || (r->id() != id && r->kind() == w::ReplicaUpdateKind::Snapshot);
+    }
+    EXPECT_TRUE(removed);
+    EXPECT_TRUE(fresh);
+  });
+  EXPECT_TRUE(report.ok) << report.error;
+  EXPECT_EQ(report.retired, std::vector<std::string>{"replica \"gen.board\" of fx_gen"});
+}
+
+TEST_F(GenerationsTest, ASwapReleasesSessionBindingsAndNeverRunsLeaveLogic) {
+  BootWith("v1");
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    OnKernel([&] { EXPECT_TRUE(plugins_->Reload(Build("v2"), "test").ok); });
+    OnKernel([&] {
+      EXPECT_EQ(Count("Gen.Left"), 0u) << testing::PrintToString(events_);  // released, not left
+      EXPECT_EQ(Count("Gen.Session v2"), 1u);  // the live session replayed to the new one
+    });
+    c.Bye();
+    c.WaitClosed();
+  });
+  ASSERT_TRUE(RunUntil([&] { return Count("Gen.Left") > 0; }));
+  EXPECT_EQ(Count("Gen.Left v2"), 1u) << testing::PrintToString(events_);
+  EXPECT_EQ(Count("Gen.Left v1"), 0u);
+  EXPECT_EQ(events_.back().substr(events_.back().size() - 2), " 0");  // MOLT_EXIT_CLIENT_CLOSED
+}
+
+TEST_F(GenerationsTest, APluginMayRequestAReloadThatRunsLaterOnTheKernel) {
+  BootWith("v1");
+  const std::string first = plugins_->generation();
+  kernel_->bus().Publish("Gen.Reload");
+  EXPECT_EQ(plugins_->generation(), first);  // not inside the plugin's callback
+  ASSERT_TRUE(RunUntil([&] { return plugins_->generation() != first; }));
+  EXPECT_EQ(plugins_->generation().substr(plugins_->generation().size() - 2), "#2");
+  EXPECT_TRUE(Saw("Gen.Imported v1 0"));
+}
+
+TEST_F(GenerationsTest, StateOlderThanTheNewBuildReadsFailsTheSwapBeforeImport) {
+  BootWith("v1");
+  SwapReport r = plugins_->Reload(Build("v3_state"), "test");
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.restored);
+  EXPECT_EQ(r.stage, "import");
+  EXPECT_NE(r.error.find("plugin \"fx_gen@" + r.generation +
+                         "\" reads state versions 2 to 3, but its predecessor exported version 1"),
+            std::string::npos)
+      << r.error;
+  EXPECT_FALSE(Saw("Gen.Imported v3_state 0"));
+}
+
 TEST_F(GenerationsTest, AMountedGenerationDispatchesNothingUntilItServes) {
   BootWith("v1");
   EXPECT_TRUE(Saw("Gen.Timer v1"));
@@ -262,6 +363,10 @@ TEST_P(RestoreTest, AnImportOrStartFailureRestoresThePreviousBuildWithItsState) 
   EXPECT_EQ(Count("Gen.Imported v1 4"), 1u);
   EXPECT_EQ(plugins_->failed_builds().count(r.build), 1u);
   EXPECT_EQ(r.retired_libraries, 0u);
+  // The replica went to the failed build and back: the restored one claimed it by the handle
+  // its own state names.
+  EXPECT_TRUE(r.retired.empty()) << testing::PrintToString(r.retired);
+  EXPECT_EQ(net_->replicas().count(), 1u);
   events_.clear();
   kernel_->bus().Publish("Gen.Ping");
   EXPECT_EQ(events_, std::vector<std::string>({"Gen.Ping", "Gen.Pong v1"}));

@@ -11,6 +11,7 @@
  *   ABI 1.2         a replica counting joins
  */
 #include <molt/molt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,6 +144,16 @@ static molt_replica_t board;
 static int64_t joins;
 #endif
 
+#if MOLT_ABI_VERSION_MINOR >= 3
+static void on_ended(void* user_data, molt_session_t session, int32_t reason) {
+  char text[160];
+  const char* user = (const char*)user_data;
+  (void)session;
+  snprintf(text, sizeof text, "ended %s reason %d", user, (int)reason);
+  note(text);
+}
+#endif
+
 static void on_session(void* user_data, molt_session_t session) {
   molt_session_info info;
   char* user;
@@ -164,6 +175,15 @@ static void on_session(void* user_data, molt_session_t session) {
   if (api->session_bind(self, session, 1, on_left, user) != MOLT_OK) {
     free(user);
   }
+#if MOLT_ABI_VERSION_MINOR >= 3
+  user = (char*)malloc(n + 1);
+  if (user != NULL) {
+    memcpy(user, info.user, n + 1);
+    if (api->session_bind_end(self, session, 0, on_ended, user, free) != MOLT_OK) {
+      free(user);
+    }
+  }
+#endif
 #if MOLT_ABI_VERSION_MINOR >= 2
   api->replica_set_int(self, board, 0, ++joins);
 #endif
@@ -249,6 +269,14 @@ static molt_status_t init(molt_context_t* ctx, const molt_host_api* host, void**
     }
   }
 #endif
+#if MOLT_ABI_VERSION_MINOR >= 3
+  {
+    molt_replica_t claimed;
+    if (api->replica_claim(ctx, 12345, &claimed) == MOLT_ERR_NOT_FOUND) {
+      note("claim refused outside a swap");
+    }
+  }
+#endif
   return MOLT_OK;
 fail:
   note2("init failed: ", api->last_error(ctx), strlen(api->last_error(ctx)));
@@ -267,22 +295,16 @@ static molt_status_t stop(void* state) {
   return MOLT_OK;
 }
 
-static const molt_plugin_info info = {sizeof(molt_plugin_info),
-                                      MOLT_ABI_VERSION_CURRENT,
-                                      COMPAT_NAME,
-                                      "1.0.0",
-                                      MOLT_PLUGIN_KIND_SERVICE,
-                                      0,
-                                      NULL,
-                                      init,
-                                      start,
-                                      stop,
-                                      NULL,
-                                      0,
-                                      0,
-                                      NULL,
-                                      NULL,
-                                      NULL,
-                                      "a plugin from an earlier SDK"};
+static const molt_plugin_info info = {
+    .struct_size = sizeof(molt_plugin_info),
+    .abi_version = MOLT_ABI_VERSION_CURRENT,
+    .name = COMPAT_NAME,
+    .version = "1.0.0",
+    .kind = MOLT_PLUGIN_KIND_SERVICE,
+    .init = init,
+    .start = start,
+    .stop = stop,
+    .description = "a plugin from an earlier SDK",
+};
 
 MOLT_PLUGIN_EXPORT const molt_plugin_info* molt_plugin_entry(void) { return &info; }
