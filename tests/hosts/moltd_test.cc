@@ -296,6 +296,36 @@ TEST_F(MoltdTest, SighupSwapsThePluginsUnderLiveClients) {
   EXPECT_NE(p.output().find(third), std::string::npos) << p.output();
 }
 
+// A build that passes its health window is kept under the data directory; when the plugin
+// directory later fails to boot, moltd boots that build instead and says so.
+TEST_F(MoltdTest, BootsTheLastKnownGoodBuildWhenThePluginDirectoryFails) {
+  const std::string dir = data_ + "-plugins";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const fs::directory_entry& e : fs::directory_iterator(kPlugins)) {
+    if (e.path().extension() == ".so") {
+      fs::copy_file(e.path(), dir + "/" + e.path().filename().string());
+    }
+  }
+  const std::string config = Config(R"({"server": {"health_window_seconds": 0.2}})");
+  {
+    Process p({kMoltd, "-p", dir, "-d", data_, "--port", "0", "-c", config});
+    ASSERT_TRUE(p.WaitFor("is the last known good (kept in")) << p.output();
+    p.Signal(SIGTERM);
+    EXPECT_EQ(p.Wait(), 0) << p.output();
+  }
+  EXPECT_TRUE(fs::exists(data_ + "/builds/last-known-good/molt-build.json"));
+  fs::copy_file(kFixtures + "/bad/fx_no_entry.so", dir + "/fx_no_entry.so");
+  Process p({kMoltd, "-p", dir, "-d", data_, "--port", "0", "-c", config});
+  EXPECT_FALSE(ServingPort(p).empty()) << p.output();
+  EXPECT_NE(p.output().find("does not boot: 1 of 5 plugin files refused"), std::string::npos)
+      << p.output();
+  EXPECT_NE(p.output().find("booting the last known good build from"), std::string::npos);
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+  fs::remove_all(dir);
+}
+
 // The counter pair end to end: moltd serves the counter service; molt-bot's first client runs
 // the counter_hud controller, which asks for the count (a request waited on in a process), adds
 // its visit (an intent), and logs what the replica then says.

@@ -619,6 +619,9 @@ molt_status_t ProcessSpawn(molt_context_t* ctx, const molt_process_options* opti
     Scheduler* scheduler = &p.kernel().scheduler();
     (*proc)->OnExit().Connect(
         [inst, handle, record, scheduler](Process::State s, const std::string& result) {
+          if (s == Process::State::kCrashed) {
+            inst->CountCallbackError();  // a crashed process is the plugin's error
+          }
           for (auto& cb : std::exchange(record->on_exit, {})) {
             CallPlugin(*inst, [&] {
               cb.fn(cb.user_data, handle, ToAbiState(s), result.c_str(), result.size());

@@ -116,7 +116,7 @@ std::string PluginInstance::CallbackError(molt_status_t code) const {
 }
 
 void PluginInstance::ReportCallbackError(std::string_view what, molt_status_t code) {
-  ++callback_errors_;
+  CountCallbackError();
   log_.Warn("{} failed: {}", what, CallbackError(code));
 }
 
@@ -276,21 +276,27 @@ Result<std::optional<std::string>> PluginInstance::ExportState(std::size_t max_b
   return std::optional<std::string>(std::move(sink.bytes));
 }
 
+bool PluginInstance::Reads(std::uint32_t version) const {
+  if (MOLT_ABI_MINOR_OF(info_.abi_version) < 3) {
+    return true;  // a descriptor before ABI 1.3 decides in import_state
+  }
+  const std::uint32_t oldest =
+      info_.oldest_state_version != 0 ? info_.oldest_state_version : info_.state_version;
+  return version >= oldest && version <= info_.state_version;
+}
+
 Status PluginInstance::ImportState(std::uint32_t version, const std::string& state) {
   if (!initialized_ || info_.import_state == nullptr) {
     return Status::Ok();
   }
-  // A descriptor of ABI 1.3 or later states what it reads; older ones decide in import_state.
-  if (MOLT_ABI_MINOR_OF(info_.abi_version) >= 3) {
+  if (!Reads(version)) {
     const std::uint32_t oldest =
         info_.oldest_state_version != 0 ? info_.oldest_state_version : info_.state_version;
-    if (version < oldest || version > info_.state_version) {
-      return Status::FailedPrecondition(
-          "plugin \"" + label_ + "\" reads state versions " + std::to_string(oldest) + " to " +
-          std::to_string(info_.state_version) + ", but its predecessor exported version " +
-          std::to_string(version) +
-          ": read that format in import_state and lower oldest_state_version");
-    }
+    return Status::FailedPrecondition(
+        "plugin \"" + label_ + "\" reads state versions " + std::to_string(oldest) + " to " +
+        std::to_string(info_.state_version) + ", but its predecessor exported version " +
+        std::to_string(version) +
+        ": read that format in import_state and lower oldest_state_version");
   }
   Status s = CallLifecycle("import_state", [&] {
     return info_.import_state(state_, version, state.data(), state.size());

@@ -196,6 +196,9 @@ class PluginInstance final : public molt_context, public Service {
   // State handoff (molt.h): the bytes export_state wrote, nullopt for "no state" (no
   // export_state, or MOLT_ERR_UNSUPPORTED); any other failure is an error. At most `max_bytes`.
   Result<std::optional<std::string>> ExportState(std::size_t max_bytes);
+  // Whether import_state reads state format `version`: oldest_state_version (0: state_version)
+  // to state_version for an ABI 1.3 descriptor; any for older ones (they check it themselves).
+  bool Reads(std::uint32_t version) const;
   // Hands `state` (format `version`) to import_state. A plugin without import_state ignores it.
   Status ImportState(std::uint32_t version, const std::string& state);
   void* state() const { return state_; }
@@ -232,7 +235,14 @@ class PluginInstance final : public molt_context, public Service {
   // Logs and counts a failed callback: `what` names it ("bus subscriber of \"T\"").
   void ReportCallbackError(std::string_view what, molt_status_t code);
   // Counts a failure the caller reports itself (a hook handler's, through the chain's result).
-  void CountCallbackError() { ++callback_errors_; }
+  void CountCallbackError() {
+    ++callback_errors_;
+    if (on_error_) {
+      on_error_();
+    }
+  }
+  // Hears every counted error (a generation's health window, loader/plugin_host.h).
+  void set_error_listener(Callback<void()> on_error) { on_error_ = std::move(on_error); }
 
   // Calls the plugin's release function (after its callback returns, when inside one).
   void RunRelease(molt_cleanup_fn fn, void* user_data);
@@ -267,6 +277,7 @@ class PluginInstance final : public molt_context, public Service {
   std::vector<std::pair<molt_cleanup_fn, void*>> deferred_releases_;
   int callback_depth_ = 0;
   std::uint64_t callback_errors_ = 0;
+  Callback<void()> on_error_;
   bool initialized_ = false;
   bool live_ = false;
   bool stopped_ = false;

@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <set>
 #include <system_error>
+#include <type_traits>
 
 namespace molt::kernel::loader {
 namespace {
@@ -105,11 +107,62 @@ Status ReadManifest(const fs::path& path, Build& build) {
       return Status::InvalidArgument(where + "\"" + file + "\" is listed twice");
     }
   }
+  if (const json::value* health = root.if_contains("health"); health != nullptr) {
+    const json::object* h = health->if_object();
+    auto number = [&](std::string_view key, double lo, double hi, auto* out) {
+      const json::value* v = h != nullptr ? h->if_contains(key) : nullptr;
+      if (v == nullptr) {
+        return;
+      }
+      const double d = v->is_int64()    ? static_cast<double>(v->as_int64())
+                       : v->is_double() ? v->as_double()
+                                        : -1;
+      if (d >= lo && d <= hi) {
+        *out = static_cast<std::remove_pointer_t<decltype(out)>>(d);
+      } else {
+        build.warnings.push_back(where + "\"health\": \"" + std::string(key) + "\" must be " +
+                                 std::to_string(static_cast<int>(lo)) + " to " +
+                                 std::to_string(static_cast<int>(hi)) + ": the default applies");
+      }
+    };
+    number("errors", 1, 100, &build.health_errors);
+    number("window_seconds", 5, 300, &build.health_window_seconds);
+  }
   build.has_manifest = true;
   return Status::Ok();
 }
 
 }  // namespace
+
+Status WriteBuild(const std::string& dir, const std::string& build_id,
+                  const std::vector<std::string>& files, const std::vector<std::string>& names) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return Status::IoError("cannot create \"" + dir + "\": " + ec.message());
+  }
+  json::array plugins;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const fs::path to = fs::path(dir) / names[i];
+    if (!fs::copy_file(files[i], to, ec)) {
+      return Status::IoError("cannot copy \"" + files[i] + "\" to \"" + to.string() +
+                             "\": " + ec.message());
+    }
+    Result<std::string> sha = Sha256File(to.string());
+    if (!sha.ok()) {
+      return sha.status();
+    }
+    plugins.push_back(json::object{{"file", names[i]}, {"sha256", *sha}});
+  }
+  std::ofstream out(fs::path(dir) / kBuildManifest, std::ios::binary | std::ios::trunc);
+  out << json::serialize(json::object{{"build", build_id}, {"plugins", std::move(plugins)}})
+      << "\n";
+  out.flush();
+  if (!out) {
+    return Status::IoError("cannot write " + (fs::path(dir) / kBuildManifest).string());
+  }
+  return Status::Ok();
+}
 
 Result<std::string> Sha256File(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -20,6 +20,7 @@
 
 #include <molt/kernel/status.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,7 +43,17 @@ struct Build {
   std::vector<std::string> files;  // the libraries, in name order (paths)
   bool has_manifest = false;
   std::map<std::string, BuildEntry> entries;  // by file name (no directory), manifest only
+  // The manifest's health window ("health": {"errors": 1..100, "window_seconds": 5..300}); 0
+  // when unset. Out-of-range values are dropped with a line in `warnings`.
+  std::uint32_t health_errors = 0;
+  double health_window_seconds = 0;
+  std::vector<std::string> warnings;
 };
+
+// Writes `files` (paths) into `dir` (which must not exist) under the names in `names`, with a
+// molt-build.json naming `build_id` and each file's SHA-256: a build loadable as it was.
+Status WriteBuild(const std::string& dir, const std::string& build_id,
+                  const std::vector<std::string>& files, const std::vector<std::string>& names);
 
 // Reads `dir`: its libraries and its manifest, if any. Every problem is named with its fix.
 Result<Build> ReadBuild(const std::string& dir);

@@ -42,10 +42,10 @@ std::string SwapReport::Json() const {
       "{{\"swap\":\"{}\",\"reason\":{},\"build\":{},\"generation\":{},\"previous\":{},"
       "\"serving\":{},\"ok\":{},\"stage\":\"{}\",\"load_ms\":{:.3f},\"init_ms\":{:.3f},"
       "\"stop_ms\":{:.3f},\"swap_ms\":{:.3f},\"hold_ms\":{:.3f},\"error\":{},"
-      "\"restored\":{},\"retired\":[{}],\"retired_libraries\":{}}}",
+      "\"restored\":{},\"rollback\":{},\"retired\":[{}],\"retired_libraries\":{}}}",
       ok ? "ok" : "failed", text(reason), text(build), text(generation), text(previous),
       text(serving), ok, stage, load_ms, init_ms, stop_ms, swap_ms, hold_ms(), text(error),
-      restored, gone, retired_libraries);
+      restored, rollback, gone, retired_libraries);
 }
 
 PluginHost::PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind)
@@ -85,9 +85,17 @@ Status PluginHost::LoadDirectory(const std::string& dir) {
   if (!build.ok()) {
     return build.status();
   }
+  const bool named = serving_->name.empty();
   Generation& g = Boot(build->id);
-  g.dir = dir;
-  return Load(g, build->files, build->entries, false);
+  Status s = Load(g, build->files, build->entries, false);
+  if (s.ok()) {
+    g.dir = dir;
+  } else if (named && g.plugins.empty()) {  // nothing loaded: another build may still boot
+    g.name.clear();
+    g.build_id.clear();
+    --next_number_;
+  }
+  return s;
 }
 
 Status PluginHost::LoadFiles(const std::vector<std::string>& files) {
@@ -261,6 +269,11 @@ std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string
   r.build = build->id;
   std::unique_ptr<Generation> g = NewGeneration(build->id);
   g->dir = dir;
+  g->health_errors = build->health_errors;
+  g->health_window_seconds = build->health_window_seconds;
+  for (const std::string& w : build->warnings) {
+    LogScope("Generations").Warn("{}", w);
+  }
   r.generation = g->name;
   Status s = Load(*g, build->files, build->entries, true);
   r.load_ms = MillisSince(t0);
@@ -313,7 +326,7 @@ Status PluginHost::Activate(Generation& g, const States& states, std::string* st
   return Status::Ok();
 }
 
-void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r) {
+void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States* fallback) {
   const TimePoint t0 = RealNow();
   Generation& old = *serving_;
   ServiceManager& old_set = kernel_.services();
@@ -335,6 +348,29 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r) {
       states[inst->name()] = {inst->info().state_version, std::move(**state)};
     }
   }
+
+  if (fallback != nullptr) {
+    // A rollback: older code is never handed state it cannot read; it gets what it exported.
+    for (Service* s : g->services->boot_order()) {
+      abi::PluginInstance* inst = InstanceOf(s);
+      auto it = states.find(inst->name());
+      if (it != states.end() && !inst->Reads(it->second.first)) {
+        auto own = fallback->find(inst->name());
+        LogScope("Generations")
+            .Warn(
+                "plugin \"{}\" cannot read the state version {} of the build it replaces: it "
+                "gets the state it exported itself{}",
+                inst->label(), it->second.first, own == fallback->end() ? " (none)" : ", older");
+        if (own == fallback->end()) {
+          states.erase(it);
+        } else {
+          it->second = own->second;
+        }
+      }
+    }
+  }
+  // A swap during a health window ends it: the build it would have rolled back to is let go.
+  DropProbation();
 
   r.stage = "stop";
   if (layer != nullptr) {
@@ -397,11 +433,187 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r) {
     r.retired = layer->EndHandoff();
   }
   r.swap_ms = MillisSince(t0);
-  // The old generation's libraries leave the process (a health window keeping them resident
-  // comes with rollback).
-  r.retired_libraries += Unload(old);
-  std::erase_if(generations_,
-                [&](const std::unique_ptr<Generation>& x) { return x.get() == &old; });
+  if (r.ok && fallback == nullptr) {
+    // On probation: the old generation stays resident until the window passes.
+    StartProbation(*serving_, &old, std::move(states));
+  } else {
+    r.retired_libraries += Release(&old);
+  }
+}
+
+std::size_t PluginHost::Release(Generation* g) {
+  const std::size_t retired = Unload(*g);
+  std::erase_if(generations_, [&](const std::unique_ptr<Generation>& x) { return x.get() == g; });
+  return retired;
+}
+
+// --- The health window ---
+
+void PluginHost::BeginHealthWindow() {
+  if (!probation_ && !serving_->plugins.empty()) {
+    StartProbation(*serving_, nullptr, {});
+  }
+}
+
+void PluginHost::StartProbation(Generation& g, Generation* previous, States previous_states) {
+  Probation p;
+  p.gen = &g;
+  p.previous = previous;
+  p.previous_states = std::move(previous_states);
+  p.threshold = g.health_errors != 0 ? g.health_errors : health_errors_;
+  p.window = g.health_window_seconds != 0 ? Seconds(g.health_window_seconds) : health_window_;
+  p.timer = kernel_.scheduler().After(
+      p.window, [this] { PassProbation(); }, Priority::kKernel, TaskOrigin::Named("health window"));
+  for (const Plugin& plugin : g.plugins) {
+    plugin.instance->set_error_listener([this, gen = &g] { OnError(gen); });
+  }
+  probation_ = std::move(p);
+}
+
+void PluginHost::DropProbation() {
+  if (!probation_) {
+    return;
+  }
+  Probation p = std::move(*probation_);
+  probation_.reset();
+  p.timer.Cancel();
+  for (const Plugin& plugin : p.gen->plugins) {
+    plugin.instance->set_error_listener(nullptr);
+  }
+  if (p.previous != nullptr) {
+    Release(p.previous);
+  }
+}
+
+void PluginHost::OnError(const Generation* g) {
+  if (!probation_ || probation_->gen != g || probation_->rolling_back) {
+    return;  // errors of other generations never count
+  }
+  if (++probation_->errors < probation_->threshold) {
+    return;
+  }
+  probation_->rolling_back = true;
+  if (probation_->previous == nullptr) {
+    LogScope("Generations")
+        .Error(
+            "generation {} reached {} errors in its health window: it is not recorded as "
+            "last known good (there is no earlier build to roll back to)",
+            g->name, probation_->errors);
+    return;
+  }
+  // Never inside the plugin callback that failed: the rollback is a kernel task of its own.
+  kernel_.scheduler().Schedule([this] { Rollback(); }, Priority::kKernel,
+                               TaskOrigin::Named("rollback"));
+}
+
+void PluginHost::PassProbation() {
+  if (!probation_) {
+    return;
+  }
+  Probation p = std::move(*probation_);
+  probation_.reset();
+  for (const Plugin& plugin : p.gen->plugins) {
+    plugin.instance->set_error_listener(nullptr);
+  }
+  std::size_t retired = 0;
+  if (p.previous != nullptr) {
+    retired = Release(p.previous);
+  }
+  LogScope("Generations")
+      .Info("generation {} passed its health window ({} errors, threshold {}){}", p.gen->name,
+            p.errors, p.threshold,
+            retired > 0 ? "; " + std::to_string(retired) + " old libraries stay mapped (retired)"
+                        : std::string());
+  if (!p.rolling_back) {
+    SaveLastKnownGood(*p.gen);
+  }
+}
+
+void PluginHost::Rollback() {
+  if (!probation_ || probation_->previous == nullptr || in_swap_) {
+    return;
+  }
+  Probation p = std::move(*probation_);
+  probation_.reset();
+  p.timer.Cancel();
+  Generation& bad = *p.gen;
+  Generation& previous = *p.previous;
+  SwapReport r;
+  r.reason = "health: " + std::to_string(p.errors) + " errors in " + bad.name + " within " +
+             fmt::format("{:g}", ToSeconds(p.window)) + " s of its swap";
+  r.previous = bad.name;
+  r.build = previous.build_id;
+  r.rollback = true;
+  failed_builds_.insert(bad.build_id);
+  in_swap_ = true;
+  ScopeExit done = [this]() noexcept { in_swap_ = false; };
+  // The previous build, from fresh copies of the libraries it kept resident.
+  std::unique_ptr<Generation> g = NewGeneration(previous.build_id);
+  g->dir = previous.dir;
+  r.generation = g->name;
+  r.stage = "mount";
+  std::vector<std::string> copies;
+  for (const Plugin& plugin : previous.plugins) {
+    if (plugin.library != nullptr) {
+      copies.push_back(plugin.library->copy());
+    }
+  }
+  const TimePoint t0 = RealNow();
+  Status s = copies.size() == previous.plugins.size()
+                 ? Load(*g, copies, {}, true)
+                 : Status::Unsupported("plugins linked into the host cannot be rolled back");
+  r.load_ms = MillisSince(t0);
+  if (s.ok()) {
+    s = g->services->InitAll();
+  }
+  r.retired_libraries += Release(&previous);
+  if (!s.ok()) {
+    r.error = s.message() + " (" + bad.name + " serves on)";
+    r.retired_libraries += Unload(*g);
+    Finish(r);
+    return;
+  }
+  Swap(std::move(g), r, &p.previous_states);
+  Finish(r);
+}
+
+void PluginHost::SaveLastKnownGood(const Generation& g) {
+  if (lkg_dir_.empty()) {
+    return;
+  }
+  std::vector<std::string> files;
+  std::vector<std::string> names;
+  for (const Plugin& p : g.plugins) {
+    if (p.library == nullptr) {
+      return;  // plugins linked into the host are no build to keep
+    }
+    files.push_back(p.library->copy());
+    names.push_back(fs::path(p.library->source()).filename().string());
+  }
+  // Written beside, then renamed into place: a crash leaves the old one or the new one.
+  std::error_code ec;
+  const std::string tmp = lkg_dir_ + ".new";
+  const std::string old = lkg_dir_ + ".old";
+  fs::remove_all(tmp, ec);
+  Status s = WriteBuild(tmp, g.build_id, files, names);
+  if (s.ok()) {
+    fs::remove_all(old, ec);
+    if (fs::exists(lkg_dir_, ec)) {
+      fs::rename(lkg_dir_, old, ec);
+    }
+    fs::rename(tmp, lkg_dir_, ec);
+    if (ec) {
+      s = Status::IoError("cannot rename \"" + tmp + "\" to \"" + lkg_dir_ + "\": " + ec.message());
+    }
+    fs::remove_all(old, ec);
+  }
+  if (!s.ok()) {
+    LogScope("Generations")
+        .Warn("build {} could not be kept as last known good: {}", g.build_id, s.message());
+    return;
+  }
+  LogScope("Generations")
+      .Info("build {} is the last known good (kept in {})", g.build_id, lkg_dir_);
 }
 
 SwapReport PluginHost::Finish(SwapReport& r) {
@@ -532,6 +744,10 @@ std::size_t PluginHost::Unload(Generation& g) {
 
 std::size_t PluginHost::UnloadAll() {
   Discard();
+  if (probation_) {
+    probation_->timer.Cancel();
+    probation_.reset();
+  }
   std::size_t retired = 0;
   for (auto it = generations_.rbegin(); it != generations_.rend(); ++it) {
     retired += Unload(**it);

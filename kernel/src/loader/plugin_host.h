@@ -62,6 +62,7 @@ struct SwapReport {
   double swap_ms = 0;  // export through replay (intake is held for exactly this long)
   std::string error;
   bool restored = false;              // an import or start failure restored the previous one
+  bool rollback = false;              // the health window rolled back to the previous build
   std::vector<std::string> retired;   // kernel objects no instance of the new one adopted
   std::size_t retired_libraries = 0;  // libraries kept mapped (they could not be unloaded)
 
@@ -108,6 +109,24 @@ class PluginHost {
   // Refuses every later reload: the server is closing.
   void Close() { closing_ = true; }
 
+  // --- The health window ---
+  // After a swap the new generation is on probation: when errors attributed to it (failed
+  // callbacks, handlers, tasks, crashed processes, exceptions caught at the ABI) reach `errors`
+  // within `window` of the swap, the previous build, kept resident meanwhile, is restored
+  // (rollback). Once the window passes the old libraries are unloaded and the build becomes the
+  // last known good. Defaults 3 errors in 30 s; a manifest may set 1..100 errors and 5..300 s.
+  void set_health(std::uint32_t errors, Duration window) {
+    health_errors_ = errors;
+    health_window_ = window;
+  }
+  // Where the last known good build is kept (a directory this host owns; empty: nowhere).
+  void set_last_known_good_dir(std::string dir) { lkg_dir_ = std::move(dir); }
+  // Starts the boot generation's health window (after Kernel::Start): if it passes without
+  // reaching the threshold, the boot build becomes the last known good.
+  void BeginHealthWindow();
+  // The serving generation is in its health window.
+  bool on_probation() const { return probation_.has_value(); }
+
   // Stops every instance still running, then unloads every library. Returns how many stay mapped
   // as retired (they could not be unloaded; each is reported).
   std::size_t UnloadAll();
@@ -126,8 +145,10 @@ class PluginHost {
  private:
   struct Generation {
     std::string build_id;
-    std::string name;  // "<build id>#<n>"
-    std::string dir;   // where it was loaded from ("" for files and static plugins)
+    std::string name;                 // "<build id>#<n>"
+    std::string dir;                  // where it was loaded from ("" for files and static plugins)
+    std::uint32_t health_errors = 0;  // from its manifest; 0: the host's default
+    double health_window_seconds = 0;
     std::vector<Plugin> plugins;
     // Null for the boot generation, whose instances the kernel's own service set holds.
     std::unique_ptr<ServiceManager> services;
@@ -155,8 +176,30 @@ class PluginHost {
   Status Gate() const;
   // Mounts the build in `dir` dormant (r's mount fields); nullptr on failure (r.error).
   std::unique_ptr<Generation> MountBuild(const std::string& dir, SwapReport& r);
-  // Swaps `g` in for the serving generation (r's swap fields), restoring on failure.
-  void Swap(std::unique_ptr<Generation> g, SwapReport& r);
+  // Swaps `g` in for the serving generation (r's swap fields), restoring on failure. A rollback
+  // passes `fallback`, the states the target build exported when it was swapped out: an
+  // instance that cannot read the failing build's state gets its own back.
+  void Swap(std::unique_ptr<Generation> g, SwapReport& r, const States* fallback = nullptr);
+  // The health window (see set_health).
+  struct Probation {
+    Generation* gen = nullptr;
+    Generation* previous = nullptr;  // resident until the window passes; null: boot generation
+    States previous_states;
+    std::uint32_t threshold = 0;
+    Duration window{};
+    std::uint32_t errors = 0;
+    TaskHandle timer;
+    bool rolling_back = false;
+  };
+  void StartProbation(Generation& g, Generation* previous, States previous_states);
+  // Ends the window without a verdict (a later swap): the previous build is let go.
+  void DropProbation();
+  void OnError(const Generation* g);
+  void PassProbation();
+  void Rollback();
+  void SaveLastKnownGood(const Generation& g);
+  // Unloads `g` and forgets it.
+  std::size_t Release(Generation* g);
   // Drops the mounted generation: it never served.
   void Discard();
   // Makes `g` serve: adopt, import `states`, start, replay. `stage` names how far it got.
@@ -177,6 +220,10 @@ class PluginHost {
   std::uint64_t next_number_ = 1;
   std::uint64_t next_copy_ = 1;
   std::set<std::string> failed_builds_;
+  std::optional<Probation> probation_;
+  std::uint32_t health_errors_ = 3;
+  Duration health_window_ = std::chrono::seconds(30);
+  std::string lkg_dir_;
   std::unique_ptr<Generation> mounted_;  // dormant, waiting for SwapMounted()
   SwapReport mount_report_;
   std::optional<Request> queued_;

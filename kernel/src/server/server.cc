@@ -80,6 +80,11 @@ int RunServer(const ServerOptions& options) {
     net::Network network(kernel, settings.net);
     loader::PluginHost plugins(kernel, copy_dir.string());
     abi::AttachNetwork(plugins.shared(), &network);
+    plugins.set_health(static_cast<std::uint32_t>(settings.health_errors),
+                       Seconds(settings.health_window));
+    const std::string last_known_good =
+        (fs::path(settings.data_dir) / "builds" / "last-known-good").string();
+    plugins.set_last_known_good_dir(last_known_good);
     ClosePhase close(kernel, Seconds(settings.close_budget), [] { std::_Exit(kExitOk); });
     // Signals arrive on the watcher's thread: the first one posts the close to the kernel
     // thread; later ones are logged there and then, even while a stop() blocks the loop.
@@ -104,7 +109,14 @@ int RunServer(const ServerOptions& options) {
       });
     });
 
-    if (Status s = plugins.LoadDirectory(settings.plugin_dir); !s.ok()) {
+    Status loaded = plugins.LoadDirectory(settings.plugin_dir);
+    if (!loaded.ok() && fs::exists(fs::path(last_known_good) / loader::kBuildManifest, ec)) {
+      // Never an empty server: the build that last passed its health window boots instead.
+      log.Error("the plugin directory {} does not boot: {}", settings.plugin_dir, loaded.message());
+      log.Warn("booting the last known good build from {} instead", last_known_good);
+      loaded = plugins.LoadDirectory(last_known_good);
+    }
+    if (Status s = loaded; !s.ok()) {
       log.Error("cannot start: {}", s.message());
       exit_code = kExitBootFailed;
     } else if (Status s = kernel.Start(); !s.ok()) {
@@ -121,6 +133,7 @@ int RunServer(const ServerOptions& options) {
       exit_code = kExitBootFailed;
     } else {
       net::LogSecurityAudit(net::SecurityAudit(network.channels(), kernel.hooks()));
+      plugins.BeginHealthWindow();
       // Closing ends the sessions first (after the plugins' own Kernel.Closing handlers, which
       // subscribed at init and may still send a last event), so their leave cleanups run while
       // every service still works; then the services stop.

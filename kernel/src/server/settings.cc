@@ -6,13 +6,16 @@
 
 #include <cmath>
 #include <set>
+#include <tuple>
 
 namespace molt::kernel {
 namespace {
 
 const std::set<std::string, std::less<>> kServerKeys = {
-    "server.tick_rate",  "server.log_level", "server.log_format", "server.close_budget_seconds",
-    "server.plugin_dir", "server.data_dir"};
+    "server.tick_rate",     "server.log_level",
+    "server.log_format",    "server.close_budget_seconds",
+    "server.plugin_dir",    "server.data_dir",
+    "server.health_errors", "server.health_window_seconds"};
 const std::set<std::string, std::less<>> kSchedulerKeys = {
     "scheduler.budget_ms", "scheduler.target_frame_ms", "scheduler.profile_tasks",
     "scheduler.stagger_recurring"};
@@ -195,6 +198,23 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
     return Status::InvalidArgument("close budget must be a number of seconds above 0");
   }
   out->close_budget = *budget;
+  // The health window a build gets when its manifest sets none (docs/generations.md).
+  for (auto [key, lo, hi, field] :
+       {std::tuple{"server.health_errors", 1.0, 100.0, &out->health_errors},
+        std::tuple{"server.health_window_seconds", 0.1, 3600.0, &out->health_window}}) {
+    if (config.Get(key) == nullptr) {
+      continue;
+    }
+    Result<double> v = Number(config, key);
+    if (!v.ok()) {
+      return v.status();
+    }
+    if (!(*v >= lo && *v <= hi)) {
+      return Status::InvalidArgument(
+          fmt::format("configuration key \"{}\" is {}: use {} to {}", key, *v, lo, hi));
+    }
+    *field = *v;
+  }
 
   const std::string level =
       options.log_level.value_or(Text(config, "server.log_level").value_or("info"));

@@ -27,6 +27,8 @@ namespace molt::kernel {
 struct Settings {
   double tick_rate = 60;
   double close_budget = ToSeconds(kCloseBudget);
+  double health_errors = 3;   // server.health_errors
+  double health_window = 30;  // server.health_window_seconds
   SchedulerConfig scheduler;
   std::string plugin_dir;
   std::string data_dir;

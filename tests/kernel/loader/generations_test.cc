@@ -407,17 +407,87 @@ TEST_F(GenerationsTest, TheOldGenerationsStopMayStillAnswerWhatItHolds) {
   });
 }
 
-TEST_F(GenerationsTest, TheOldLibrariesLeaveTheProcess) {
+TEST_F(GenerationsTest, TheOldLibrariesStayForTheHealthWindowThenLeaveTheProcess) {
   BootWith("v1");
+  plugins_->set_health(3, std::chrono::milliseconds(50));
   const std::string copy = plugins_->plugins()[0].library->copy();
   EXPECT_TRUE(fs::exists(copy));
   SwapReport r = plugins_->Reload(Build("v2"), "test");
   ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_EQ(r.retired_libraries, 0u);
+  EXPECT_TRUE(plugins_->on_probation());
+  EXPECT_TRUE(fs::exists(copy));  // resident: the rollback target
+  ASSERT_TRUE(RunUntil([&] { return !plugins_->on_probation(); }));
   EXPECT_FALSE(fs::exists(copy));
   std::ifstream maps("/proc/self/maps");
   const std::string text((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text.find(copy), std::string::npos) << "still mapped: " << copy;
+}
+
+TEST_F(GenerationsTest, ErrorsInTheHealthWindowRollBackToThePreviousBuildWithTheNewState) {
+  BootWith("v1");
+  plugins_->set_health(2, std::chrono::seconds(60));
+  const std::string first = plugins_->generation();
+  const std::string build = first.substr(0, first.find('#'));
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Intent(Id("gen.Add"), AddPayload(1));
+    OnKernel([&] { EXPECT_TRUE(plugins_->Reload(Build("v2_faulty"), "test").ok); });
+    // Two failing intents in the window: the rollback runs as its own kernel task.
+    c.Intent(Id("gen.Add"), AddPayload(2));
+    c.Intent(Id("gen.Add"), AddPayload(3));
+    bool back = false;
+    for (int i = 0; i < 200 && !back; ++i) {
+      OnKernel([&] { back = plugins_->generation() == build + "#3"; });
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_TRUE(back);
+    c.Request(Id("gen.Total"), 1, AddPayload(0));
+    Frame f = c.NextOf(w::Body::Response);
+    ASSERT_EQ(f.type(), w::Body::Response) << "the client lost its connection";
+    EXPECT_EQ(PayloadText(f), "v1:6");  // v1 again, with what the faulty build counted
+  });
+  EXPECT_FALSE(plugins_->on_probation());
+  EXPECT_EQ(plugins_->failed_builds().size(), 1u);
+  EXPECT_EQ(Count("Gen.Imported v1 6"), 1u);
+}
+
+TEST_F(GenerationsTest, ABuildThatPassesItsWindowIsKeptAsLastKnownGood) {
+  BootWith("v1");
+  const std::string lkg = copies_ + "-lkg";
+  fs::remove_all(lkg);
+  plugins_->set_last_known_good_dir(lkg);
+  plugins_->set_health(3, std::chrono::milliseconds(50));
+  ASSERT_TRUE(plugins_->Reload(Build("v2"), "test").ok);
+  ASSERT_TRUE(RunUntil([&] { return !plugins_->on_probation(); }));
+  Result<loader::Build> kept = ReadBuild(lkg);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_TRUE(kept->has_manifest);
+  EXPECT_EQ(plugins_->generation().substr(0, kept->id.size() + 1), kept->id + "#");
+  ASSERT_EQ(kept->files.size(), 1u);
+  EXPECT_EQ(fs::path(kept->files[0]).filename(), "fx_gen_v2.so");
+  // It loads as it was: the kept build is a swap away.
+  SwapReport r = plugins_->Reload(lkg, "test");
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.build, kept->id);
+  fs::remove_all(lkg);
+}
+
+TEST_F(GenerationsTest, AManifestsHealthWindowOutsideItsBoundsFallsBackToTheDefault) {
+  const std::string dir = copies_ + "-health";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/molt-build.json")
+      << R"({"build": "b1", "plugins": [], "health": {"errors": 500, "window_seconds": 10}})";
+  Result<loader::Build> b = ReadBuild(dir);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->health_errors, 0u);
+  EXPECT_EQ(b->health_window_seconds, 10);
+  ASSERT_EQ(b->warnings.size(), 1u);
+  EXPECT_NE(b->warnings[0].find("\"errors\" must be 1 to 100: the default applies"),
+            std::string::npos)
+      << b->warnings[0];
+  fs::remove_all(dir);
 }
 
 TEST_F(GenerationsTest, AManifestNamesTheBuildAndItsHashesAreCheckedOnTheCopy) {

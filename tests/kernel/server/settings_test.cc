@@ -81,8 +81,10 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
   EXPECT_EQ(error(R"({"server": {"tick_rat": 30}})"),
             "config file \"" + file_ +
                 "\": unknown key \"server.tick_rat\" (known: server.close_budget_seconds, "
-                "server.data_dir, server.log_format, server.log_level, server.plugin_dir, "
-                "server.tick_rate)");
+                "server.data_dir, server.health_errors, server.health_window_seconds, "
+                "server.log_format, server.log_level, server.plugin_dir, server.tick_rate)");
+  EXPECT_EQ(error(R"({"server": {"health_errors": 0}})"),
+            "configuration key \"server.health_errors\" is 0: use 1 to 100");
   EXPECT_EQ(
       error(R"({"sever": {}, "server": {"tick_rate": 30}})").find("unknown section \"sever\""),
       std::string::npos)
