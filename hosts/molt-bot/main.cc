@@ -5,12 +5,16 @@
 // join, send intents and requests at a given rate on the chosen channels, and the bot reports
 // what happened: a progress line every second, then a summary (intents sent and refused by the
 // client's own limiter, requests answered / rejected / rate limited / timed out, round-trip
-// p50 and p99, disconnects). The load generator for benchmarks and hot-swap tests.
+// p50 and p99, disconnects). The load generator for benchmarks and hot-swap tests: with
+// --verify each client numbers its messages on the counter plugin's echo channel and checks
+// that every echo comes back once and in order (lost, duplicated, out of order are reported).
+// SIGINT or SIGTERM ends the run early, with the summary.
 //
 // Everything runs on one thread. Between rounds the bot sleeps until one of its clients' sockets
 // is ready, a client's timer is due, or a message is owed: the clients are waited on together
 // with their sockets and timeouts (client API 4), as an app with its own poller would, so an idle
 // bot costs no CPU. The summary says how much CPU the run took and how often it woke.
+#include <flatbuffers/flatbuffers.h>
 #include <molt/client.h>
 #include <poll.h>
 #include <sys/resource.h>
@@ -18,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <fstream>
@@ -26,6 +31,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "counter_generated.h"
 
 namespace {
 
@@ -46,7 +53,14 @@ struct Totals {
   std::uint64_t requests_failed = 0;  // any other status
   std::uint64_t disconnects = 0;
   std::vector<double> rtts;  // seconds, one per answered request
+  // --verify: numbered echoes.
+  std::uint64_t echoes_sent = 0;
+  std::uint64_t echoes_back = 0;  // distinct numbers that came back
+  std::uint64_t duplicated = 0;
+  std::uint64_t out_of_order = 0;
 };
+
+volatile std::sig_atomic_t g_stop = 0;  // SIGINT / SIGTERM: finish now, with the summary
 
 struct Bot;
 
@@ -64,7 +78,45 @@ struct Bot {
   bool joined = false;
   double owed = 0;  // messages this bot should have sent by now, not yet sent
   std::size_t next = 0;
+  // --verify: the echo channels, the next number to send, and what came back.
+  std::uint16_t echo = 0;
+  std::uint64_t next_seq = 1;
+  std::uint64_t highest = 0;  // the highest number echoed so far
+  std::vector<bool> echoed;   // index: number
 };
+
+// An echo came back: once and in order, or counted as neither.
+void OnEcho(void* ud, std::uint16_t, const void* data, std::size_t size) {
+  auto* b = static_cast<Bot*>(ud);
+  flatbuffers::Verifier v(static_cast<const std::uint8_t*>(data), size);
+  if (!v.VerifyBuffer<molt::counter::Echo>(nullptr)) {
+    return;
+  }
+  const std::uint64_t seq = flatbuffers::GetRoot<molt::counter::Echo>(data)->seq();
+  if (seq == 0 || seq >= b->next_seq) {
+    return;  // never sent
+  }
+  if (b->echoed.size() <= seq) {
+    b->echoed.resize(seq + 1);
+  }
+  Totals& t = *b->totals;
+  if (b->echoed[seq]) {
+    ++t.duplicated;
+    return;
+  }
+  b->echoed[seq] = true;
+  ++t.echoes_back;
+  if (seq < b->highest) {
+    ++t.out_of_order;
+  }
+  b->highest = std::max(b->highest, seq);
+}
+
+std::vector<std::uint8_t> EchoPayload(std::uint64_t seq) {
+  flatbuffers::FlatBufferBuilder fbb(32);
+  fbb.Finish(molt::counter::CreateEcho(fbb, seq));
+  return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
+}
 
 void OnState(void* ud, std::int32_t state, const char* reason) {
   auto* b = static_cast<Bot*>(ud);
@@ -170,7 +222,8 @@ int main(int argc, char** argv) {
       "Each client joins as <user-prefix><n>, then sends --rate messages per second, taking\n"
       "the named intent and request channels in turn. Payloads are an empty FlatBuffers table\n"
       "unless --payload names a file. A progress line is printed every second, then a summary;\n"
-      "the exit code is 0 when every client stayed connected, 1 otherwise, 2 on bad flags.\n"
+      "the exit code is 0 when every client stayed connected (and, with --verify, every echo\n"
+      "came back once and in order), 1 otherwise, 2 on bad flags. SIGINT ends the run early.\n"
       "--controllers runs client-side plugins (controllers) in the first client.\n");
   options.set_width(100);
   // clang-format off
@@ -194,6 +247,9 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value("bot"))
       ("controllers", "controllers (a .so or a directory of them) for the first client to run, "
        "e.g. build/default/controllers", cxxopts::value<std::string>())
+      ("verify", "send numbered messages on the counter plugin's echo channel (counter.Echo, "
+                 "echoed on counter.Echoed) at --rate instead, and check every echo comes back "
+                 "once and in order")
       ("h,help", "print this help and exit");
   // clang-format on
   cxxopts::ParseResult args;
@@ -207,7 +263,8 @@ int main(int argc, char** argv) {
     std::cout
         << options.help() << "\nExample:\n"
         << "  molt-bot --port 7777 --clients 50 --rate 20 --request scores.Get\n"
-        << "  molt-bot --clients 1 --rate 0 --duration 2 --controllers build/default/controllers\n";
+        << "  molt-bot --clients 1 --rate 0 --duration 2 --controllers build/default/controllers\n"
+        << "  molt-bot --clients 50 --rate 20 --duration 60 --verify   (then kill -HUP moltd)\n";
     return 0;
   }
   const int clients = args["clients"].as<int>();
@@ -236,6 +293,13 @@ int main(int argc, char** argv) {
     payload.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
 
+  const bool verify = args.count("verify") != 0;
+  if (verify && (!intent_names.empty() || !request_names.empty())) {
+    std::cerr << "molt-bot: --verify sends on counter.Echo only: drop --intent and --request\n";
+    return 2;
+  }
+  std::signal(SIGINT, [](int) { g_stop = 1; });
+  std::signal(SIGTERM, [](int) { g_stop = 1; });
   const double join_rate = args["join-rate"].as<double>();
   if (!(join_rate > 0)) {
     std::cerr << "molt-bot: --join-rate must be above 0\n";
@@ -303,6 +367,16 @@ int main(int argc, char** argv) {
       continue;
     }
     b.joined = true;
+    if (verify) {
+      std::uint16_t echoed = 0;
+      if (molt_client_channel(b.client, "counter.Echo", &b.echo) != MOLT_OK ||
+          molt_client_channel(b.client, "counter.Echoed", &echoed) != MOLT_OK ||
+          molt_client_on_event(b.client, echoed, OnEcho, &b) != MOLT_OK) {
+        std::cerr << "molt-bot: --verify needs the counter plugin: "
+                  << molt_client_last_error(b.client) << "\n";
+        return 2;
+      }
+    }
     for (auto [names, ids] :
          {std::pair{&intent_names, &b.intents}, std::pair{&request_names, &b.requests}}) {
       for (const std::string& n : *names) {
@@ -327,7 +401,7 @@ int main(int argc, char** argv) {
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(duration));
   auto last = start;
   auto next_report = start + std::chrono::seconds(1);
-  while (Clock::now() < end) {
+  while (Clock::now() < end && g_stop == 0) {
     const auto now = Clock::now();
     const double dt = std::chrono::duration<double>(now - last).count();
     last = now;
@@ -338,10 +412,20 @@ int main(int argc, char** argv) {
         continue;
       }
       ++connected;
-      const std::size_t channels = b.intents.size() + b.requests.size();
+      const std::size_t channels = verify ? 1 : b.intents.size() + b.requests.size();
       b.owed += channels > 0 ? rate * dt : 0;
       while (b.owed >= 1) {
         b.owed -= 1;
+        if (verify) {
+          const std::vector<std::uint8_t> echo = EchoPayload(b.next_seq);
+          if (molt_client_intent(b.client, b.echo, echo.data(), echo.size()) == MOLT_OK) {
+            ++b.next_seq;
+            ++totals.echoes_sent;
+          } else {
+            ++totals.intents_refused;  // the same number goes next time
+          }
+          continue;
+        }
         const std::size_t k = b.next++ % channels;
         if (k < b.intents.size()) {
           const bool ok =
@@ -373,7 +457,7 @@ int main(int argc, char** argv) {
       owed_most = std::max(owed_most, b.owed);
     }
     double limit = std::chrono::duration<double>(std::min(next_report, end) - Clock::now()).count();
-    if (rate > 0 && (!intent_names.empty() || !request_names.empty())) {
+    if (rate > 0 && (verify || !intent_names.empty() || !request_names.empty())) {
       limit = std::min(limit, (1 - owed_most) / rate);
     }
     WaitForClients(bots, bots.size(), std::max(limit, 0.0));
@@ -383,16 +467,25 @@ int main(int argc, char** argv) {
   const std::uint64_t run_wakeups = g_wakeups - wakeups_at_start;
   // Let the last answers arrive, then leave.
   const auto drain = Clock::now() + std::chrono::seconds(2);
-  while (Clock::now() < drain && totals.requests_ok + totals.requests_rejected +
-                                         totals.requests_rate_limited + totals.requests_timed_out +
-                                         totals.requests_failed <
-                                     totals.requests_sent) {
+  while (Clock::now() < drain &&
+         (totals.requests_ok + totals.requests_rejected + totals.requests_rate_limited +
+                  totals.requests_timed_out + totals.requests_failed <
+              totals.requests_sent ||
+          totals.echoes_back < totals.echoes_sent)) {
     WaitForClients(bots, bots.size(), std::chrono::duration<double>(drain - Clock::now()).count());
     for (Bot& b : bots) {
       molt_client_step(b.client, 0);
     }
   }
   std::cout << "molt-bot: done: " << Line(totals, connected, bots.size()) << std::endl;
+  bool verified = true;
+  if (verify) {
+    const std::uint64_t lost = totals.echoes_sent - totals.echoes_back;
+    std::cout << "molt-bot: verify: " << totals.echoes_sent << " sent " << totals.echoes_back
+              << " echoed " << lost << " lost " << totals.duplicated << " duplicated "
+              << totals.out_of_order << " out of order" << std::endl;
+    verified = lost == 0 && totals.duplicated == 0 && totals.out_of_order == 0;
+  }
   char cpu[160];
   std::snprintf(cpu, sizeof cpu,
                 "molt-bot: cpu %.3f s in %.1f s of running (%.2f%% of a core), %llu wakeups",
@@ -404,5 +497,5 @@ int main(int argc, char** argv) {
     molt_client_disconnect(b.client);
     molt_client_destroy(b.client);
   }
-  return all_stayed ? 0 : 1;
+  return all_stayed && verified ? 0 : 1;
 }

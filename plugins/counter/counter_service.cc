@@ -44,6 +44,17 @@ class Counter : public molt::Service {
                     return Change(
                         s, flatbuffers::GetRoot<molt::counter::Add>(payload.data())->amount());
                   }));
+    // The echo: what a client sends comes back to it alone, in order (molt-bot --verify).
+    MOLT_ASSIGN_OR_RETURN(echoed_, host().DeclareEvent("counter.Echoed", "molt.counter.Echo"));
+    molt::ChannelOptions echo;
+    echo.schema = "molt.counter.Echo";
+    echo.rules = {molt::RangeRule(0, "seq", MOLT_FIELD_UINT64, 1, 9e15)};
+    echo.rate = 200;
+    MOLT_ASSIGN_OR_RETURN(echo_,
+                          host().DeclareIntent("counter.Echo", echo, Verify<molt::counter::Echo>,
+                                               [this](molt::SessionId s, std::string_view payload) {
+                                                 return host().Send(echoed_, s, payload);
+                                               }));
     molt::ChannelOptions get;
     get.schema = "molt.counter.Get";
     get.rules = {molt::MaxLengthRule(0, "user", 64)};
@@ -121,6 +132,8 @@ class Counter : public molt::Service {
   molt::Replica replica_;
   molt::Channel add_;
   molt::Channel get_;
+  molt::Channel echo_;
+  molt::Channel echoed_;
 };
 
 }  // namespace molt::plugins::counter

@@ -63,6 +63,7 @@ class Process {
     return true;
   }
   void Signal(int signo) { ::kill(pid_, signo); }
+  pid_t pid() const { return pid_; }
   // Waits for exit (reading all output); returns the exit code, or 128 + signal.
   int Wait() {
     while (ReadSome(30000)) {
