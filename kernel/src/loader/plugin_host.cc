@@ -369,8 +369,9 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
       }
     }
   }
-  // A swap during a health window ends it: the build it would have rolled back to is let go.
-  DropProbation();
+  // A swap during a health window ends it: the build it would have rolled back to is let go
+  // (unloaded once the hold is over).
+  Generation* let_go = DropProbation();
 
   r.stage = "stop";
   if (layer != nullptr) {
@@ -433,6 +434,9 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     r.retired = layer->EndHandoff();
   }
   r.swap_ms = MillisSince(t0);
+  if (let_go != nullptr) {
+    r.retired_libraries += Release(let_go);
+  }
   if (r.ok && fallback == nullptr) {
     // On probation: the old generation stays resident until the window passes.
     StartProbation(*serving_, &old, std::move(states));
@@ -470,9 +474,9 @@ void PluginHost::StartProbation(Generation& g, Generation* previous, States prev
   probation_ = std::move(p);
 }
 
-void PluginHost::DropProbation() {
+PluginHost::Generation* PluginHost::DropProbation() {
   if (!probation_) {
-    return;
+    return nullptr;
   }
   Probation p = std::move(*probation_);
   probation_.reset();
@@ -480,9 +484,7 @@ void PluginHost::DropProbation() {
   for (const Plugin& plugin : p.gen->plugins) {
     plugin.instance->set_error_listener(nullptr);
   }
-  if (p.previous != nullptr) {
-    Release(p.previous);
-  }
+  return p.previous;
 }
 
 void PluginHost::OnError(const Generation* g) {

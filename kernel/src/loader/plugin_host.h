@@ -192,8 +192,9 @@ class PluginHost {
     bool rolling_back = false;
   };
   void StartProbation(Generation& g, Generation* previous, States previous_states);
-  // Ends the window without a verdict (a later swap): the previous build is let go.
-  void DropProbation();
+  // Ends the window without a verdict (a later swap); returns the previous build, for the caller
+  // to let go.
+  Generation* DropProbation();
   void OnError(const Generation* g);
   void PassProbation();
   void Rollback();
