@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>(), "ADDRESS")
       ("port", "TCP port for clients (default 7777; 0 picks a free one and logs it)",
        cxxopts::value<int>(), "PORT")
+      ("watch", "development: reload the plugin directory as a new generation whenever a "
+                "library in it changes (once the changes settle)")
       ("version", "print the version and exit")
       ("h,help", "print this help and exit");
   // clang-format on
@@ -119,5 +121,6 @@ int main(int argc, char** argv) {
   if (args.count("close-budget") != 0) {
     server.close_budget_seconds = args["close-budget"].as<double>();
   }
+  server.watch = args.count("watch") != 0;
   return molt::kernel::RunServer(server);
 }

@@ -369,6 +369,28 @@ TEST_F(MoltdTest, HundredSwapsUnderFiftyVerifyingClientsLoseNothing) {
   EXPECT_EQ(p.Wait(), 0) << p.output();
 }
 
+// moltd --watch: a plugin author rebuilds a library and the new code is swapped in live.
+TEST_F(MoltdTest, WatchSwapsInARebuiltLibrary) {
+  const std::string dir = data_ + "-watched";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string v1 = kFixtures + "/gen/v1/fx_gen_v1.so";
+  fs::copy_file(v1, dir + "/fx_gen.so");
+  Process p({kMoltd, "-p", dir, "-d", data_, "--port", "0", "--watch"});
+  ASSERT_FALSE(molt::test::ServingPort(p, 1).empty()) << p.output();
+  ASSERT_TRUE(p.WaitFor("watching " + dir)) << p.output();
+  // "The build": write the new library beside, then move it into place, as a linker would.
+  fs::copy_file(kFixtures + "/gen/v2/fx_gen_v2.so", dir + "/fx_gen.so.tmp");
+  fs::rename(dir + "/fx_gen.so.tmp", dir + "/fx_gen.so");
+  ASSERT_TRUE(p.WaitFor("\"reason\":\"watch: fx_gen.so changed\"")) << p.output();
+  EXPECT_NE(p.output().find("\"swap\":\"ok\",\"reason\":\"watch: fx_gen.so changed\""),
+            std::string::npos)
+      << p.output();
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+  fs::remove_all(dir);
+}
+
 // A build that passes its health window is kept under the data directory; when the plugin
 // directory later fails to boot, moltd boots that build instead and says so.
 TEST_F(MoltdTest, BootsTheLastKnownGoodBuildWhenThePluginDirectoryFails) {

@@ -229,8 +229,8 @@ Result<Build> ReadBuild(const std::string& dir) {
     if (ec) {
       return Status::IoError("plugin file \"" + f + "\" cannot be read: " + ec.message());
     }
-    const std::string stamp = fs::path(f).filename().string() + '\0' + std::to_string(size) +
-                              '\0' + std::to_string(mtime.time_since_epoch().count()) + '\0';
+    const std::string stamp = fs::path(f).filename().string() + '\0' + std::to_string(size) + '\0' +
+                              std::to_string(mtime.time_since_epoch().count()) + '\0';
     sha.Update(stamp.data(), stamp.size());
   }
   build.id = "local-" + sha.Hex().substr(0, 8);

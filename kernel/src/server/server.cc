@@ -18,6 +18,7 @@
 #include "kernel/src/net/net_api.h"
 #include "kernel/src/net/network.h"
 #include "kernel/src/server/close_phase.h"
+#include "kernel/src/server/dir_watcher.h"
 #include "kernel/src/server/settings.h"
 #include "kernel/src/server/signal_watcher.h"
 
@@ -25,6 +26,10 @@ namespace molt::kernel {
 namespace {
 
 namespace fs = std::filesystem;
+
+// --watch: how long the plugin directory must stay quiet before a reload (a build writes several
+// files, and a linker writes one in several steps).
+constexpr Duration kWatchSettle = std::chrono::milliseconds(300);
 
 // Removes copy directories of moltd processes that no longer exist (a kill -9 leaves them).
 void RemoveStaleRunDirs(const fs::path& run_root) {
@@ -109,6 +114,8 @@ int RunServer(const ServerOptions& options) {
       });
     });
 
+    std::unique_ptr<DirWatcher> watcher;  // --watch; stopped before the plugins unload
+    TaskHandle debounce;
     Status loaded = plugins.LoadDirectory(settings.plugin_dir);
     if (!loaded.ok() && fs::exists(fs::path(last_known_good) / loader::kBuildManifest, ec)) {
       // Never an empty server: the build that last passed its health window boots instead.
@@ -134,6 +141,27 @@ int RunServer(const ServerOptions& options) {
     } else {
       net::LogSecurityAudit(net::SecurityAudit(network.channels(), kernel.hooks()));
       plugins.BeginHealthWindow();
+      // --watch: the watcher's thread posts each change; the reload waits until they settle.
+      if (options.watch) {
+        Result<std::unique_ptr<DirWatcher>> w =
+            DirWatcher::Start(settings.plugin_dir, [&](std::string file) {
+              kernel.loop().Post([&, file = std::move(file)] {
+                debounce.Cancel();
+                debounce = kernel.scheduler().After(
+                    kWatchSettle,
+                    [&plugins, &settings, file] {
+                      plugins.RequestReload(settings.plugin_dir, "watch: " + file + " changed");
+                    },
+                    Priority::kKernel, TaskOrigin::Named("watch"));
+              });
+            });
+        if (w.ok()) {
+          watcher = std::move(w).value();
+          log.Info("watching {}: a rebuilt plugin is swapped in live", settings.plugin_dir);
+        } else {
+          log.Warn("{}; --watch is off", w.status().message());
+        }
+      }
       // Closing ends the sessions first (after the plugins' own Kernel.Closing handlers, which
       // subscribed at init and may still send a last event), so their leave cleanups run while
       // every service still works; then the services stop.
@@ -145,6 +173,7 @@ int RunServer(const ServerOptions& options) {
           plugins.plugins().size(), settings.plugin_dir, plugins.generation(), settings.data_dir);
       kernel.loop().Run();
     }
+    watcher.reset();
     if (Status s = kernel.Shutdown(); !s.ok()) {
       log.Error("{}", s.message());
     }
