@@ -652,6 +652,15 @@ molt_status_t ProcessStart(molt_context_t* ctx, molt_process_t process, void* ar
     if ((*r)->process->state() == Process::State::kCreated) {
       (*r)->record->arg = arg;
     }
+    if (p.dormant() && (*r)->process->state() == Process::State::kCreated) {
+      // Its generation does not serve yet: the body starts running once it does.
+      p.WhenServing([inst = &p, process] {
+        if (PluginInstance::Resource* res = inst->Find(process)) {
+          (void)res->process->Start();
+        }
+      });
+      return Status::Ok();
+    }
     return (*r)->process->Start();
   });
 }
