@@ -39,6 +39,16 @@ class GenerationsTest : public net::NetTest {
     NetTest::SetUp();
     copies_ = ::testing::TempDir() + "molt_gen_" + std::to_string(::getpid());
     fs::remove_all(copies_);
+    Attach();
+  }
+  // A new kernel and network with `o` (resume tests), with this fixture's host on it.
+  void Reboot(net::NetOptions o) {
+    events_sub_.Disconnect();
+    plugins_.reset();
+    Boot(std::move(o));
+    Attach();
+  }
+  void Attach() {
     plugins_ = std::make_unique<PluginHost>(*kernel_, copies_);
     abi::AttachNetwork(plugins_->shared(), net_.get());
     events_sub_ = kernel_->bus().Subscribe("Gen.*", [this](std::string_view topic, Args a) {
@@ -234,6 +244,55 @@ TEST_F(GenerationsTest, ASwapReleasesSessionBindingsAndNeverRunsLeaveLogic) {
   EXPECT_EQ(Count("Gen.Left v2"), 1u) << testing::PrintToString(events_);
   EXPECT_EQ(Count("Gen.Left v1"), 0u);
   EXPECT_EQ(events_.back().substr(events_.back().size() - 2), " 0");  // MOLT_EXIT_CLIENT_CLOSED
+}
+
+TEST_F(GenerationsTest, AClientMidResumeComesBackToTheNewGenerationWithItsSession) {
+  net::NetOptions o = NoResume();
+  o.resume_window_seconds = 30;
+  Reboot(o);
+  BootWith("v1");
+  std::uint64_t id = 0;
+  std::vector<std::uint8_t> token;
+  std::uint32_t board = 0;
+  Run([&] {
+    TestClient c(port_);
+    Frame f = c.Hello("ada");
+    ASSERT_EQ(f.type(), w::Body::Welcome);
+    id = f.envelope()->body_as_Welcome()->session_id();
+    const auto* t = f.envelope()->body_as_Welcome()->resume_token();
+    token.assign(t->begin(), t->end());
+    Frame r;
+    const w::Replica* snapshot = NextReplica(c, r);
+    ASSERT_NE(snapshot, nullptr);
+    board = snapshot->id();
+    c.Intent(Id("gen.Add"), AddPayload(4));
+    c.Request(Id("gen.Total"), 1, AddPayload(0));
+    EXPECT_EQ(PayloadText(c.NextOf(w::Body::Response)), "v1:4");
+  });  // no Bye: the link is lost, the session waits for its client
+  ASSERT_TRUE(RunUntil([&] { return net_->stats().links_lost == 1; }));
+  ASSERT_TRUE(plugins_->Reload(Build("v2"), "test").ok);
+  EXPECT_EQ(Count("Gen.Session v2"), 1u);  // the waiting session is live: replayed
+  EXPECT_EQ(Count("Gen.Left"), 0u);
+  Run([&] {
+    TestClient back(port_);
+    Frame f = back.Resume("ada", token);
+    ASSERT_EQ(f.type(), w::Body::Welcome);
+    EXPECT_EQ(f.envelope()->body_as_Welcome()->session_id(), id);
+    EXPECT_TRUE(f.envelope()->body_as_Welcome()->resumed());
+    back.Request(Id("gen.Total"), 2, AddPayload(0));
+    Frame answer = back.NextOf(w::Body::Response);
+    ASSERT_EQ(answer.type(), w::Body::Response);
+    EXPECT_EQ(PayloadText(answer), "v2:4");
+    back.Intent(Id("gen.Add"), AddPayload(1));
+    Frame r;
+    const w::Replica* update = NextReplica(back, r);
+    ASSERT_NE(update, nullptr);
+    EXPECT_EQ(update->id(), board);  // the same replica, claimed by the new generation
+    back.Bye();
+    back.WaitClosed();
+  });
+  ASSERT_TRUE(RunUntil([&] { return Count("Gen.Left") > 0; }));
+  EXPECT_EQ(Count("Gen.Left v2"), 1u);
 }
 
 TEST_F(GenerationsTest, APluginMayRequestAReloadThatRunsLaterOnTheKernel) {
