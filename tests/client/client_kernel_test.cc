@@ -50,6 +50,35 @@ class ControllerTest : public ClientTest {
   std::vector<std::string> heard_;
 };
 
+TEST_F(ControllerTest, ControllersAreSwappedAsANewGenerationWithoutTouchingTheConnection) {
+  EXPECT_EQ(molt_client_reload_controllers(client_, Dir().c_str()), MOLT_ERR_STATE);
+  EXPECT_NE(Error().find("no controllers run: load and start them first"), std::string::npos)
+      << Error();
+  ASSERT_EQ(molt_client_load_controllers(client_, Dir().c_str()), MOLT_OK) << Error();
+  ASSERT_EQ(molt_client_start(client_), MOLT_OK) << Error();
+  ASSERT_TRUE(Connect());
+  ASSERT_TRUE(Heard("started: ctl_base ctl_probe")) << ::testing::PrintToString(heard_);
+  heard_.clear();
+  ASSERT_EQ(molt_client_reload_controllers(client_, Dir().c_str()), MOLT_OK) << Error();
+  // The old probe's stop could still send over the connection; the new one hears the server.
+  ASSERT_TRUE(Heard("bye")) << ::testing::PrintToString(heard_);
+  ASSERT_TRUE(net_->Broadcast(said_, SayPayload("ping")).ok());
+  ASSERT_TRUE(Heard("heard ping")) << ::testing::PrintToString(heard_);
+  EXPECT_EQ(std::count(heard_.begin(), heard_.end(), "heard ping"), 1);  // the old ones are gone
+  EXPECT_EQ(net_->sessions().stats().started, 1u);
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_CONNECTED);
+  // A build that does not load leaves the running controllers running, and says where it failed.
+  EXPECT_EQ(molt_client_reload_controllers(client_, "/nowhere"), MOLT_ERR_STATE);
+  EXPECT_NE(Error().find("reloading controllers from \"/nowhere\" failed at mount: plugin "
+                         "directory \"/nowhere\" does not exist"),
+            std::string::npos)
+      << Error();
+  EXPECT_NE(Error().find("(the running controllers keep running)"), std::string::npos);
+  heard_.clear();
+  ASSERT_TRUE(net_->Broadcast(said_, SayPayload("again")).ok());
+  ASSERT_TRUE(Heard("heard again")) << ::testing::PrintToString(heard_);
+}
+
 TEST_F(ControllerTest, ControllersBootInTwoPhasesAndSeeEventsRepliesAndReplicas) {
   ASSERT_EQ(molt_client_load_controllers(client_, Dir().c_str()), MOLT_OK) << Error();
   ASSERT_EQ(molt_client_start(client_), MOLT_OK) << Error();

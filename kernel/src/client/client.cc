@@ -330,6 +330,21 @@ molt_status_t molt_client_start(molt_client* client) {
   });
 }
 
+molt_status_t molt_client_reload_controllers(molt_client* client, const char* path) {
+  return Guard(client, [&](Connection& c) -> Status {
+    if (Status s = Required(path, "path"); !s.ok()) {
+      return s;
+    }
+    molt::kernel::client::ClientKernel* k = c.controllers_if_booted();
+    if (k == nullptr) {
+      return Status::FailedPrecondition(
+          "no controllers run: load and start them first (molt_client_load_controllers, "
+          "molt_client_start)");
+    }
+    return k->Reload(path);
+  });
+}
+
 // --- Event-loop integration ----------------------------------------------------------------------
 
 std::int32_t molt_client_socket(const molt_client* c) {

@@ -179,6 +179,17 @@ Status ClientKernel::Add(molt_plugin_entry_fn entry) {
 
 Status ClientKernel::Start() { return kernel_->Start(); }
 
+Status ClientKernel::Reload(const std::string& path) {
+  const loader::SwapReport r = controllers_->Reload(path, "app");
+  if (r.ok) {
+    return Status::Ok();
+  }
+  return Status::FailedPrecondition("reloading controllers from \"" + path + "\" failed at " +
+                                    r.stage + ": " + r.error +
+                                    (r.restored ? " (the previous controllers were restored)"
+                                                : " (the running controllers keep running)"));
+}
+
 bool ClientKernel::started() const { return kernel_->started(); }
 
 void ClientKernel::Step(std::optional<Duration> budget) {

@@ -74,6 +74,8 @@ class ClientKernel {
   Status Add(molt_plugin_entry_fn entry);
   // Boots every controller: every init, then every start, dependency order.
   Status Start();
+  // Swaps in `path` (a file or a directory) as a new generation of controllers (client API 5).
+  Status Reload(const std::string& path);
   bool started() const;
   // Runs the scheduler for at most `budget`; nullopt: the kernel's own frame budget.
   void Step(std::optional<Duration> budget);

@@ -183,6 +183,18 @@ Result<std::string> Sha256File(const std::string& path) {
 
 Result<Build> ReadBuild(const std::string& dir) {
   std::error_code ec;
+  if (fs::is_regular_file(dir, ec)) {  // one library: a build of one file, named by its stamp
+    Build build;
+    build.dir = fs::path(dir).parent_path().string();
+    build.files = {dir};
+    Sha256 sha;
+    const std::string stamp =
+        fs::path(dir).filename().string() + '\0' + std::to_string(fs::file_size(dir, ec)) + '\0' +
+        std::to_string(fs::last_write_time(dir, ec).time_since_epoch().count());
+    sha.Update(stamp.data(), stamp.size());
+    build.id = "local-" + sha.Hex().substr(0, 8);
+    return build;
+  }
   if (!fs::is_directory(dir, ec)) {
     return Status::NotFound("plugin directory \"" + dir +
                             "\" does not exist: pass the directory holding the plugin .so files");

@@ -55,7 +55,8 @@ struct Build {
 Status WriteBuild(const std::string& dir, const std::string& build_id,
                   const std::vector<std::string>& files, const std::vector<std::string>& names);
 
-// Reads `dir`: its libraries and its manifest, if any. Every problem is named with its fix.
+// Reads `dir`: its libraries and its manifest, if any. Every problem is named with its fix. A
+// path to one library is a build of that file alone.
 Result<Build> ReadBuild(const std::string& dir);
 
 // The SHA-256 of a file's bytes, as 64 lowercase hex digits.

@@ -59,7 +59,7 @@ extern "C" {
 #endif
 
 /** @brief The client API version: grows with every append to this header. */
-#define MOLT_CLIENT_API_VERSION 4
+#define MOLT_CLIENT_API_VERSION 5
 
 #if defined(__GNUC__)
 #define MOLT_CLIENT_EXPORT __attribute__((visibility("default")))
@@ -269,6 +269,19 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_wait(molt_client* client, double ma
 /** @brief Bytes waiting in the send queue: paced to the server's limits, or held while
  *  reconnecting. Since client API 4. */
 MOLT_CLIENT_EXPORT size_t molt_client_send_queue_bytes(const molt_client* client);
+
+/* --- Hot swap of controllers (client API 5) -------------------------------------------------- */
+
+/** @brief Loads `path` (a controller file, or a directory of them) as a new generation of this
+ *  client's controllers and swaps it in for the running ones, after molt_client_start: each
+ *  controller's export_state goes to the new controller of the same name, the new ones start,
+ *  and the old ones are released (their session-less state goes with them). MOLT_OK when the new
+ *  controllers run. On failure the running ones keep running (a load, init or export failure) or
+ *  are restored from fresh copies with their state (an import or start failure), and the error
+ *  names the stage. Not from inside a controller's callback (a controller asks with
+ *  reload_request, ABI 1.3). The connection is not touched. Since client API 5. */
+MOLT_CLIENT_EXPORT molt_status_t molt_client_reload_controllers(molt_client* client,
+                                                                const char* path);
 
 #ifdef __cplusplus
 } /* extern "C" */
