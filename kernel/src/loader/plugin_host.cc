@@ -397,23 +397,7 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     failed_builds_.insert(g->build_id);
     g->services->StopAll();
     std::unique_ptr<Generation> back = NewGeneration(old.build_id);
-    back->dir = old.dir;
-    std::vector<std::string> copies;
-    Status b;
-    for (const Plugin& p : old.plugins) {
-      if (p.library == nullptr) {
-        b = Status::Unsupported("plugin \"" + p.instance->name() +
-                                "\" is linked into the host and cannot be restored");
-      } else {
-        copies.push_back(p.library->copy());
-      }
-    }
-    if (b.ok()) {
-      b = Load(*back, copies, {}, true);
-    }
-    if (b.ok()) {
-      b = back->services->InitAll();
-    }
+    Status b = MountCopiesOf(old, *back);
     kernel_.Serve(back->services.get());
     std::string back_stage;
     if (b.ok()) {
@@ -443,6 +427,22 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   } else {
     r.retired_libraries += Release(&old);
   }
+}
+
+Status PluginHost::MountCopiesOf(const Generation& from, Generation& into) {
+  into.dir = from.dir;
+  std::vector<std::string> copies;
+  for (const Plugin& p : from.plugins) {
+    if (p.library == nullptr) {
+      return Status::Unsupported("plugin \"" + p.instance->name() +
+                                 "\" is linked into the host: it cannot be loaded again");
+    }
+    copies.push_back(p.library->copy());
+  }
+  if (Status s = Load(into, copies, {}, true); !s.ok()) {
+    return s;
+  }
+  return into.services->InitAll();
 }
 
 std::size_t PluginHost::Release(Generation* g) {
@@ -551,23 +551,11 @@ void PluginHost::Rollback() {
   ScopeExit done = [this]() noexcept { in_swap_ = false; };
   // The previous build, from fresh copies of the libraries it kept resident.
   std::unique_ptr<Generation> g = NewGeneration(previous.build_id);
-  g->dir = previous.dir;
   r.generation = g->name;
   r.stage = "mount";
-  std::vector<std::string> copies;
-  for (const Plugin& plugin : previous.plugins) {
-    if (plugin.library != nullptr) {
-      copies.push_back(plugin.library->copy());
-    }
-  }
   const TimePoint t0 = RealNow();
-  Status s = copies.size() == previous.plugins.size()
-                 ? Load(*g, copies, {}, true)
-                 : Status::Unsupported("plugins linked into the host cannot be rolled back");
+  Status s = MountCopiesOf(previous, *g);
   r.load_ms = MillisSince(t0);
-  if (s.ok()) {
-    s = g->services->InitAll();
-  }
   r.retired_libraries += Release(&previous);
   if (!s.ok()) {
     r.error = s.message() + " (" + bad.name + " serves on)";

@@ -199,6 +199,9 @@ class PluginHost {
   void PassProbation();
   void Rollback();
   void SaveLastKnownGood(const Generation& g);
+  // Mounts `into` dormant from fresh copies of the libraries `from` has loaded (a restore or a
+  // rollback: no static state of a library that ran is reused).
+  Status MountCopiesOf(const Generation& from, Generation& into);
   // Unloads `g` and forgets it.
   std::size_t Release(Generation* g);
   // Drops the mounted generation: it never served.
