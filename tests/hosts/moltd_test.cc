@@ -418,6 +418,19 @@ TEST_F(MoltdTest, BootsTheLastKnownGoodBuildWhenThePluginDirectoryFails) {
   EXPECT_NE(p.output().find("booting the last known good build from"), std::string::npos);
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();
+  // A directory that loads but does not start: the last known good is swapped in for it.
+  fs::remove(dir + "/fx_no_entry.so");
+  fs::copy_file(kFixtures + "/gen/fail_start/fx_gen_fail_start.so", dir + "/fx_gen.so");
+  Process q({kMoltd, "-p", dir, "-d", data_, "--port", "0", "-c", config});
+  EXPECT_FALSE(ServingPort(q).empty()) << q.output();
+  EXPECT_NE(q.output().find("does not boot: service \"fx_gen\": start failed: start refused"),
+            std::string::npos)
+      << q.output();
+  EXPECT_NE(q.output().find("\"swap\":\"ok\",\"reason\":\"boot: last known good\""),
+            std::string::npos)
+      << q.output();
+  q.Signal(SIGTERM);
+  EXPECT_EQ(q.Wait(), 0) << q.output();
   fs::remove_all(dir);
 }
 

@@ -242,7 +242,7 @@ void PluginInstance::Replay() {
 }
 
 Result<std::optional<std::string>> PluginInstance::ExportState(std::size_t max_bytes) {
-  if (!initialized_ || info_.export_state == nullptr) {
+  if (!initialized_ || stopped_ || info_.export_state == nullptr) {  // nothing left to export
     return std::optional<std::string>();
   }
   struct Sink {

@@ -330,6 +330,8 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   const TimePoint t0 = RealNow();
   Generation& old = *serving_;
   ServiceManager& old_set = kernel_.services();
+  // A set that failed to boot (moltd swapping in the last known good) is no rollback target.
+  const bool old_served = old_set.state() != ServiceManager::State::kFailed;
   abi::HostLayer* layer = shared_.layer();
 
   r.stage = "export";
@@ -423,8 +425,9 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   }
   if (r.ok && fallback == nullptr) {
     // On probation: the old generation stays resident until the window passes.
-    StartProbation(*serving_, &old, std::move(states));
-  } else {
+    StartProbation(*serving_, old_served ? &old : nullptr, std::move(states));
+  }
+  if (!r.ok || fallback != nullptr || !old_served) {
     r.retired_libraries += Release(&old);
   }
 }

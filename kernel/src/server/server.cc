@@ -116,17 +116,29 @@ int RunServer(const ServerOptions& options) {
 
     std::unique_ptr<DirWatcher> watcher;  // --watch; stopped before the plugins unload
     TaskHandle debounce;
-    Status loaded = plugins.LoadDirectory(settings.plugin_dir);
-    if (!loaded.ok() && fs::exists(fs::path(last_known_good) / loader::kBuildManifest, ec)) {
-      // Never an empty server: the build that last passed its health window boots instead.
-      log.Error("the plugin directory {} does not boot: {}", settings.plugin_dir, loaded.message());
+    // Never an empty server: when the plugin directory does not load or start, the build that
+    // last passed its health window boots instead (loaded, or swapped in for the failed set).
+    const bool have_good = fs::exists(fs::path(last_known_good) / loader::kBuildManifest, ec);
+    auto fall_back = [&](const Status& why) {
+      log.Error("the plugin directory {} does not boot: {}", settings.plugin_dir, why.message());
       log.Warn("booting the last known good build from {} instead", last_known_good);
-      loaded = plugins.LoadDirectory(last_known_good);
+    };
+    Status booted = plugins.LoadDirectory(settings.plugin_dir);
+    bool from_good = false;
+    if (!booted.ok() && have_good) {
+      fall_back(booted);
+      booted = plugins.LoadDirectory(last_known_good);
+      from_good = true;
     }
-    if (Status s = loaded; !s.ok()) {
-      log.Error("cannot start: {}", s.message());
-      exit_code = kExitBootFailed;
-    } else if (Status s = kernel.Start(); !s.ok()) {
+    if (booted.ok()) {
+      booted = kernel.Start();
+      if (!booted.ok() && have_good && !from_good) {
+        fall_back(booted);
+        const loader::SwapReport r = plugins.Reload(last_known_good, "boot: last known good");
+        booted = r.ok ? Status::Ok() : Status::FailedPrecondition(r.error);
+      }
+    }
+    if (Status s = booted; !s.ok()) {
       log.Error("cannot start: {}", s.message());
       exit_code = kExitBootFailed;
     } else if (Status s = settings.net.auth == net::AuthMode::kDev
