@@ -635,8 +635,14 @@ molt_status_t ProcessSpawn(molt_context_t* ctx, const molt_process_options* opti
             }
           }
           // The handle goes stale on the next step, once a body that killed itself has unwound.
-          scheduler->Schedule([inst, handle] { (void)inst->Release(handle); }, Priority::kKernel,
-                              TaskOrigin::Named("process handle release"));
+          // (A swap may destroy the instance before then: the task holds it weakly.)
+          scheduler->Schedule(
+              [weak = inst->weak_from_this(), handle] {
+                if (std::shared_ptr<PluginInstance> i = weak.lock()) {
+                  (void)i->Release(handle);
+                }
+              },
+              Priority::kKernel, TaskOrigin::Named("process handle release"));
         });
     *out = handle;
     return Status::Ok();

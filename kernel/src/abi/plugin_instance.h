@@ -104,7 +104,9 @@ class AbiShared {
   std::unordered_map<Bus::Topic*, molt_topic_t> handles_;
 };
 
-class PluginInstance final : public molt_context, public Service {
+class PluginInstance final : public molt_context,
+                             public Service,
+                             public std::enable_shared_from_this<PluginInstance> {
  public:
   // 5 is the topic tag (AbiShared); kinds fit the handle's low AbiShared::kKindBits bits.
   enum class Kind : std::uint8_t {

@@ -60,9 +60,34 @@ PluginHost::PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind)
     RequestReload(serving_->dir, std::move(reason));
     return Status::Ok();
   });
+  kernel_.AddStatsSection("generations", [this] { return StatsJson(); });
 }
 
-PluginHost::~PluginHost() { UnloadAll(); }
+PluginHost::~PluginHost() {
+  kernel_.RemoveStatsSection("generations");
+  UnloadAll();
+}
+
+std::string PluginHost::StatsJson() const {
+  auto text = [](const std::string& v) { return boost::json::serialize(boost::json::string(v)); };
+  std::string plugins;
+  for (const Plugin& p : serving_->plugins) {
+    plugins += fmt::format("{}{{\"name\":{},\"version\":{},\"errors\":{}}}",
+                           plugins.empty() ? "" : ",", text(p.instance->name()),
+                           text(p.instance->info().version), p.instance->callback_errors());
+  }
+  std::string failed;
+  for (const std::string& b : failed_builds_) {
+    failed += (failed.empty() ? "" : ",") + text(b);
+  }
+  return fmt::format(
+      "{{\"serving\":{},\"build\":{},\"plugins\":[{}],\"on_probation\":{},"
+      "\"window_errors\":{},\"resident\":{},\"swaps\":{},\"failed_swaps\":{},"
+      "\"rollbacks\":{},\"failed_builds\":[{}]}}",
+      text(serving_->name), text(serving_->build_id), plugins, probation_.has_value(),
+      probation_ ? probation_->errors : 0, generations_.size(), swaps_, failures_, rollbacks_,
+      failed);
+}
 
 PluginHost::Generation& PluginHost::Boot(const std::string& build_id) {
   if (serving_->name.empty()) {
@@ -611,6 +636,8 @@ void PluginHost::SaveLastKnownGood(const Generation& g) {
 
 SwapReport PluginHost::Finish(SwapReport& r) {
   r.serving = serving_->name;
+  ++(r.ok ? swaps_ : failures_);
+  rollbacks_ += r.rollback && r.ok ? 1 : 0;
   LogScope log("Generations");
   if (r.ok) {
     log.Info("{}", r.Json());

@@ -141,6 +141,10 @@ class PluginHost {
   // Build ids that failed here (not retried automatically; an explicit reload may).
   const std::set<std::string>& failed_builds() const { return failed_builds_; }
   abi::AbiShared& shared() { return shared_; }
+  // The "generations" section of the kernel's stats (Kernel::StatsJson, the stats_json slot):
+  // the serving generation and its plugins with their error counts, the health window, the
+  // resident generations, swaps, rollbacks and failed builds.
+  std::string StatsJson() const;
 
  private:
   struct Generation {
@@ -232,6 +236,9 @@ class PluginHost {
   SwapReport mount_report_;
   std::optional<Request> queued_;
   bool reload_scheduled_ = false;
+  std::uint64_t swaps_ = 0;      // that ended with a new generation serving
+  std::uint64_t failures_ = 0;   // swaps that did not
+  std::uint64_t rollbacks_ = 0;  // health-window rollbacks
   bool in_swap_ = false;
   bool closing_ = false;
 };

@@ -514,6 +514,16 @@ TEST_F(GenerationsTest, ErrorsInTheHealthWindowRollBackToThePreviousBuildWithThe
   EXPECT_FALSE(plugins_->on_probation());
   EXPECT_EQ(plugins_->failed_builds().size(), 1u);
   EXPECT_EQ(Count("Gen.Imported v1 6"), 1u);
+  // The kernel's stats say so (what stats_json hands plugins, and later the admin endpoint).
+  const std::string stats = kernel_->StatsJson();
+  EXPECT_NE(stats.find("\"generations\":{\"serving\":\"" + build + "#3\""), std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("\"plugins\":[{\"name\":\"fx_gen\",\"version\":\"1.0.0\","
+                       "\"errors\":0}]"),
+            std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("\"swaps\":2,\"failed_swaps\":0,\"rollbacks\":1"), std::string::npos)
+      << stats;
 }
 
 TEST_F(GenerationsTest, ABuildThatPassesItsWindowIsKeptAsLastKnownGood) {
