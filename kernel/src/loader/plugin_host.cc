@@ -30,10 +30,15 @@ std::string_view KindText(std::int32_t kind) {
 
 abi::PluginInstance* InstanceOf(Service* s) { return dynamic_cast<abi::PluginInstance*>(s); }
 
+// `v` as a JSON string literal, quotes and escapes included.
+std::string JsonText(const std::string& v) {
+  return boost::json::serialize(boost::json::string(v));
+}
+
 }  // namespace
 
 std::string SwapReport::Json() const {
-  auto text = [](const std::string& v) { return boost::json::serialize(boost::json::string(v)); };
+  const auto text = JsonText;
   std::string gone;
   for (const std::string& r : retired) {
     gone += (gone.empty() ? "" : ",") + text(r);
@@ -69,7 +74,7 @@ PluginHost::~PluginHost() {
 }
 
 std::string PluginHost::StatsJson() const {
-  auto text = [](const std::string& v) { return boost::json::serialize(boost::json::string(v)); };
+  const auto text = JsonText;
   std::string plugins;
   for (const Plugin& p : serving_->plugins) {
     plugins += fmt::format("{}{{\"name\":{},\"version\":{},\"errors\":{}}}",

@@ -601,6 +601,54 @@ TEST_F(GenerationsTest, AManifestNamesTheBuildAndItsHashesAreCheckedOnTheCopy) {
   fs::remove_all(dir);
 }
 
+TEST_F(GenerationsTest, BrokenManifestsAreRefusedNamingTheFileAndTheFix) {
+  const std::string dir = copies_ + "-manifests";
+  auto refusal = [&](const std::string& manifest) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::copy_file(Build("v1") + "/fx_gen_v1.so", dir + "/fx_gen_v1.so");
+    std::ofstream(dir + "/molt-build.json") << manifest;
+    Result<loader::Build> b = ReadBuild(dir);
+    return b.ok() ? std::string("ok") : b.status().message();
+  };
+  const std::string where = "build manifest \"" + dir + "/molt-build.json\": ";
+  EXPECT_EQ(refusal("{not json"), where + "is not a JSON object (syntax error)");
+  EXPECT_EQ(refusal(R"({"build": "a#b", "plugins": []})"),
+            where + "\"build\" must be the build id: 1..64 characters, no '#' or spaces");
+  EXPECT_EQ(refusal(R"({"build": "b1"})"),
+            where + "\"plugins\" must be an array of {file, sha256, ...}");
+  const std::string hash(64, 'a');
+  EXPECT_EQ(refusal(R"({"build": "b1", "plugins": [{"file": "fx_gen_v1.so", "sha256": "xyz"}]})"),
+            where +
+                "\"fx_gen_v1.so\": \"sha256\" must be 64 lowercase hex digits (sha256sum "
+                "prints them)");
+  EXPECT_EQ(refusal(R"({"build": "b1", "plugins": [{"file": "fx_gen_v1.so", "sha256": ")" + hash +
+                    R"("}, {"file": "gone.so", "sha256": ")" + hash + R"("}]})"),
+            dir + "/molt-build.json lists \"gone.so\", which is not in " + dir);
+  EXPECT_EQ(refusal(R"({"build": "b1", "plugins": [{"file": "fx_gen_v1.so", "sha256": ")" + hash +
+                    R"(", "kind": "daemon"}]})"),
+            where + "\"fx_gen_v1.so\": \"kind\" is \"service\" or \"controller\"");
+  fs::remove_all(dir);
+}
+
+// Outside a swap too: a plugin that stops (here, the host unloading it) refuses what its handlers
+// still hold at once, rather than leaving the client to time out.
+TEST_F(GenerationsTest, APluginThatStopsRefusesItsPendingRequestsAtOnce) {
+  BootWith("v1");
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Request(Id("gen.Hold"), 3, AddPayload(0));
+    OnKernel([&] { Steps(2); });
+    OnKernel([&] { plugins_->UnloadAll(); });
+    Frame f = c.NextOf(w::Body::Response, std::chrono::milliseconds(2000));
+    ASSERT_EQ(f.type(), w::Body::Response);
+    EXPECT_EQ(f.envelope()->body_as_Response()->id(), 3u);
+    EXPECT_EQ(f.envelope()->body_as_Response()->status(), MOLT_ERR_CANCELLED);
+  });
+  EXPECT_EQ(net_->channels().size(), 0u);
+}
+
 TEST_F(GenerationsTest, ReloadsAreGatedAndTheNewestQueuedRequestWins) {
   Status s = plugins_->LoadDirectory(Build("v1"));
   ASSERT_TRUE(s.ok()) << s.ToString();

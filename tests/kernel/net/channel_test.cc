@@ -55,6 +55,42 @@ TEST_F(ChannelTest, DeclarationErrorsNameTheChannelAndTheFix) {
   EXPECT_EQ(reg_.size(), 1u);
 }
 
+// A swap (loader/plugin_host.h): an orphaned channel is out of service, then adopted by name.
+TEST_F(ChannelTest, AnOrphanIsAdoptedWithItsIdCountersAndBucketsUnlessItsRateChanges) {
+  ChannelSpec spec = Say("a.F");
+  spec.rate = 5;
+  const ChannelId id = reg_.Declare(std::move(spec)).value();
+  const std::uint32_t epoch = reg_.Find(id)->epoch();
+  reg_.Find(id)->counters().accepted = 7;
+  ASSERT_TRUE(reg_.Orphan(id).ok());
+  EXPECT_EQ(reg_.Find(id), nullptr);  // nothing reaches it meanwhile
+  EXPECT_EQ(reg_.Find("a.F"), nullptr);
+  EXPECT_EQ(reg_.size(), 0u);
+  EXPECT_EQ(reg_.Orphan(id).message(), "channel id 0 is not declared");
+  // The same name, the same rate: the same id, counters and epoch (buckets carry on).
+  spec = Say("a.F");
+  spec.rate = 5;
+  ASSERT_EQ(reg_.Declare(std::move(spec)).value(), id);
+  EXPECT_EQ(reg_.Find(id)->epoch(), epoch);
+  EXPECT_EQ(reg_.Find(id)->counters().accepted, 7u);
+  EXPECT_TRUE(reg_.RemoveOrphans().empty());
+  // Another rate: the buckets start over.
+  ASSERT_TRUE(reg_.Orphan(id).ok());
+  spec = Say("a.F");
+  spec.rate = 9;
+  ASSERT_EQ(reg_.Declare(std::move(spec)).value(), id);
+  EXPECT_GT(reg_.Find(id)->epoch(), epoch);
+  // Not adopted: removed when the swap ends, and named.
+  ASSERT_TRUE(reg_.Orphan(id).ok());
+  EXPECT_EQ(reg_.RemoveOrphans(), std::vector<std::string>{"a.F"});
+  EXPECT_EQ(reg_.Find("a.F"), nullptr);
+  // Reserve gives a name its id before it is declared; Check refuses like Declare.
+  const ChannelId b = reg_.Reserve("a.G").value();
+  EXPECT_EQ(reg_.Find(b), nullptr);
+  EXPECT_EQ(reg_.Declare(Say("a.G")).value(), b);
+  EXPECT_EQ(reg_.Check(Say("")).code(), reg_.Declare(Say("")).status().code());
+}
+
 TEST_F(ChannelTest, DefaultsAndClamps) {
   ChannelSpec r = Say("shop.Buy");
   r.kind = ChannelKind::kRequest;

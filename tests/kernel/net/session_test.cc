@@ -133,6 +133,31 @@ TEST_F(SessionsTest, ReleaseOwnerRunsThatOwnersBindingsAndDataNowAndDropsItsHand
   EXPECT_EQ(order, (std::vector<std::string>{"mine", "my data", "theirs"}));
 }
 
+// Released is not left: a binding with a release gets only the release when its owner lets go,
+// and its end logic then its release when the session ends; Unbind releases too.
+TEST_F(SessionsTest, ABindingsReleaseRunsAloneWhenItsOwnerLetsGo) {
+  int plugin = 0;
+  const void* owner = &plugin;
+  std::vector<std::string> order;
+  const SessionId a = sessions_.Start("ada", {}, "x", now_);
+  sessions_.Get(a)->Bind([&] { order.push_back("a left"); }, owner,
+                         [&] { order.push_back("a released"); });
+  sessions_.ReleaseOwner(owner);
+  EXPECT_EQ(order, std::vector<std::string>{"a released"});
+  sessions_.End(a, ExitReason::kClientClosed);
+  EXPECT_EQ(order, std::vector<std::string>{"a released"});  // nothing left to run
+
+  order.clear();
+  const SessionId b = sessions_.Start("bob", {}, "x", now_);
+  Session* s = sessions_.Get(b);
+  s->BindLast([&] { order.push_back("b left"); }, owner, [&] { order.push_back("b released"); });
+  const std::uint64_t kept =
+      s->Bind([&] { order.push_back("never"); }, owner, [&] { order.push_back("unbound"); });
+  ASSERT_TRUE(s->Unbind(kept).ok());
+  sessions_.End(b, ExitReason::kKicked);
+  EXPECT_EQ(order, (std::vector<std::string>{"unbound", "b left", "b released"}));
+}
+
 TEST_F(SessionsTest, ExitReasonNames) {
   EXPECT_EQ(ExitReasonName(ExitReason::kClientClosed), "ClientClosed");
   EXPECT_EQ(ExitReasonName(ExitReason::kFlood), "Flood");
