@@ -617,10 +617,18 @@ molt_status_t ProcessSpawn(molt_context_t* ctx, const molt_process_options* opti
     const molt_process_t handle = p.Own(std::move(r));
     p.IndexProcess(proc->get(), handle);
     Scheduler* scheduler = &p.kernel().scheduler();
+    const Process* raw = proc->get();  // alive while its exit fires
     (*proc)->OnExit().Connect(
-        [inst, handle, record, scheduler](Process::State s, const std::string& result) {
+        [inst, handle, record, scheduler, raw, body](Process::State s, const std::string& result) {
           if (s == Process::State::kCrashed) {
             inst->CountCallbackError();  // a crashed process is the plugin's error
+          }
+          if (raw->abandoned()) {
+            // Its body still has frames in the library, parked for good: never unload it.
+            inst->Pin(reinterpret_cast<const void*>(body),
+                      "process " + raw->name() +
+                          " ignored its cancellation (it called the host again after "
+                          "MOLT_ERR_CANCELLED instead of returning) and was abandoned");
           }
           for (auto& cb : std::exchange(record->on_exit, {})) {
             CallPlugin(*inst, [&] {

@@ -2,6 +2,8 @@
 // PluginInstance: lifecycle calls into the plugin and resource ownership.
 #include "kernel/src/abi/plugin_instance.h"
 
+#include <dlfcn.h>
+
 #include <atomic>
 #include <exception>
 
@@ -172,8 +174,10 @@ void PluginInstance::ReleaseResource(molt_handle_t handle, Resource& r) {
           RunRelease(cb.release, cb.user_data);
         }
       }
-      process_handles_.erase(r.process.get());
+      // Killed while still indexed: a body that calls the host again instead of returning
+      // reaches the process's own check (it is abandoned), not an endless MOLT_ERR_STATE.
       r.process->Kill("plugin \"" + label_ + "\" stopped");
+      process_handles_.erase(r.process.get());
       break;
     case Kind::kChannel:
     case Kind::kReplica:
@@ -324,13 +328,37 @@ Status PluginInstance::Start() {
   return CallLifecycle("start", [this] { return info_.start(state_); });
 }
 
-Status PluginInstance::Stop() {
+void PluginInstance::Pin(const void* code, std::string why) {
+  Dl_info where{};
+  if (::dladdr(code, &where) != 0 && where.dli_fname != nullptr) {
+    // Promotes the loaded library to NODELETE: a later dlclose leaves it mapped.
+    if (void* h = ::dlopen(where.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)) {
+      ::dlclose(h);
+    }
+  }
+  log_.Error("{}: its library stays mapped for good (retired)", why);
+  if (pinned_by_.empty()) {
+    pinned_by_ = std::move(why);
+  }
+  CountCallbackError();
+}
+
+Status PluginInstance::Stop() { return Shutdown(/*soft=*/true); }
+
+void PluginInstance::Halt() {
+  if (!stopped_ && initialized_ && info_.stop != nullptr) {
+    log_.Warn("hard stop: its stop() does not run (the soft stop ran out of time)");
+  }
+  (void)Shutdown(/*soft=*/false);
+}
+
+Status PluginInstance::Shutdown(bool soft) {
   if (stopped_) {
     return Status::Ok();
   }
   stopped_ = true;
   Status result;
-  if (initialized_ && info_.stop != nullptr) {
+  if (soft && initialized_ && info_.stop != nullptr) {
     result = CallLifecycle("stop", [this] { return info_.stop(state_); });
   }
   // What it bound to sessions runs first (bindings, data, onSession handlers): those cleanups

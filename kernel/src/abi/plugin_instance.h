@@ -167,6 +167,8 @@ class PluginInstance final : public molt_context,
   // Calls stop() (when init succeeded), releases every remaining resource in reverse order,
   // then destroy(). Idempotent.
   Status Stop() override;
+  // Stop() without the plugin's stop(): the swap's soft stop ran out of time.
+  void Halt() override;
 
   // True between the start of Init() and the end of Stop(): host calls are accepted (a plugin's
   // own stop may still release things while the kernel shuts down).
@@ -246,6 +248,12 @@ class PluginInstance final : public molt_context,
   // Hears every counted error (a generation's health window, loader/plugin_host.h).
   void set_error_listener(Callback<void()> on_error) { on_error_ = std::move(on_error); }
 
+  // Keeps the library holding `code` in the process for good (RTLD_NODELETE): something still
+  // has frames in it, such as a process body that ignored its cancellation. Logs `why` as an
+  // error, counts it, and records it as pinned_by(): the loader reports the library retired.
+  void Pin(const void* code, std::string why);
+  const std::string& pinned_by() const { return pinned_by_; }
+
   // Calls the plugin's release function (after its callback returns, when inside one).
   void RunRelease(molt_cleanup_fn fn, void* user_data);
 
@@ -256,6 +264,8 @@ class PluginInstance final : public molt_context,
   // Calls init, start or stop: exceptions are contained, failures become a Status.
   template <class F>
   Status CallLifecycle(const char* what, F&& call);
+  // Stop() and Halt(): `soft` runs the plugin's stop() first.
+  Status Shutdown(bool soft);
   void ReleaseResource(molt_handle_t handle, Resource& r);
 
   AbiShared& shared_;
@@ -280,6 +290,7 @@ class PluginInstance final : public molt_context,
   int callback_depth_ = 0;
   std::uint64_t callback_errors_ = 0;
   Callback<void()> on_error_;
+  std::string pinned_by_;
   bool initialized_ = false;
   bool live_ = false;
   bool stopped_ = false;

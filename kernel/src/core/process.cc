@@ -7,13 +7,16 @@
 //    it when needs_step_ is set. QueueEntry refuses a second queueing, so one chain only.
 //  - A fiber is never destroyed unfinished: a kill resumes it once with unwinding_ set, and the
 //    call it is parked in throws ProcessKilled (no forced unwinding through plugin C frames).
-//  - self_ keeps a started process alive until it is terminal and its fiber has finished.
+//  - self_ keeps a started process alive until it is terminal and its fiber has finished (or
+//    was abandoned: its fiber then moves to AbandonedFibers, never destroyed).
 #include "kernel/src/core/process.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
+#include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -49,6 +52,18 @@ struct Registry {
   static Registry& Get() {
     static Registry* r = new Registry();  // never destroyed: processes may outlive statics
     return *r;
+  }
+};
+
+// Fibers whose bodies ignored their cancellation: destroying one would force-unwind it through
+// code that already refused to stop (a plugin's C frames), so they are kept, reachable.
+struct AbandonedFibers {
+  std::mutex mu;
+  std::vector<boost::context::fiber> fibers;
+
+  static AbandonedFibers& Get() {
+    static AbandonedFibers* a = new AbandonedFibers();  // never destroyed, like the fibers
+    return *a;
   }
 };
 
@@ -227,6 +242,11 @@ void Process::SwitchIn() {
   fiber_ = std::move(fiber_).resume();
   FinishSwitch(fake_stack, nullptr, nullptr);
   in_body_ = false;
+  if (abandoned_ && fiber_) {
+    AbandonedFibers& a = AbandonedFibers::Get();
+    std::lock_guard lock(a.mu);
+    a.fibers.push_back(std::move(fiber_));
+  }
   t_current = previous;
   ThrowTrace::Arm(previous_trace);
   if (previous != nullptr) {
@@ -244,11 +264,26 @@ void Process::SwitchOut(Park why) {
   FinishSwitch(fake_stack, &caller_stack_bottom_, &caller_stack_size_);
   park_ = Park::kNone;
   if (unwinding_) {
-    ThrowKilled();
+    Unwind();
   }
 }
 
-void Process::ThrowKilled() { throw ProcessKilled{}; }
+void Process::Unwind() {
+  if (told_) {
+    Abandon();
+  }
+  told_ = true;
+  throw ProcessKilled{};
+}
+
+void Process::Abandon() {
+  abandoned_ = true;
+  park_ = Park::kNone;
+  // Switches out for good: a null fake stack tells ASan this stack's frames are done.
+  StartSwitch(nullptr, caller_stack_bottom_, caller_stack_size_);
+  caller_ = std::move(caller_).resume();
+  std::abort();  // never resumed
+}
 
 void Process::Step() {
   if (state_ != State::kRunning || !needs_step_ || !fiber_) {
@@ -256,7 +291,7 @@ void Process::Step() {
   }
   needs_step_ = false;
   SwitchIn();
-  if (body_done_) {
+  if (body_done_ || abandoned_) {
     Finish();  // may destroy this: nothing after it touches a member
     return;
   }
@@ -324,8 +359,11 @@ void Process::Kill(std::string reason) {
     waiting_.reset();
   }
   SwitchIn();  // the call it is parked in throws ProcessKilled: destructors run, then it returns
+  if (abandoned_) {
+    reason += "; its body ignored the cancellation and was abandoned (never resumed)";
+  }
   Exit(State::kKilled, std::move(reason));
-  if (body_done_) {
+  if (body_done_ || abandoned_) {
     self_.reset();
   }
 }
@@ -336,7 +374,7 @@ void Process::Yield() {
     throw std::logic_error("Process::Yield must be called inside a process");
   }
   if (p->unwinding_) {
-    ThrowKilled();
+    p->Unwind();
   }
   p->SwitchOut(Park::kYield);
 }
@@ -350,7 +388,7 @@ void Process::Sleep(double seconds) {
     throw std::invalid_argument("Process::Sleep seconds must be a finite number >= 0");
   }
   if (p->unwinding_) {
-    ThrowKilled();
+    p->Unwind();
   }
   p->sleep_ = p->scheduler_.After(
       Seconds(seconds),
@@ -368,7 +406,7 @@ const Completion& Process::Wait(const std::shared_ptr<Completion>& completion) {
     throw std::logic_error("Process::Wait must be called inside a process");
   }
   if (p->unwinding_) {
-    ThrowKilled();
+    p->Unwind();
   }
   if (!completion->done()) {
     completion->waiter_ = p->weak_from_this();

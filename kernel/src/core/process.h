@@ -28,6 +28,10 @@
 // the budget and in the profile ("Process <Name>"). When the process is killed while parked, the
 // call throws ProcessKilled instead of returning: code after it never runs, destructors do.
 // Do not swallow ProcessKilled (it is not a std::exception; a catch (...) must rethrow it).
+// A body that ignores it and parks again is *abandoned*: it switches out for good, the process
+// ends Killed at once (abandoned() is true, the result says so), and its fiber and stack are
+// kept, never resumed nor unwound, so nothing it points into (a plugin's library) may be
+// unloaded. This keeps a hostile body from holding the kernel thread in Kill forever.
 //
 // Each process has one step closure and one reusable scheduler entry: a step allocates nothing.
 // Stacks are guarded and pooled (fiber_stack.h); a stack overflow stops the host with a message
@@ -119,6 +123,8 @@ class Process : public std::enable_shared_from_this<Process> {
   // The return value (Completed), the error and trace (Crashed) or the kill reason (Killed).
   const std::string& result() const { return result_; }
   bool terminal() const { return state_ >= State::kCompleted; }
+  // True when its body ignored its cancellation and was abandoned (see above).
+  bool abandoned() const { return abandoned_; }
   // Fired once with (final state, result).
   Signal<State, const std::string&>& OnExit() { return on_exit_; }
 
@@ -154,7 +160,9 @@ class Process : public std::enable_shared_from_this<Process> {
   void Wake();
   void Finish();
   void Exit(State state, std::string result);
-  [[noreturn]] static void ThrowKilled();
+  // The body was killed and parks: throws ProcessKilled the first time, abandons it after.
+  [[noreturn]] void Unwind();
+  [[noreturn]] void Abandon();
 
   Scheduler& scheduler_;
   Body body_;
@@ -178,6 +186,8 @@ class Process : public std::enable_shared_from_this<Process> {
   bool in_body_ = false;          // the fiber is running now
   bool unwinding_ = false;        // killed: the next Yield/Sleep/Wait throws ProcessKilled
   bool body_done_ = false;        // the fiber returned
+  bool told_ = false;             // ProcessKilled was thrown into the body
+  bool abandoned_ = false;        // it parked again after that: never resumed
   std::optional<State> outcome_;  // what the body ended with, applied after it switched out
   std::string outcome_result_;
   TaskHandle sleep_;

@@ -180,15 +180,31 @@ Status ServiceManager::Stop(Service* service) {
       .Prefixed("service \"" + service->name() + "\": stop failed");
 }
 
-std::vector<Status> ServiceManager::StopAll(const StopObserver& observer) {
+std::vector<Status> ServiceManager::StopAll(const StopObserver& observer, Duration budget) {
   std::vector<Status> failures;
+  const TimePoint begin = RealNow();
   for (auto it = attempted_.rbegin(); it != attempted_.rend(); ++it) {
     Service* s = *it;
     if (std::find(stopped_.begin(), stopped_.end(), s) != stopped_.end()) {
       continue;
     }
     const TimePoint t0 = RealNow();
-    Status st = Stop(s);
+    Status st;
+    if (t0 - begin >= budget) {
+      stopped_.push_back(s);
+      halted_.push_back(s);
+      st = Call([&] {
+        s->Halt();
+        return Status::Ok();
+      });
+      if (st.ok()) {
+        st = Status::TimedOut(fmt::format(
+            "service \"{}\": stop skipped: the stops before it took more than {:.3g} s; hard stop",
+            s->name(), std::chrono::duration<double>(budget).count()));
+      }
+    } else {
+      st = Stop(s);
+    }
     if (observer) {
       observer(*s, Since(t0), st);
     }

@@ -38,6 +38,9 @@ class Service {
   virtual Status Start() = 0;
   // REQUIRES: tolerates Start never having run.
   virtual Status Stop() = 0;
+  // The hard stop alone: releases what the service holds without running its own stop logic
+  // (StopAll's budget ran out). Stop() by default; plugin instances skip the plugin's stop().
+  virtual void Halt() { (void)Stop(); }
 };
 
 struct ServiceTiming {
@@ -69,9 +72,13 @@ class ServiceManager {
   Status StartAll();
 
   // Stops every attempted, not yet stopped service in reverse boot order; returns the failures.
-  // `observer`, when set, hears each stop with its duration and result.
+  // `observer`, when set, hears each stop with its duration and result. Once the stops have
+  // taken `budget` together, the services left are halted (Service::Halt: no stop logic) and
+  // each gets a kTimedOut failure naming it (and is listed in halted()). A stop that is running
+  // is never interrupted.
   using StopObserver = Callback<void(const Service&, Duration, const Status&)>;
-  std::vector<Status> StopAll(const StopObserver& observer = nullptr);
+  std::vector<Status> StopAll(const StopObserver& observer = nullptr,
+                              Duration budget = Duration::max());
 
   // The service named `name`, or nullptr.
   Service* Get(std::string_view name) const;
@@ -82,6 +89,8 @@ class ServiceManager {
   // Boot order of the services attempted so far.
   const std::vector<Service*>& boot_order() const { return attempted_; }
   const std::vector<ServiceTiming>& timings() const { return timings_; }
+  // The services StopAll halted because its budget ran out, in stop order.
+  const std::vector<Service*>& halted() const { return halted_; }
 
  private:
   Status Stop(Service* service);
@@ -91,6 +100,7 @@ class ServiceManager {
   std::vector<std::shared_ptr<Service>> services_;  // registration order
   std::vector<Service*> attempted_;                 // Init attempted, boot order
   std::vector<Service*> stopped_;
+  std::vector<Service*> halted_;
   std::vector<ServiceTiming> timings_;
   State state_ = State::kRegistering;
 };

@@ -50,6 +50,8 @@ class Library {
   const std::string& copy() const { return copy_; }
   // Why this library can never leave the process; empty when it can.
   const std::string& unload_blocker() const { return unload_blocker_; }
+  // Records why it cannot leave (its instance pinned it: abi::PluginInstance::Pin).
+  void set_unload_blocker(std::string why) { unload_blocker_ = std::move(why); }
 
   // Closes the library and removes its copy. Returns true when the library left the process;
   // false (with a warning naming the reason) when the dynamic linker keeps it mapped: retired.

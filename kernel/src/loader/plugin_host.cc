@@ -38,19 +38,22 @@ std::string JsonText(const std::string& v) {
 }  // namespace
 
 std::string SwapReport::Json() const {
+  const auto list = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const std::string& i : items) {
+      out += (out.empty() ? "" : ",") + JsonText(i);
+    }
+    return out;
+  };
   const auto text = JsonText;
-  std::string gone;
-  for (const std::string& r : retired) {
-    gone += (gone.empty() ? "" : ",") + text(r);
-  }
   return fmt::format(
       "{{\"swap\":\"{}\",\"reason\":{},\"build\":{},\"generation\":{},\"previous\":{},"
       "\"serving\":{},\"ok\":{},\"stage\":\"{}\",\"load_ms\":{:.3f},\"init_ms\":{:.3f},"
-      "\"stop_ms\":{:.3f},\"swap_ms\":{:.3f},\"hold_ms\":{:.3f},\"error\":{},"
-      "\"restored\":{},\"rollback\":{},\"retired\":[{}],\"retired_libraries\":{}}}",
+      "\"stop_ms\":{:.3f},\"hard_stopped\":[{}],\"swap_ms\":{:.3f},\"hold_ms\":{:.3f},"
+      "\"error\":{},\"restored\":{},\"rollback\":{},\"retired\":[{}],\"retired_libraries\":{}}}",
       ok ? "ok" : "failed", text(reason), text(build), text(generation), text(previous),
-      text(serving), ok, stage, load_ms, init_ms, stop_ms, swap_ms, hold_ms(), text(error),
-      restored, rollback, gone, retired_libraries);
+      text(serving), ok, stage, load_ms, init_ms, stop_ms, list(hard_stopped), swap_ms, hold_ms(),
+      text(error), restored, rollback, list(retired), retired_libraries);
 }
 
 PluginHost::PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind)
@@ -410,8 +413,16 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     layer->BeginHandoff();
   }
   const TimePoint t_stop = RealNow();
-  old_set.StopAll();
+  old_set.StopAll(nullptr, stop_budget_);
+  for (Service* s : old_set.halted()) {
+    r.hard_stopped.push_back(s->name());
+  }
   r.stop_ms = MillisSince(t_stop);
+  if (!r.hard_stopped.empty()) {
+    LogScope("Generations")
+        .Warn("{} stop took more than {:.3g} s; hard stop of {}", old.name,
+              std::chrono::duration<double>(stop_budget_).count(), fmt::join(r.hard_stopped, ", "));
+  }
 
   kernel_.Serve(g->services.get());
   std::string stage;
@@ -759,6 +770,9 @@ std::size_t PluginHost::Unload(Generation& g) {
     }
   }
   for (auto it = g.plugins.rbegin(); it != g.plugins.rend(); ++it) {
+    if (it->library && !it->instance->pinned_by().empty()) {
+      it->library->set_unload_blocker(it->instance->pinned_by());
+    }
     if (it->library && !it->library->Unload()) {
       ++retired;
     }

@@ -59,6 +59,8 @@ struct SwapReport {
   double load_ms = 0;  // read the build, copy, hash, open, check descriptors
   double init_ms = 0;  // every init of the mounted generation
   double stop_ms = 0;  // the old generation's stops and releases
+  // Old instances whose stop() did not run: the soft stop took longer than its bound.
+  std::vector<std::string> hard_stopped;
   double swap_ms = 0;  // export through replay (intake is held for exactly this long)
   std::string error;
   bool restored = false;              // an import or start failure restored the previous one
@@ -108,6 +110,12 @@ class PluginHost {
                      Callback<void(const SwapReport&)> done = nullptr);
   // Refuses every later reload: the server is closing.
   void Close() { closing_ = true; }
+  // Bounds the old generation's soft stop (its stop() calls, in reverse order) in a swap: once
+  // they took this long together, the rest are halted without their stop() (5 s, the spec's
+  // STOP_DEADLINE). A stop() that is running is not interrupted: one that blocks holds the
+  // kernel thread.
+  static constexpr Duration kStopBudget = std::chrono::seconds(5);
+  void set_stop_budget(Duration budget) { stop_budget_ = budget; }
 
   // --- The health window ---
   // After a swap the new generation is on probation: when errors attributed to it (failed
@@ -229,6 +237,7 @@ class PluginHost {
   std::uint64_t next_copy_ = 1;
   std::set<std::string> failed_builds_;
   std::optional<Probation> probation_;
+  Duration stop_budget_ = kStopBudget;
   std::uint32_t health_errors_ = 3;
   Duration health_window_ = std::chrono::seconds(30);
   std::string lkg_dir_;

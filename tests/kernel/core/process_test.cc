@@ -398,6 +398,52 @@ TEST_F(ProcessTest, KillFromInsideUnwindsAtTheNextYield) {
   EXPECT_EQ(exits_.size(), 1u);
 }
 
+// A body that swallows ProcessKilled and parks again would hold Kill (and the kernel thread)
+// forever: it is abandoned instead, never resumed, and the process ends Killed saying so.
+TEST_F(ProcessTest, ABodyThatIgnoresItsKillIsAbandonedAndKillReturns) {
+  std::vector<std::string> log;
+  auto p = Make([&] {
+    for (int i = 0; i < 3; ++i) {
+      try {
+        Process::Sleep(10);
+      } catch (const ProcessKilled&) {
+        log.push_back("told");  // and ignores it: the next Sleep parks for good
+      }
+    }
+    log.push_back("returned");
+    return std::string();
+  });
+  ASSERT_TRUE(p->Start().ok());
+  Step();
+  p->Kill("arena closed");
+  EXPECT_EQ(log, std::vector<std::string>{"told"});
+  EXPECT_TRUE(p->abandoned());
+  EXPECT_EQ(p->state(), Process::State::kKilled);
+  EXPECT_EQ(p->result(),
+            "arena closed; its body ignored the cancellation and was abandoned (never resumed)");
+  EXPECT_EQ(exits_.size(), 1u);
+  clock_.Advance(std::chrono::seconds(20));
+  Step(3);
+  EXPECT_EQ(log, std::vector<std::string>{"told"});
+  EXPECT_EQ(Process::Get(p->pid()), nullptr);
+}
+
+TEST_F(ProcessTest, AWellBehavedBodyIsNeverAbandoned) {
+  auto p = Make([&] {
+    try {
+      Process::Yield();
+    } catch (const ProcessKilled&) {
+      throw;
+    }
+    return std::string();
+  });
+  ASSERT_TRUE(p->Start().ok());
+  Step();
+  p->Kill();
+  EXPECT_FALSE(p->abandoned());
+  EXPECT_EQ(p->result(), "killed");
+}
+
 TEST_F(ProcessTest, TerminalAndCreatedProcessesHandleControlCallsQuietly) {
   int ran = 0;
   auto created = Make([&] {

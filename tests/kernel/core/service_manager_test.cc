@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernel/src/core/logger.h"
@@ -22,12 +24,19 @@ class FakeService : public Service {
   const std::vector<std::string>& dependencies() const override { return deps_; }
   Status Init() override { return Step("init", fail_init_); }
   Status Start() override { return Step("start", fail_start_); }
-  Status Stop() override { return Step("stop", fail_stop_); }
+  Status Stop() override {
+    if (stop_takes_.count() > 0) {
+      std::this_thread::sleep_for(stop_takes_);
+    }
+    return Step("stop", fail_stop_);
+  }
+  void Halt() override { journal_->push_back("halt " + name_); }
 
   bool fail_init_ = false;
   bool fail_start_ = false;
   bool fail_stop_ = false;
   bool throw_instead_ = false;
+  std::chrono::milliseconds stop_takes_{0};
 
  private:
   Status Step(const char* what, bool fail) {
@@ -177,6 +186,38 @@ TEST_F(ServiceManagerTest, StopAllStopsEachServiceOnce) {
   manager_.StopAll();
   manager_.StopAll();
   EXPECT_EQ(journal_, (std::vector<std::string>{"init A", "start A", "stop A"}));
+}
+
+// A swap bounds the soft stop (the spec's 5 s STOP_DEADLINE): once the stops took the budget,
+// the services left are halted without their stop logic, each reported.
+TEST_F(ServiceManagerTest, StopAllHaltsWhatIsLeftOnceItsBudgetIsSpent) {
+  Add("A");
+  Add("B", {"A"});
+  auto c = Add("C", {"B"});
+  ASSERT_TRUE(manager_.Boot().ok());
+  journal_.clear();
+  c->stop_takes_ = std::chrono::milliseconds(30);
+  std::vector<Status> failures = manager_.StopAll(nullptr, std::chrono::milliseconds(10));
+  EXPECT_EQ(journal_, (std::vector<std::string>{"stop C", "halt B", "halt A"}));
+  ASSERT_EQ(failures.size(), 2u);
+  EXPECT_EQ(failures[0].code(), Status::Code::kTimedOut);
+  EXPECT_EQ(failures[0].message(),
+            "service \"B\": stop skipped: the stops before it took more than 0.01 s; hard stop");
+  ASSERT_EQ(manager_.halted().size(), 2u);
+  EXPECT_EQ(manager_.halted()[1]->name(), "A");
+  manager_.StopAll();  // each once, halted ones included
+  EXPECT_EQ(journal_.size(), 3u);
+}
+
+TEST_F(ServiceManagerTest, StopAllWithoutABudgetRunsEveryStop) {
+  Add("A");
+  auto b = Add("B", {"A"});
+  ASSERT_TRUE(manager_.Boot().ok());
+  journal_.clear();
+  b->stop_takes_ = std::chrono::milliseconds(5);
+  EXPECT_TRUE(manager_.StopAll().empty());
+  EXPECT_EQ(journal_, (std::vector<std::string>{"stop B", "stop A"}));
+  EXPECT_TRUE(manager_.halted().empty());
 }
 
 TEST_F(ServiceManagerTest, RefusesDuplicatesAndRegistrationAfterBoot) {

@@ -487,6 +487,61 @@ TEST_F(GenerationsTest, TheOldLibrariesStayForTheHealthWindowThenLeaveTheProcess
   EXPECT_EQ(text.find(copy), std::string::npos) << "still mapped: " << copy;
 }
 
+// A process body that ignores its cancellation (waits again after MOLT_ERR_CANCELLED) cannot
+// hold the swap: it is abandoned, reported, and its library stays mapped (retired), never
+// unloaded under its parked frames. The new generation serves meanwhile.
+TEST_F(GenerationsTest, AProcessThatIgnoresItsCancellationIsAbandonedAndItsLibraryRetired) {
+  std::vector<std::string> lines;
+  auto capture = Logger::Get().Capture(
+      [&](std::string_view line, LogLevel) { lines.push_back(std::string(line)); });
+  BootWith("stubborn");
+  plugins_->set_health(3, std::chrono::milliseconds(50));
+  const std::string copy = plugins_->plugins()[0].library->copy();
+  const std::string old = plugins_->generation();
+  SwapReport r = plugins_->Reload(Build("v2"), "test");
+  ASSERT_TRUE(r.ok) << r.error;
+  const auto abandoned = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("ignored its cancellation") != std::string::npos;
+  });
+  ASSERT_NE(abandoned, lines.end()) << ::testing::PrintToString(lines);
+  EXPECT_NE(abandoned->find("[fx_gen@" + old + "]"), std::string::npos) << *abandoned;
+  EXPECT_NE(abandoned->find("its library stays mapped for good (retired)"), std::string::npos);
+  ASSERT_TRUE(RunUntil([&] { return !plugins_->on_probation(); }));
+  std::ifstream maps("/proc/self/maps");
+  const std::string text((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(copy), std::string::npos) << "unloaded under its parked process: " << copy;
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("cannot be unloaded: process") != std::string::npos &&
+           l.find("kept mapped as retired") != std::string::npos;
+  }));
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Request(Id("gen.Total"), 1, AddPayload(0));
+    Frame f = c.NextOf(w::Body::Response);
+    ASSERT_EQ(f.type(), w::Body::Response);
+    EXPECT_EQ(PayloadText(f), "v2:0");
+  });
+}
+
+// The soft stop is bounded (5 s by default): past it, the old instances left are halted without
+// their stop(), which the report names; what they held is released all the same.
+TEST_F(GenerationsTest, ASoftStopPastItsBudgetHardStopsTheRest) {
+  BootWith("v1");
+  plugins_->set_stop_budget(Duration::zero());  // spent before the first stop
+  SwapReport r = plugins_->Reload(Build("v2"), "test");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.hard_stopped, std::vector<std::string>{"fx_gen"});
+  EXPECT_NE(r.Json().find("\"hard_stopped\":[\"fx_gen\"]"), std::string::npos) << r.Json();
+  EXPECT_FALSE(Saw("Gen.Stopped v1"));
+  EXPECT_TRUE(Saw("Gen.Imported v2 0"));
+  plugins_->set_stop_budget(PluginHost::kStopBudget);
+  r = plugins_->Reload(Build("v1"), "test");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_TRUE(r.hard_stopped.empty());
+  EXPECT_TRUE(Saw("Gen.Stopped v2"));
+}
+
 TEST_F(GenerationsTest, ErrorsInTheHealthWindowRollBackToThePreviousBuildWithTheNewState) {
   BootWith("v1");
   plugins_->set_health(2, std::chrono::seconds(60));
