@@ -371,6 +371,34 @@ TEST_F(ClientTest, ABusyServerWhileReconnectingIsRetriedAndANewSessionDropsTheBa
   }
 }
 
+// While no plugin generation serves (a failed swap whose restore failed too), handshakes are
+// refused with Starting: a new client is closed with the reason, one resuming keeps trying and
+// resumes its session once a generation serves again.
+TEST_F(ClientTest, AServerWithNoGenerationServingRefusesSayingItIsStarting) {
+  Boot(NetOptions());  // a resume window
+  Listen();
+  net_->SetServing(false);
+  ASSERT_TRUE(Connect("ada"));
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_CLOSED);
+  EXPECT_EQ(journal_.states.back(),
+            "closed (Starting: the server is starting: no plugin generation serves yet)");
+
+  net_->SetServing(true);
+  molt::test::Relay relay(port_);
+  ASSERT_TRUE(Connect("ada", relay.port()));
+  const std::uint64_t session = molt_client_session(client_);
+  net_->SetServing(false);
+  relay.Cut();
+  ASSERT_TRUE(Pump([&] { return net_->stats().handshakes_refused >= 2; }));  // the resume
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_RECONNECTING);
+  net_->SetServing(true);
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CONNECTED; },
+                   std::chrono::milliseconds(10000)))
+      << ::testing::PrintToString(journal_.states);
+  EXPECT_EQ(molt_client_session(client_), session);
+  EXPECT_EQ(journal_.states.back(), "connected (resumed)");
+}
+
 TEST_F(ClientTest, ASilentLinkIsNoticedByTheClientWhichTakesItsSessionOver) {
   NetOptions o;  // resume on; the server itself would wait 15 s before calling the link idle
   o.ping_interval_seconds = 0.05;

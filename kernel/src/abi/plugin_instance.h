@@ -62,6 +62,9 @@ class HostLayer {
   virtual void BeginHandoff() {}
   virtual void Serve(const void* /*owner*/) {}
   virtual std::vector<std::string> EndHandoff() { return {}; }
+  // Whether a generation serves; while none does the host admits nobody new (the server
+  // refuses handshakes saying it is starting).
+  virtual void SetServing(bool /*serving*/) {}
 };
 
 // State shared by every plugin instance of one kernel: the host API table the plugins get (the

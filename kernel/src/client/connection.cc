@@ -217,7 +217,8 @@ void Connection::OnFrame(std::span<const std::uint8_t> frame) {
                               (r->text() ? r->text()->str() : "");
       const bool passing = r->reason() == w::RefuseReason::RateLimited ||
                            r->reason() == w::RefuseReason::ServerFull ||
-                           r->reason() == w::RefuseReason::ShuttingDown;
+                           r->reason() == w::RefuseReason::ShuttingDown ||
+                           r->reason() == w::RefuseReason::Starting;
       if (state_ == MOLT_CLIENT_RECONNECTING && passing) {
         // A busy server is not the end of a session being resumed: try again later.
         backoff_ = std::max(backoff_, r->retry_after_ms() / 1000.0);

@@ -459,6 +459,7 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   }
   if (layer != nullptr) {
     r.retired = layer->EndHandoff();
+    layer->SetServing(r.ok || r.restored);  // none serves: new clients are told it is starting
   }
   r.swap_ms = MillisSince(t0);
   if (let_go != nullptr) {
@@ -651,7 +652,8 @@ void PluginHost::SaveLastKnownGood(const Generation& g) {
 }
 
 SwapReport PluginHost::Finish(SwapReport& r) {
-  r.serving = serving_->name;
+  // "" when no generation serves (a failed swap whose restore failed too).
+  r.serving = kernel_.services().state() == ServiceManager::State::kFailed ? "" : serving_->name;
   ++(r.ok ? swaps_ : failures_);
   rollbacks_ += r.rollback && r.ok ? 1 : 0;
   LogScope log("Generations");

@@ -98,6 +98,7 @@ class NetLayer final : public HostLayer {
   }
 
   void BeginHandoff() override { handoff_ = true; }
+  void SetServing(bool serving) override { network_->SetServing(serving); }
 
   void Serve(const void* owner) override {
     auto it = staged_.find(owner);

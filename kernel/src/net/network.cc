@@ -496,6 +496,10 @@ void Network::OnHello(Peer& peer, const void* raw) {
   if (kernel_.shutting_down() || shut_down_) {
     return refuse(w::RefuseReason::ShuttingDown, "the server is shutting down");
   }
+  if (!serving_) {
+    return refuse(w::RefuseReason::Starting,
+                  "the server is starting: no plugin generation serves yet", 1);
+  }
   const auto token = Bytes(hello->resume_token());
   Session* resume = Resumable(token, user);
   if (resume == nullptr && sessions_.count() >= options_.max_sessions) {

@@ -179,6 +179,11 @@ class Network {
   Status Listen();
   // The bound port once listening, else 0.
   std::uint16_t port() const;
+  // Whether a plugin generation serves (true by default). While none does, every Hello, resumes
+  // included, gets Refuse Starting with a retry-after: a client never joins a server with no
+  // game behind it (loader/plugin_host.h says when, through the host layer).
+  void SetServing(bool serving) { serving_ = serving; }
+  bool serving() const { return serving_; }
   // Stops accepting and ends every session with ServerShutdown (a Bye frame, then the close).
   // Runs as the kernel's first shutdown step, while services still work. Idempotent.
   void Shutdown();
@@ -264,6 +269,7 @@ class Network {
   std::vector<std::uint64_t> payload_scratch_;  // ... and of a misaligned payload
   NetStats stats_;
   bool shut_down_ = false;
+  bool serving_ = true;
   int dispatching_ = 0;
 };
 

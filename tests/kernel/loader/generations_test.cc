@@ -688,6 +688,37 @@ TEST_F(GenerationsTest, BrokenManifestsAreRefusedNamingTheFileAndTheFix) {
 
 // Outside a swap too: a plugin that stops (here, the host unloading it) refuses what its handlers
 // still hold at once, rather than leaving the client to time out.
+// Never a server without a game: when a failed swap cannot restore the previous build either
+// (its start fails now too), handshakes are refused saying the server is starting, until a
+// reload that works makes a generation serve.
+TEST_F(GenerationsTest, WhileNoGenerationServesHandshakesAreRefusedSayingItIsStarting) {
+  BootWith("v1");
+  ::setenv("MOLT_FX_GEN_REFUSE_START", "1", 1);
+  SwapReport r = plugins_->Reload(Build("v2"), "test");
+  ::unsetenv("MOLT_FX_GEN_REFUSE_START");
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.restored);
+  EXPECT_NE(r.error.find("no generation serves"), std::string::npos) << r.error;
+  EXPECT_EQ(r.serving, "");
+  EXPECT_FALSE(net_->serving());
+  Run([&] {
+    TestClient c(port_);
+    Frame f = c.Hello("ada");
+    ASSERT_EQ(f.type(), w::Body::Refuse);
+    const w::Refuse* refuse = f.envelope()->body_as_Refuse();
+    EXPECT_EQ(refuse->reason(), w::RefuseReason::Starting);
+    EXPECT_EQ(refuse->text()->str(), "the server is starting: no plugin generation serves yet");
+    EXPECT_EQ(refuse->retry_after_ms(), 1000u);
+  });
+  r = plugins_->Reload(Build("v2"), "test");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_TRUE(net_->serving());
+  Run([&] {
+    TestClient c(port_);
+    EXPECT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+  });
+}
+
 TEST_F(GenerationsTest, APluginThatStopsRefusesItsPendingRequestsAtOnce) {
   BootWith("v1");
   Run([&] {
