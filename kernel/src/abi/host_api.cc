@@ -490,6 +490,7 @@ molt_status_t ServiceInterface(molt_context_t* ctx, const char* service, const c
       const molt_interface_export& e = info.interfaces[i];
       if (e.name != nullptr && std::string_view(e.name) == iface) {
         *out = molt_interface_ref{e.vtable, exporter->state(), e.vtable_size, 0};
+        p.UseInterface(*exporter, iface);
         return Status::Ok();
       }
       available += std::string(available.empty() ? "" : ", ") + (e.name ? e.name : "?");

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 
@@ -343,6 +344,24 @@ void PluginInstance::Pin(const void* code, std::string why) {
   CountCallbackError();
 }
 
+void PluginInstance::UseInterface(PluginInstance& exporter, std::string_view name) {
+  for (const InterfaceUse& u : uses_) {
+    if (u.exporter.lock().get() == &exporter && u.name == name) {
+      return;  // fetched again: one reference
+    }
+  }
+  uses_.push_back({exporter.weak_from_this(), exporter.name(), std::string(name)});
+  exporter.holders_.push_back(label_ + " (" + std::string(name) + ")");
+}
+
+std::vector<std::pair<std::string, std::string>> PluginInstance::interfaces_used() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const InterfaceUse& u : uses_) {
+    out.emplace_back(u.service, u.name);
+  }
+  return out;
+}
+
 Status PluginInstance::Stop() { return Shutdown(/*soft=*/true); }
 
 void PluginInstance::Halt() {
@@ -357,6 +376,13 @@ Status PluginInstance::Shutdown(bool soft) {
     return Status::Ok();
   }
   stopped_ = true;
+  if (!holders_.empty()) {
+    std::string who;
+    for (const std::string& h : holders_) {
+      who += (who.empty() ? "" : ", ") + h;
+    }
+    log_.Error("stops while plugins still hold references to its interfaces: {}", who);
+  }
   Status result;
   if (soft && initialized_ && info_.stop != nullptr) {
     result = CallLifecycle("stop", [this] { return info_.stop(state_); });
@@ -393,6 +419,15 @@ Status PluginInstance::Shutdown(bool soft) {
     }
   }
   state_ = nullptr;
+  // Its interface references go with it.
+  for (const InterfaceUse& u : std::exchange(uses_, {})) {
+    if (std::shared_ptr<PluginInstance> e = u.exporter.lock()) {
+      auto& h = e->holders_;
+      if (auto it = std::find(h.begin(), h.end(), label_ + " (" + u.name + ")"); it != h.end()) {
+        h.erase(it);
+      }
+    }
+  }
   return result;
 }
 

@@ -251,6 +251,14 @@ class PluginInstance final : public molt_context,
   // Hears every counted error (a generation's health window, loader/plugin_host.h).
   void set_error_listener(Callback<void()> on_error) { on_error_ = std::move(on_error); }
 
+  // Interface references (service_interface) are tracked: the consumer records each one, the
+  // exporter counts its holders. A consumer lets go of its references when it stops; an exporter
+  // that stops while references remain (which dependency order rules out) logs an error naming
+  // the holders rather than leaving it silent.
+  void UseInterface(PluginInstance& exporter, std::string_view name);
+  // (service, interface) of each reference it holds, in first-use order.
+  std::vector<std::pair<std::string, std::string>> interfaces_used() const;
+
   // Keeps the library holding `code` in the process for good (RTLD_NODELETE): something still
   // has frames in it, such as a process body that ignored its cancellation. Logs `why` as an
   // error, counts it, and records it as pinned_by(): the loader reports the library retired.
@@ -294,6 +302,13 @@ class PluginInstance final : public molt_context,
   std::uint64_t callback_errors_ = 0;
   Callback<void()> on_error_;
   std::string pinned_by_;
+  struct InterfaceUse {
+    std::weak_ptr<PluginInstance> exporter;
+    std::string service;
+    std::string name;
+  };
+  std::vector<InterfaceUse> uses_;
+  std::vector<std::string> holders_;  // a consumer's label per reference held on this one
   bool initialized_ = false;
   bool live_ = false;
   bool stopped_ = false;

@@ -80,9 +80,14 @@ std::string PluginHost::StatsJson() const {
   const auto text = JsonText;
   std::string plugins;
   for (const Plugin& p : serving_->plugins) {
-    plugins += fmt::format("{}{{\"name\":{},\"version\":{},\"errors\":{}}}",
+    std::string uses;
+    for (const auto& [service, name] : p.instance->interfaces_used()) {
+      uses += fmt::format("{}{{\"service\":{},\"interface\":{}}}", uses.empty() ? "" : ",",
+                          text(service), text(name));
+    }
+    plugins += fmt::format("{}{{\"name\":{},\"version\":{},\"errors\":{},\"uses\":[{}]}}",
                            plugins.empty() ? "" : ",", text(p.instance->name()),
-                           text(p.instance->info().version), p.instance->callback_errors());
+                           text(p.instance->info().version), p.instance->callback_errors(), uses);
   }
   std::string failed;
   for (const std::string& b : failed_builds_) {
@@ -764,11 +769,23 @@ void PluginHost::RunQueued() {
 
 std::size_t PluginHost::Unload(Generation& g) {
   std::size_t retired = 0;
-  // Reverse load order; every instance is stopped first (a no-op for those already stopped).
-  for (auto it = g.plugins.rbegin(); it != g.plugins.rend(); ++it) {
-    Status s = it->instance->Stop();
-    if (!s.ok()) {
-      LogScope("Loader").Warn("plugin \"{}\": stop failed: {}", it->instance->label(), s.message());
+  // Every instance is stopped first (a no-op for those already stopped), in reverse dependency
+  // order: one stops once nothing left depends on it, so no exporter stops under its consumers.
+  std::vector<abi::PluginInstance*> left;
+  for (const Plugin& p : g.plugins) {
+    left.push_back(p.instance.get());
+  }
+  while (!left.empty()) {
+    auto free = std::find_if(left.rbegin(), left.rend(), [&](const abi::PluginInstance* i) {
+      return std::none_of(left.begin(), left.end(), [&](const abi::PluginInstance* o) {
+        const auto& deps = o->dependencies();
+        return std::find(deps.begin(), deps.end(), i->name()) != deps.end();
+      });
+    });
+    abi::PluginInstance* next = free != left.rend() ? *free : left.back();  // a cycle: any order
+    left.erase(std::find(left.begin(), left.end(), next));
+    if (Status s = next->Stop(); !s.ok()) {
+      LogScope("Loader").Warn("plugin \"{}\": stop failed: {}", next->label(), s.message());
     }
   }
   for (auto it = g.plugins.rbegin(); it != g.plugins.rend(); ++it) {

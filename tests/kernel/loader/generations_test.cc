@@ -574,7 +574,7 @@ TEST_F(GenerationsTest, ErrorsInTheHealthWindowRollBackToThePreviousBuildWithThe
   EXPECT_NE(stats.find("\"generations\":{\"serving\":\"" + build + "#3\""), std::string::npos)
       << stats;
   EXPECT_NE(stats.find("\"plugins\":[{\"name\":\"fx_gen\",\"version\":\"1.0.0\","
-                       "\"errors\":0}]"),
+                       "\"errors\":0,\"uses\":[]}]"),
             std::string::npos)
       << stats;
   EXPECT_NE(stats.find("\"swaps\":2,\"failed_swaps\":0,\"rollbacks\":1"), std::string::npos)
