@@ -371,6 +371,36 @@ TEST_F(ClientTest, ABusyServerWhileReconnectingIsRetriedAndANewSessionDropsTheBa
   }
 }
 
+// A swap that changes the channel table tells connected clients (a Channels frame): the client
+// finds a channel the swap added, keeps the ids and rate state of those that stayed, and forgets
+// one it retired.
+TEST_F(ClientTest, AConnectedClientLearnsTheChannelsAServerUpdateAddsAndRetires) {
+  const ChannelId said = DeclareEvent("chat.Said");
+  const ChannelId say = DeclareSay("chat.Say", true, 2);  // 2 per second, burst 2
+  Listen();
+  ASSERT_TRUE(Connect());
+  std::uint16_t id = 0;
+  EXPECT_EQ(molt_client_channel(client_, "chat.News", &id), MOLT_ERR_NOT_FOUND);
+  const std::vector<std::uint8_t> p = SayPayload("hi");
+  ASSERT_EQ(molt_client_intent(client_, say, p.data(), p.size()), MOLT_OK);
+  ASSERT_EQ(molt_client_intent(client_, say, p.data(), p.size()), MOLT_OK);
+
+  const ChannelId news = DeclareEvent("chat.News");
+  ASSERT_TRUE(net_->channels().Remove(said).ok());
+  EXPECT_EQ(net_->AnnounceChannels(), 1u);
+  ASSERT_TRUE(Pump([&] { return molt_client_channel(client_, "chat.News", &id) == MOLT_OK; }));
+  EXPECT_EQ(id, news);
+  EXPECT_EQ(molt_client_channel(client_, "chat.Said", &id), MOLT_ERR_NOT_FOUND);
+  EXPECT_EQ(molt_client_channel(client_, "chat.Say", &id), MOLT_OK);
+  EXPECT_EQ(id, say);
+  // The rate state of a channel that stayed carries on: the burst is still spent.
+  EXPECT_EQ(molt_client_intent(client_, say, p.data(), p.size()), MOLT_ERR_RATE_LIMITED);
+  EXPECT_TRUE(net_->Broadcast(news, SayPayload("fresh")).ok());
+  ASSERT_TRUE(Pump([&] { return !journal_.events.empty(); }));
+  EXPECT_EQ(journal_.events, std::vector<std::string>{"fresh"});
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_CONNECTED);
+}
+
 // While no plugin generation serves (a failed swap whose restore failed too), handshakes are
 // refused with Starting: a new client is closed with the reason, one resuming keeps trying and
 // resumes its session once a generation serves again.

@@ -41,6 +41,14 @@ Duration Within(double s) { return Seconds(std::clamp(s, 0.0, 1e6)); }
 
 TimePoint Now() { return RealNow(); }
 
+// A Welcome's or a Channels frame's table as a list (none when absent).
+std::vector<const w::ChannelInfo*> List(const fb::Vector<fb::Offset<w::ChannelInfo>>* infos) {
+  if (infos == nullptr) {
+    return {};
+  }
+  return {infos->begin(), infos->end()};
+}
+
 // `b` finished as a size-prefixed envelope holding `body`.
 std::span<const std::uint8_t> Finish(fb::FlatBufferBuilder& b, w::Body type,
                                      fb::Offset<void> body) {
@@ -280,6 +288,8 @@ void Connection::OnFrame(std::span<const std::uint8_t> frame) {
     }
     case w::Body::Replica:
       return OnReplicaMessage(*env->body_as_Replica());
+    case w::Body::Channels:
+      return OnChannels(*env->body_as_Channels());
     case w::Body::Error:
       return;  // the server dropped something we sent (counted there); nothing to do here
     case w::Body::Hello:
@@ -331,35 +341,7 @@ void Connection::OnWelcome(const w::Welcome& welcome) {
                      ? Duration(std::chrono::milliseconds(welcome.ping_interval_ms()))
                      : Duration(std::chrono::seconds(1));
   // Channels. A resumed session keeps the state of its rate limits, as the server does.
-  std::unordered_map<std::uint16_t, Channel> old = std::move(channels_);
-  channels_.clear();
-  ids_.clear();
-  if (!resumed) {
-    queue_.ClearChannelRates();
-  }
-  if (welcome.channels() != nullptr) {
-    for (const w::ChannelInfo* info : *welcome.channels()) {
-      if (info->name() == nullptr) {
-        continue;
-      }
-      Channel c;
-      c.name = info->name()->str();
-      c.kind = static_cast<std::int32_t>(info->kind());
-      c.timeout_seconds = info->timeout_ms() / 1000.0;
-      c.bucket = TokenBucket(info->rate(), info->burst(), now);
-      auto kept = old.find(info->id());
-      const bool same = resumed && kept != old.end() && kept->second.name == c.name &&
-                        kept->second.bucket.rate() == c.bucket.rate() &&
-                        kept->second.bucket.burst() == c.bucket.burst();
-      if (same) {
-        c.bucket = kept->second.bucket;
-      } else {
-        queue_.SetChannelRate(info->id(), info->rate(), info->burst(), now);
-      }
-      ids_[c.name] = info->id();
-      channels_[info->id()] = std::move(c);
-    }
-  }
+  SetChannels(List(welcome.channels()), resumed, now);
   next_ping_ = now + ping_period_;
   SetState(MOLT_CLIENT_CONNECTED, !was_reconnecting ? ""
                                   : resumed
@@ -368,6 +350,44 @@ void Connection::OnWelcome(const w::Welcome& welcome) {
   if (link == link_) {
     Flush();  // what the app sent while the link was down goes now, after the Welcome
   }
+}
+
+void Connection::SetChannels(const std::vector<const w::ChannelInfo*>& infos, bool same_session,
+                             TimePoint now) {
+  std::unordered_map<std::uint16_t, Channel> old = std::move(channels_);
+  channels_.clear();
+  ids_.clear();
+  if (!same_session) {
+    queue_.ClearChannelRates();
+  }
+  for (const w::ChannelInfo* info : infos) {
+    if (info->name() == nullptr) {
+      continue;
+    }
+    Channel c;
+    c.name = info->name()->str();
+    c.kind = static_cast<std::int32_t>(info->kind());
+    c.timeout_seconds = info->timeout_ms() / 1000.0;
+    c.bucket = TokenBucket(info->rate(), info->burst(), now);
+    auto kept = old.find(info->id());
+    const bool same = same_session && kept != old.end() && kept->second.name == c.name &&
+                      kept->second.bucket.rate() == c.bucket.rate() &&
+                      kept->second.bucket.burst() == c.bucket.burst();
+    if (same) {
+      c.bucket = kept->second.bucket;
+    } else {
+      queue_.SetChannelRate(info->id(), info->rate(), info->burst(), now);
+    }
+    ids_[c.name] = info->id();
+    channels_[info->id()] = std::move(c);
+  }
+}
+
+void Connection::OnChannels(const w::Channels& message) {
+  if (state_ != MOLT_CLIENT_CONNECTED) {
+    return;  // not welcomed yet: the Welcome brings the table
+  }
+  SetChannels(List(message.channels()), /*same_session=*/true, Now());
 }
 
 void Connection::Closed(const std::string& reason) {

@@ -44,6 +44,8 @@
 namespace molt::wire {
 struct Welcome;
 struct Replica;
+struct Channels;
+struct ChannelInfo;
 }  // namespace molt::wire
 
 template <>
@@ -151,6 +153,12 @@ class Connection final : public ClientPort {
   void Parse(std::uint64_t link);
   void OnFrame(std::span<const std::uint8_t> frame);
   void OnWelcome(const molt::wire::Welcome& welcome);
+  // A swap changed the server's channel table while connected: the whole new table.
+  void OnChannels(const molt::wire::Channels& message);
+  // Replaces the channel table with `infos`. A channel that keeps its id, name, rate and burst
+  // keeps its token bucket when `same_session`.
+  void SetChannels(const std::vector<const molt::wire::ChannelInfo*>& infos, bool same_session,
+                   TimePoint now);
   void OnReplicaMessage(const molt::wire::Replica& message);
   // Delivers replica updates to the listeners and the controllers' Bus while the link lasts.
   void Deliver(const std::vector<ReplicaStore::Update>& updates);

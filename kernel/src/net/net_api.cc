@@ -97,7 +97,10 @@ class NetLayer final : public HostLayer {
     return *id;
   }
 
-  void BeginHandoff() override { handoff_ = true; }
+  void BeginHandoff() override {
+    handoff_ = true;
+    table_before_ = network_->channels().ProtocolHash();
+  }
   void SetServing(bool serving) override { network_->SetServing(serving); }
 
   void Serve(const void* owner) override {
@@ -154,6 +157,10 @@ class NetLayer final : public HostLayer {
     for (std::string& name : network_->channels().RemoveOrphans()) {
       retired.push_back("channel \"" + name + "\"");
     }
+    // Connected clients learn a table the swap changed (channels added or retired) at once.
+    if (network_->channels().ProtocolHash() != table_before_) {
+      network_->AnnounceChannels();
+    }
     return retired;
   }
 
@@ -173,6 +180,7 @@ class NetLayer final : public HostLayer {
   std::map<molt_replica_t, OrphanReplica> orphan_replicas_;  // by the old handle, during a swap
   std::map<molt_replica_t, molt_replica_t> claimed_;  // a claimer's handle -> the handle it claimed
   bool handoff_ = false;
+  std::uint64_t table_before_ = 0;  // the channel table's hash when the handoff began
 };
 
 Result<net::Network*> NetworkOf(PluginInstance& p) {

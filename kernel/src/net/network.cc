@@ -43,6 +43,19 @@ std::span<const std::uint8_t> Finish(fb::FlatBufferBuilder& b, w::Body type,
   return std::span(b.GetBufferPointer(), b.GetSize());
 }
 
+// The channel table as a Welcome or a Channels frame lists it.
+std::vector<fb::Offset<w::ChannelInfo>> ChannelInfos(fb::FlatBufferBuilder& b,
+                                                     const ChannelRegistry& channels) {
+  std::vector<fb::Offset<w::ChannelInfo>> infos;
+  for (const Channel* ch : channels.List()) {
+    infos.push_back(w::CreateChannelInfoDirect(
+        b, ch->id(), ch->name().c_str(), static_cast<w::ChannelKind>(ch->kind()),
+        ch->spec().schema.c_str(), static_cast<float>(ch->rate()), static_cast<float>(ch->burst()),
+        ch->kind() == ChannelKind::kRequest ? Millis(ch->timeout_seconds()) : 0));
+  }
+  return infos;
+}
+
 // 16 bytes from the operating system's generator: a resume token nobody can guess.
 std::vector<std::uint8_t> NewResumeToken() {
   static std::random_device device;
@@ -558,13 +571,7 @@ void Network::OnHello(Peer& peer, const void* raw) {
   --half_open_;
 
   fb::FlatBufferBuilder b(1024);
-  std::vector<fb::Offset<w::ChannelInfo>> infos;
-  for (const Channel* ch : channels_.List()) {
-    infos.push_back(w::CreateChannelInfoDirect(
-        b, ch->id(), ch->name().c_str(), static_cast<w::ChannelKind>(ch->kind()),
-        ch->spec().schema.c_str(), static_cast<float>(ch->rate()), static_cast<float>(ch->burst()),
-        ch->kind() == ChannelKind::kRequest ? Millis(ch->timeout_seconds()) : 0));
-  }
+  const std::vector<fb::Offset<w::ChannelInfo>> infos = ChannelInfos(b, channels_);
   auto welcome = w::CreateWelcomeDirect(
       b, s.id(), hash, static_cast<float>(options_.tick_rate), &infos, options_.max_frame_bytes,
       options_.bytes_per_tick, options_.messages_per_tick, Millis(options_.ping_interval_seconds),
@@ -858,6 +865,23 @@ Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
     }
   }
   return Status();
+}
+
+std::size_t Network::AnnounceChannels() {
+  fb::FlatBufferBuilder b(1024);
+  const std::vector<fb::Offset<w::ChannelInfo>> infos = ChannelInfos(b, channels_);
+  const auto frame = Finish(b, w::Body::Channels,
+                            w::CreateChannelsDirect(b, channels_.ProtocolHash(), &infos).Union());
+  Sessions::Hold hold(sessions_);
+  std::size_t told = 0;
+  for (SessionId id : sessions_.ActiveIds()) {
+    // A session whose link is lost learns the table from the Welcome that resumes it.
+    if (Session* s = sessions_.Get(id); s != nullptr && s->peer_ != nullptr) {
+      SendTo(*s, frame);
+      ++told;
+    }
+  }
+  return told;
 }
 
 Status Network::Broadcast(ChannelId channel, std::span<const std::uint8_t> payload) {

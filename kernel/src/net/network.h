@@ -184,6 +184,10 @@ class Network {
   // game behind it (loader/plugin_host.h says when, through the host layer).
   void SetServing(bool serving) { serving_ = serving; }
   bool serving() const { return serving_; }
+  // Sends the whole channel table (a Channels frame) to every connected session: a swap added or
+  // retired channels. Sessions whose link is lost get it in the Welcome that resumes them.
+  // Returns how many were told.
+  std::size_t AnnounceChannels();
   // Stops accepting and ends every session with ServerShutdown (a Bye frame, then the close).
   // Runs as the kernel's first shutdown step, while services still work. Idempotent.
   void Shutdown();

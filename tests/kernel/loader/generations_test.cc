@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -172,6 +173,36 @@ TEST_F(GenerationsTest, ASwapKeepsClientsChannelsStateAndRateLimits) {
 const w::Replica* NextReplica(TestClient& c, Frame& holder) {
   holder = c.NextOf(w::Body::Replica);
   return holder.type() == w::Body::Replica ? holder.envelope()->body_as_Replica() : nullptr;
+}
+
+// A swap that adds or retires channels tells the connected clients the whole new table, with
+// the ids of the channels that stayed unchanged; a swap that changes nothing sends nothing.
+TEST_F(GenerationsTest, ASwapThatChangesTheChannelTableTellsConnectedClients) {
+  BootWith("v1");
+  const net::ChannelId add = Id("gen.Add");
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    OnKernel([&] { ASSERT_TRUE(plugins_->Reload(Build("v2_more"), "test").ok); });
+    Frame f = c.NextOf(w::Body::Channels);
+    ASSERT_EQ(f.type(), w::Body::Channels);
+    std::map<std::string, std::uint16_t> table;
+    for (const w::ChannelInfo* info : *f.envelope()->body_as_Channels()->channels()) {
+      table[info->name()->str()] = info->id();
+    }
+    EXPECT_EQ(table.size(), 4u);
+    EXPECT_EQ(table["gen.Add"], add);
+    EXPECT_TRUE(table.count("gen.News"));
+    OnKernel([&] { ASSERT_TRUE(plugins_->Reload(Build("v1"), "test").ok); });
+    f = c.NextOf(w::Body::Channels);
+    ASSERT_EQ(f.type(), w::Body::Channels);
+    EXPECT_EQ(f.envelope()->body_as_Channels()->channels()->size(), 3u);
+    // The same table again: no frame. The next frame the client sees answers its request.
+    OnKernel([&] { ASSERT_TRUE(plugins_->Reload(Build("v2"), "test").ok); });
+    c.Request(Id("gen.Total"), 1, AddPayload(0));
+    f = c.Next();
+    ASSERT_EQ(f.type(), w::Body::Response);
+  });
 }
 
 TEST_F(GenerationsTest, AClaimedReplicaKeepsItsIdAndClientsSeeNoRemove) {
