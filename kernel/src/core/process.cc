@@ -20,6 +20,7 @@
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
+#include <sanitizer/lsan_interface.h>
 #endif
 
 namespace molt::kernel {
@@ -246,6 +247,10 @@ void Process::SwitchIn() {
     AbandonedFibers& a = AbandonedFibers::Get();
     std::lock_guard lock(a.mu);
     a.fibers.push_back(std::move(fiber_));
+#if defined(__SANITIZE_ADDRESS__)
+    // What its frames still own is reachable from them: LeakSanitizer scans the stack too.
+    __lsan_register_root_region(static_cast<char*>(stack_.sp) - stack_.size, stack_.size);
+#endif
   }
   t_current = previous;
   ThrowTrace::Arm(previous_trace);
