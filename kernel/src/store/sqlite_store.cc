@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: Apache-2.0
+// SqliteStore: one thread owns the connection and runs the queued operations in order; results
+// go back through the deliver function. Statements are prepared once. A load and a batch are each
+// one BEGIN IMMEDIATE transaction: the write lock is taken up front, so two processes never
+// deadlock upgrading a read, they wait for each other (busy_timeout).
+#include "kernel/src/store/sqlite_store.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "kernel/src/core/logger.h"
+
+namespace molt::kernel::store {
+
+WallMillis WallNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+
+// The database layout this build writes (PRAGMA user_version).
+constexpr int kSchema = 1;
+
+constexpr const char* kCreate = R"sql(
+CREATE TABLE IF NOT EXISTS profiles (
+  key              TEXT PRIMARY KEY NOT NULL,
+  data             TEXT,
+  schema_version   INTEGER NOT NULL DEFAULT 0,
+  revision         INTEGER NOT NULL DEFAULT 0,
+  lease_owner      TEXT,
+  lease_token      INTEGER NOT NULL DEFAULT 0,
+  lease_expires_ms INTEGER NOT NULL DEFAULT 0,
+  updated_ms       INTEGER NOT NULL DEFAULT 0
+);
+)sql";
+
+// "2026-12-01T13:40:00.250Z" for a lease expiry in an error text.
+std::string Iso(WallMillis ms) {
+  const std::time_t s = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
+}
+
+// A kernel status for an SQLite failure: a full disk or an I/O error is the operating system's
+// (kIoError), the rest (a corrupt file, a misuse) kInternal.
+Status Failure(sqlite3* db, int rc, const std::string& what) {
+  const std::string text =
+      fmt::format("{}: {}", what, db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  switch (rc & 0xff) {
+    case SQLITE_FULL:
+      return Status::IoError(text +
+                             " (free space on the profile database's disk: the profiles "
+                             "stay in memory and are saved again)");
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return Status::IoError(text);
+    default:
+      return Status::Internal(text);
+  }
+}
+
+// One prepared statement, reset after each use.
+class Statement {
+ public:
+  Statement() = default;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement() { sqlite3_finalize(stmt_); }
+
+  int Prepare(sqlite3* db, const char* sql) {
+    return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
+  }
+  // Resets and binds: text for strings, integers for integers, NULL for nullopt.
+  template <class... A>
+  Statement& Bind(const A&... args) {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    int i = 0;
+    (BindOne(++i, args), ...);
+    return *this;
+  }
+  int Step() { return sqlite3_step(stmt_); }
+  void Reset() { sqlite3_reset(stmt_); }
+  std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  bool Null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string Text(int col) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p == nullptr ? std::string() : std::string(p, sqlite3_column_bytes(stmt_, col));
+  }
+
+ private:
+  void BindOne(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  void BindOne(int i, const std::optional<std::string>& v) {
+    if (v) {
+      BindOne(i, *v);
+    } else {
+      sqlite3_bind_null(stmt_, i);
+    }
+  }
+  template <class I>
+    requires std::is_integral_v<I>
+  void BindOne(int i, I v) {
+    sqlite3_bind_int64(stmt_, i, static_cast<sqlite3_int64>(v));
+  }
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+}  // namespace
+
+// The connection and its statements; used by the store's thread only.
+class SqliteStore::Db {
+ public:
+  Db(std::string path, SqliteOptions options)
+      : path_(std::move(path)), options_(std::move(options)) {}
+  ~Db() {
+    for (std::unique_ptr<Statement>* st : statements_) {
+      st->reset();  // finalized before the close
+    }
+    sqlite3_close_v2(db_);
+  }
+
+  Status Open() {
+    const std::filesystem::path dir = std::filesystem::path(path_).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+      return Status::NotFound(fmt::format(
+          "cannot open the profile database \"{}\": the directory {} does not exist (create it, "
+          "or set server.data_dir to one that does)",
+          path_, dir.string()));
+    }
+    int rc =
+        sqlite3_open_v2(path_.c_str(), &db_,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+      return Refused(rc, "cannot be opened");
+    }
+    sqlite3_extended_result_codes(db_, 1);
+    sqlite3_busy_timeout(db_, static_cast<int>(options_.busy_timeout.count()));
+    // The first statement reads the header: a file that is not a database fails here.
+    int version = 0;
+    if (Status s = Pragma("PRAGMA user_version", &version); !s.ok()) {
+      return s;
+    }
+    if (version > kSchema) {
+      return Status::FailedPrecondition(fmt::format(
+          "the profile database \"{}\" has layout {}, newer than this build's ({}): run the Molt "
+          "release that wrote it, or restore a backup made for this one",
+          path_, version, kSchema));
+    }
+    std::string mode;
+    if (Status s = PragmaText("PRAGMA journal_mode=WAL", &mode); !s.ok()) {
+      return s;
+    }
+    if (mode != "wal") {
+      return Status::FailedPrecondition(fmt::format(
+          "the profile database \"{}\" cannot use WAL mode (journal_mode is \"{}\"): put it on "
+          "a local filesystem that supports shared memory",
+          path_, mode));
+    }
+    if (Status s = Exec(options_.synchronous_full ? "PRAGMA synchronous=FULL"
+                                                  : "PRAGMA synchronous=NORMAL");
+        !s.ok()) {
+      return s;
+    }
+    if (Status s = Exec(kCreate); !s.ok()) {
+      return s;
+    }
+    if (version < kSchema) {
+      if (Status s = Exec(fmt::format("PRAGMA user_version={}", kSchema).c_str()); !s.ok()) {
+        return s;
+      }
+    }
+    SetMaxPageCount(options_.max_page_count);
+    return Prepare();
+  }
+
+  void SetMaxPageCount(std::uint32_t pages) {
+    // 0 lifts the cap: SQLite's own maximum.
+    const std::string sql =
+        fmt::format("PRAGMA max_page_count={}", pages == 0 ? 4294967294u : pages);
+    (void)Exec(sql.c_str());
+  }
+
+  LoadResult Load(const std::string& key, const std::string& owner, std::chrono::milliseconds ttl) {
+    LoadResult r;
+    const WallMillis now = options_.now();
+    if (Status s = Begin(); !s.ok()) {
+      r.status = s.Prefixed(fmt::format("profile \"{}\": load", key));
+      return r;
+    }
+    Statement& select = *select_;
+    select.Bind(key);
+    int rc = select.Step();
+    Record& rec = r.record;
+    rec.key = key;
+    bool exists = false;
+    if (rc == SQLITE_ROW) {
+      exists = true;
+      if (!select.Null(0)) {
+        rec.data = select.Text(0);
+      }
+      rec.schema_version = static_cast<std::uint32_t>(select.Int(1));
+      rec.revision = static_cast<std::uint64_t>(select.Int(2));
+      rec.lease.owner = select.Text(3);
+      rec.lease.token = static_cast<std::uint64_t>(select.Int(4));
+      rec.lease.expires = select.Int(5);
+      rec.updated = select.Int(6);
+    } else if (rc != SQLITE_DONE) {
+      select.Reset();
+      r.status = Rollback(Failure(db_, rc, fmt::format("profile \"{}\": load", key)));
+      return r;
+    }
+    select.Reset();
+    if (exists && !rec.lease.owner.empty() && rec.lease.expires > now) {
+      r.holder = rec.lease;
+      r.record = Record{};
+      r.status = Rollback(Status::FailedPrecondition(fmt::format(
+          "profile \"{}\" is leased by {} until {} (lease token {}): wait for its release or "
+          "expiry, then load it again",
+          key, r.holder.owner, Iso(r.holder.expires), r.holder.token)));
+      return r;
+    }
+    rec.lease = Lease{owner, rec.lease.token + 1, now + ttl.count()};
+    rec.updated = now;
+    rc = (exists ? acquire_ : insert_)
+             ->Bind(key, owner, rec.lease.token, rec.lease.expires, now)
+             .Step();
+    if (rc != SQLITE_DONE) {
+      r.status = Rollback(Failure(db_, rc, fmt::format("profile \"{}\": taking the lease", key)));
+      return r;
+    }
+    r.status = Commit(fmt::format("profile \"{}\": load", key));
+    if (!r.status.ok()) {
+      r.record = Record{};
+    }
+    return r;
+  }
+
+  Status Write(const std::vector<store::Write>& batch, std::vector<WriteResult>& results) {
+    results.assign(batch.size(), WriteResult{});
+    if (Status s = Begin(); !s.ok()) {
+      return s.Prefixed("saving profiles");
+    }
+    const WallMillis now = options_.now();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const store::Write& w = batch[i];
+      Statement& st = *write_;
+      st.Bind(w.key, w.token, w.data, static_cast<std::int64_t>(w.data ? 1 : 0), w.schema_version,
+              w.renew_until, static_cast<std::int64_t>(w.release ? 1 : 0), now);
+      const int rc = st.Step();
+      if (rc == SQLITE_ROW) {
+        results[i].revision = static_cast<std::uint64_t>(st.Int(0));
+        st.Reset();
+      } else if (rc == SQLITE_DONE) {
+        st.Reset();
+        results[i].status = Status::Stale(fmt::format(
+            "profile \"{}\": the lease (token {}) is no longer this host's (another host took it "
+            "over, or it was released): this copy is not saved",
+            w.key, w.token));
+      } else {
+        st.Reset();
+        Status s = Rollback(Failure(db_, rc, fmt::format("saving profile \"{}\"", w.key)));
+        for (WriteResult& wr : results) {
+          wr = WriteResult{s, 0};
+        }
+        return s;
+      }
+    }
+    Status s = Commit("saving profiles");
+    if (!s.ok()) {
+      for (WriteResult& wr : results) {
+        wr = WriteResult{s, 0};
+      }
+    }
+    return s;
+  }
+
+  Result<Record> Read(const std::string& key) {
+    Statement& select = *select_;
+    select.Bind(key);
+    const int rc = select.Step();
+    if (rc == SQLITE_DONE) {
+      select.Reset();
+      return Status::NotFound(fmt::format("no profile \"{}\" in {}", key, path_));
+    }
+    if (rc != SQLITE_ROW) {
+      select.Reset();
+      return Failure(db_, rc, fmt::format("reading profile \"{}\"", key));
+    }
+    Record rec;
+    rec.key = key;
+    if (!select.Null(0)) {
+      rec.data = select.Text(0);
+    }
+    rec.schema_version = static_cast<std::uint32_t>(select.Int(1));
+    rec.revision = static_cast<std::uint64_t>(select.Int(2));
+    rec.lease.owner = select.Text(3);
+    rec.lease.token = static_cast<std::uint64_t>(select.Int(4));
+    rec.lease.expires = select.Int(5);
+    rec.updated = select.Int(6);
+    select.Reset();
+    return rec;
+  }
+
+ private:
+  Status Refused(int rc, const char* what) {
+    const std::string cause = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    std::string fix = "check the path and its permissions";
+    if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT) {
+      fix =
+          "move it aside (restore a backup of it, or let Molt create a new one) or set "
+          "server.data_dir to another directory";
+    }
+    return Status::FailedPrecondition(
+        fmt::format("the profile database \"{}\" {}: {}: {}", path_, what, cause, fix));
+  }
+  Status Pragma(const char* sql, int* out) {
+    std::string text;
+    Status s = PragmaText(sql, &text);
+    *out = s.ok() ? std::atoi(text.c_str()) : 0;
+    return s;
+  }
+  Status PragmaText(const char* sql, std::string* out) {
+    sqlite3_stmt* st = nullptr;
+    int rc = sqlite3_prepare_v2(db_, sql, -1, &st, nullptr);
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_step(st);
+      if (rc == SQLITE_ROW) {
+        const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+        *out = p != nullptr ? p : "";
+        rc = SQLITE_OK;
+      } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_OK;
+      }
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_OK ? Status::Ok() : Refused(rc, "cannot be read");
+  }
+  Status Exec(const char* sql) {
+    char* err = nullptr;
+    const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+    sqlite3_free(err);
+    return rc == SQLITE_OK ? Status::Ok() : Refused(rc, "cannot be set up");
+  }
+  Status Prepare() {
+    struct {
+      std::unique_ptr<Statement>* into;
+      const char* sql;
+    } const list[] = {
+        {&select_,
+         "SELECT data, schema_version, revision, COALESCE(lease_owner, ''), lease_token, "
+         "lease_expires_ms, updated_ms FROM profiles WHERE key = ?1"},
+        {&acquire_,
+         "UPDATE profiles SET lease_owner = ?2, lease_token = ?3, lease_expires_ms = ?4, "
+         "updated_ms = ?5 WHERE key = ?1"},
+        {&insert_,
+         "INSERT INTO profiles (key, data, schema_version, revision, lease_owner, lease_token, "
+         "lease_expires_ms, updated_ms) VALUES (?1, NULL, 0, 0, ?2, ?3, ?4, ?5)"},
+        // One write: conditional on the lease token (and on the lease still being held).
+        {&write_,
+         "UPDATE profiles SET "
+         "data = CASE WHEN ?4 THEN ?3 ELSE data END, "
+         "schema_version = CASE WHEN ?4 THEN ?5 ELSE schema_version END, "
+         "revision = revision + ?4, "
+         "lease_expires_ms = CASE WHEN ?7 THEN 0 WHEN ?6 > 0 THEN ?6 ELSE lease_expires_ms END, "
+         "lease_owner = CASE WHEN ?7 THEN NULL ELSE lease_owner END, "
+         "updated_ms = ?8 "
+         "WHERE key = ?1 AND lease_token = ?2 AND lease_owner IS NOT NULL RETURNING revision"},
+        {&begin_, "BEGIN IMMEDIATE"},
+        {&commit_, "COMMIT"},
+        {&rollback_, "ROLLBACK"},
+    };
+    for (const auto& s : list) {
+      auto st = std::make_unique<Statement>();
+      if (int rc = st->Prepare(db_, s.sql); rc != SQLITE_OK) {
+        return Refused(rc, "cannot be used");
+      }
+      *s.into = std::move(st);
+      statements_.push_back(s.into);
+    }
+    return Status::Ok();
+  }
+  Status Begin() {
+    const int rc = begin_->Bind().Step();
+    begin_->Reset();
+    return rc == SQLITE_DONE ? Status::Ok() : Failure(db_, rc, "starting a transaction");
+  }
+  Status Commit(const std::string& what) {
+    const int rc = commit_->Bind().Step();
+    commit_->Reset();
+    if (rc == SQLITE_DONE) {
+      return Status::Ok();
+    }
+    return Rollback(Failure(db_, rc, what));
+  }
+  // Rolls back the open transaction (if SQLite has not already) and returns `why`.
+  Status Rollback(Status why) {
+    if (sqlite3_get_autocommit(db_) == 0) {
+      (void)rollback_->Bind().Step();
+      rollback_->Reset();
+    }
+    return why;
+  }
+
+  std::string path_;
+  SqliteOptions options_;
+  sqlite3* db_ = nullptr;
+  std::unique_ptr<Statement> select_, acquire_, insert_, write_, begin_, commit_, rollback_;
+  std::vector<std::unique_ptr<Statement>*> statements_;
+};
+
+// The store's thread and its queue.
+class SqliteStore::Worker {
+ public:
+  using Job = Callback<void(Db&)>;
+
+  explicit Worker(std::unique_ptr<Db> db) : db_(std::move(db)) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Worker() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+
+  void Push(Job job) {
+    {
+      std::lock_guard lock(mu_);
+      jobs_.push_back(std::move(job));
+      ++stats_queued_;
+    }
+    wake_.notify_one();
+  }
+  // Runs `fn` on the store's thread and waits for it (Open and tests: never the kernel's calls).
+  template <class F>
+  auto Call(F&& fn) {
+    using R = decltype(fn(std::declval<Db&>()));
+    std::mutex m;
+    std::condition_variable cv;
+    std::optional<R> out;
+    Push([&](Db& db) {
+      R r = fn(db);
+      std::lock_guard lock(m);
+      out.emplace(std::move(r));
+      cv.notify_one();
+    });
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return out.has_value(); });
+    return std::move(*out);
+  }
+
+  std::atomic<std::uint64_t> loads{0}, busy{0}, batches{0}, writes{0}, stale{0}, failures{0};
+  std::size_t queued() const {
+    std::lock_guard lock(mu_);
+    return stats_queued_;
+  }
+
+ private:
+  void Run() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mu_);
+        wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+        if (jobs_.empty()) {
+          break;  // stopping, and everything queued ran
+        }
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job(*db_);
+      std::lock_guard lock(mu_);
+      --stats_queued_;
+    }
+    db_.reset();  // closes the file on this thread
+  }
+
+  std::unique_ptr<Db> db_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<Job> jobs_;
+  std::size_t stats_queued_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+SqliteStore::SqliteStore(std::string path, Deliver deliver)
+    : path_(std::move(path)), deliver_(std::move(deliver)) {}
+
+SqliteStore::~SqliteStore() { worker_.reset(); }
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Deliver deliver,
+                                                       SqliteOptions options) {
+  std::unique_ptr<SqliteStore> store(new SqliteStore(path, std::move(deliver)));
+  store->worker_ = std::make_unique<Worker>(std::make_unique<Db>(path, std::move(options)));
+  Status s = store->worker_->Call([](Db& db) { return db.Open(); });
+  if (!s.ok()) {
+    return s;
+  }
+  LogScope("Profiles").Info("profile database {} open (WAL)", path);
+  return store;
+}
+
+void SqliteStore::Load(std::string key, std::string owner, std::chrono::milliseconds ttl,
+                       Callback<void(LoadResult)> done) {
+  auto cb = std::make_shared<Callback<void(LoadResult)>>(std::move(done));
+  worker_->Push([this, key = std::move(key), owner = std::move(owner), ttl, cb](Db& db) {
+    auto r = std::make_shared<LoadResult>(db.Load(key, owner, ttl));
+    ++worker_->loads;
+    if (r->busy()) {
+      ++worker_->busy;
+    } else if (!r->status.ok()) {
+      ++worker_->failures;
+    }
+    deliver_([cb, r] { (*cb)(std::move(*r)); });
+  });
+}
+
+void SqliteStore::Write(std::vector<store::Write> batch,
+                        Callback<void(Status, std::vector<WriteResult>)> done) {
+  auto cb = std::make_shared<Callback<void(Status, std::vector<WriteResult>)>>(std::move(done));
+  auto ops = std::make_shared<std::vector<store::Write>>(std::move(batch));
+  worker_->Push([this, ops, cb](Db& db) {
+    auto results = std::make_shared<std::vector<WriteResult>>();
+    auto s = std::make_shared<Status>(db.Write(*ops, *results));
+    if (s->ok()) {
+      ++worker_->batches;
+      for (const WriteResult& w : *results) {
+        ++(w.status.ok() ? worker_->writes : worker_->stale);
+      }
+    } else {
+      ++worker_->failures;
+    }
+    deliver_([cb, s, results] { (*cb)(std::move(*s), std::move(*results)); });
+  });
+}
+
+void SqliteStore::Read(std::string key, Callback<void(Result<Record>)> done) {
+  auto cb = std::make_shared<Callback<void(Result<Record>)>>(std::move(done));
+  worker_->Push([this, key = std::move(key), cb](Db& db) {
+    auto r = std::make_shared<Result<Record>>(db.Read(key));
+    deliver_([cb, r] { (*cb)(std::move(*r)); });
+  });
+}
+
+StoreStats SqliteStore::stats() const {
+  StoreStats s;
+  s.loads = worker_->loads;
+  s.busy = worker_->busy;
+  s.batches = worker_->batches;
+  s.writes = worker_->writes;
+  s.stale = worker_->stale;
+  s.failures = worker_->failures;
+  s.queued = worker_->queued();
+  return s;
+}
+
+void SqliteStore::SetMaxPageCount(std::uint32_t pages) {
+  worker_->Call([pages](Db& db) {
+    db.SetMaxPageCount(pages);
+    return true;
+  });
+}
+
+}  // namespace molt::kernel::store

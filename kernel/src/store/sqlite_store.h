@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/store/sqlite_store.h
+//
+// SqliteStore: the embedded ProfileStore, one SQLite database file (by default
+// `<data dir>/profiles.db`) in WAL mode, used by one dedicated thread: no SQLite call runs on the
+// caller's thread, Open() included (it waits for the store's thread to open the file). The table
+// is readable with the sqlite3 command-line tool (docs/profiles.md):
+//
+//   profiles(key TEXT PRIMARY KEY, data TEXT (JSON, NULL until saved), schema_version INTEGER,
+//            revision INTEGER, lease_owner TEXT, lease_token INTEGER, lease_expires_ms INTEGER,
+//            updated_ms INTEGER)
+//
+// Several processes may share the file (the leases are in it; SQLite's own locking serializes
+// the transactions, waiting up to `busy_timeout` for one another). A `kill -9` at any moment
+// leaves a file that opens clean, every acknowledged write at its revision: a write's `done`
+// runs only after its transaction committed (with synchronous=NORMAL in WAL mode a power cut, not
+// a crash, may lose the last transactions; `synchronous_full` closes that too).
+//
+// Thread safety: the ProfileStore calls are safe from any thread. The destructor finishes what
+// was queued, delivers its results, and closes the file.
+#ifndef MOLT_KERNEL_STORE_SQLITE_STORE_H_
+#define MOLT_KERNEL_STORE_SQLITE_STORE_H_
+
+#include <memory>
+#include <string>
+
+#include "kernel/src/store/profile_store.h"
+
+namespace molt::kernel::store {
+
+struct SqliteOptions {
+  bool synchronous_full = false;                 // PRAGMA synchronous=FULL (NORMAL by default)
+  std::chrono::milliseconds busy_timeout{5000};  // waiting for another process's transaction
+  // The wall clock leases are read against (tests move it).
+  std::function<WallMillis()> now = WallNow;
+  // Caps the file at this many pages (0: no cap): how tests fill a "disk".
+  std::uint32_t max_page_count = 0;
+};
+
+class SqliteStore final : public ProfileStore {
+ public:
+  // Opens (creating) the database at `path`. Fails naming the file, the cause and the fix (not a
+  // database, a newer schema, a directory that does not exist, ...).
+  static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path, Deliver deliver,
+                                                   SqliteOptions options = {});
+  ~SqliteStore() override;
+  SqliteStore(const SqliteStore&) = delete;
+  SqliteStore& operator=(const SqliteStore&) = delete;
+
+  void Load(std::string key, std::string owner, std::chrono::milliseconds ttl,
+            Callback<void(LoadResult)> done) override;
+  void Write(std::vector<store::Write> batch,
+             Callback<void(Status, std::vector<WriteResult>)> done) override;
+  void Read(std::string key, Callback<void(Result<Record>)> done) override;
+  StoreStats stats() const override;
+
+  // Raises (or lifts, with 0) the page cap of SqliteOptions::max_page_count.
+  void SetMaxPageCount(std::uint32_t pages);
+  const std::string& path() const { return path_; }
+
+ private:
+  class Db;
+  class Worker;
+  SqliteStore(std::string path, Deliver deliver);
+
+  std::string path_;
+  Deliver deliver_;
+  std::unique_ptr<Worker> worker_;
+};
+
+}  // namespace molt::kernel::store
+
+#endif  // MOLT_KERNEL_STORE_SQLITE_STORE_H_
