@@ -205,29 +205,17 @@ class SqliteStore::Db {
       r.status = s.Prefixed(fmt::format("profile \"{}\": load", key));
       return r;
     }
-    Statement& select = *select_;
-    select.Bind(key);
-    int rc = select.Step();
-    Record& rec = r.record;
-    rec.key = key;
-    bool exists = false;
-    if (rc == SQLITE_ROW) {
-      exists = true;
-      if (!select.Null(0)) {
-        rec.data = select.Text(0);
-      }
-      rec.schema_version = static_cast<std::uint32_t>(select.Int(1));
-      rec.revision = static_cast<std::uint64_t>(select.Int(2));
-      rec.lease.owner = select.Text(3);
-      rec.lease.token = static_cast<std::uint64_t>(select.Int(4));
-      rec.lease.expires = select.Int(5);
-      rec.updated = select.Int(6);
-    } else if (rc != SQLITE_DONE) {
-      select.Reset();
-      r.status = Rollback(Failure(db_, rc, fmt::format("profile \"{}\": load", key)));
+    Result<std::optional<Record>> row = Select(key);
+    if (!row.ok()) {
+      r.status = Rollback(row.status().Prefixed(fmt::format("profile \"{}\": load", key)));
       return r;
     }
-    select.Reset();
+    const bool exists = row->has_value();
+    Record& rec = r.record;
+    if (exists) {
+      rec = std::move(**row);
+    }
+    rec.key = key;
     if (exists && !rec.lease.owner.empty() && rec.lease.expires > now) {
       r.holder = rec.lease;
       r.record = Record{};
@@ -239,9 +227,9 @@ class SqliteStore::Db {
     }
     rec.lease = Lease{owner, rec.lease.token + 1, now + ttl.count()};
     rec.updated = now;
-    rc = (exists ? acquire_ : insert_)
-             ->Bind(key, owner, rec.lease.token, rec.lease.expires, now)
-             .Step();
+    const int rc = (exists ? acquire_ : insert_)
+                       ->Bind(key, owner, rec.lease.token, rec.lease.expires, now)
+                       .Step();
     if (rc != SQLITE_DONE) {
       r.status = Rollback(Failure(db_, rc, fmt::format("profile \"{}\": taking the lease", key)));
       return r;
@@ -293,16 +281,29 @@ class SqliteStore::Db {
   }
 
   Result<Record> Read(const std::string& key) {
+    Result<std::optional<Record>> row = Select(key);
+    if (!row.ok()) {
+      return row.status().Prefixed(fmt::format("reading profile \"{}\"", key));
+    }
+    if (!row->has_value()) {
+      return Status::NotFound(fmt::format("no profile \"{}\" in {}", key, path_));
+    }
+    return std::move(**row);
+  }
+
+ private:
+  // The row of `key`: nullopt when there is none.
+  Result<std::optional<Record>> Select(const std::string& key) {
     Statement& select = *select_;
     select.Bind(key);
     const int rc = select.Step();
     if (rc == SQLITE_DONE) {
       select.Reset();
-      return Status::NotFound(fmt::format("no profile \"{}\" in {}", key, path_));
+      return std::optional<Record>();
     }
     if (rc != SQLITE_ROW) {
       select.Reset();
-      return Failure(db_, rc, fmt::format("reading profile \"{}\"", key));
+      return Failure(db_, rc, "selecting the row");
     }
     Record rec;
     rec.key = key;
@@ -316,10 +317,8 @@ class SqliteStore::Db {
     rec.lease.expires = select.Int(5);
     rec.updated = select.Int(6);
     select.Reset();
-    return rec;
+    return std::optional<Record>(std::move(rec));
   }
-
- private:
   Status Refused(int rc, const char* what) {
     const std::string cause = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     std::string fix = "check the path and its permissions";
