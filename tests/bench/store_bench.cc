@@ -7,12 +7,19 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "kernel/src/core/logger.h"
+#include "kernel/src/net/network.h"
+#include "kernel/src/store/profiles.h"
 #include "kernel/src/store/sqlite_store.h"
 
 namespace molt::kernel::store {
@@ -133,6 +140,159 @@ void BM_StoreLoadAndRelease(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_StoreLoadAndRelease)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// The driver on a kernel with a network (sessions started in process), its store delivering to
+// the kernel loop as in a server.
+class DriverRig {
+ public:
+  explicit DriverRig(const char* file) {
+    Logger::Get().SetLevel(LogLevel::kWarn);
+    kernel_ = std::move(Kernel::Boot({})).value();
+    net_ = std::make_unique<net::Network>(*kernel_, net::NetOptions{});
+    store_ = std::move(SqliteStore::Open(FreshPath(file), [this](std::function<void()> fn) {
+               kernel_->loop().Post(std::move(fn));
+             })).value();
+    ProfileSpec spec;
+    spec.name = "PlayerData";
+    spec.defaults = R"({"coins":0})";
+    spec.autosave = std::chrono::hours(1);
+    profiles_ = std::make_unique<Profiles>(*kernel_, *net_, *store_, "bench", std::move(spec));
+    loaded_ = kernel_->bus().Subscribe("Kernel.*", [this](std::string_view t, Args a) {
+      if (t == "Kernel.ProfileLoaded") {
+        loaded_at_[a[0].AsHandle()] = RealNow();
+      }
+    });
+  }
+  ~DriverRig() {
+    loaded_.Disconnect();
+    profiles_.reset();
+    net_.reset();
+    store_.reset();
+    (void)kernel_->Shutdown();
+  }
+  void RunUntil(const std::function<bool()>& done) {
+    while (!done()) {
+      kernel_->loop().io().restart();
+      kernel_->loop().RunFor(std::chrono::milliseconds(1));
+    }
+  }
+  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<net::Network> net_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<Profiles> profiles_;
+  std::map<std::uint64_t, TimePoint> loaded_at_;
+  Connection loaded_;
+};
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
+}
+
+// 1,000 joins in a burst: each session's time from its start to Kernel.ProfileLoaded.
+// `starting_ms` is how long the kernel thread took to start the burst's sessions (no completion
+// can be delivered meanwhile).
+void BM_ProfilesJoinBurst(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  DriverRig rig("burst.db");
+  std::vector<double> all;
+  std::vector<double> starting;  // the kernel thread starting the burst's sessions
+  int round = 0;
+  for (auto _ : state) {
+    rig.loaded_at_.clear();
+    std::map<std::uint64_t, TimePoint> started;
+    const TimePoint burst = RealNow();
+    for (int i = 0; i < n; ++i) {
+      const TimePoint t = RealNow();
+      started[rig.net_->sessions().Start("u" + std::to_string(round) + "_" + std::to_string(i), {},
+                                         "bench", t)] = t;
+    }
+    starting.push_back(std::chrono::duration<double, std::milli>(RealNow() - burst).count());
+    rig.RunUntil([&] { return rig.loaded_at_.size() == static_cast<std::size_t>(n); });
+    for (const auto& [id, t] : started) {
+      all.push_back(std::chrono::duration<double, std::milli>(rig.loaded_at_[id] - t).count());
+    }
+    state.PauseTiming();
+    for (const auto& [id, t] : started) {
+      rig.net_->sessions().End(id, net::ExitReason::kClientClosed);
+    }
+    rig.RunUntil([&] { return rig.store_->stats().queued == 0; });
+    ++round;
+    state.ResumeTiming();
+  }
+  state.counters["p50_ms"] = Percentile(all, 0.50);
+  state.counters["p99_ms"] = Percentile(all, 0.99);
+  state.counters["max_ms"] = Percentile(all, 1.0);
+  state.counters["starting_ms"] = Percentile(starting, 0.5);
+}
+BENCHMARK(BM_ProfilesJoinBurst)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// What an autosave of N dirty 1 KiB profiles costs the kernel thread. Building the batch
+// (serializing every document) happens there, a slice per scheduler step; the writing happens on
+// the store's thread. Each iteration is one whole autosave, from the timer to the last
+// acknowledgement; `longest_slice_ms` is the longest the kernel thread was held by it at once
+// (the scheduler's profile of the "profile autosave" tasks and the first slice, which the timer
+// runs).
+void BM_ProfilesAutosaveOnTheKernelThread(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  DriverRig rig("autosave.db");
+  std::vector<std::uint64_t> ids;
+  for (int i = 0; i < n; ++i) {
+    ids.push_back(rig.net_->sessions().Start("u" + std::to_string(i), {}, "bench", RealNow()));
+  }
+  rig.RunUntil([&] { return rig.loaded_at_.size() == static_cast<std::size_t>(n); });
+  const std::string pad = "\"" + std::string(1000, 'x') + "\"";
+  std::uint64_t round = 0;
+  double first_slice_ms = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    ++round;
+    for (std::uint64_t id : ids) {
+      (void)rig.profiles_->Set(id, "/pad", pad);
+      (void)rig.profiles_->Set(id, "/coins", std::to_string(round));
+    }
+    const std::uint64_t saved = rig.profiles_->stats().saves;
+    state.ResumeTiming();
+    const TimePoint t0 = RealNow();
+    rig.profiles_->SaveAll();
+    first_slice_ms =
+        std::max(first_slice_ms, std::chrono::duration<double, std::milli>(RealNow() - t0).count());
+    rig.RunUntil([&] { return rig.profiles_->stats().saves >= saved + n; });
+  }
+  double slice_ms = first_slice_ms;
+  for (const TaskProfile& t : rig.kernel_->scheduler().TopTasks(64)) {
+    if (t.key == "profile autosave") {
+      slice_ms = std::max(slice_ms, std::chrono::duration<double, std::milli>(t.max).count());
+    }
+  }
+  state.counters["longest_slice_ms"] = slice_ms;
+}
+BENCHMARK(BM_ProfilesAutosaveOnTheKernelThread)
+    ->Arg(10000)
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The floor of that share: serializing the same documents (Boost.JSON), nothing else.
+void BM_ProfilesAutosaveBaseline_Serialize(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  std::vector<boost::json::value> docs;
+  for (int i = 0; i < n; ++i) {
+    docs.push_back(boost::json::parse(R"({"coins":)" + std::to_string(i) + R"(,"pad":")" +
+                                      std::string(1000, 'x') + "\"}"));
+  }
+  for (auto _ : state) {
+    std::size_t bytes = 0;
+    for (const auto& d : docs) {
+      bytes += boost::json::serialize(d).size();
+    }
+    benchmark::DoNotOptimize(bytes);
+  }
+}
+BENCHMARK(BM_ProfilesAutosaveBaseline_Serialize)
+    ->Arg(10000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace molt::kernel::store

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <variant>
 
 #include "kernel/src/core/logger.h"
 
@@ -124,6 +125,14 @@ class Statement {
 
 }  // namespace
 
+// A load waiting for the store's thread.
+struct LoadRequest {
+  std::string key;
+  std::string owner;
+  std::chrono::milliseconds ttl{};
+  Callback<void(LoadResult)> done;
+};
+
 // The connection and its statements; used by the store's thread only.
 class SqliteStore::Db {
  public:
@@ -198,47 +207,50 @@ class SqliteStore::Db {
     (void)Exec(sql.c_str());
   }
 
+  // One load in its own transaction.
   LoadResult Load(const std::string& key, const std::string& owner, std::chrono::milliseconds ttl) {
     LoadResult r;
-    const WallMillis now = options_.now();
     if (Status s = Begin(); !s.ok()) {
       r.status = s.Prefixed(fmt::format("profile \"{}\": load", key));
       return r;
     }
-    Result<std::optional<Record>> row = Select(key);
-    if (!row.ok()) {
-      r.status = Rollback(row.status().Prefixed(fmt::format("profile \"{}\": load", key)));
-      return r;
-    }
-    const bool exists = row->has_value();
-    Record& rec = r.record;
-    if (exists) {
-      rec = std::move(**row);
-    }
-    rec.key = key;
-    if (exists && !rec.lease.owner.empty() && rec.lease.expires > now) {
-      r.holder = rec.lease;
-      r.record = Record{};
-      r.status = Rollback(Status::FailedPrecondition(fmt::format(
-          "profile \"{}\" is leased by {} until {} (lease token {}): wait for its release or "
-          "expiry, then load it again",
-          key, r.holder.owner, Iso(r.holder.expires), r.holder.token)));
-      return r;
-    }
-    rec.lease = Lease{owner, rec.lease.token + 1, now + ttl.count()};
-    rec.updated = now;
-    const int rc = (exists ? acquire_ : insert_)
-                       ->Bind(key, owner, rec.lease.token, rec.lease.expires, now)
-                       .Step();
-    if (rc != SQLITE_DONE) {
-      r.status = Rollback(Failure(db_, rc, fmt::format("profile \"{}\": taking the lease", key)));
-      return r;
-    }
-    r.status = Commit(fmt::format("profile \"{}\": load", key));
-    if (!r.status.ok()) {
-      r.record = Record{};
+    r = Acquire(key, owner, ttl, options_.now());
+    if (r.status.ok()) {
+      r.status = Commit(fmt::format("profile \"{}\": load", key));
+      if (!r.status.ok()) {
+        r.record = Record{};
+      }
+    } else if (!r.busy()) {
+      r.status = Rollback(std::move(r.status));
     }
     return r;
+  }
+
+  // Loads that queued up together, in one transaction (a burst of joins commits once). Should
+  // the transaction fail, each load is tried in one of its own.
+  std::vector<LoadResult> LoadMany(const std::vector<LoadRequest>& loads) {
+    std::vector<LoadResult> out;
+    if (Begin().ok()) {
+      const WallMillis now = options_.now();
+      for (const LoadRequest& l : loads) {
+        out.push_back(Acquire(l.key, l.owner, l.ttl, now));
+        if (!out.back().status.ok() && !out.back().busy()) {
+          break;
+        }
+      }
+      if (out.size() == loads.size() &&
+          std::all_of(out.begin(), out.end(),
+                      [](const LoadResult& r) { return r.status.ok() || r.busy(); }) &&
+          Commit("loading profiles").ok()) {
+        return out;
+      }
+      (void)Rollback(Status::Ok());
+    }
+    out.clear();
+    for (const LoadRequest& l : loads) {
+      out.push_back(Load(l.key, l.owner, l.ttl));
+    }
+    return out;
   }
 
   Status Write(const std::vector<store::Write>& batch, std::vector<WriteResult>& results) {
@@ -292,6 +304,41 @@ class SqliteStore::Db {
   }
 
  private:
+  // Takes the lease on `key` inside the open transaction (see Load); busy leaves it unchanged.
+  LoadResult Acquire(const std::string& key, const std::string& owner,
+                     std::chrono::milliseconds ttl, WallMillis now) {
+    LoadResult r;
+    Result<std::optional<Record>> row = Select(key);
+    if (!row.ok()) {
+      r.status = row.status().Prefixed(fmt::format("profile \"{}\": load", key));
+      return r;
+    }
+    const bool exists = row->has_value();
+    Record& rec = r.record;
+    if (exists) {
+      rec = std::move(**row);
+    }
+    rec.key = key;
+    if (exists && !rec.lease.owner.empty() && rec.lease.expires > now) {
+      r.holder = rec.lease;
+      r.record = Record{};
+      r.status = Status::FailedPrecondition(fmt::format(
+          "profile \"{}\" is leased by {} until {} (lease token {}): wait for its release or "
+          "expiry, then load it again",
+          key, r.holder.owner, Iso(r.holder.expires), r.holder.token));
+      return r;
+    }
+    rec.lease = Lease{owner, rec.lease.token + 1, now + ttl.count()};
+    rec.updated = now;
+    const int rc = (exists ? acquire_ : insert_)
+                       ->Bind(key, owner, rec.lease.token, rec.lease.expires, now)
+                       .Step();
+    if (rc != SQLITE_DONE) {
+      r.record = Record{};
+      r.status = Failure(db_, rc, fmt::format("profile \"{}\": taking the lease", key));
+    }
+    return r;
+  }
   // The row of `key`: nullopt when there is none.
   Result<std::optional<Record>> Select(const std::string& key) {
     Statement& select = *select_;
@@ -429,8 +476,11 @@ class SqliteStore::Db {
 class SqliteStore::Worker {
  public:
   using Job = Callback<void(Db&)>;
+  // Most loads one transaction takes (a burst of joins).
+  static constexpr std::size_t kMaxLoadsPerTransaction = 512;
 
-  explicit Worker(std::unique_ptr<Db> db) : db_(std::move(db)) {
+  Worker(std::unique_ptr<Db> db, ProfileStore::Deliver deliver)
+      : db_(std::move(db)), deliver_(std::move(deliver)) {
     thread_ = std::thread([this] { Run(); });
   }
   ~Worker() {
@@ -442,14 +492,8 @@ class SqliteStore::Worker {
     thread_.join();
   }
 
-  void Push(Job job) {
-    {
-      std::lock_guard lock(mu_);
-      jobs_.push_back(std::move(job));
-      ++stats_queued_;
-    }
-    wake_.notify_one();
-  }
+  void Push(Job job) { Enqueue(std::move(job)); }
+  void PushLoad(LoadRequest load) { Enqueue(std::move(load)); }
   // Runs `fn` on the store's thread and waits for it (Open and tests: never the kernel's calls).
   template <class F>
   auto Call(F&& fn) {
@@ -467,51 +511,94 @@ class SqliteStore::Worker {
     cv.wait(lock, [&] { return out.has_value(); });
     return std::move(*out);
   }
+  void Post(std::function<void()> fn) { deliver_(std::move(fn)); }
 
   std::atomic<std::uint64_t> loads{0}, busy{0}, batches{0}, writes{0}, stale{0}, failures{0};
   std::size_t queued() const {
     std::lock_guard lock(mu_);
-    return stats_queued_;
+    return queued_;
   }
 
  private:
+  using Item = std::variant<Job, LoadRequest>;
+
+  void Enqueue(Item item) {
+    {
+      std::lock_guard lock(mu_);
+      items_.push_back(std::move(item));
+      ++queued_;
+    }
+    wake_.notify_one();
+  }
+
   void Run() {
     for (;;) {
       Job job;
+      std::vector<LoadRequest> loads;
       {
         std::unique_lock lock(mu_);
-        wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-        if (jobs_.empty()) {
+        wake_.wait(lock, [&] { return stopping_ || !items_.empty(); });
+        if (items_.empty()) {
           break;  // stopping, and everything queued ran
         }
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
+        // Loads next to each other in the queue share a transaction; the order of the queue
+        // is kept (a load never overtakes a write queued before it).
+        while (!items_.empty() && std::holds_alternative<LoadRequest>(items_.front()) &&
+               loads.size() < kMaxLoadsPerTransaction) {
+          loads.push_back(std::move(std::get<LoadRequest>(items_.front())));
+          items_.pop_front();
+        }
+        if (loads.empty()) {
+          job = std::move(std::get<Job>(items_.front()));
+          items_.pop_front();
+        }
       }
-      job(*db_);
+      const std::size_t ran = loads.empty() ? 1 : loads.size();
+      if (loads.empty()) {
+        job(*db_);
+      } else {
+        RunLoads(loads);
+      }
       std::lock_guard lock(mu_);
-      --stats_queued_;
+      queued_ -= ran;
     }
     db_.reset();  // closes the file on this thread
   }
 
+  void RunLoads(std::vector<LoadRequest>& requests) {
+    std::vector<LoadResult> results = db_->LoadMany(requests);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      ++loads;
+      if (results[i].busy()) {
+        ++busy;
+      } else if (!results[i].status.ok()) {
+        ++failures;
+      }
+      auto cb = std::make_shared<Callback<void(LoadResult)>>(std::move(requests[i].done));
+      auto r = std::make_shared<LoadResult>(std::move(results[i]));
+      deliver_([cb, r] { (*cb)(std::move(*r)); });
+    }
+  }
+
   std::unique_ptr<Db> db_;
+  ProfileStore::Deliver deliver_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<Job> jobs_;
-  std::size_t stats_queued_ = 0;
+  std::deque<Item> items_;
+  std::size_t queued_ = 0;
   bool stopping_ = false;
   std::thread thread_;
 };
 
-SqliteStore::SqliteStore(std::string path, Deliver deliver)
-    : path_(std::move(path)), deliver_(std::move(deliver)) {}
+SqliteStore::SqliteStore(std::string path) : path_(std::move(path)) {}
 
 SqliteStore::~SqliteStore() { worker_.reset(); }
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Deliver deliver,
                                                        SqliteOptions options) {
-  std::unique_ptr<SqliteStore> store(new SqliteStore(path, std::move(deliver)));
-  store->worker_ = std::make_unique<Worker>(std::make_unique<Db>(path, std::move(options)));
+  std::unique_ptr<SqliteStore> store(new SqliteStore(path));
+  store->worker_ =
+      std::make_unique<Worker>(std::make_unique<Db>(path, std::move(options)), std::move(deliver));
   Status s = store->worker_->Call([](Db& db) { return db.Open(); });
   if (!s.ok()) {
     return s;
@@ -522,17 +609,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, 
 
 void SqliteStore::Load(std::string key, std::string owner, std::chrono::milliseconds ttl,
                        Callback<void(LoadResult)> done) {
-  auto cb = std::make_shared<Callback<void(LoadResult)>>(std::move(done));
-  worker_->Push([this, key = std::move(key), owner = std::move(owner), ttl, cb](Db& db) {
-    auto r = std::make_shared<LoadResult>(db.Load(key, owner, ttl));
-    ++worker_->loads;
-    if (r->busy()) {
-      ++worker_->busy;
-    } else if (!r->status.ok()) {
-      ++worker_->failures;
-    }
-    deliver_([cb, r] { (*cb)(std::move(*r)); });
-  });
+  worker_->PushLoad(LoadRequest{std::move(key), std::move(owner), ttl, std::move(done)});
 }
 
 void SqliteStore::Write(std::vector<store::Write> batch,
@@ -550,7 +627,7 @@ void SqliteStore::Write(std::vector<store::Write> batch,
     } else {
       ++worker_->failures;
     }
-    deliver_([cb, s, results] { (*cb)(std::move(*s), std::move(*results)); });
+    worker_->Post([cb, s, results] { (*cb)(std::move(*s), std::move(*results)); });
   });
 }
 
@@ -558,7 +635,7 @@ void SqliteStore::Read(std::string key, Callback<void(Result<Record>)> done) {
   auto cb = std::make_shared<Callback<void(Result<Record>)>>(std::move(done));
   worker_->Push([this, key = std::move(key), cb](Db& db) {
     auto r = std::make_shared<Result<Record>>(db.Read(key));
-    deliver_([cb, r] { (*cb)(std::move(*r)); });
+    worker_->Post([cb, r] { (*cb)(std::move(*r)); });
   });
 }
 

@@ -16,8 +16,9 @@
 // runs only after its transaction committed (with synchronous=NORMAL in WAL mode a power cut, not
 // a crash, may lose the last transactions; `synchronous_full` closes that too).
 //
-// Thread safety: the ProfileStore calls are safe from any thread. The destructor finishes what
-// was queued, delivers its results, and closes the file.
+// Loads that queue up next to each other (a burst of joins) share one transaction, in queue
+// order. Thread safety: the ProfileStore calls are safe from any thread. The destructor finishes
+// what was queued, delivers its results, and closes the file.
 #ifndef MOLT_KERNEL_STORE_SQLITE_STORE_H_
 #define MOLT_KERNEL_STORE_SQLITE_STORE_H_
 
@@ -61,10 +62,9 @@ class SqliteStore final : public ProfileStore {
  private:
   class Db;
   class Worker;
-  SqliteStore(std::string path, Deliver deliver);
+  explicit SqliteStore(std::string path);
 
   std::string path_;
-  Deliver deliver_;
   std::unique_ptr<Worker> worker_;
 };
 

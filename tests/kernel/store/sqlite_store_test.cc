@@ -356,12 +356,14 @@ TEST_F(SqliteStoreTest, AKillDashNineMidSaveLosesNoAcknowledgedWrite) {
     char line[64];
     ASSERT_NE(std::fgets(line, sizeof line, from), nullptr);
     ASSERT_STREQ(line, "ready\n");
-    std::this_thread::sleep_for(milliseconds(std::uniform_int_distribution<int>(20, 120)(rng)));
+    ASSERT_NE(std::fgets(line, sizeof line, from), nullptr);  // saving: the first batch is in
+    ASSERT_STREQ(line, "ack 1\n");
+    std::this_thread::sleep_for(milliseconds(std::uniform_int_distribution<int>(5, 100)(rng)));
     ::kill(child, SIGKILL);
     int status = 0;
     ::waitpid(child, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status));
-    unsigned long long acked = 0;
+    unsigned long long acked = 1;
     while (std::fgets(line, sizeof line, from) != nullptr) {
       std::sscanf(line, "ack %llu", &acked);
     }

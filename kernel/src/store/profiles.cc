@@ -1,0 +1,613 @@
+// SPDX-License-Identifier: Apache-2.0
+// Profiles: the per-session state machine over the store's completions. Documents live in memory
+// as Boost.JSON values; each Set bumps the entry's version, and a write acknowledged for version
+// v makes the entry clean up to v (a Set made while the write was in flight keeps it dirty).
+#include "kernel/src/store/profiles.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <random>
+
+#include "kernel/src/core/logger.h"
+#include "kernel/src/net/network.h"
+
+namespace molt::kernel::store {
+
+namespace json = boost::json;
+
+std::string_view ProfileStateName(ProfileState state) {
+  switch (state) {
+    case ProfileState::kNone:
+      return "none";
+    case ProfileState::kPending:
+      return "pending";
+    case ProfileState::kLoaded:
+      return "loaded";
+    case ProfileState::kFailed:
+      return "failed";
+    case ProfileState::kLost:
+      return "lost";
+  }
+  return "?";
+}
+
+namespace {
+
+// JSON text -> value; an error names what is wrong.
+Result<json::value> Parse(std::string_view text) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec) {
+    return Status::InvalidArgument("not valid JSON (" + ec.message() + ")");
+  }
+  return v;
+}
+
+// The tokens of a JSON Pointer ("" is the whole document).
+Result<std::vector<std::string>> Tokens(std::string_view pointer) {
+  std::vector<std::string> out;
+  if (pointer.empty()) {
+    return out;
+  }
+  if (pointer.front() != '/') {
+    return Status::InvalidArgument("the path \"" + std::string(pointer) +
+                                   "\" is not a JSON Pointer: start it with '/' (\"/coins\")");
+  }
+  std::string token;
+  for (std::size_t i = 1; i <= pointer.size(); ++i) {
+    if (i == pointer.size() || pointer[i] == '/') {
+      out.push_back(std::move(token));
+      token.clear();
+    } else if (pointer[i] == '~' && i + 1 < pointer.size() &&
+               (pointer[i + 1] == '0' || pointer[i + 1] == '1')) {
+      token += pointer[++i] == '0' ? '~' : '/';
+    } else {
+      token += pointer[i];
+    }
+  }
+  return out;
+}
+
+// An array index token: digits only, within `size` (or == size when `append`).
+std::optional<std::size_t> Index(const std::string& token, std::size_t size, bool append) {
+  if (token.empty() || !std::all_of(token.begin(), token.end(), ::isdigit)) {
+    return append && token == "-" ? std::optional<std::size_t>(size) : std::nullopt;
+  }
+  const std::size_t i = std::stoul(token);
+  return i < size || (append && i == size) ? std::optional<std::size_t>(i) : std::nullopt;
+}
+
+// Fills what `doc` lacks from `defaults`, objects recursively. True when it added anything.
+bool FillDefaults(json::value& doc, const json::value& defaults) {
+  if (!doc.is_object() || !defaults.is_object()) {
+    return false;
+  }
+  bool added = false;
+  json::object& o = doc.as_object();
+  for (const auto& [k, v] : defaults.as_object()) {
+    auto it = o.find(k);
+    if (it == o.end()) {
+      o.emplace(k, v);
+      added = true;
+    } else {
+      added = FillDefaults(it->value(), v) || added;
+    }
+  }
+  return added;
+}
+
+}  // namespace
+
+struct Profiles::Entry {
+  net::SessionId session = 0;
+  std::string key;
+  ProfileState state = ProfileState::kPending;
+  json::value doc;
+  std::uint64_t token = 0;          // the lease's
+  std::uint64_t version = 0;        // bumped by every change
+  std::uint64_t saved_version = 0;  // the version the store holds
+  bool left = false;                // the session ended while its profile was loading
+  TaskHandle retry;                 // the next load attempt while the lease is held elsewhere
+  bool dirty() const { return version != saved_version; }
+};
+
+Profiles::Profiles(Kernel& kernel, net::Network& network, ProfileStore& store, std::string host,
+                   ProfileSpec spec)
+    : kernel_(kernel),
+      network_(network),
+      store_(store),
+      host_(std::move(host)),
+      spec_(std::move(spec)),
+      log_("Profiles " + spec_.name) {
+  Result<json::value> defaults = Parse(spec_.defaults);
+  if (!defaults.ok() || !defaults->is_object()) {
+    log_.Error("the defaults are {}: profiles get no defaults (give a JSON object)",
+               defaults.ok() ? "not a JSON object" : defaults.status().message());
+  }
+  defaults_ = std::make_unique<json::value>(
+      defaults.ok() && defaults->is_object() ? std::move(defaults).value() : json::object());
+  on_session_ = network_.sessions().OnSession([this](net::Session& s) {
+    auto e = std::make_unique<Entry>();
+    e->session = s.id();
+    e->key = spec_.name + "/" + s.user();
+    entries_[s.id()] = std::move(e);
+    s.BindLast([this, id = s.id()] { FinalSave(id); }, this, [] {});
+    Load(s.id(), 0);
+  });
+  ArmAutosave(spec_.autosave);
+}
+
+Profiles::~Profiles() {
+  on_session_.Disconnect();
+  network_.sessions().ReleaseOwner(this);  // the final-save bindings: released, not run
+  autosave_.Cancel();
+  for (auto& [id, e] : entries_) {
+    e->retry.Cancel();
+  }
+}
+
+Profiles::Entry* Profiles::Find(net::SessionId session) const {
+  auto it = entries_.find(session);
+  return it == entries_.end() ? nullptr : it->second.get();
+}
+
+ProfileState Profiles::state(net::SessionId session) const {
+  const Entry* e = Find(session);
+  return e == nullptr ? ProfileState::kNone : e->state;
+}
+
+std::size_t Profiles::loaded_count() const {
+  return std::count_if(entries_.begin(), entries_.end(),
+                       [](const auto& e) { return e.second->state == ProfileState::kLoaded; });
+}
+
+Duration Profiles::Backoff(std::uint32_t attempt) const {
+  if (spec_.backoff.empty()) {
+    return std::chrono::seconds(1);
+  }
+  return spec_.backoff[std::min<std::size_t>(attempt, spec_.backoff.size() - 1)];
+}
+
+// --- Loading ---
+
+void Profiles::Load(net::SessionId session, std::uint32_t attempt) {
+  Entry* e = Find(session);
+  if (e == nullptr) {
+    return;
+  }
+  store_.Load(e->key, host_, std::chrono::duration_cast<std::chrono::milliseconds>(spec_.lease_ttl),
+              [this, alive = std::weak_ptr<bool>(alive_), session, attempt](LoadResult r) {
+                if (alive.lock()) {
+                  OnLoaded(session, attempt, std::move(r));
+                }
+              });
+}
+
+void Profiles::OnLoaded(net::SessionId session, std::uint32_t attempt, LoadResult r) {
+  Entry* e = Find(session);
+  if (e == nullptr) {
+    return;
+  }
+  if (e->left || draining_) {
+    // The session ended (or the server closes) while it loaded: let the lease go at once.
+    if (r.status.ok()) {
+      store_.Write({{.key = e->key, .token = r.record.lease.token, .release = true}},
+                   [](Status, std::vector<WriteResult>) {});
+    }
+    entries_.erase(session);
+    return;
+  }
+  if (r.busy()) {
+    ++stats_.lease_waits;
+    if (r.holder.owner == host_ && releasing_.count(e->key) != 0) {
+      releasing_[e->key].push_back(session);  // our own final save: loaded again once it lands
+      return;
+    }
+    const Duration until_expiry =
+        std::chrono::milliseconds(std::max<WallMillis>(r.holder.expires - WallNow() + 50, 10));
+    const Duration delay = std::min(until_expiry, Backoff(attempt));
+    log_.Info("{}; session {} waits, trying again in {:.1f}s", r.status.message(), session,
+              ToSeconds(delay));
+    e->retry = kernel_.scheduler().After(
+        delay, [this, session, attempt] { Load(session, attempt + 1); }, Priority::kKernel,
+        TaskOrigin::Named("profile load"));
+    return;
+  }
+  if (!r.status.ok()) {
+    return Fail(session, r.status.message());
+  }
+  const Record& rec = r.record;
+  e->token = rec.lease.token;
+  const std::string where = fmt::format("profile \"{}\" (revision {})", e->key, rec.revision);
+  json::value doc;
+  bool changed = false;
+  if (!rec.data) {
+    doc = json::object();  // a new profile: the defaults, saved at the next autosave
+    changed = true;
+  } else {
+    Result<json::value> parsed = Parse(*rec.data);
+    if (!parsed.ok() || !parsed->is_object()) {
+      return Fail(
+          session,
+          fmt::format("{} is {}: restore a backup or fix it with the sqlite3 "
+                      "tool (docs/profiles.md)",
+                      where, parsed.ok() ? "not a JSON object" : parsed.status().message()));
+    }
+    doc = std::move(parsed).value();
+    if (rec.schema_version > spec_.schema_version) {
+      return Fail(session,
+                  fmt::format("{} has schema version {}, newer than this build reads ({}): "
+                              "deploy the build that wrote it",
+                              where, rec.schema_version, spec_.schema_version));
+    }
+    for (std::uint32_t v = rec.schema_version; v < spec_.schema_version; ++v) {
+      if (!spec_.migrate) {
+        return Fail(session, fmt::format("{} has schema version {} and there is no migration to {}",
+                                         where, v, spec_.schema_version));
+      }
+      Result<std::string> next = spec_.migrate(v, json::serialize(doc));
+      Result<json::value> again = next.ok() ? Parse(*next) : Result<json::value>(next.status());
+      if (!again.ok() || !again->is_object()) {
+        return Fail(
+            session,
+            fmt::format("{}: the migration from schema version {} failed: {}", where, v,
+                        again.ok() ? "it did not return a JSON object" : again.status().message()));
+      }
+      doc = std::move(again).value();
+      changed = true;
+    }
+  }
+  changed = FillDefaults(doc, *defaults_) || changed;
+  e->doc = std::move(doc);
+  e->state = ProfileState::kLoaded;
+  e->version = changed ? 1 : 0;
+  e->saved_version = 0;
+  ++stats_.loaded;
+  const Value args[] = {Value::Handle(session), Value::String(spec_.name)};
+  kernel_.bus().Publish("Kernel.ProfileLoaded", args);
+}
+
+void Profiles::Fail(net::SessionId session, const std::string& why) {
+  Entry* e = Find(session);
+  ++stats_.load_failures;
+  e->state = ProfileState::kFailed;
+  log_.Error("session {}: {}", session, why);
+  const Value args[] = {Value::Handle(session), Value::String(spec_.name), Value::String(why)};
+  kernel_.bus().Publish("Kernel.ProfileFailed", args);
+  if (spec_.kick_on_load_failure) {
+    (void)network_.Kick(session, "your " + spec_.name +
+                                     " profile could not be loaded; nothing was changed: try "
+                                     "again later");
+  }
+}
+
+// --- Reading and writing ---
+
+Result<std::string> Profiles::Get(net::SessionId session, std::string_view pointer) const {
+  const Entry* e = Find(session);
+  if (e == nullptr || e->state != ProfileState::kLoaded) {
+    return Status::FailedPrecondition(
+        fmt::format("the {} profile of session {} is {}: wait for Kernel.ProfileLoaded", spec_.name,
+                    session, ProfileStateName(e == nullptr ? ProfileState::kNone : e->state)));
+  }
+  Result<std::vector<std::string>> tokens = Tokens(pointer);
+  if (!tokens.ok()) {
+    return tokens.status();
+  }
+  const json::value* at = &e->doc;
+  for (const std::string& t : *tokens) {
+    const json::value* next = nullptr;
+    if (at->is_object()) {
+      next = at->as_object().if_contains(t);
+    } else if (at->is_array()) {
+      if (auto i = Index(t, at->as_array().size(), false)) {
+        next = &at->as_array()[*i];
+      }
+    }
+    if (next == nullptr) {
+      return Status::NotFound(fmt::format("the {} profile of session {} has nothing at \"{}\"",
+                                          spec_.name, session, pointer));
+    }
+    at = next;
+  }
+  return json::serialize(*at);
+}
+
+Status Profiles::Set(net::SessionId session, std::string_view pointer, std::string_view value) {
+  Entry* e = Find(session);
+  if (e == nullptr || e->state != ProfileState::kLoaded) {
+    return Status::FailedPrecondition(
+        fmt::format("the {} profile of session {} is {}: it cannot be written", spec_.name, session,
+                    ProfileStateName(e == nullptr ? ProfileState::kNone : e->state)));
+  }
+  Result<json::value> v = Parse(value);
+  if (!v.ok()) {
+    return Status::InvalidArgument(
+        fmt::format("the value for \"{}\" is {}", pointer, v.status().message()));
+  }
+  Result<std::vector<std::string>> tokens = Tokens(pointer);
+  if (!tokens.ok()) {
+    return tokens.status();
+  }
+  if (tokens->empty()) {
+    if (!v->is_object()) {
+      return Status::InvalidArgument("a profile document is a JSON object");
+    }
+    e->doc = std::move(v).value();
+    ++e->version;
+    return Status::Ok();
+  }
+  json::value* at = &e->doc;
+  for (std::size_t i = 0; i + 1 < tokens->size(); ++i) {
+    const std::string& t = (*tokens)[i];
+    if (at->is_object()) {
+      json::object& o = at->as_object();
+      auto it = o.find(t);
+      at = it != o.end() ? &it->value() : &o.emplace(t, json::object()).first->value();
+    } else if (at->is_array()) {
+      auto idx = Index(t, at->as_array().size(), false);
+      if (!idx) {
+        return Status::NotFound(fmt::format("\"{}\": no element {} in that array", pointer, t));
+      }
+      at = &at->as_array()[*idx];
+    } else {
+      return Status::InvalidArgument(fmt::format(
+          "\"{}\": \"{}\" is inside a value that is neither object nor array", pointer, t));
+    }
+  }
+  const std::string& last = tokens->back();
+  if (at->is_object()) {
+    at->as_object()[last] = std::move(v).value();
+  } else if (at->is_array()) {
+    json::array& a = at->as_array();
+    auto idx = Index(last, a.size(), true);
+    if (!idx) {
+      return Status::NotFound(fmt::format("\"{}\": no element {} in that array", pointer, last));
+    }
+    if (*idx == a.size()) {
+      a.push_back(std::move(v).value());
+    } else {
+      a[*idx] = std::move(v).value();
+    }
+  } else {
+    return Status::InvalidArgument(
+        fmt::format("\"{}\": its parent is neither an object nor an array", pointer));
+  }
+  ++e->version;
+  return Status::Ok();
+}
+
+// --- Saving ---
+
+Write Profiles::WriteFor(Entry& e, bool release) {
+  Write w{.key = e.key, .token = e.token, .release = release};
+  if (!release) {
+    w.renew_until =
+        WallNow() + std::chrono::duration_cast<std::chrono::milliseconds>(spec_.lease_ttl).count();
+  }
+  if (e.dirty()) {
+    std::string text = json::serialize(e.doc);
+    Status ok = spec_.validate ? spec_.validate(text) : Status::Ok();
+    if (ok.ok()) {
+      w.data = std::move(text);
+      w.schema_version = spec_.schema_version;
+    } else {
+      ++stats_.refused;
+      log_.Error("profile \"{}\": save refused by validate: {} (the stored revision stays)", e.key,
+                 ok.message());
+    }
+  }
+  return w;
+}
+
+void Profiles::ArmAutosave(Duration delay) {
+  autosave_.Cancel();
+  if (draining_) {
+    return;
+  }
+  autosave_ = kernel_.scheduler().After(
+      delay, [this] { Autosave(); }, Priority::kKernel, TaskOrigin::Named("profile autosave"));
+}
+
+void Profiles::SaveAll() { Autosave(); }
+
+// An autosave builds its one batch a slice at a time (serializing 10,000 documents at once
+// would hold the kernel thread for tens of milliseconds), then writes it.
+struct Profiles::Pass {
+  std::vector<net::SessionId> ids;
+  std::size_t next = 0;
+  std::vector<Write> batch;
+  std::vector<std::pair<net::SessionId, std::uint64_t>> sent;  // (session, version written)
+};
+
+void Profiles::Autosave() {
+  if (pass_ != nullptr) {
+    return;  // one at a time: the pass under way takes every write made meanwhile
+  }
+  autosave_.Cancel();
+  pass_ = std::make_unique<Pass>();
+  for (const auto& [id, e] : entries_) {
+    if (e->state == ProfileState::kLoaded) {
+      pass_->ids.push_back(id);
+    }
+  }
+  ContinuePass();
+}
+
+void Profiles::ContinuePass() {
+  Pass& p = *pass_;
+  const TimePoint t0 = RealNow();
+  while (p.next < p.ids.size()) {
+    Entry* e = Find(p.ids[p.next++]);
+    if (e != nullptr && e->state == ProfileState::kLoaded) {
+      p.batch.push_back(WriteFor(*e, false));
+      p.sent.emplace_back(e->session, p.batch.back().data ? e->version : 0);
+    }
+    if (p.next % 64 == 0 && p.next < p.ids.size() && RealNow() - t0 >= kAutosaveSlice) {
+      autosave_ = kernel_.scheduler().Schedule([this] { ContinuePass(); }, Priority::kKernel,
+                                               TaskOrigin::Named("profile autosave"));
+      return;  // the rest on the next step
+    }
+  }
+  std::unique_ptr<Pass> done = std::move(pass_);
+  if (done->batch.empty()) {
+    ArmAutosave(spec_.autosave);
+    return;
+  }
+  store_.Write(std::move(done->batch),
+               [this, alive = std::weak_ptr<bool>(alive_), sent = std::move(done->sent)](
+                   Status s, std::vector<WriteResult> r) {
+                 if (alive.lock()) {
+                   OnWritten(sent, std::move(s), std::move(r));
+                 }
+               });
+}
+
+void Profiles::OnWritten(std::vector<std::pair<net::SessionId, std::uint64_t>> sent, Status batch,
+                         std::vector<WriteResult> results) {
+  if (!batch.ok()) {
+    ++stats_.save_failures;
+    const Duration retry = Backoff(failed_batches_++);
+    log_.Warn("saving {} profiles failed: {}; they stay in memory, trying again in {:.0f}s",
+              sent.size(), batch.message(), ToSeconds(retry));
+    ArmAutosave(retry);
+    return;
+  }
+  failed_batches_ = 0;
+  for (std::size_t i = 0; i < sent.size() && i < results.size(); ++i) {
+    Entry* e = Find(sent[i].first);
+    if (e == nullptr || e->state != ProfileState::kLoaded) {
+      continue;
+    }
+    if (results[i].status.code() == Status::Code::kStale) {
+      ++stats_.lost;
+      e->state = ProfileState::kLost;
+      log_.Error("{}: session {} ends", results[i].status.message(), e->session);
+      (void)network_.Kick(e->session, "your " + spec_.name +
+                                          " profile was opened on another server: this session "
+                                          "ends so that nothing is overwritten");
+    } else if (results[i].status.ok() && sent[i].second > 0) {
+      e->saved_version = std::max(e->saved_version, sent[i].second);
+      ++stats_.saves;
+    }
+  }
+  // Jitter: hosts that booted together do not write together.
+  static thread_local std::mt19937 rng{std::random_device{}()};
+  const double f = std::uniform_real_distribution<double>(0.9, 1.1)(rng);
+  ArmAutosave(std::chrono::duration_cast<Duration>(spec_.autosave * f));
+}
+
+void Profiles::FinalSave(net::SessionId session) {
+  Entry* e = Find(session);
+  if (e == nullptr) {
+    return;
+  }
+  e->retry.Cancel();
+  if (e->state == ProfileState::kPending) {
+    e->left = true;  // released when the load lands
+    return;
+  }
+  if (e->state != ProfileState::kLoaded) {
+    entries_.erase(session);
+    return;
+  }
+  const std::string key = e->key;
+  Write write = WriteFor(*e, true);
+  const bool saving = write.data.has_value();
+  entries_.erase(session);
+  releasing_[key];  // a rejoin waits for this
+  Persist({std::move(write)}, "the final save of profile \"" + key + "\"",
+          [this, key, saving](std::vector<WriteResult> r) {
+            if (!r.empty() && r[0].status.code() == Status::Code::kStale) {
+              ++stats_.lost;
+              log_.Error("{}", r[0].status.message());
+            } else if (saving) {
+              ++stats_.saves;
+            }
+            std::vector<net::SessionId> waiting = std::move(releasing_[key]);
+            releasing_.erase(key);
+            for (net::SessionId w : waiting) {
+              Load(w, 0);
+            }
+          });
+}
+
+void Profiles::Drain(Callback<void(std::size_t, std::size_t)> done) {
+  draining_ = true;
+  autosave_.Cancel();
+  pass_.reset();
+  std::vector<Write> batch;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    Entry& e = *it->second;
+    e.retry.Cancel();
+    if (e.state == ProfileState::kPending) {
+      e.left = true;
+      ++it;
+      continue;
+    }
+    if (e.state == ProfileState::kLoaded) {
+      batch.push_back(WriteFor(e, true));
+    }
+    it = entries_.erase(it);
+  }
+  const std::size_t n = batch.size();
+  if (n == 0) {
+    done(0, 0);
+    return;
+  }
+  Persist(
+      std::move(batch), "the close drain's saves",
+      [this, n, done = std::move(done)](std::vector<WriteResult> r) mutable {
+        const std::size_t failed =
+            std::count_if(r.begin(), r.end(), [](const WriteResult& w) { return !w.status.ok(); });
+        stats_.saves += n - failed;
+        log_.Info("close drain: {} profiles saved and released{}", n - failed,
+                  failed > 0 ? fmt::format(", {} refused (their leases were lost)", failed) : "");
+        done(n - failed, failed);
+      });
+}
+
+// A batch being written until it is stored.
+struct Profiles::Persisting {
+  std::vector<Write> batch;
+  std::string what;
+  Callback<void(std::vector<WriteResult>)> done;
+  std::uint32_t attempt = 0;
+};
+
+void Profiles::Persist(std::vector<Write> batch, std::string what,
+                       Callback<void(std::vector<WriteResult>)> done) {
+  Send(std::make_shared<Persisting>(
+      Persisting{std::move(batch), std::move(what), std::move(done), 0}));
+}
+
+void Profiles::Send(std::shared_ptr<Persisting> job) {
+  store_.Write(job->batch, [this, alive = std::weak_ptr<bool>(alive_), job](
+                               Status s, std::vector<WriteResult> r) {
+    if (!alive.lock()) {
+      return;
+    }
+    if (!s.ok()) {
+      ++stats_.save_failures;
+      const Duration retry = Backoff(job->attempt++);
+      log_.Warn("{} failed: {}; the profiles stay in memory, trying again in {:.0f}s", job->what,
+                s.message(), ToSeconds(retry));
+      kernel_.scheduler().After(
+          retry,
+          [this, alive, job] {
+            if (alive.lock()) {
+              Send(job);
+            }
+          },
+          Priority::kKernel, TaskOrigin::Named("profile save retry"));
+      return;
+    }
+    job->done(std::move(r));
+  });
+}
+
+}  // namespace molt::kernel::store

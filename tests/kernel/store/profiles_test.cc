@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: Apache-2.0
+// Profiles (kernel/src/store/profiles.h): the DataDriver over a real SQLite file, with sessions of
+// a real network (started in process, and one joined by a real client over loopback), results
+// delivered to the kernel loop as in moltd.
+#include "kernel/src/store/profiles.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <future>
+
+#include "kernel/src/store/sqlite_store.h"
+#include "net_fixture.h"
+
+namespace molt::kernel::store {
+namespace {
+
+namespace fs = std::filesystem;
+using net::SessionId;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class ProfilesTest : public net::NetTest {
+ protected:
+  void SetUp() override {
+    NetTest::SetUp();
+    dir_ = ::testing::TempDir() + "molt_profiles_" + std::to_string(::getpid());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    path_ = dir_ + "/profiles.db";
+    store_ = OpenStore();
+    loaded_sub_ = kernel_->bus().Subscribe("Kernel.*", [this](std::string_view t, Args a) {
+      if (t.starts_with("Kernel.Profile")) {
+        events_.push_back(std::string(t) + " " + std::to_string(a[0].AsHandle()));
+      }
+    });
+  }
+  void TearDown() override {
+    profiles_.reset();
+    store_.reset();
+    other_.reset();
+    loaded_sub_.Disconnect();
+    NetTest::TearDown();
+    fs::remove_all(dir_);
+  }
+  std::unique_ptr<SqliteStore> OpenStore() {
+    auto s = SqliteStore::Open(
+        path_, [this](std::function<void()> fn) { kernel_->loop().Post(std::move(fn)); });
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return std::move(s).value();
+  }
+  static ProfileSpec Spec() {
+    ProfileSpec spec;
+    spec.name = "PlayerData";
+    spec.defaults = R"({"coins":0,"items":[],"settings":{"music":true}})";
+    spec.schema_version = 1;
+    spec.autosave = seconds(3600);  // tests save explicitly unless they say otherwise
+    spec.lease_ttl = seconds(180);
+    return spec;
+  }
+  void Start(ProfileSpec spec = Spec()) {
+    profiles_ = std::make_unique<Profiles>(*kernel_, *net_, *store_, "host-a", std::move(spec));
+  }
+  SessionId Join(const std::string& user) {
+    return net_->sessions().Start(user, {}, "test", RealNow());
+  }
+  bool Loaded(SessionId s) {
+    return RunUntil([&] { return profiles_->state(s) == ProfileState::kLoaded; },
+                    milliseconds(5000));
+  }
+  // The stored row, read on another connection (what an operator sees).
+  Record Stored(const std::string& key) {
+    std::promise<Result<Record>> p;
+    other_ = other_ ? std::move(other_) : OpenStore();
+    other_->Read(key, [&p](Result<Record> r) { p.set_value(std::move(r)); });
+    std::future<Result<Record>> f = p.get_future();
+    RunUntil([&] { return f.wait_for(milliseconds(0)) == std::future_status::ready; });
+    Result<Record> r = f.get();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : Record{};
+  }
+  // Writes a row as another host would (a lease of its own, a document).
+  void Plant(const std::string& key, const std::string& owner, WallMillis expires, const char* data,
+             int schema_version) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db,
+                       "INSERT OR REPLACE INTO profiles (key, data, schema_version, revision, "
+                       "lease_owner, lease_token, lease_expires_ms, updated_ms) VALUES (?1, ?2, "
+                       "?3, 7, ?4, 3, ?5, 0)",
+                       -1, &st, nullptr);
+    sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+    if (data != nullptr) {
+      sqlite3_bind_text(st, 2, data, -1, SQLITE_TRANSIENT);
+    }
+    sqlite3_bind_int(st, 3, schema_version);
+    if (!owner.empty()) {
+      sqlite3_bind_text(st, 4, owner.c_str(), -1, SQLITE_TRANSIENT);
+    }
+    sqlite3_bind_int64(st, 5, expires);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+  }
+  // Runs `fn` on the kernel thread (from a client body) and waits for it.
+  void OnKernelSync(const std::function<void()>& fn) {
+    std::atomic<bool> done{false};
+    kernel_->loop().Post([&] {
+      fn();
+      done = true;
+    });
+    while (!done.load()) {
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+  }
+  // The document (or the value at `pointer`), or "<error>".
+  std::string Doc(SessionId s, std::string_view pointer = "") {
+    Result<std::string> r = profiles_->Get(s, pointer);
+    return r.ok() ? *r : "<" + r.status().message() + ">";
+  }
+  bool Saw(const std::string& e) const {
+    return std::find(events_.begin(), events_.end(), e) != events_.end();
+  }
+
+  std::string dir_;
+  std::string path_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<SqliteStore> other_;
+  std::unique_ptr<Profiles> profiles_;
+  std::vector<std::string> events_;
+  Connection loaded_sub_;
+};
+
+TEST_F(ProfilesTest, AJoinLoadsANewProfileWithItsDefaultsThenProfileLoaded) {
+  Start();
+  const SessionId s = Join("ada");
+  EXPECT_EQ(profiles_->state(s), ProfileState::kPending);  // loading off the kernel thread
+  EXPECT_EQ(profiles_->Get(s, "/coins").status().message(),
+            "the PlayerData profile of session " + std::to_string(s) +
+                " is pending: wait for Kernel.ProfileLoaded");
+  ASSERT_TRUE(Loaded(s));
+  EXPECT_TRUE(Saw("Kernel.ProfileLoaded " + std::to_string(s)));
+  EXPECT_EQ(Doc(s), R"({"coins":0,"items":[],"settings":{"music":true}})");
+  EXPECT_EQ(Doc(s, "/settings/music"), "true");
+  EXPECT_EQ(Stored("PlayerData/ada").lease.owner, "host-a");
+}
+
+TEST_F(ProfilesTest, WritesReachTheStoreByAutosaveAndTheFinalSaveReleasesTheLease) {
+  ProfileSpec spec = Spec();
+  spec.autosave = milliseconds(50);
+  Start(std::move(spec));
+  const SessionId s = Join("ada");
+  ASSERT_TRUE(Loaded(s));
+  ASSERT_TRUE(profiles_->Set(s, "/coins", "10").ok());
+  ASSERT_TRUE(profiles_->Set(s, "/items/-", "\"sword\"").ok());
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().saves >= 1; }));
+  Record r = Stored("PlayerData/ada");
+  EXPECT_EQ(r.data, R"({"coins":10,"items":["sword"],"settings":{"music":true}})");
+  EXPECT_EQ(r.schema_version, 1u);
+  EXPECT_EQ(r.lease.owner, "host-a");
+  // A write after the autosave, then the player leaves: the final save has it, and lets go.
+  ASSERT_TRUE(profiles_->Set(s, "/coins", "11").ok());
+  net_->sessions().End(s, net::ExitReason::kClientClosed);
+  EXPECT_EQ(profiles_->state(s), ProfileState::kNone);
+  ASSERT_TRUE(RunUntil([&] { return Stored("PlayerData/ada").lease.owner.empty(); }));
+  EXPECT_EQ(*Stored("PlayerData/ada").data,
+            R"({"coins":11,"items":["sword"],"settings":{"music":true}})");
+}
+
+// A player who rejoins loads what their previous session's final save wrote; while that save
+// is still being tried (here the disk is full), the rejoin waits for it rather than loading the
+// older revision.
+TEST_F(ProfilesTest, ARejoinWaitsForThePreviousSessionsFinalSave) {
+  ProfileSpec spec = Spec();
+  spec.backoff = {milliseconds(20)};
+  Start(std::move(spec));
+  const SessionId first = Join("ada");
+  ASSERT_TRUE(Loaded(first));
+  ASSERT_TRUE(profiles_->Set(first, "/coins", "5").ok());
+  net_->sessions().End(first, net::ExitReason::kClientClosed);
+  const SessionId second = Join("ada");
+  ASSERT_TRUE(Loaded(second));
+  EXPECT_EQ(Doc(second, "/coins"), "5");
+
+  store_->SetMaxPageCount(8);
+  ASSERT_TRUE(profiles_->Set(second, "/blob", "\"" + std::string(100'000, 'y') + "\"").ok());
+  net_->sessions().End(second, net::ExitReason::kClientClosed);
+  const SessionId third = Join("ada");
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().save_failures >= 2; }));
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().lease_waits >= 1; }));
+  EXPECT_EQ(profiles_->state(third), ProfileState::kPending);
+  store_->SetMaxPageCount(0);
+  ASSERT_TRUE(Loaded(third));
+  EXPECT_EQ(Doc(third, "/blob").size(), 100'002u);
+}
+
+// A lease another host holds is waited for and taken over when it expires.
+TEST_F(ProfilesTest, ALeaseHeldElsewhereIsWaitedForAndTakenOverAtExpiry) {
+  Plant("PlayerData/ada", "host-b", WallNow() + 400, R"({"coins":3})", 1);
+  Start();
+  const SessionId s = Join("ada");
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().lease_waits >= 1; }));
+  EXPECT_EQ(profiles_->state(s), ProfileState::kPending);
+  ASSERT_TRUE(Loaded(s));
+  EXPECT_EQ(Doc(s, "/coins"), "3");
+  const Record r = Stored("PlayerData/ada");
+  EXPECT_EQ(r.lease.owner, "host-a");
+  EXPECT_EQ(r.lease.token, 4u);
+}
+
+// Fencing, as a player sees it: once another host took the lease over, this host never writes
+// again; the session is kicked, saying why.
+TEST_F(ProfilesTest, ALostLeaseKicksTheSessionAndNeverOverwritesTheNewOwner) {
+  Listen();
+  Start();
+  Run([&] {
+    molt::test::TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), molt::wire::Body::Welcome);
+    SessionId s = 0;
+    bool loaded = false;
+    for (int i = 0; i < 500 && !loaded; ++i) {
+      OnKernelSync([&] {
+        auto ids = net_->sessions().ActiveIds();
+        s = ids.empty() ? 0 : ids[0];
+        loaded = s != 0 && profiles_->state(s) == ProfileState::kLoaded;
+      });
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    ASSERT_TRUE(loaded);
+    OnKernelSync([&] { ASSERT_TRUE(profiles_->Set(s, "/coins", "99").ok()); });
+    Plant("PlayerData/ada", "host-b", WallNow() + 60'000, R"({"coins":1})", 1);  // taken over
+    OnKernelSync([&] { profiles_->SaveAll(); });
+    molt::test::Frame bye = c.NextOf(molt::wire::Body::Bye);
+    ASSERT_EQ(bye.type(), molt::wire::Body::Bye);
+    EXPECT_EQ(bye.envelope()->body_as_Bye()->reason()->str(), "Kicked");
+    EXPECT_EQ(bye.envelope()->body_as_Bye()->text()->str(),
+              "your PlayerData profile was opened on another server: this session ends so that "
+              "nothing is overwritten");
+  });
+  EXPECT_EQ(profiles_->stats().lost, 1u);
+  EXPECT_EQ(*Stored("PlayerData/ada").data, R"({"coins":1})");
+}
+
+TEST_F(ProfilesTest, AProfileThatIsNotJsonFailsClosedAndKicksNamingTheKey) {
+  Plant("PlayerData/ada", "", 0, "{\"coins\": 1", 1);
+  std::vector<std::string> lines;
+  auto capture =
+      Logger::Get().Capture([&](std::string_view l, LogLevel) { lines.push_back(std::string(l)); });
+  Start();
+  const SessionId s = Join("ada");
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().load_failures == 1; }));
+  EXPECT_EQ(net_->sessions().Get(s), nullptr);  // kicked, not given the defaults
+  EXPECT_TRUE(Saw("Kernel.ProfileFailed " + std::to_string(s)));
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("[Profiles PlayerData] session") != std::string::npos &&
+           l.find("profile \"PlayerData/ada\" (revision 7) is not valid JSON") !=
+               std::string::npos &&
+           l.find("restore a backup or fix it with the sqlite3 tool") != std::string::npos;
+  })) << ::testing::PrintToString(lines);
+  EXPECT_EQ(*Stored("PlayerData/ada").data, "{\"coins\": 1");  // untouched
+}
+
+TEST_F(ProfilesTest, MigrationsRunStepByStepAndANewerSchemaFailsClosed) {
+  Plant("PlayerData/old", "", 0, R"({"gold":4})", 0);
+  Plant("PlayerData/future", "", 0, R"({"coins":4})", 9);
+  ProfileSpec spec = Spec();
+  spec.schema_version = 2;
+  std::vector<std::uint32_t> steps;
+  spec.migrate = [&](std::uint32_t from, std::string doc) -> Result<std::string> {
+    steps.push_back(from);
+    if (from == 0) {  // v0 called it gold
+      return std::string(R"({"coins":)") + doc.substr(8, doc.size() - 9) + "}";
+    }
+    return doc;
+  };
+  Start(std::move(spec));
+  const SessionId old = Join("old");
+  ASSERT_TRUE(Loaded(old));
+  EXPECT_EQ(steps, (std::vector<std::uint32_t>{0, 1}));
+  EXPECT_EQ(Doc(old, "/coins"), "4");
+  const SessionId future = Join("future");
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().load_failures == 1; }));
+  EXPECT_EQ(net_->sessions().Get(future), nullptr);
+  // The migrated profile is saved at its new version.
+  profiles_->SaveAll();
+  ASSERT_TRUE(RunUntil([&] { return Stored("PlayerData/old").schema_version == 2; }));
+}
+
+TEST_F(ProfilesTest, AMigrationThatFailsOrIsMissingDoesNotLoad) {
+  Plant("PlayerData/ada", "", 0, R"({"coins":1})", 0);
+  ProfileSpec spec = Spec();
+  spec.schema_version = 1;
+  spec.migrate = [](std::uint32_t, std::string) -> Result<std::string> {
+    return Status::Internal("the items table changed");
+  };
+  Start(std::move(spec));
+  Join("ada");
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().load_failures == 1; }));
+  EXPECT_EQ(*Stored("PlayerData/ada").data, R"({"coins":1})");
+}
+
+TEST_F(ProfilesTest, ADocumentValidateRefusesIsNotSavedAndTheLeaseIsStillRenewed) {
+  ProfileSpec spec = Spec();
+  spec.validate = [](std::string_view doc) {
+    return doc.find("\"coins\":-") != std::string_view::npos
+               ? Status::Rejected("coins must not be negative")
+               : Status::Ok();
+  };
+  Start(std::move(spec));
+  const SessionId s = Join("ada");
+  ASSERT_TRUE(Loaded(s));
+  profiles_->SaveAll();
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().saves == 1; }));
+  const WallMillis first_expiry = Stored("PlayerData/ada").lease.expires;
+  ASSERT_TRUE(profiles_->Set(s, "/coins", "-5").ok());
+  std::this_thread::sleep_for(milliseconds(5));
+  profiles_->SaveAll();
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().refused == 1; }));
+  ASSERT_TRUE(RunUntil([&] { return Stored("PlayerData/ada").lease.expires > first_expiry; }));
+  EXPECT_EQ(*Stored("PlayerData/ada").data, R"({"coins":0,"items":[],"settings":{"music":true}})");
+}
+
+// A full disk: the autosave fails, the profiles stay dirty in memory and are saved once there is
+// room again.
+TEST_F(ProfilesTest, AFullDiskKeepsProfilesDirtyAndSavesThemWhenSpaceReturns) {
+  ProfileSpec spec = Spec();
+  spec.backoff = {milliseconds(20)};
+  Start(std::move(spec));
+  const SessionId s = Join("ada");
+  ASSERT_TRUE(Loaded(s));
+  profiles_->SaveAll();
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().saves == 1; }));
+  store_->SetMaxPageCount(8);
+  ASSERT_TRUE(profiles_->Set(s, "/blob", "\"" + std::string(200'000, 'x') + "\"").ok());
+  profiles_->SaveAll();
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().save_failures >= 2; }));  // retried
+  store_->SetMaxPageCount(0);
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().saves == 2; }));
+  EXPECT_EQ(*Stored("PlayerData/ada").data, Doc(s));
+}
+
+// The close: every profile's final save and release in one batch; sessions keep their link.
+TEST_F(ProfilesTest, TheDrainSavesAndReleasesEveryProfile) {
+  Start();
+  std::vector<SessionId> ids;
+  for (int i = 0; i < 20; ++i) {
+    ids.push_back(Join("p" + std::to_string(i)));
+  }
+  for (SessionId s : ids) {
+    ASSERT_TRUE(Loaded(s));
+    ASSERT_TRUE(profiles_->Set(s, "/coins", std::to_string(s)).ok());
+  }
+  std::size_t saved = 0;
+  bool done = false;
+  profiles_->Drain([&](std::size_t n, std::size_t failed) {
+    saved = n;
+    done = failed == 0;
+  });
+  ASSERT_TRUE(RunUntil([&] { return done; }));
+  EXPECT_EQ(saved, 20u);
+  for (int i = 0; i < 20; ++i) {
+    const Record r = Stored("PlayerData/p" + std::to_string(i));
+    EXPECT_EQ(r.lease.owner, "");
+    EXPECT_EQ(*r.data, R"({"coins":)" + std::to_string(ids[i]) +
+                           R"(,"items":[],"settings":{"music":true}})");
+  }
+  EXPECT_EQ(net_->sessions().count(), 20u);
+  net_->sessions().End(ids[0], net::ExitReason::kServerShutdown);  // nothing left to save
+  EXPECT_EQ(profiles_->stats().saves, 20u);
+}
+
+// An autosave of many profiles builds its one batch a slice per scheduler step: every dirty
+// profile is written, in one transaction, and the kernel thread keeps stepping meanwhile.
+TEST_F(ProfilesTest, ALargeAutosaveIsBuiltAcrossStepsAndWritesEveryProfileOnce) {
+  Start();
+  std::vector<SessionId> ids;
+  for (int i = 0; i < 10000; ++i) {
+    ids.push_back(Join("p" + std::to_string(i)));
+  }
+  ASSERT_TRUE(RunUntil([&] { return profiles_->loaded_count() == ids.size(); }));
+  const std::string pad = "\"" + std::string(1000, 'x') + "\"";
+  for (SessionId s : ids) {
+    ASSERT_TRUE(profiles_->Set(s, "/pad", pad).ok());
+  }
+  const std::uint64_t steps = kernel_->scheduler().stats().steps;
+  profiles_->SaveAll();
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().saves == ids.size(); }));
+  EXPECT_GT(kernel_->scheduler().stats().steps, steps + 1);  // it took more than one step
+  EXPECT_EQ(store_->stats().batches, 1u);
+}
+
+TEST_F(ProfilesTest, DefaultsThatAreNotAJsonObjectAreReportedAndNotUsed) {
+  std::vector<std::string> lines;
+  auto capture =
+      Logger::Get().Capture([&](std::string_view l, LogLevel) { lines.push_back(std::string(l)); });
+  ProfileSpec spec = Spec();
+  spec.defaults = "[1, 2";
+  Start(std::move(spec));
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.rfind("[Profiles PlayerData] the defaults are not valid JSON", 0) == 0 &&
+           l.find("(give a JSON object)") != std::string::npos;
+  })) << ::testing::PrintToString(lines);
+  const SessionId s = Join("ada");
+  ASSERT_TRUE(Loaded(s));
+  EXPECT_EQ(Doc(s), "{}");
+}
+
+TEST_F(ProfilesTest, PathsAreJsonPointersWithClearErrors) {
+  Start();
+  const SessionId s = Join("ada");
+  ASSERT_TRUE(Loaded(s));
+  EXPECT_TRUE(profiles_->Set(s, "/a~1b/c~0d", "1").ok());
+  EXPECT_EQ(Doc(s, "/a~1b"), R"({"c~d":1})");
+  EXPECT_EQ(profiles_->Get(s, "/nope").status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(profiles_->Set(s, "coins", "1").message(),
+            "the path \"coins\" is not a JSON Pointer: start it with '/' (\"/coins\")");
+  EXPECT_EQ(profiles_->Set(s, "/coins", "{oops").code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(profiles_->Set(s, "", "[1]").message(), "a profile document is a JSON object");
+  EXPECT_EQ(profiles_->Set(s, "/items/5", "1").code(), Status::Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace molt::kernel::store
