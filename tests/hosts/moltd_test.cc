@@ -207,9 +207,10 @@ TEST_F(MoltdTest, ServesClientsThroughThePluginsChannelsAndSaysGoodbyeOnClose) {
   ASSERT_EQ(bye.type(), molt::wire::Body::Bye);
   EXPECT_EQ(bye.envelope()->body_as_Bye()->reason()->str(), "ServerShutdown");
   EXPECT_EQ(p.Wait(), 0) << p.output();
-  // Sessions end as the close phase begins, before any service stops.
-  const auto at_close = Positions(p, {"closing (SIGTERM)", "ending 1 connection(s) (1 sessions)",
-                                      "stopped service \"scores\""});
+  // The close order: the intake stops, every service stops (a stop() still reaches the
+  // players), and only then do the sessions end.
+  const auto at_close = Positions(p, {"closing (SIGTERM)", "stopped service \"scores\"",
+                                      "ending 1 connection(s) (1 sessions)"});
   EXPECT_LT(at_close[0], at_close[1]) << p.output();
   EXPECT_LT(at_close[1], at_close[2]) << p.output();
   EXPECT_NE(at_close[2], std::string::npos) << p.output();

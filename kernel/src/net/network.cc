@@ -133,6 +133,20 @@ Status Network::Listen() {
 
 std::uint16_t Network::port() const { return transport_ ? transport_->port() : 0; }
 
+void Network::StopAccepting() {
+  if (closing_ || shut_down_) {
+    return;
+  }
+  closing_ = true;
+  if (transport_) {
+    transport_->StopAccepting();
+  }
+  kLog.Info(
+      "no new connections: the server is closing ({} sessions stay until the services "
+      "stopped)",
+      sessions_.count());
+}
+
 void Network::Shutdown() {
   if (shut_down_) {
     return;
@@ -506,7 +520,7 @@ void Network::OnHello(Peer& peer, const void* raw) {
     return refuse(w::RefuseReason::BadHello,
                   fmt::format("the user id must be 1..{} printable characters", kMaxUserId));
   }
-  if (kernel_.shutting_down() || shut_down_) {
+  if (kernel_.shutting_down() || shut_down_ || closing_) {
     return refuse(w::RefuseReason::ShuttingDown, "the server is shutting down");
   }
   if (!serving_) {

@@ -188,6 +188,9 @@ class Network {
   // retired channels. Sessions whose link is lost get it in the Welcome that resumes them.
   // Returns how many were told.
   std::size_t AnnounceChannels();
+  // The close begins: no new connection or handshake is accepted (a Hello gets Refuse
+  // ShuttingDown); the sessions there are keep being served until Shutdown().
+  void StopAccepting();
   // Stops accepting and ends every session with ServerShutdown (a Bye frame, then the close).
   // Runs as the kernel's first shutdown step, while services still work. Idempotent.
   void Shutdown();
@@ -273,6 +276,7 @@ class Network {
   std::vector<std::uint64_t> payload_scratch_;  // ... and of a misaligned payload
   NetStats stats_;
   bool shut_down_ = false;
+  bool closing_ = false;  // StopAccepting()
   bool serving_ = true;
   int dispatching_ = 0;
 };

@@ -108,9 +108,15 @@ int RunServer(const ServerOptions& options) {
             reason);
         return;
       }
-      kernel.loop().Post([&kernel, &close, &plugins, reason] {
+      kernel.loop().Post([&kernel, &close, &plugins, &network, reason] {
         plugins.Close();
-        close.Begin(reason, [&kernel] { kernel.loop().Stop(); });
+        // The close order: Kernel.Closing (new connections refused from here), every service
+        // stops (a stop() may still reach the connected players), Kernel.Stopped, and only then
+        // do the sessions end; nothing a service writes in stop() can miss a final save.
+        close.Begin(reason, [&kernel, &network] {
+          network.Shutdown();
+          kernel.loop().Stop();
+        });
       });
     });
 
@@ -174,11 +180,10 @@ int RunServer(const ServerOptions& options) {
           log.Warn("{}; --watch is off", w.status().message());
         }
       }
-      // Closing ends the sessions first (after the plugins' own Kernel.Closing handlers, which
-      // subscribed at init and may still send a last event), so their leave cleanups run while
-      // every service still works; then the services stop.
-      Connection end_sessions = kernel.bus().Subscribe(
-          "Kernel.Closing", [&network](std::string_view, Args) { network.Shutdown(); });
+      // Closing stops the intake (after the plugins' own Kernel.Closing handlers, which
+      // subscribed at init); the sessions end once every service stopped (above).
+      Connection stop_intake = kernel.bus().Subscribe(
+          "Kernel.Closing", [&network](std::string_view, Args) { network.StopAccepting(); });
       log.Info(
           "serving {} plugins from {} as generation {} (data in {}); SIGHUP reloads them, SIGTERM "
           "or SIGINT closes",

@@ -411,6 +411,36 @@ TEST_F(NetTest, EventsGoToOneSessionAListOrEveryone) {
   EXPECT_EQ(net_->channels().Find(said)->counters().events_sent, 5u);
 }
 
+// The close: once the intake stops, a handshake is refused (ShuttingDown) while the sessions
+// there are still served (a stop() may still send them a last event); Shutdown then ends them.
+TEST_F(NetTest, AfterStopAcceptingSessionsAreStillServedAndNewHandshakesRefused) {
+  const ChannelId said = DeclareEvent("chat.Said");
+  Listen();
+  Run([&] {
+    TestClient a(port_);
+    ASSERT_EQ(a.Hello("a").type(), w::Body::Welcome);
+    TestClient late(port_);  // connected, no Hello yet
+    std::atomic<bool> stopped{false};
+    kernel_->loop().Post([&] {
+      net_->StopAccepting();
+      EXPECT_TRUE(net_->Broadcast(said, SayPayload("last words")).ok());
+      stopped = true;
+    });
+    while (!stopped) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    Frame f = late.Hello("late");
+    ASSERT_EQ(f.type(), w::Body::Refuse);
+    EXPECT_EQ(f.envelope()->body_as_Refuse()->reason(), w::RefuseReason::ShuttingDown);
+    Frame e = a.NextOf(w::Body::Event);
+    ASSERT_EQ(e.type(), w::Body::Event);
+    kernel_->loop().Post([&] { net_->Shutdown(); });
+    Frame bye = a.NextOf(w::Body::Bye);
+    ASSERT_EQ(bye.type(), w::Body::Bye);
+    EXPECT_EQ(bye.envelope()->body_as_Bye()->reason()->str(), "ServerShutdown");
+  });
+}
+
 TEST_F(NetTest, AHandlerMayRemoveItsOwnChannel) {
   ChannelId say = 0;
   int handled = 0;
