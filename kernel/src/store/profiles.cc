@@ -110,6 +110,7 @@ struct Profiles::Entry {
   std::uint64_t token = 0;          // the lease's
   std::uint64_t version = 0;        // bumped by every change
   std::uint64_t saved_version = 0;  // the version the store holds
+  bool loading = false;             // a load is with the store
   bool left = false;                // the session ended while its profile was loading
   TaskHandle retry;                 // the next load attempt while the lease is held elsewhere
   bool dirty() const { return version != saved_version; }
@@ -179,6 +180,7 @@ void Profiles::Load(net::SessionId session, std::uint32_t attempt) {
   if (e == nullptr) {
     return;
   }
+  e->loading = true;
   store_.Load(e->key, host_, std::chrono::duration_cast<std::chrono::milliseconds>(spec_.lease_ttl),
               [this, alive = std::weak_ptr<bool>(alive_), session, attempt](LoadResult r) {
                 if (alive.lock()) {
@@ -192,6 +194,7 @@ void Profiles::OnLoaded(net::SessionId session, std::uint32_t attempt, LoadResul
   if (e == nullptr) {
     return;
   }
+  e->loading = false;
   if (e->left || draining_) {
     // The session ended (or the server closes) while it loaded: let the lease go at once.
     if (r.status.ok()) {
@@ -507,12 +510,12 @@ void Profiles::FinalSave(net::SessionId session) {
     return;
   }
   e->retry.Cancel();
-  if (e->state == ProfileState::kPending) {
+  if (e->state == ProfileState::kPending && e->loading) {
     e->left = true;  // released when the load lands
     return;
   }
   if (e->state != ProfileState::kLoaded) {
-    entries_.erase(session);
+    entries_.erase(session);  // failed, lost, or waiting for a lease it never got
     return;
   }
   const std::string key = e->key;
@@ -544,8 +547,8 @@ void Profiles::Drain(Callback<void(std::size_t, std::size_t)> done) {
   for (auto it = entries_.begin(); it != entries_.end();) {
     Entry& e = *it->second;
     e.retry.Cancel();
-    if (e.state == ProfileState::kPending) {
-      e.left = true;
+    if (e.state == ProfileState::kPending && e.loading) {
+      e.left = true;  // released when the load lands
       ++it;
       continue;
     }

@@ -220,8 +220,8 @@ class SqliteStore::Db {
       if (!r.status.ok()) {
         r.record = Record{};
       }
-    } else if (!r.busy()) {
-      r.status = Rollback(std::move(r.status));
+    } else {
+      r.status = Rollback(std::move(r.status));  // busy too: the transaction ends either way
     }
     return r;
   }

@@ -212,6 +212,20 @@ TEST_F(ProfilesTest, ALeaseHeldElsewhereIsWaitedForAndTakenOverAtExpiry) {
   EXPECT_EQ(r.lease.token, 4u);
 }
 
+// A player who leaves while waiting for a lease held elsewhere leaves nothing behind: no wait
+// goes on, and nothing is written.
+TEST_F(ProfilesTest, LeavingWhileWaitingForALeaseEndsTheWait) {
+  Plant("PlayerData/ada", "host-b", WallNow() + 60'000, R"({"coins":3})", 1);
+  Start();
+  const SessionId s = Join("ada");
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().lease_waits >= 1; }));
+  net_->sessions().End(s, net::ExitReason::kClientClosed);
+  EXPECT_EQ(profiles_->state(s), ProfileState::kNone);
+  RunUntil([] { return false; }, milliseconds(100));
+  EXPECT_EQ(profiles_->stats().lease_waits, 1u);
+  EXPECT_EQ(Stored("PlayerData/ada").lease.owner, "host-b");
+}
+
 // Fencing, as a player sees it: once another host took the lease over, this host never writes
 // again; the session is kicked, saying why.
 TEST_F(ProfilesTest, ALostLeaseKicksTheSessionAndNeverOverwritesTheNewOwner) {
