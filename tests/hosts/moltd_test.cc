@@ -153,7 +153,7 @@ TEST_F(MoltdTest, HelpExplainsItselfAndBadFlagsExitTwo) {
   }
   Process version({kMoltd, "--version"});
   EXPECT_EQ(version.Wait(), 0);
-  EXPECT_EQ(version.output(), "moltd " MOLT_VERSION " (plugin ABI 1.3)\n");
+  EXPECT_EQ(version.output(), "moltd " MOLT_VERSION " (plugin ABI 1.4)\n");
   Process bad({kMoltd, "--frobnicate"});
   EXPECT_EQ(bad.Wait(), 2);
   EXPECT_NE(bad.output().find("Try 'moltd --help'."), std::string::npos) << bad.output();

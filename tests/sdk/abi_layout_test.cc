@@ -103,7 +103,29 @@ MOLT_FROZEN(molt_host_api, completion_release, 464);
 MOLT_FROZEN(molt_host_api, session_bind_end, 472);
 MOLT_FROZEN(molt_host_api, replica_claim, 480);
 MOLT_FROZEN(molt_host_api, reload_request, 488);
-static_assert(sizeof(molt_host_api) == 496);
+// ABI 1.4: profiles.
+MOLT_FROZEN(molt_host_api, profile_declare, 496);
+MOLT_FROZEN(molt_host_api, profile_state, 504);
+MOLT_FROZEN(molt_host_api, profile_get, 512);
+MOLT_FROZEN(molt_host_api, profile_set, 520);
+MOLT_FROZEN(molt_host_api, profile_save, 528);
+static_assert(sizeof(molt_host_api) == 536);
+
+// ABI 1.4: profiles.
+MOLT_FROZEN(molt_profile_spec, struct_size, 0);
+MOLT_FROZEN(molt_profile_spec, schema_version, 4);
+MOLT_FROZEN(molt_profile_spec, name, 8);
+MOLT_FROZEN(molt_profile_spec, defaults_json, 16);
+MOLT_FROZEN(molt_profile_spec, autosave_seconds, 24);
+MOLT_FROZEN(molt_profile_spec, lease_seconds, 32);
+MOLT_FROZEN(molt_profile_spec, backoff_seconds, 40);
+MOLT_FROZEN(molt_profile_spec, backoff_count, 48);
+MOLT_FROZEN(molt_profile_spec, flags, 56);
+MOLT_FROZEN(molt_profile_spec, reserved, 60);
+MOLT_FROZEN(molt_profile_spec, migrate, 64);
+MOLT_FROZEN(molt_profile_spec, validate, 72);
+MOLT_FROZEN(molt_profile_spec, user_data, 80);
+static_assert(sizeof(molt_profile_spec) == 88);
 
 // ABI 1.1: networking.
 MOLT_FROZEN(molt_field_rule, field, 0);

@@ -858,6 +858,8 @@ molt_status_t ReloadRequest(molt_context_t* ctx, const char* reason) noexcept {
 // The networking and client slots are always in the table: a host without the layer answers
 // MOLT_ERR_UNSUPPORTED (molt.h), and the layer replaces them (net_api.cc, the client library).
 constexpr char kNoNetwork[] = "this host has no network (channels and sessions are server-side)";
+constexpr char kNoProfiles[] =
+    "this host keeps no profiles (moltd does: profile stores are server-side)";
 constexpr char kNotClient[] =
     "this host is not a client (intents, requests and replica reads are for controllers)";
 
@@ -940,6 +942,11 @@ molt_host_api MakeTable() {
   SetRefusal<kNotClient>(api.client_intent);
   SetRefusal<kNotClient>(api.client_request);
   SetRefusal<kNotClient>(api.client_replica_get);
+  SetRefusal<kNoProfiles>(api.profile_declare);
+  SetRefusal<kNoProfiles>(api.profile_state);
+  SetRefusal<kNoProfiles>(api.profile_get);
+  SetRefusal<kNoProfiles>(api.profile_set);
+  SetRefusal<kNoProfiles>(api.profile_save);
   return api;
 }
 

@@ -101,6 +101,8 @@ std::string_view PluginInstance::KindName(molt_handle_t handle) {
       return "channel";
     case static_cast<int>(Kind::kReplica):
       return "replica";
+    case static_cast<int>(Kind::kProfile):
+      return "profile store";
   }
   return "handle";
 }
@@ -182,7 +184,8 @@ void PluginInstance::ReleaseResource(molt_handle_t handle, Resource& r) {
       break;
     case Kind::kChannel:
     case Kind::kReplica:
-      if (HostLayer* layer = shared_.layer()) {
+    case Kind::kProfile:
+      for (const auto& layer : shared_.layers()) {
         layer->Release(this, handle, static_cast<std::uint8_t>(r.kind), r.layer_id);
       }
       break;
@@ -389,8 +392,10 @@ Status PluginInstance::Shutdown(bool soft) {
   }
   // What it bound to sessions runs first (bindings, data, onSession handlers): those cleanups
   // may still use its channels and tasks. An instance that never ran init bound nothing.
-  if (HostLayer* layer = live_ ? shared_.layer() : nullptr) {
-    layer->ReleaseOwner(this);
+  if (live_) {
+    for (const auto& layer : shared_.layers()) {
+      layer->ReleaseOwner(this);
+    }
   }
   // Release what the plugin left, newest first; then its root scope; then whatever the scope's
   // cleanups created meanwhile.

@@ -56,11 +56,12 @@ class HostLayer {
   virtual void Release(const void* owner, molt_handle_t handle, std::uint8_t kind,
                        std::uint32_t id) = 0;
   // A swap (loader/plugin_host.h). Between BeginHandoff() and EndHandoff() the kernel-owned
-  // objects a stopping generation releases (channels) are kept for the next one to adopt; Serve()
-  // makes what a mounted (dormant) instance declared live, adopting by name; EndHandoff() retires
-  // what nobody adopted and returns a line per object for the swap report.
+  // objects a stopping generation releases (channels, profile stores) are kept for the next one to
+  // adopt; Serve() makes what a mounted (dormant) instance declared live, adopting by name (an
+  // error fails the swap); EndHandoff() retires what nobody adopted and returns a line per object
+  // for the swap report.
   virtual void BeginHandoff() {}
-  virtual void Serve(const void* /*owner*/) {}
+  virtual Status Serve(const void* /*owner*/) { return Status::Ok(); }
   virtual std::vector<std::string> EndHandoff() { return {}; }
   // Whether a generation serves; while none does the host admits nobody new (the server
   // refuses handshakes saying it is starting).
@@ -68,7 +69,7 @@ class HostLayer {
 };
 
 // State shared by every plugin instance of one kernel: the host API table the plugins get (the
-// core's slots plus those of the host's layer), the host layer, and the resolved-topic table
+// core's slots plus those of the host's layers), the host layers, and the resolved-topic table
 // (topic handles are indexes into it, so a bogus handle is a bounds check, never a crash).
 class AbiShared {
  public:
@@ -78,8 +79,15 @@ class AbiShared {
   const molt_host_api& api() const { return api_; }
   // For the host layer, before any plugin is initialized.
   molt_host_api& mutable_api() { return api_; }
-  HostLayer* layer() const { return layer_.get(); }
-  void set_layer(std::unique_ptr<HostLayer> layer) { layer_ = std::move(layer); }
+  // The host's first layer (the server's network, the client's connection): its slots find
+  // their object through it. nullptr without one.
+  HostLayer* layer() const { return layers_.empty() ? nullptr : layers_.front().get(); }
+  void set_layer(std::unique_ptr<HostLayer> layer) {
+    layers_.insert(layers_.begin(), std::move(layer));
+  }
+  // A further layer (the server's profile stores), told of every release and handoff too.
+  void add_layer(std::unique_ptr<HostLayer> layer) { layers_.push_back(std::move(layer)); }
+  const std::vector<std::unique_ptr<HostLayer>>& layers() const { return layers_; }
   // The reload_request slot's way to the host's generations (loader/plugin_host.h).
   void set_reload(Callback<Status(std::string reason)> reload) { reload_ = std::move(reload); }
   bool can_reload() const { return static_cast<bool>(reload_); }
@@ -101,7 +109,7 @@ class AbiShared {
  private:
   Kernel& kernel_;
   molt_host_api api_;
-  std::unique_ptr<HostLayer> layer_;
+  std::vector<std::unique_ptr<HostLayer>> layers_;
   Callback<Status(std::string)> reload_;
   std::vector<Bus::Topic*> topics_;
   std::unordered_map<Bus::Topic*, molt_topic_t> handles_;
@@ -121,6 +129,7 @@ class PluginInstance final : public molt_context,
     kProcess = 6,
     kCompletion = 7,
     kReplica = 8,  // ABI 1.2
+    kProfile = 9,  // ABI 1.4: a profile store (the kernel's; the handle is the declaration)
   };
 
   // What the ABI keeps beside a plugin's process.
@@ -147,7 +156,7 @@ class PluginInstance final : public molt_context,
     std::shared_ptr<Process> process{};        // kProcess
     std::shared_ptr<ProcessRecord> record{};   // kProcess
     std::shared_ptr<Completion> completion{};  // kCompletion
-    std::uint32_t layer_id = 0;                // kChannel, kReplica: the host layer's id
+    std::uint32_t layer_id = 0;                // kChannel, kReplica, kProfile: the layer's id
   };
 
   // `info` is copied (the loader's current-size copy of the descriptor); the code and data it

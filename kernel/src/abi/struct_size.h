@@ -65,6 +65,12 @@ struct SizedStruct<molt_replica_spec> {
   static constexpr const char* kSince = "ABI 1.2";
   static constexpr std::uint32_t kMinSize = 40;
 };
+template <>
+struct SizedStruct<molt_profile_spec> {
+  static constexpr const char* kName = "molt_profile_spec";
+  static constexpr const char* kSince = "ABI 1.4";
+  static constexpr std::uint32_t kMinSize = 88;
+};
 
 // OK when `struct_size` is at least the minimum of `T`; otherwise the refusal naming both.
 template <class T>

@@ -334,14 +334,15 @@ std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string
 }
 
 Status PluginHost::Activate(Generation& g, const States& states, std::string* stage) {
-  abi::HostLayer* layer = shared_.layer();
   const std::vector<Service*> order = g.services->boot_order();
   *stage = "adopt";
   for (Service* s : order) {
     abi::PluginInstance* inst = InstanceOf(s);
     inst->Serve();
-    if (layer != nullptr) {
-      layer->Serve(inst);
+    for (const auto& layer : shared_.layers()) {
+      if (Status st = layer->Serve(inst); !st.ok()) {
+        return st;
+      }
     }
   }
   *stage = "import";
@@ -370,8 +371,6 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   ServiceManager& old_set = kernel_.services();
   // A set that failed to boot (moltd swapping in the last known good) is no rollback target.
   const bool old_served = old_set.state() != ServiceManager::State::kFailed;
-  abi::HostLayer* layer = shared_.layer();
-
   r.stage = "export";
   States states;
   for (Service* s : old_set.boot_order()) {
@@ -414,7 +413,7 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   Generation* let_go = DropProbation();
 
   r.stage = "stop";
-  if (layer != nullptr) {
+  for (const auto& layer : shared_.layers()) {
     layer->BeginHandoff();
   }
   const TimePoint t_stop = RealNow();
@@ -462,8 +461,10 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     serving_ = generations_.back().get();
     r.retired_libraries += Unload(*g);
   }
-  if (layer != nullptr) {
-    r.retired = layer->EndHandoff();
+  for (const auto& layer : shared_.layers()) {
+    for (std::string& line : layer->EndHandoff()) {
+      r.retired.push_back(std::move(line));
+    }
     layer->SetServing(r.ok || r.restored);  // none serves: new clients are told it is starting
   }
   r.swap_ms = MillisSince(t0);

@@ -45,6 +45,9 @@ class NetLayer final : public HostLayer {
     if (network_ == nullptr) {
       return;
     }
+    if (kind == static_cast<std::uint8_t>(Kind::kProfile)) {
+      return;  // the profile layer's (store/profile_api.cc)
+    }
     if (kind == static_cast<std::uint8_t>(Kind::kReplica)) {
       if (handoff_) {  // kept for the next generation to claim by its first handle
         auto alias = claimed_.find(handle);
@@ -103,10 +106,10 @@ class NetLayer final : public HostLayer {
   }
   void SetServing(bool serving) override { network_->SetServing(serving); }
 
-  void Serve(const void* owner) override {
+  Status Serve(const void* owner) override {
     auto it = staged_.find(owner);
     if (it == staged_.end()) {
-      return;
+      return Status::Ok();
     }
     std::vector<Staged> list = std::move(it->second);
     staged_.erase(it);
@@ -118,6 +121,7 @@ class NetLayer final : public HostLayer {
             .Error("channel \"{}\" could not be declared: {}", name, id.status().message());
       }
     }
+    return Status::Ok();
   }
 
   // replica_claim: `p` takes over the replica its predecessor held as `predecessor`; returns

@@ -100,6 +100,28 @@ bool FillDefaults(json::value& doc, const json::value& defaults) {
   return added;
 }
 
+// `doc` (at schema version `from`) migrated step by step to spec.schema_version with
+// spec.migrate; an error names `where`.
+Result<json::value> Migrate(const ProfileSpec& spec, json::value doc, std::uint32_t from,
+                            const std::string& where) {
+  for (std::uint32_t v = from; v < spec.schema_version; ++v) {
+    if (!spec.migrate) {
+      return Status::FailedPrecondition(
+          fmt::format("{} has schema version {} and there is no migration to {}", where, v,
+                      spec.schema_version));
+    }
+    Result<std::string> next = spec.migrate(v, json::serialize(doc));
+    Result<json::value> again = next.ok() ? Parse(*next) : Result<json::value>(next.status());
+    if (!again.ok() || !again->is_object()) {
+      return Status::FailedPrecondition(
+          fmt::format("{}: the migration from schema version {} failed: {}", where, v,
+                      again.ok() ? "it did not return a JSON object" : again.status().message()));
+    }
+    doc = std::move(again).value();
+  }
+  return doc;
+}
+
 }  // namespace
 
 struct Profiles::Entry {
@@ -107,12 +129,15 @@ struct Profiles::Entry {
   std::string key;
   ProfileState state = ProfileState::kPending;
   json::value doc;
-  std::uint64_t token = 0;          // the lease's
-  std::uint64_t version = 0;        // bumped by every change
-  std::uint64_t saved_version = 0;  // the version the store holds
-  bool loading = false;             // a load is with the store
-  bool left = false;                // the session ended while its profile was loading
-  TaskHandle retry;                 // the next load attempt while the lease is held elsewhere
+  std::uint64_t token = 0;           // the lease's
+  std::uint64_t version = 0;         // bumped by every change
+  std::uint64_t saved_version = 0;   // the version the store holds
+  bool loading = false;              // a load is with the store
+  bool left = false;                 // the session ended while its profile was loading
+  TaskHandle retry;                  // the next load attempt while the lease is held elsewhere
+  std::optional<LoadResult> parked;  // landed while detached: finished by Adopt()
+  std::optional<Status> verdict;     // validate's, kept at Detach() for `verdict_version`
+  std::uint64_t verdict_version = 0;
   bool dirty() const { return version != saved_version; }
 };
 
@@ -223,6 +248,10 @@ void Profiles::OnLoaded(net::SessionId session, std::uint32_t attempt, LoadResul
   if (!r.status.ok()) {
     return Fail(session, r.status.message());
   }
+  if (!attached_) {
+    e->parked = std::move(r);  // its migrations and defaults are the next declaration's
+    return;
+  }
   const Record& rec = r.record;
   e->token = rec.lease.token;
   const std::string where = fmt::format("profile \"{}\" (revision {})", e->key, rec.revision);
@@ -240,29 +269,19 @@ void Profiles::OnLoaded(net::SessionId session, std::uint32_t attempt, LoadResul
                       "tool (docs/profiles.md)",
                       where, parsed.ok() ? "not a JSON object" : parsed.status().message()));
     }
-    doc = std::move(parsed).value();
     if (rec.schema_version > spec_.schema_version) {
       return Fail(session,
                   fmt::format("{} has schema version {}, newer than this build reads ({}): "
                               "deploy the build that wrote it",
                               where, rec.schema_version, spec_.schema_version));
     }
-    for (std::uint32_t v = rec.schema_version; v < spec_.schema_version; ++v) {
-      if (!spec_.migrate) {
-        return Fail(session, fmt::format("{} has schema version {} and there is no migration to {}",
-                                         where, v, spec_.schema_version));
-      }
-      Result<std::string> next = spec_.migrate(v, json::serialize(doc));
-      Result<json::value> again = next.ok() ? Parse(*next) : Result<json::value>(next.status());
-      if (!again.ok() || !again->is_object()) {
-        return Fail(
-            session,
-            fmt::format("{}: the migration from schema version {} failed: {}", where, v,
-                        again.ok() ? "it did not return a JSON object" : again.status().message()));
-      }
-      doc = std::move(again).value();
-      changed = true;
+    Result<json::value> migrated =
+        Migrate(spec_, std::move(parsed).value(), rec.schema_version, where);
+    if (!migrated.ok()) {
+      return Fail(session, migrated.status().message());
     }
+    doc = std::move(migrated).value();
+    changed = rec.schema_version != spec_.schema_version;
   }
   changed = FillDefaults(doc, *defaults_) || changed;
   e->doc = std::move(doc);
@@ -394,7 +413,7 @@ Write Profiles::WriteFor(Entry& e, bool release) {
   }
   if (e.dirty()) {
     std::string text = json::serialize(e.doc);
-    Status ok = spec_.validate ? spec_.validate(text) : Status::Ok();
+    Status ok = Validate(e, text);
     if (ok.ok()) {
       w.data = std::move(text);
       w.schema_version = spec_.schema_version;
@@ -405,6 +424,91 @@ Write Profiles::WriteFor(Entry& e, bool release) {
     }
   }
   return w;
+}
+
+Status Profiles::Validate(Entry& e, const std::string& text) {
+  if (spec_.validate) {
+    return spec_.validate(text);
+  }
+  return e.verdict && e.verdict_version == e.version ? *e.verdict : Status::Ok();
+}
+
+// --- Declarations come and go ---
+
+void Profiles::Detach() {
+  if (!attached_) {
+    return;
+  }
+  for (auto& [id, e] : entries_) {
+    if (e->state == ProfileState::kLoaded && e->dirty() && spec_.validate) {
+      e->verdict = spec_.validate(json::serialize(e->doc));
+      e->verdict_version = e->version;
+    }
+  }
+  spec_.migrate = nullptr;
+  spec_.validate = nullptr;
+  attached_ = false;
+}
+
+Status Profiles::Adopt(ProfileSpec spec) {
+  Result<json::value> defaults = Parse(spec.defaults);
+  if (!defaults.ok() || !defaults->is_object()) {
+    return Status::InvalidArgument(
+        fmt::format("the defaults of profile store \"{}\" are {}: give a JSON object", spec.name,
+                    defaults.ok() ? "not a JSON object" : defaults.status().message()));
+  }
+  const std::uint32_t from = spec_.schema_version;
+  std::map<net::SessionId, json::value> migrated;
+  if (spec.schema_version != from) {
+    for (const auto& [id, e] : entries_) {
+      if (e->state != ProfileState::kLoaded) {
+        continue;
+      }
+      if (spec.schema_version < from) {
+        return Status::FailedPrecondition(fmt::format(
+            "profile store \"{}\" holds documents at schema version {} (profile \"{}\" is "
+            "loaded): a build that reads up to {} cannot take it over; deploy a build at schema "
+            "version {} or later",
+            spec.name, from, e->key, spec.schema_version, from));
+      }
+      Result<json::value> doc = Migrate(spec, e->doc, from, "profile \"" + e->key + "\"");
+      if (!doc.ok()) {
+        return doc.status();
+      }
+      migrated[id] = std::move(doc).value();
+    }
+  }
+  spec_ = std::move(spec);
+  *defaults_ = std::move(defaults).value();
+  attached_ = true;
+  for (auto& [id, e] : entries_) {
+    e->verdict.reset();
+    if (e->state != ProfileState::kLoaded) {
+      continue;
+    }
+    bool changed = false;
+    if (auto it = migrated.find(id); it != migrated.end()) {
+      e->doc = std::move(it->second);
+      changed = true;
+    }
+    if (FillDefaults(e->doc, *defaults_) || changed) {
+      ++e->version;
+    }
+  }
+  std::vector<std::pair<net::SessionId, LoadResult>> parked;
+  for (auto& [id, e] : entries_) {
+    if (e->parked) {
+      parked.emplace_back(id, std::move(*e->parked));
+      e->parked.reset();
+    }
+  }
+  for (auto& [id, r] : parked) {
+    OnLoaded(id, 0, std::move(r));
+  }
+  if (pass_ == nullptr) {  // a pass under way re-arms when its batch is written
+    ArmAutosave(spec_.autosave);
+  }
+  return Status::Ok();
 }
 
 void Profiles::ArmAutosave(Duration delay) {
@@ -515,6 +619,7 @@ void Profiles::FinalSave(net::SessionId session) {
     return;
   }
   if (e->state != ProfileState::kLoaded) {
+    ReleaseParked(*e);
     entries_.erase(session);  // failed, lost, or waiting for a lease it never got
     return;
   }
@@ -539,8 +644,17 @@ void Profiles::FinalSave(net::SessionId session) {
           });
 }
 
+void Profiles::ReleaseParked(Entry& e) {
+  if (e.parked && e.parked->status.ok()) {
+    store_.Write({{.key = e.key, .token = e.parked->record.lease.token, .release = true}},
+                 [](Status, std::vector<WriteResult>) {});
+  }
+  e.parked.reset();
+}
+
 void Profiles::Drain(Callback<void(std::size_t, std::size_t)> done) {
   draining_ = true;
+  on_session_.Disconnect();
   autosave_.Cancel();
   pass_.reset();
   std::vector<Write> batch;
@@ -555,6 +669,7 @@ void Profiles::Drain(Callback<void(std::size_t, std::size_t)> done) {
     if (e.state == ProfileState::kLoaded) {
       batch.push_back(WriteFor(e, true));
     }
+    ReleaseParked(e);
     it = entries_.erase(it);
   }
   const std::size_t n = batch.size();

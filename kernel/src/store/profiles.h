@@ -33,6 +33,13 @@
 //  - The final save runs in the session's last binding (after every ordinary one): a last write
 //    and the release of the lease. Drain() does the same for every profile at once (the close).
 //
+// The spec's callbacks (migrate, validate) belong to the plugin instance that declared the store
+// (store/profile_api.cc); the profiles belong to the kernel. Detach() lets the callbacks go (a
+// swap, a stop): every changed document is validated first and the verdict kept, so the saves
+// made while no build is attached keep the gate; loads that land meanwhile wait. Adopt() gives
+// the store to the next declaration: documents are migrated to its schema version, defaults fill
+// in, the waiting loads finish.
+//
 // Thread safety: the kernel thread.
 #ifndef MOLT_KERNEL_STORE_PROFILES_H_
 #define MOLT_KERNEL_STORE_PROFILES_H_
@@ -41,6 +48,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,6 +118,16 @@ class Profiles {
 
   // Writes every dirty profile now (an autosave out of turn).
   void SaveAll();
+
+  bool attached() const { return attached_; }
+  // The declaring instance lets go: validates every changed document with spec.validate (the
+  // verdicts stand until the document changes), then drops migrate and validate.
+  void Detach();
+  // A new declaration of this store: `spec` replaces the old one (same name). Loaded documents
+  // are migrated from the schema version they are at to spec.schema_version, all or none (an error
+  // names the key and changes nothing); a lower schema version than the documents have is refused
+  // while any is loaded. Defaults fill in; the loads that landed while detached finish.
+  Status Adopt(ProfileSpec spec);
   // The close: final saves of every profile and the release of every lease, in one batch; the
   // sessions keep their connection (their final save later finds nothing to do). `done` hears how
   // many were saved and how many failed. Loads still running are released when they land.
@@ -123,7 +141,11 @@ class Profiles {
   void Load(net::SessionId session, std::uint32_t attempt);
   void OnLoaded(net::SessionId session, std::uint32_t attempt, LoadResult r);
   void Fail(net::SessionId session, const std::string& why);
+  // spec_.validate's verdict on `e`'s document, or the one kept at Detach().
+  Status Validate(Entry& e, const std::string& text);
   void FinalSave(net::SessionId session);
+  // Lets go of the lease a load that waited for Adopt() took.
+  void ReleaseParked(Entry& e);
   void Autosave();
   struct Pass;
   void ContinuePass();
@@ -159,6 +181,7 @@ class Profiles {
   std::unique_ptr<Pass> pass_;        // the autosave building its batch
   std::uint32_t failed_batches_ = 0;  // in a row: the backoff step
   bool draining_ = false;
+  bool attached_ = true;
   Stats stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // completions after the end
 };

@@ -81,7 +81,7 @@ extern "C" {
 /** @brief The ABI major version: a plugin built against another major never loads. */
 #define MOLT_ABI_VERSION_MAJOR 1
 /** @brief The ABI minor version: grows with every append to this header. */
-#define MOLT_ABI_VERSION_MINOR 3
+#define MOLT_ABI_VERSION_MINOR 4
 /** @brief Packs a version as (major << 16) | minor. */
 #define MOLT_ABI_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)))
 #define MOLT_ABI_VERSION_CURRENT MOLT_ABI_VERSION(MOLT_ABI_VERSION_MAJOR, MOLT_ABI_VERSION_MINOR)
@@ -395,6 +395,53 @@ typedef struct molt_replica_spec {
   double tick_rate;   /**< deliveries per second at most; 0 is 10 */
 } molt_replica_spec;
 
+/* --- Profiles: per-player documents the kernel keeps (ABI 1.4; docs/profiles.md) ----------------
+ * A profile store is declared by name; from then on every session has a profile in it: a JSON
+ * object loaded when the session joins (under a lease, so that one server at a time holds it),
+ * written by the plugin, and saved by the kernel (autosave, the session's end, the close). The
+ * store belongs to the kernel, not to the plugin: a swap's next generation declares the same name
+ * again and adopts it with every loaded profile. Callbacks run on the kernel thread. */
+
+typedef molt_handle_t molt_profile_t; /**< a profile store this plugin declared (ABI 1.4) */
+
+#define MOLT_PROFILE_NONE 0    /**< no such session (or it is not in this store yet) */
+#define MOLT_PROFILE_PENDING 1 /**< loading: wait for Kernel.ProfileLoaded(session, name) */
+#define MOLT_PROFILE_LOADED 2  /**< readable and writable */
+#define MOLT_PROFILE_FAILED 3  /**< the load failed (Kernel.ProfileFailed): it is never written */
+#define MOLT_PROFILE_LOST 4    /**< another server took the lease over: the session ends */
+
+/** @brief molt_profile_spec.flags: a failed load does not kick the session (it is kicked by
+ *  default: defaults written over a real record is how wipes happen). */
+#define MOLT_PROFILE_NO_KICK 1u
+
+/** @brief One migration step: writes the document `document` (JSON text at schema version
+ *  `from`) at version from + 1 to `sink`. An error (with set_error) fails the load: the session's
+ *  profile does not load and the record is left as it is. */
+typedef molt_status_t (*molt_profile_migrate_fn)(void* user_data, uint32_t from,
+                                                 const char* document, size_t size,
+                                                 molt_bytes_fn sink, void* sink_user_data);
+/** @brief Gates every save: MOLT_OK writes `document`; an error (with set_error) refuses it, the
+ *  stored revision stays and the refusal is logged with the key. */
+typedef molt_status_t (*molt_profile_validate_fn)(void* user_data, const char* document,
+                                                  size_t size);
+
+/** @brief A profile store. Zero-initialize, then set what you need. */
+typedef struct molt_profile_spec {
+  uint32_t struct_size;      /**< sizeof(molt_profile_spec) */
+  uint32_t schema_version;   /**< the documents' format; older records are migrated up to it */
+  const char* name;          /**< [A-Za-z0-9_.-], 1..64 characters; keys are "<name>/<user>" */
+  const char* defaults_json; /**< a JSON object filling what a document lacks; NULL is {} */
+  double autosave_seconds;   /**< dirty profiles are written this often (with jitter); 0 is 60 */
+  double lease_seconds;      /**< how long a lease outlives its holder's silence; 0 is 180 */
+  const double* backoff_seconds; /**< retry delays of failed saves and busy loads; NULL: 1 2 4 8 */
+  size_t backoff_count;
+  uint32_t flags; /**< MOLT_PROFILE_* flags */
+  uint32_t reserved;
+  molt_profile_migrate_fn migrate;   /**< NULL: a record at an older version does not load */
+  molt_profile_validate_fn validate; /**< NULL: every document is written */
+  void* user_data;                   /**< passed to migrate and validate */
+} molt_profile_spec;
+
 /* --- The host API ----------------------------------------------------------------------------- */
 
 /** @brief The functions a plugin calls, handed to init() and valid until the instance is unloaded.
@@ -663,6 +710,34 @@ typedef struct molt_host_api {
    *  scheduler step (never inside the calling callback). `reason` (may be NULL) goes to the swap
    *  report. MOLT_ERR_UNSUPPORTED where the host cannot reload. */
   molt_status_t (*reload_request)(molt_context_t* ctx, const char* reason);
+
+  /* --- ABI 1.4: profiles (docs/profiles.md; MOLT_ERR_UNSUPPORTED where the host keeps none) --- */
+
+  /** @brief Declares the profile store `spec->name`, or adopts it when a previous instance
+   *  declared it (a swap): the loaded profiles stay, documents at an older schema version are
+   *  migrated, defaults fill in. MOLT_ERR_ALREADY_EXISTS when another plugin holds the name.
+   *  `release` (may be NULL) gets spec->user_data once this instance lets go of the store (it
+   *  stops): the store itself lives on, its profiles saved by the kernel. Just before, after
+   *  stop() and before destroy(), `validate` runs once more for every changed document, so that
+   *  what stop() wrote passes the gate too (the one callback after stop() besides releases).
+   *  @param[out] out_profile  the handle, for the calls below. */
+  molt_status_t (*profile_declare)(molt_context_t* ctx, const molt_profile_spec* spec,
+                                   molt_cleanup_fn release, molt_profile_t* out_profile);
+  /** @brief The state of `session`'s profile in `profile`: a MOLT_PROFILE_* value. */
+  molt_status_t (*profile_state)(molt_context_t* ctx, molt_profile_t profile,
+                                 molt_session_t session, int32_t* out_state);
+  /** @brief Writes the session's document, or the value at `path` (a JSON Pointer: "/coins",
+   *  "/items/0"; NULL or "" is the whole document), as JSON text to `sink`. MOLT_ERR_STATE while
+   *  it is not loaded; MOLT_ERR_NOT_FOUND for a path with nothing there. */
+  molt_status_t (*profile_get)(molt_context_t* ctx, molt_profile_t profile, molt_session_t session,
+                               const char* path, molt_bytes_fn sink, void* sink_user_data);
+  /** @brief Replaces the document (`path` NULL or "": a JSON object) or the value at `path`
+   *  (objects on the way are created; "/items/-" appends) with the JSON text `json`, and marks
+   *  the profile to be saved. MOLT_ERR_INVALID_ARGUMENT names text that is not JSON. */
+  molt_status_t (*profile_set)(molt_context_t* ctx, molt_profile_t profile, molt_session_t session,
+                               const char* path, const char* json, size_t size);
+  /** @brief Saves every changed profile of the store now instead of at the next autosave. */
+  molt_status_t (*profile_save)(molt_context_t* ctx, molt_profile_t profile);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it

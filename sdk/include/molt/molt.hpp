@@ -67,6 +67,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <initializer_list>
 #include <iterator>
 #include <memory>
@@ -399,6 +400,23 @@ struct ReplicaOptions {
   double tick_rate = 0;        // deliveries per second at most; 0 is 10
   bool list_audience = false;  // false: every session; true: the ones added with AddToReplica
 };
+
+// A profile store's options (ABI 1.4). See molt_profile_spec and docs/profiles.md.
+struct ProfileOptions {
+  std::string defaults = "{}";          // a JSON object: what a document lacks is filled from it
+  std::uint32_t schema_version = 0;     // older records are migrated up to it
+  double autosave_seconds = 0;          // 0 is 60
+  double lease_seconds = 0;             // 0 is 180
+  std::vector<double> backoff_seconds;  // empty: 1, 2, 4, 8
+  bool kick_on_load_failure = true;
+  // One step: the document at schema version `from` -> at from + 1. Empty: no migrations.
+  std::function<Result<std::string>(std::uint32_t from, std::string_view document)> migrate;
+  // Gates every save: an error refuses to write the document. Empty: every document is written.
+  std::function<Status(std::string_view document)> validate;
+};
+// A profile store this plugin declared (ABI 1.4): the kernel keeps it (and every profile in it)
+// past this instance; a swap's next instance declares the same name to adopt it.
+using ProfileStore = molt_profile_t;
 
 // A resolved topic: publishing by handle skips hashing the name.
 struct Topic {
@@ -806,6 +824,55 @@ class Host {
     return Check(api_->reload_request(ctx_, reason));
   }
 
+  // --- Profiles (ABI 1.4; server hosts; docs/profiles.md) ---
+  // Declares the store `name` (or adopts it in a swap). A session's profile loads when it joins:
+  // subscribe to Kernel.ProfileLoaded(session, name) before reading it.
+  Result<ProfileStore> DeclareProfiles(std::string_view name, ProfileOptions options) const;
+  // MOLT_PROFILE_NONE, _PENDING, _LOADED, _FAILED or _LOST.
+  Result<std::int32_t> GetProfileState(ProfileStore store, SessionId session) const {
+    if (!MOLT_API_HAS(api_, profile_state)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+    }
+    std::int32_t state = MOLT_PROFILE_NONE;
+    if (Status s = Check(api_->profile_state(ctx_, store, session, &state)); !s.ok()) {
+      return s;
+    }
+    return state;
+  }
+  // The document, or the value at `path` (a JSON Pointer: "/coins"), as JSON text.
+  Result<std::string> GetProfile(ProfileStore store, SessionId session,
+                                 std::string_view path = {}) const {
+    if (!MOLT_API_HAS(api_, profile_get)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+    }
+    std::string out;
+    molt_bytes_fn sink = [](void* ud, const void* data, std::size_t size) noexcept {
+      static_cast<std::string*>(ud)->append(static_cast<const char*>(data), size);
+    };
+    if (Status s =
+            Check(api_->profile_get(ctx_, store, session, std::string(path).c_str(), sink, &out));
+        !s.ok()) {
+      return s;
+    }
+    return out;
+  }
+  // Replaces the document (path "") or the value at `path` with the JSON text `json`.
+  Status SetProfile(ProfileStore store, SessionId session, std::string_view path,
+                    std::string_view json) const {
+    if (!MOLT_API_HAS(api_, profile_set)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+    }
+    return Check(api_->profile_set(ctx_, store, session, std::string(path).c_str(), json.data(),
+                                   json.size()));
+  }
+  // Saves every changed profile of `store` now.
+  Status SaveProfiles(ProfileStore store) const {
+    if (!MOLT_API_HAS(api_, profile_save)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+    }
+    return Check(api_->profile_save(ctx_, store));
+  }
+
   // --- Replicas (ABI 1.2; server hosts) ---
   Result<Replica> CreateReplica(std::string_view name, const ReplicaOptions& o) const {
     if (!MOLT_API_HAS(api_, replica_create)) {
@@ -1044,6 +1111,52 @@ Result<Channel> Host::Declare(std::string_view name, const ChannelOptions& o, V&
     spec.user_data = ud;
     return api_->channel_declare(ctx_, &spec, release, out);
   }));
+}
+
+inline Result<ProfileStore> Host::DeclareProfiles(std::string_view name,
+                                                  ProfileOptions options) const {
+  if (!MOLT_API_HAS(api_, profile_declare)) {
+    return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+  }
+  using B = detail::Box<ProfileOptions>;
+  B* box = detail::MakeBox(*this, std::move(options));
+  const ProfileOptions& o = box->fn;
+  const std::string n(name);
+  molt_profile_spec spec{};
+  spec.struct_size = sizeof(spec);
+  spec.schema_version = o.schema_version;
+  spec.name = n.c_str();
+  spec.defaults_json = o.defaults.c_str();
+  spec.autosave_seconds = o.autosave_seconds;
+  spec.lease_seconds = o.lease_seconds;
+  spec.backoff_seconds = o.backoff_seconds.data();
+  spec.backoff_count = o.backoff_seconds.size();
+  spec.flags = o.kick_on_load_failure ? 0u : MOLT_PROFILE_NO_KICK;
+  if (o.migrate) {
+    spec.migrate = [](void* ud, std::uint32_t from, const char* doc, std::size_t size,
+                      molt_bytes_fn sink, void* sink_ud) noexcept {
+      auto* b = static_cast<B*>(ud);
+      return detail::CallGuarded(b->host, [&]() -> Status {
+        Result<std::string> next = b->fn.migrate(from, std::string_view(doc, size));
+        if (!next.ok()) {
+          return next.status();
+        }
+        sink(sink_ud, next->data(), next->size());
+        return Status();
+      });
+    };
+  }
+  if (o.validate) {
+    spec.validate = [](void* ud, const char* doc, std::size_t size) noexcept {
+      auto* b = static_cast<B*>(ud);
+      return detail::CallGuarded(b->host,
+                                 [&] { return b->fn.validate(std::string_view(doc, size)); });
+    };
+  }
+  return Register(box, [&](void* ud, molt_cleanup_fn release, molt_handle_t* out) {
+    spec.user_data = ud;
+    return api_->profile_declare(ctx_, &spec, release, out);
+  });
 }
 
 template <class F>

@@ -340,6 +340,74 @@ TEST_F(ProfilesTest, ADocumentValidateRefusesIsNotSavedAndTheLeaseIsStillRenewed
 
 // A full disk: the autosave fails, the profiles stay dirty in memory and are saved once there is
 // room again.
+TEST_F(ProfilesTest, DetachedProfilesKeepValidateVerdictsAndLoadsWaitForTheNextDeclaration) {
+  ProfileSpec spec = Spec();
+  int validated = 0;
+  spec.validate = [&validated](std::string_view doc) {
+    ++validated;
+    return doc.find("\"coins\":-") != std::string_view::npos
+               ? Status::Rejected("coins must not be negative")
+               : Status::Ok();
+  };
+  Start(spec);
+  const SessionId bad = Join("ada");
+  const SessionId good = Join("bob");
+  ASSERT_TRUE(Loaded(bad) && Loaded(good));
+  ASSERT_TRUE(profiles_->Set(bad, "/coins", "-5").ok());
+  ASSERT_TRUE(profiles_->Set(good, "/coins", "5").ok());
+  profiles_->Detach();  // the declaring instance stops: its validate runs now, for both
+  EXPECT_EQ(validated, 2);
+  EXPECT_FALSE(profiles_->attached());
+
+  // A join while detached loads (the lease is taken) but waits for a declaration.
+  const SessionId late = Join("cid");
+  ASSERT_TRUE(RunUntil([&] { return Stored("PlayerData/cid").lease.owner == "host-a"; }));
+  RunUntil([] { return false; }, milliseconds(30));
+  EXPECT_EQ(profiles_->state(late), ProfileState::kPending);
+
+  // Saves while detached keep the verdicts: ada's document is refused, bob's written.
+  profiles_->SaveAll();
+  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().saves == 1; }));
+  EXPECT_EQ(profiles_->stats().refused, 1u);
+  EXPECT_EQ(validated, 2);
+  EXPECT_EQ(*Stored("PlayerData/bob").data, R"({"coins":5,"items":[],"settings":{"music":true}})");
+
+  spec.defaults = R"({"coins":0,"items":[],"settings":{"music":true},"rank":"new"})";
+  ASSERT_TRUE(profiles_->Adopt(spec).ok());
+  ASSERT_TRUE(Loaded(late));
+  EXPECT_EQ(profiles_->Get(late, "/rank").value(), "\"new\"");
+  EXPECT_EQ(profiles_->Get(good, "/rank").value(), "\"new\"")
+      << "new defaults fill loaded documents";
+}
+
+TEST_F(ProfilesTest, AdoptionMigratesLoadedDocumentsAllOrNone) {
+  Start();
+  const SessionId a = Join("ada");
+  const SessionId b = Join("bob");
+  ASSERT_TRUE(Loaded(a) && Loaded(b));
+  ASSERT_TRUE(profiles_->Set(b, "/coins", "7").ok());
+  profiles_->Detach();
+  ProfileSpec next = Spec();
+  next.schema_version = 2;
+  next.migrate = [](std::uint32_t, std::string doc) -> Result<std::string> {
+    if (doc.find("\"coins\":7") != std::string::npos) {
+      return Status::Rejected("seven is unlucky");
+    }
+    return doc.substr(0, doc.size() - 1) + R"(,"v2":true})";
+  };
+  Status refused = profiles_->Adopt(next);
+  EXPECT_EQ(refused.message(),
+            "profile \"PlayerData/bob\": the migration from schema version 1 failed: seven is "
+            "unlucky");
+  EXPECT_FALSE(profiles_->attached());
+  EXPECT_FALSE(profiles_->Get(a, "/v2").ok()) << "nothing changed";
+
+  ASSERT_TRUE(profiles_->Set(b, "/coins", "8").ok());
+  ASSERT_TRUE(profiles_->Adopt(next).ok());
+  EXPECT_EQ(profiles_->Get(a, "/v2").value(), "true");
+  EXPECT_EQ(profiles_->Get(b, "/v2").value(), "true");
+}
+
 TEST_F(ProfilesTest, AFullDiskKeepsProfilesDirtyAndSavesThemWhenSpaceReturns) {
   ProfileSpec spec = Spec();
   spec.backoff = {milliseconds(20)};

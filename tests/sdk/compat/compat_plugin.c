@@ -9,6 +9,8 @@
  *   ABI 1.1         an intent echoed back as an event, a request answered, session_on,
  *                   session_info (its molt_session_info), a last binding per session
  *   ABI 1.2         a replica counting joins
+ *   ABI 1.3         a binding that hears the session's end, a replica claim refused outside a swap
+ *   ABI 1.4         a profile store "compat": each loaded profile counts a visit ("/visits")
  */
 #include <molt/molt.h>
 #include <stdio.h>
@@ -154,6 +156,40 @@ static void on_ended(void* user_data, molt_session_t session, int32_t reason) {
 }
 #endif
 
+#if MOLT_ABI_VERSION_MINOR >= 4
+static molt_profile_t visits_store;
+
+static molt_status_t validate_visits(void* user_data, const char* doc, size_t size) {
+  (void)user_data;
+  return size > 0 && doc[0] == '{' ? MOLT_OK : MOLT_ERR_REJECTED;
+}
+
+static molt_status_t on_profile_loaded(void* user_data, const char* topic, size_t topic_length,
+                                       const molt_value* args, size_t arg_count) {
+  char visits[32] = {0};
+  char line[64];
+  (void)user_data;
+  (void)topic;
+  (void)topic_length;
+  if (arg_count < 1 || args[0].type != MOLT_VALUE_HANDLE) {
+    return MOLT_OK;
+  }
+  if (api->profile_get(self, visits_store, args[0].as.handle, "/visits", collect, visits) !=
+      MOLT_OK) {
+    note2("profile_get failed: ", api->last_error(self), strlen(api->last_error(self)));
+    return MOLT_OK;
+  }
+  snprintf(line, sizeof line, "%ld", atol(visits) + 1);
+  if (api->profile_set(self, visits_store, args[0].as.handle, "/visits", line, strlen(line)) !=
+      MOLT_OK) {
+    note2("profile_set failed: ", api->last_error(self), strlen(api->last_error(self)));
+    return MOLT_OK;
+  }
+  note2("profile visits ", line, strlen(line));
+  return MOLT_OK;
+}
+#endif
+
 static void on_session(void* user_data, molt_session_t session) {
   molt_session_info info;
   char* user;
@@ -274,6 +310,23 @@ static molt_status_t init(molt_context_t* ctx, const molt_host_api* host, void**
     molt_replica_t claimed;
     if (api->replica_claim(ctx, 12345, &claimed) == MOLT_ERR_NOT_FOUND) {
       note("claim refused outside a swap");
+    }
+  }
+#endif
+#if MOLT_ABI_VERSION_MINOR >= 4
+  {
+    molt_profile_spec spec;
+    molt_subscription_t loaded;
+    memset(&spec, 0, sizeof spec);
+    spec.struct_size = sizeof spec; /* the size of this release's struct */
+    spec.name = "compat";
+    spec.defaults_json = "{\"visits\":0}";
+    spec.schema_version = 1;
+    spec.validate = validate_visits;
+    if ((s = api->profile_declare(ctx, &spec, NULL, &visits_store)) != MOLT_OK ||
+        (s = api->bus_subscribe(ctx, "Kernel.ProfileLoaded", on_profile_loaded, NULL, NULL,
+                                &loaded)) != MOLT_OK) {
+      goto fail;
     }
   }
 #endif

@@ -94,6 +94,19 @@ class Plugin : public molt::Service {
 #endif
     }));
 #endif
+#if MOLT_ABI_VERSION_MINOR >= 4
+    molt::ProfileOptions visits;
+    visits.defaults = R"({"visits":0})";
+    visits.schema_version = 1;
+    TAKE(visits_, host().DeclareProfiles("compat", std::move(visits)));
+    TAKE(loaded_, host().Subscribe("Kernel.ProfileLoaded", [this](std::string_view, molt::Args a) {
+      const molt::SessionId s = a.Handle(0);
+      molt::Result<std::string> n = host().GetProfile(visits_, s, "/visits");
+      const std::string next = std::to_string(n.ok() ? std::stoll(*n) + 1 : -1);
+      molt::Status st = host().SetProfile(visits_, s, "/visits", next);
+      Note(st.ok() ? "profile visits " + next : "profile_set failed: " + st.message());
+    }));
+#endif
     return molt::Status::Ok();
   }
 
@@ -125,6 +138,10 @@ class Plugin : public molt::Service {
 #if MOLT_ABI_VERSION_MINOR >= 2
   molt::Replica board_;
   std::int64_t joins_ = 0;
+#endif
+#if MOLT_ABI_VERSION_MINOR >= 4
+  molt::ProfileStore visits_ = 0;
+  molt::Subscription loaded_;
 #endif
 };
 

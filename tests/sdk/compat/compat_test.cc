@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <string>
 #include <tuple>
@@ -18,6 +19,9 @@
 #include "kernel/src/client/connection.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/net_api.h"
+#include "kernel/src/store/profile_api.h"
+#include "kernel/src/store/profile_registry.h"
+#include "kernel/src/store/sqlite_store.h"
 #include "net_fixture.h"
 #include "tests/support/child_process.h"
 
@@ -55,10 +59,20 @@ class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<Pl
     NetTest::SetUp();
     copies_ = ::testing::TempDir() + "molt_compat_" + std::to_string(::getpid());
     fs::remove_all(copies_);
-    log_ = kernel_->bus().Subscribe(
-        "Compat.Log", [this](std::string_view, Args a) { notes_.emplace_back(a[0].AsString()); });
-    plugins_ = std::make_unique<loader::PluginHost>(*kernel_, copies_);
+    log_ = kernel_->bus().Subscribe("Compat.Log", [this](std::string_view, Args a) {
+      notes_.emplace_back(a[0].AsString());
+      profile_noted_ = profile_noted_ || notes_.back().starts_with("profile ");
+    });
+    fs::create_directories(copies_);
+    auto store = store::SqliteStore::Open(
+        copies_ + "/profiles.db",
+        [this](std::function<void()> fn) { kernel_->loop().Post(std::move(fn)); });
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    profiles_ = std::make_unique<store::ProfileRegistry>(*kernel_, *net_, *store_, "compat-host");
+    plugins_ = std::make_unique<loader::PluginHost>(*kernel_, copies_ + "/copies");
     abi::AttachNetwork(plugins_->shared(), net_.get());
+    abi::AttachProfiles(plugins_->shared(), *profiles_);
     const std::string dir = kCompat + "/" + GetParam().abi + "/" + GetParam().lang;
     Status s = plugins_->LoadDirectory(dir);
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -71,6 +85,8 @@ class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<Pl
       (void)kernel_->Shutdown();
     }
     plugins_.reset();
+    profiles_.reset();
+    store_.reset();
     NetTest::TearDown();
     fs::remove_all(copies_);
   }
@@ -86,8 +102,11 @@ class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<Pl
   static std::vector<std::uint8_t> Bytes(std::string_view s) { return {s.begin(), s.end()}; }
 
   std::string copies_;
+  std::unique_ptr<store::SqliteStore> store_;
+  std::unique_ptr<store::ProfileRegistry> profiles_;
   std::unique_ptr<loader::PluginHost> plugins_;
   std::vector<std::string> notes_;
+  std::atomic<bool> profile_noted_{false};
   Connection log_;
 };
 
@@ -133,12 +152,21 @@ TEST_P(CompatPluginTest, LoadsAndRunsThroughTheSlotsOfItsRelease) {
       ASSERT_EQ(answer.type(), w::Body::Response);
       EXPECT_EQ(answer.envelope()->body_as_Response()->status(), MOLT_OK);
       EXPECT_EQ(Payload(answer), "abab");
+      if (c.minor >= 4) {  // stay until the profile loaded (it loads off the kernel thread)
+        for (int i = 0; i < 5000 && !profile_noted_; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      }
     });
     EXPECT_TRUE(Noted("session ada"));
     EXPECT_TRUE(Noted("left ada"));                    // its last binding ran when the client left
     if (c.minor >= 3 && std::string(c.lang) == "c") {  // bindings that hear the end
       EXPECT_TRUE(Noted("ended ada reason 0")) << testing::PrintToString(notes_);
       EXPECT_TRUE(Noted("claim refused outside a swap"));
+    }
+    if (c.minor >= 4) {  // a profile store: loaded on join, written, saved when the session ended
+      EXPECT_TRUE(Noted("profile visits 1")) << testing::PrintToString(notes_);
+      ASSERT_TRUE(RunUntil([&] { return profiles_->Find("compat")->stats().saves == 1; }));
     }
   } else {
     EXPECT_EQ(net_->channels().size(), 0u);
@@ -156,7 +184,8 @@ INSTANTIATE_TEST_SUITE_P(
                       PluginCase{"abi-1.1", 1, "c"}, PluginCase{"abi-1.1", 1, "cpp"},
                       PluginCase{"abi-1.2", 2, "c"}, PluginCase{"abi-1.2", 2, "cpp"},
                       PluginCase{"abi-1.2-r2", 2, "c"}, PluginCase{"abi-1.2-r2", 2, "cpp"},
-                      PluginCase{"abi-1.3", 3, "c"}, PluginCase{"abi-1.3", 3, "cpp"}),
+                      PluginCase{"abi-1.3", 3, "c"}, PluginCase{"abi-1.3", 3, "cpp"},
+                      PluginCase{"abi-1.4", 4, "c"}, PluginCase{"abi-1.4", 4, "cpp"}),
     CaseName);
 
 // --- Client apps of every client API release, and clients of every wire protocol -------------
@@ -189,7 +218,8 @@ class CompatServerTest : public ::testing::Test {
 };
 
 TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
-  for (const char* release : {"client-1", "client-2", "client-3", "client-4", "client-5"}) {
+  for (const char* release :
+       {"client-1", "client-2", "client-3", "client-4", "client-5", "client-5-r2"}) {
     const int api = release[7] - '0';
     const std::string out = Run(std::string(release) + "/compat_client");
     EXPECT_NE(out.find("client API " + std::to_string(api) + ": connected"), std::string::npos)
@@ -221,6 +251,7 @@ TEST(CompatSizesTest, EachMinimumIsTheSizeInTheReleaseThatIntroducedTheStruct) {
   EXPECT_EQ(abi::SizedStruct<molt_channel_spec>::kMinSize, MOLT_COMPAT_SIZEOF_CHANNEL_1_1);
   EXPECT_EQ(abi::SizedStruct<molt_session_info>::kMinSize, MOLT_COMPAT_SIZEOF_SESSION_1_1);
   EXPECT_EQ(abi::SizedStruct<molt_replica_spec>::kMinSize, MOLT_COMPAT_SIZEOF_REPLICA_1_2);
+  EXPECT_EQ(abi::SizedStruct<molt_profile_spec>::kMinSize, MOLT_COMPAT_SIZEOF_PROFILE_1_4);
   EXPECT_EQ(abi::SizedStruct<molt_client_options>::kMinSize, MOLT_COMPAT_SIZEOF_CLIENT_OPTIONS_1);
 }
 

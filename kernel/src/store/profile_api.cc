@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host API's profile slots (ABI 1.4) and the layer that ties a declaration to its instance.
+#include "kernel/src/store/profile_api.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernel/src/abi/slot.h"
+#include "kernel/src/abi/struct_size.h"
+#include "kernel/src/store/profile_registry.h"
+
+namespace molt::kernel::abi {
+namespace {
+
+static_assert(static_cast<int>(store::ProfileState::kNone) == MOLT_PROFILE_NONE &&
+                  static_cast<int>(store::ProfileState::kPending) == MOLT_PROFILE_PENDING &&
+                  static_cast<int>(store::ProfileState::kLoaded) == MOLT_PROFILE_LOADED &&
+                  static_cast<int>(store::ProfileState::kFailed) == MOLT_PROFILE_FAILED &&
+                  static_cast<int>(store::ProfileState::kLost) == MOLT_PROFILE_LOST,
+              "the profile states are the ABI's numbers");
+
+class ProfileLayer final : public HostLayer {
+ public:
+  explicit ProfileLayer(store::ProfileRegistry& registry) : registry_(registry) {}
+  store::ProfileRegistry& registry() { return registry_; }
+
+  // The layer id of the store `name` (a resource's layer_id), the same for every declaration.
+  std::uint32_t IdOf(const std::string& name) {
+    auto it = std::find(names_.begin(), names_.end(), name);
+    if (it == names_.end()) {
+      names_.push_back(name);
+      return static_cast<std::uint32_t>(names_.size());
+    }
+    return static_cast<std::uint32_t>(it - names_.begin() + 1);
+  }
+  const std::string& NameOf(std::uint32_t id) const { return names_.at(id - 1); }
+
+  // A dormant instance's declaration: made when its generation serves.
+  void Stage(const PluginInstance& owner, std::uint32_t id, store::ProfileSpec spec) {
+    staged_[&owner].push_back({id, owner.label(), std::move(spec)});
+  }
+
+  void ReleaseOwner(const void* /*owner*/) override {}
+
+  void Release(const void* owner, molt_handle_t /*handle*/, std::uint8_t kind,
+               std::uint32_t id) override {
+    if (kind != static_cast<std::uint8_t>(Kind::kProfile)) {
+      return;
+    }
+    if (auto it = staged_.find(owner); it != staged_.end()) {
+      std::erase_if(it->second, [id](const Staged& s) { return s.id == id; });
+    }
+    registry_.Detach(owner, NameOf(id));
+  }
+
+  Status Serve(const void* owner) override {
+    auto it = staged_.find(owner);
+    if (it == staged_.end()) {
+      return Status::Ok();
+    }
+    std::vector<Staged> list = std::move(it->second);
+    staged_.erase(it);
+    for (Staged& st : list) {
+      Result<store::Profiles*> p = registry_.Declare(owner, st.label, std::move(st.spec));
+      if (!p.ok()) {
+        return Status(p.status().code(), "plugin \"" + st.label + "\": " + p.status().message());
+      }
+    }
+    return Status::Ok();
+  }
+
+  std::vector<std::string> EndHandoff() override { return registry_.RetireDetached(); }
+
+ private:
+  struct Staged {
+    std::uint32_t id;
+    std::string label;
+    store::ProfileSpec spec;
+  };
+  store::ProfileRegistry& registry_;
+  std::vector<std::string> names_;  // by layer id - 1
+  std::map<const void*, std::vector<Staged>> staged_;
+};
+
+ProfileLayer& LayerOf(PluginInstance& p) {
+  for (const auto& layer : p.shared().layers()) {
+    if (auto* l = dynamic_cast<ProfileLayer*>(layer.get())) {
+      return *l;
+    }
+  }
+  // The slots are only in tables whose layers AttachProfiles installed.
+  throw std::logic_error("profile slot without a profile layer");
+}
+
+// The spec a plugin gave (a current struct, ReadSized), with its callbacks bound to `p`.
+Result<store::ProfileSpec> ToProfileSpec(PluginInstance& p, const molt_profile_spec& in) {
+  if (Status s = Required(in.name, "spec->name"); !s.ok()) {
+    return s;
+  }
+  store::ProfileSpec out;
+  out.name = in.name;
+  out.defaults = in.defaults_json != nullptr ? in.defaults_json : "{}";
+  out.schema_version = in.schema_version;
+  auto seconds = [](double s, double fallback, const char* what) -> Result<Duration> {
+    if (std::isnan(s) || s < 0 || s > 86400.0 * 365) {
+      return Status::InvalidArgument(std::string(what) + " " + std::to_string(s) +
+                                     " is not a number of seconds (0 takes the default)");
+    }
+    return Seconds(s == 0 ? fallback : s);
+  };
+  Result<Duration> autosave = seconds(in.autosave_seconds, 60, "spec->autosave_seconds");
+  Result<Duration> lease = seconds(in.lease_seconds, 180, "spec->lease_seconds");
+  if (!autosave.ok() || !lease.ok()) {
+    return autosave.ok() ? lease.status() : autosave.status();
+  }
+  out.autosave = *autosave;
+  out.lease_ttl = *lease;
+  if (in.backoff_count > 0) {
+    if (in.backoff_seconds == nullptr) {
+      return Status::InvalidArgument("spec->backoff_seconds is NULL with backoff_count > 0");
+    }
+    out.backoff.clear();
+    for (std::size_t i = 0; i < in.backoff_count; ++i) {
+      Result<Duration> d = seconds(in.backoff_seconds[i], 0, "spec->backoff_seconds[i]");
+      if (!d.ok() || *d <= Duration::zero()) {
+        return Status::InvalidArgument("spec->backoff_seconds[" + std::to_string(i) +
+                                       "] must be a delay above 0 s");
+      }
+      out.backoff.push_back(*d);
+    }
+  }
+  out.kick_on_load_failure = (in.flags & MOLT_PROFILE_NO_KICK) == 0;
+  PluginInstance* inst = &p;
+  void* ud = in.user_data;
+  if (molt_profile_migrate_fn fn = in.migrate) {
+    out.migrate = [inst, fn, ud](std::uint32_t from, std::string doc) -> Result<std::string> {
+      std::string next;
+      const molt_status_t st = CallPlugin(*inst, [&] {
+        return fn(
+            ud, from, doc.data(), doc.size(),
+            [](void* sink, const void* data, std::size_t size) {
+              static_cast<std::string*>(sink)->append(static_cast<const char*>(data), size);
+            },
+            &next);
+      });
+      if (st != MOLT_OK) {
+        inst->CountCallbackError();
+        return Status(AbiCode(st), "plugin \"" + inst->label() + "\": " + inst->CallbackError(st));
+      }
+      return next;
+    };
+  }
+  if (molt_profile_validate_fn fn = in.validate) {
+    out.validate = [inst, fn, ud](std::string_view doc) -> Status {
+      const molt_status_t st = CallPlugin(*inst, [&] { return fn(ud, doc.data(), doc.size()); });
+      if (st == MOLT_OK) {
+        return Status::Ok();
+      }
+      return Status(AbiCode(st), inst->CallbackError(st));
+    };
+  }
+  return out;
+}
+
+molt_status_t ProfileDeclare(molt_context_t* ctx, const molt_profile_spec* given,
+                             molt_cleanup_fn release, molt_profile_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    if (Status s = Required({{given, "spec"}, {out, "out_profile"}}); !s.ok()) {
+      return s;
+    }
+    Result<molt_profile_spec> spec = ReadSized(*given);
+    if (!spec.ok()) {
+      return spec.status();
+    }
+    Result<store::ProfileSpec> ps = ToProfileSpec(p, *spec);
+    if (!ps.ok()) {
+      return ps.status();
+    }
+    if (Status s = store::ProfileRegistry::Check(*ps); !s.ok()) {
+      return s;
+    }
+    ProfileLayer& layer = LayerOf(p);
+    const std::uint32_t id = layer.IdOf(ps->name);
+    if (p.dormant()) {
+      layer.Stage(p, id, std::move(ps).value());
+    } else if (Result<store::Profiles*> r = layer.registry().Declare(&p, p.label(), std::move(*ps));
+               !r.ok()) {
+      return r.status();
+    }
+    PluginInstance::Resource r{Kind::kProfile, {}, 0, false, nullptr, release, spec->user_data};
+    r.layer_id = id;
+    *out = p.Own(std::move(r));
+    return Status::Ok();
+  });
+}
+
+// Runs `fn(profiles)` for a store `p` declared and holds.
+template <class F>
+molt_status_t WithProfiles(molt_context_t* ctx, molt_profile_t profile, F fn) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    Result<PluginInstance::Resource*> r = FindKind(p, profile, Kind::kProfile, "profile store");
+    if (!r.ok()) {
+      return r.status();
+    }
+    ProfileLayer& layer = LayerOf(p);
+    const std::string& name = layer.NameOf((*r)->layer_id);
+    store::Profiles* profiles = layer.registry().Held(&p, name);
+    if (profiles == nullptr) {
+      return Status::FailedPrecondition("profile store \"" + name + "\" is not held by plugin \"" +
+                                        p.label() +
+                                        "\" yet: a swap's next generation holds it once it serves");
+    }
+    return fn(*profiles);
+  });
+}
+
+molt_status_t ProfileState(molt_context_t* ctx, molt_profile_t profile, molt_session_t session,
+                           std::int32_t* out_state) noexcept {
+  return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
+    if (Status s = Required(out_state, "out_state"); !s.ok()) {
+      return s;
+    }
+    *out_state = static_cast<std::int32_t>(profiles.state(session));
+    return Status::Ok();
+  });
+}
+
+molt_status_t ProfileGet(molt_context_t* ctx, molt_profile_t profile, molt_session_t session,
+                         const char* path, molt_bytes_fn sink, void* sink_user_data) noexcept {
+  return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
+    if (Status s = Required(reinterpret_cast<const void*>(sink), "sink"); !s.ok()) {
+      return s;
+    }
+    Result<std::string> text = profiles.Get(session, path != nullptr ? path : "");
+    if (!text.ok()) {
+      return text.status();
+    }
+    sink(sink_user_data, text->data(), text->size());
+    return Status::Ok();
+  });
+}
+
+molt_status_t ProfileSet(molt_context_t* ctx, molt_profile_t profile, molt_session_t session,
+                         const char* path, const char* json, std::size_t size) noexcept {
+  return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
+    if (json == nullptr && size > 0) {
+      return Status::InvalidArgument("json is NULL with size > 0");
+    }
+    return profiles.Set(session, path != nullptr ? path : "",
+                        std::string_view(json != nullptr ? json : "", size));
+  });
+}
+
+molt_status_t ProfileSave(molt_context_t* ctx, molt_profile_t profile) noexcept {
+  return WithProfiles(ctx, profile, [](store::Profiles& profiles) {
+    profiles.SaveAll();
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+void AttachProfiles(AbiShared& shared, store::ProfileRegistry& registry) {
+  shared.add_layer(std::make_unique<ProfileLayer>(registry));
+  molt_host_api& api = shared.mutable_api();
+  api.profile_declare = ProfileDeclare;
+  api.profile_state = ProfileState;
+  api.profile_get = ProfileGet;
+  api.profile_set = ProfileSet;
+  api.profile_save = ProfileSave;
+}
+
+}  // namespace molt::kernel::abi

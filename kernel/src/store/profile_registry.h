@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/store/profile_registry.h
+//
+// ProfileRegistry: the server's profile stores (store::Profiles) by name. The kernel owns them,
+// like the sessions: a plugin declares a store (the ABI's profile_declare, store/profile_api.cc)
+// and holds it while it runs; when it stops the store is detached, not closed, and the next
+// declaration of the name adopts it with every loaded profile. A store nobody adopted by the end
+// of a swap is retired: its profiles get their final saves and release their leases. At the
+// close, Drain() final-saves every store.
+//
+//   ProfileRegistry profiles(kernel, network, store, HostId());
+//   Result<Profiles*> p = profiles.Declare(owner, "scores", std::move(spec));
+//   profiles.Detach(owner, *p);            // the declaring instance stopped
+//   profiles.RetireDetached();             // the swap is over and nobody declared it again
+//   profiles.Drain([](std::size_t saved, std::size_t failed) { ... });   // the close
+//
+// Thread safety: the kernel thread.
+#ifndef MOLT_KERNEL_STORE_PROFILE_REGISTRY_H_
+#define MOLT_KERNEL_STORE_PROFILE_REGISTRY_H_
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernel/src/store/profiles.h"
+
+namespace molt::kernel::store {
+
+// This process as a lease owner: "<hostname>:<pid>:<start time in ms>", unique per run, so a
+// restarted server never mistakes the leases of the run it replaces (killed, say) for its own.
+std::string HostId();
+
+class ProfileRegistry {
+ public:
+  ProfileRegistry(Kernel& kernel, net::Network& network, ProfileStore& store, std::string host);
+  ~ProfileRegistry();
+  ProfileRegistry(const ProfileRegistry&) = delete;
+  ProfileRegistry& operator=(const ProfileRegistry&) = delete;
+
+  // The checks a declaration passes before anything is created: the name ([A-Za-z0-9_.-],
+  // 1..64 characters), the defaults (a JSON object), the periods. Errors name the field.
+  static Status Check(const ProfileSpec& spec);
+  // `owner` (a plugin instance; `label` names it in errors) declares `spec.name`: a new store, or
+  // the adoption of a detached one (Profiles::Adopt). kAlreadyExists when it is held.
+  Result<Profiles*> Declare(const void* owner, const std::string& label, ProfileSpec spec);
+  // `owner` lets go of the store `name` (nothing when it does not hold it).
+  void Detach(const void* owner, std::string_view name);
+  // The store `name` when `owner` holds it, else nullptr.
+  Profiles* Held(const void* owner, std::string_view name) const;
+  Profiles* Find(std::string_view name) const;
+  // Final-saves and removes every store nobody holds; their names, for the swap report.
+  std::vector<std::string> RetireDetached();
+  // The close: every store's final saves and lease releases (Profiles::Drain); `done` once all
+  // are written, with the totals.
+  void Drain(Callback<void(std::size_t saved, std::size_t failed)> done);
+
+  ProfileStore& store() const { return store_; }
+  const std::string& host() const { return host_; }
+  // Every store, in name order.
+  std::vector<const Profiles*> stores() const;
+
+ private:
+  struct Slot {
+    std::unique_ptr<Profiles> profiles;
+    const void* owner = nullptr;  // nullptr: detached
+    std::string label;            // the owner's, for errors
+  };
+  // Keeps `p` alive until its drain finished writing, then frees it on a later step.
+  void Retire(std::unique_ptr<Profiles> p);
+
+  Kernel& kernel_;
+  net::Network& network_;
+  ProfileStore& store_;
+  std::string host_;
+  std::map<std::string, Slot, std::less<>> slots_;
+  std::vector<std::unique_ptr<Profiles>> retiring_;
+};
+
+}  // namespace molt::kernel::store
+
+#endif  // MOLT_KERNEL_STORE_PROFILE_REGISTRY_H_
