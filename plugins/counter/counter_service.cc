@@ -5,7 +5,8 @@
 // replica (everyone: a snapshot on join, then coalesced deltas at 10 Hz). The total and the
 // replica survive a hot swap: state version 2 is "<total> <replica handle>", and the next
 // instance claims the replica (same id, no remove for clients); it still reads version 1
-// ("<total>") from builds before ABI 1.3.
+// ("<total>") from builds before ABI 1.3. Every addition is also published as
+// Score.Add(user, amount): the scores plugin counts it.
 #include <flatbuffers/flatbuffers.h>
 
 #include <charconv>
@@ -120,6 +121,8 @@ class Counter : public molt::Service {
     const molt::Result<molt_session_info> who = host().GetSession(session);
     if (who.ok()) {
       by_user_[who->user] += amount;
+      // Every addition scores for its player (the scores plugin, when loaded, counts it).
+      (void)host().Publish("Score.Add", {molt::Value::String(who->user), molt::Value::Int(amount)});
     }
     if (molt::Status s = host().SetInt(replica_, kValue, value_); !s.ok()) {
       return s;

@@ -2,11 +2,14 @@
 // scores: per-player scores for the current round or season. Other plugins add points through
 // the "scores.v1" interface (molt/plugins/scores.h) or by publishing Score.Add(player, points);
 // every change is announced as Score.Changed(player, total). Clients (scores.fbs) ask for a total
-// with the scores.Get request and hear every change on the scores.Changed event.
+// with the scores.Get request and hear every change on the scores.Changed event. Where the host
+// keeps profiles, a connected player's points also add up in their "scores" profile
+// ({"lifetime": N}): kept across rounds, reconnects, swaps and restarts.
 #include <flatbuffers/flatbuffers.h>
 #include <molt/plugins/scores.h>
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <molt/molt.hpp>
 #include <string>
@@ -37,6 +40,9 @@ class Scores : public molt::Service {
           Add(std::string(player), args.Int(1));
           return molt::Status::Ok();
         }));
+    if (molt::Status st = DeclareProfiles(); !st.ok()) {
+      return st;
+    }
     return DeclareChannels();
   }
 
@@ -48,6 +54,9 @@ class Scores : public molt::Service {
   std::int64_t Add(const std::string& player, std::int64_t points) {
     std::int64_t& total = scores_[player];
     total += points;
+    if (auto it = online_.find(player); it != online_.end()) {
+      Credit(it->second, points);
+    }
     (void)host().Publish(changed_, {molt::Value::String(player), molt::Value::Int(total)});
     if (changed_event_) {
       (void)host().Broadcast(changed_event_, TotalBytes(player, total));
@@ -74,9 +83,86 @@ class Scores : public molt::Service {
   void Reset() { scores_.clear(); }
 
  private:
-  static std::string TotalBytes(const std::string& user, std::int64_t total) {
+  // --- Lifetime points, in each connected player's "scores" profile ---
+
+  molt::Status DeclareProfiles() {
+    molt::ProfileOptions o;
+    o.defaults = R"({"lifetime":0})";
+    o.schema_version = 1;
+    o.autosave_seconds = host().ConfigDouble("autosave_seconds", 60);
+    o.validate = [](std::string_view doc) -> molt::Status {
+      return doc.find("\"lifetime\":") != std::string_view::npos
+                 ? molt::Status::Ok()
+                 : molt::Status::Error("a scores profile without \"lifetime\"", MOLT_ERR_REJECTED);
+    };
+    molt::Result<molt::ProfileStore> store = host().DeclareProfiles("scores", std::move(o));
+    if (!store.ok()) {
+      if (store.status().code() != MOLT_ERR_UNSUPPORTED) {
+        return store.status();
+      }
+      host().Debug("no lifetime totals: ", store.status().message());
+      return molt::Status::Ok();
+    }
+    profiles_ = *store;
+    MOLT_ASSIGN_OR_RETURN(sessions_, host().OnSession([this](molt::SessionId s) -> molt::Status {
+      const auto who = host().GetSession(s);
+      if (!who.ok()) {
+        return who.status();
+      }
+      const std::string user = who->user;
+      online_[user] = s;
+      return host().BindEnd(s, [this, user, s](std::int32_t) {
+        if (auto it = online_.find(user); it != online_.end() && it->second == s) {
+          online_.erase(it);
+        }
+        pending_.erase(s);
+      });
+    }));
+    MOLT_ASSIGN_OR_RETURN(
+        loaded_, host().Subscribe("Kernel.ProfileLoaded", [this](std::string_view, molt::Args a) {
+          auto it = pending_.find(a.Handle(0));
+          if (a.String(1) == "scores" && it != pending_.end()) {
+            const std::int64_t points = it->second;
+            pending_.erase(it);
+            Credit(a.Handle(0), points);
+          }
+        }));
+    return molt::Status::Ok();
+  }
+
+  // Adds `points` to the session's lifetime total, or keeps them until its profile loaded.
+  void Credit(molt::SessionId s, std::int64_t points) {
+    molt::Result<std::string> now = host().GetProfile(profiles_, s, "/lifetime");
+    if (!now.ok()) {
+      pending_[s] += points;  // loading: Kernel.ProfileLoaded credits it
+      return;
+    }
+    std::int64_t n = 0;
+    std::from_chars(now->data(), now->data() + now->size(), n);
+    if (molt::Status st = host().SetProfile(profiles_, s, "/lifetime", std::to_string(n + points));
+        !st.ok()) {
+      host().Warn("lifetime points of session ", s, " not kept: ", st.message());
+    }
+  }
+
+  // The player's lifetime points while they are connected here with their profile loaded;
+  // -1 when unknown (elsewhere, or loading).
+  std::int64_t Lifetime(const std::string& player) const {
+    auto it = online_.find(player);
+    if (profiles_ == 0 || it == online_.end()) {
+      return -1;
+    }
+    molt::Result<std::string> now = host().GetProfile(profiles_, it->second, "/lifetime");
+    std::int64_t n = -1;
+    if (now.ok()) {
+      std::from_chars(now->data(), now->data() + now->size(), n);
+    }
+    return n;
+  }
+
+  std::string TotalBytes(const std::string& user, std::int64_t total) const {
     flatbuffers::FlatBufferBuilder b(64);
-    b.Finish(molt::scores::CreateTotal(b, b.CreateString(user), total));
+    b.Finish(molt::scores::CreateTotal(b, b.CreateString(user), total, Lifetime(user)));
     return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
   }
 
@@ -117,6 +203,11 @@ class Scores : public molt::Service {
   }
 
   std::map<std::string, std::int64_t> scores_;
+  molt::ProfileStore profiles_ = 0;                  // 0: the host keeps no profiles
+  std::map<std::string, molt::SessionId> online_;    // connected players by user
+  std::map<molt::SessionId, std::int64_t> pending_;  // points scored while loading
+  molt::Subscription sessions_;
+  molt::Subscription loaded_;
   std::vector<std::pair<std::string, std::int64_t>> ranking_;  // backs Top()'s strings
   molt::Topic changed_;
   molt::Subscription adds_;

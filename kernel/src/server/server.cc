@@ -21,6 +21,9 @@
 #include "kernel/src/server/dir_watcher.h"
 #include "kernel/src/server/settings.h"
 #include "kernel/src/server/signal_watcher.h"
+#include "kernel/src/store/profile_api.h"
+#include "kernel/src/store/profile_registry.h"
+#include "kernel/src/store/sqlite_store.h"
 
 namespace molt::kernel {
 namespace {
@@ -44,6 +47,46 @@ void RemoveStaleRunDirs(const fs::path& run_root) {
       fs::remove_all(e.path(), ec);
     }
   }
+}
+
+// The close drain: every profile's final save and lease release, then `done`; at `deadline` (the
+// drain's budget, counted from the close) `done` runs anyway, naming what is still unsaved.
+void DrainProfiles(Kernel& kernel, store::ProfileRegistry& profiles, TimePoint deadline,
+                   std::function<void()> done) {
+  struct State {
+    std::function<void()> done;
+    TaskHandle timer;
+    bool finished = false;
+  };
+  auto state = std::make_shared<State>();
+  state->done = std::move(done);
+  auto finish = [state] {
+    if (!std::exchange(state->finished, true)) {
+      state->timer.Cancel();
+      state->done();
+    }
+  };
+  const TimePoint t0 = RealNow();
+  const Duration left = std::max<Duration>(deadline - t0, Duration::zero());
+  state->timer = kernel.scheduler().After(
+      left,
+      [finish, left] {
+        LogScope("Profiles")
+            .Error(
+                "the close drain did not finish in its {:.1f} s: the server exits now and the "
+                "profiles not yet written keep only their last autosave (raise "
+                "profiles.drain_seconds, or free the database's disk)",
+                ToSeconds(left));
+        finish();
+      },
+      Priority::kKernel, TaskOrigin::Named("profile drain deadline"));
+  profiles.Drain([finish, t0](std::size_t saved, std::size_t failed) {
+    LogScope("Profiles")
+        .Info("close drain done in {:.1f}ms: {} profiles saved{}", ToSeconds(RealNow() - t0) * 1000,
+              saved,
+              failed > 0 ? fmt::format(", {} refused (their leases were lost)", failed) : "");
+    finish();
+  });
 }
 
 }  // namespace
@@ -80,11 +123,25 @@ int RunServer(const ServerOptions& options) {
     return kExitBootFailed;
   }
   Kernel& kernel = **booted;
+  // The profile database, on its own thread; its results come back through the kernel loop.
+  store::SqliteOptions so;
+  so.synchronous_full = settings.profiles_sync_full;
+  Result<std::unique_ptr<store::SqliteStore>> opened = store::SqliteStore::Open(
+      settings.profiles_db,
+      [&kernel](std::function<void()> fn) { kernel.loop().Post(std::move(fn)); }, so);
+  if (!opened.ok()) {
+    log.Error("cannot start: {}", opened.status().message());
+    return kExitBootFailed;
+  }
+  const std::unique_ptr<store::SqliteStore> profile_db = std::move(opened).value();
   int exit_code = kExitOk;
   {
     net::Network network(kernel, settings.net);
+    store::ProfileRegistry profiles(kernel, network, *profile_db, store::HostId());
     loader::PluginHost plugins(kernel, copy_dir.string());
     abi::AttachNetwork(plugins.shared(), &network);
+    abi::AttachProfiles(plugins.shared(), profiles);
+    profiles.ReclaimAbandoned();  // a killed predecessor's leases: queued before any load
     plugins.set_health(static_cast<std::uint32_t>(settings.health_errors),
                        Seconds(settings.health_window));
     const std::string last_known_good =
@@ -108,14 +165,18 @@ int RunServer(const ServerOptions& options) {
             reason);
         return;
       }
-      kernel.loop().Post([&kernel, &close, &plugins, &network, reason] {
+      kernel.loop().Post([&kernel, &close, &plugins, &network, &profiles, &settings, reason] {
         plugins.Close();
         // The close order: Kernel.Closing (new connections refused from here), every service
-        // stops (a stop() may still reach the connected players), Kernel.Stopped, and only then
-        // do the sessions end; nothing a service writes in stop() can miss a final save.
-        close.Begin(reason, [&kernel, &network] {
-          network.Shutdown();
-          kernel.loop().Stop();
+        // stops (a stop() may still reach the connected players), Kernel.Stopped, the final
+        // saves of every profile (the drain), and only then do the sessions end: nothing a
+        // service writes in stop() can miss a final save.
+        const TimePoint closing = RealNow();
+        close.Begin(reason, [&kernel, &network, &profiles, &settings, closing] {
+          DrainProfiles(kernel, profiles, closing + Seconds(settings.profiles_drain), [&] {
+            network.Shutdown();
+            kernel.loop().Stop();
+          });
         });
       });
     });
@@ -185,9 +246,10 @@ int RunServer(const ServerOptions& options) {
       Connection stop_intake = kernel.bus().Subscribe(
           "Kernel.Closing", [&network](std::string_view, Args) { network.StopAccepting(); });
       log.Info(
-          "serving {} plugins from {} as generation {} (data in {}); SIGHUP reloads them, SIGTERM "
-          "or SIGINT closes",
-          plugins.plugins().size(), settings.plugin_dir, plugins.generation(), settings.data_dir);
+          "serving {} plugins from {} as generation {} (data in {}, profiles in {} as {}); SIGHUP "
+          "reloads them, SIGTERM or SIGINT closes",
+          plugins.plugins().size(), settings.plugin_dir, plugins.generation(), settings.data_dir,
+          settings.profiles_db, profiles.host());
       kernel.loop().Run();
     }
     watcher.reset();

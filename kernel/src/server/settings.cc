@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <set>
 #include <tuple>
 
@@ -16,6 +17,8 @@ const std::set<std::string, std::less<>> kServerKeys = {
     "server.log_format",    "server.close_budget_seconds",
     "server.plugin_dir",    "server.data_dir",
     "server.health_errors", "server.health_window_seconds"};
+const std::set<std::string, std::less<>> kProfileKeys = {
+    "profiles.database", "profiles.synchronous", "profiles.drain_seconds"};
 const std::set<std::string, std::less<>> kSchedulerKeys = {
     "scheduler.budget_ms", "scheduler.target_frame_ms", "scheduler.profile_tasks",
     "scheduler.stagger_recurring"};
@@ -85,9 +88,14 @@ Status CheckKeys(const Config& config, const std::string& source) {
       return Status::InvalidArgument(source + ": unknown key \"" + key +
                                      "\" (known: " + Join(NetKeys()) + ")");
     }
-    if (section != "server" && section != "scheduler" && section != "net") {
+    if (section == "profiles" && kProfileKeys.count(key) == 0) {
+      return Status::InvalidArgument(source + ": unknown key \"" + key +
+                                     "\" (known: " + Join(kProfileKeys) + ")");
+    }
+    if (section != "server" && section != "scheduler" && section != "net" &&
+        section != "profiles") {
       return Status::InvalidArgument(source + ": unknown section \"" + section +
-                                     "\" (known: server, scheduler, net, plugins)");
+                                     "\" (known: server, scheduler, net, profiles, plugins)");
     }
   }
   return Status::Ok();
@@ -263,6 +271,26 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
     return Status::InvalidArgument("no plugin directory: pass --plugins DIR");
   }
   out->data_dir = options.data_dir;
+  out->profiles_db = Text(config, "profiles.database")
+                         .value_or((std::filesystem::path(out->data_dir) / "profiles.db").string());
+  const std::string sync = Text(config, "profiles.synchronous").value_or("normal");
+  if (sync != "normal" && sync != "full") {
+    return Status::InvalidArgument("profiles.synchronous \"" + sync +
+                                   "\" is unknown: use normal (WAL's default: a power loss may "
+                                   "undo the last saves) or full (every save survives it)");
+  }
+  out->profiles_sync_full = sync == "full";
+  if (config.Get("profiles.drain_seconds") != nullptr) {
+    Result<double> v = Number(config, "profiles.drain_seconds");
+    if (!v.ok()) {
+      return v.status();
+    }
+    if (!(*v >= 1 && *v <= 3600)) {
+      return Status::InvalidArgument(
+          fmt::format("configuration key \"profiles.drain_seconds\" is {}: use 1 to 3600", *v));
+    }
+    out->profiles_drain = *v;
+  }
   if (Status s = ResolveNet(options, config, &out->net); !s.ok()) {
     return s;
   }

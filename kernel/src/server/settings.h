@@ -2,9 +2,10 @@
 // File: kernel/src/server/settings.h
 //
 // The server's settings, resolved once at boot from three layers: RunServer's options (moltd's
-// flags) over the configuration file's "server", "scheduler" and "net" sections over the
-// defaults. Every value is checked here, so a typo or an out-of-range number stops the boot with
-// one line naming the key, the value and what is accepted; nothing is applied as a side effect.
+// flags) over the configuration file's "server", "scheduler", "net" and "profiles" sections over
+// the defaults. Every value is checked here, so a typo or an out-of-range number stops the boot
+// with one line naming the key, the value and what is accepted; nothing is applied as a side
+// effect.
 //
 // Thread safety: a pure function; call it before the kernel boots.
 #ifndef MOLT_KERNEL_SERVER_SETTINGS_H_
@@ -33,6 +34,9 @@ struct Settings {
   std::string plugin_dir;
   std::string data_dir;
   net::NetOptions net;
+  std::string profiles_db;          // profiles.database: <data_dir>/profiles.db by default
+  bool profiles_sync_full = false;  // profiles.synchronous = "full"
+  double profiles_drain = 27;  // profiles.drain_seconds: the drain ends this long after the close
   LogLevel log_level = LogLevel::kInfo;
   ConsoleFormat log_format = ConsoleFormat::kText;
 };

@@ -3,23 +3,47 @@
 #include "kernel/src/store/profile_registry.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <boost/json/parse.hpp>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 
 #include "kernel/src/core/logger.h"
 
 namespace molt::kernel::store {
 
-std::string HostId() {
+namespace {
+
+std::string HostName() {
   char name[256] = {};
   if (::gethostname(name, sizeof(name) - 1) != 0) {
-    std::snprintf(name, sizeof(name), "host");
+    return "host";
   }
-  return fmt::format("{}:{}:{}", name, ::getpid(), WallNow());
+  return name;
+}
+
+}  // namespace
+
+std::string HostId() { return fmt::format("{}:{}:{}", HostName(), ::getpid(), WallNow()); }
+
+bool GoneFromThisHost(const std::string& owner) {
+  // "<hostname>:<pid>:<ms>"; the hostname may not contain ':' for this to match.
+  const std::size_t last = owner.rfind(':');
+  const std::size_t mid = last == std::string::npos ? last : owner.rfind(':', last - 1);
+  if (mid == std::string::npos || mid == 0 || owner.substr(0, mid) != HostName()) {
+    return false;
+  }
+  char* end = nullptr;
+  const long pid = std::strtol(owner.c_str() + mid + 1, &end, 10);
+  if (end != owner.c_str() + last || pid <= 0 || pid == ::getpid()) {
+    return false;
+  }
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 ProfileRegistry::ProfileRegistry(Kernel& kernel, net::Network& network, ProfileStore& store,
@@ -109,6 +133,24 @@ std::vector<const Profiles*> ProfileRegistry::stores() const {
     out.push_back(slot.profiles.get());
   }
   return out;
+}
+
+void ProfileRegistry::ReclaimAbandoned() {
+  store_.ReleaseAbandoned(
+      GoneFromThisHost, [](Result<std::vector<std::pair<std::string, std::size_t>>> ended) {
+        LogScope log("Profiles");
+        if (!ended.ok()) {
+          log.Warn("{}: players of a killed server wait for its leases to expire",
+                   ended.status().message());
+          return;
+        }
+        for (const auto& [owner, count] : *ended) {
+          log.Warn(
+              "took over {} lease(s) of {}, a server of this host that is gone (killed?): "
+              "its players' unsaved changes since their last save are lost",
+              count, owner);
+        }
+      });
 }
 
 std::vector<std::string> ProfileRegistry::RetireDetached() {

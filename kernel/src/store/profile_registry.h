@@ -32,6 +32,8 @@ namespace molt::kernel::store {
 // This process as a lease owner: "<hostname>:<pid>:<start time in ms>", unique per run, so a
 // restarted server never mistakes the leases of the run it replaces (killed, say) for its own.
 std::string HostId();
+// Whether `owner` (a HostId()) names a process of this host that no longer exists.
+bool GoneFromThisHost(const std::string& owner);
 
 class ProfileRegistry {
  public:
@@ -51,6 +53,10 @@ class ProfileRegistry {
   // The store `name` when `owner` holds it, else nullptr.
   Profiles* Held(const void* owner, std::string_view name) const;
   Profiles* Find(std::string_view name) const;
+  // Ends the leases still held by servers of this host that are gone (killed: their leases
+  // would keep their players out until expiry), logging each; before the first loads (the
+  // store runs them in order).
+  void ReclaimAbandoned();
   // Final-saves and removes every store nobody holds; their names, for the swap report.
   std::vector<std::string> RetireDetached();
   // The close: every store's final saves and lease releases (Profiles::Drain); `done` once all

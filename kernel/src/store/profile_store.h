@@ -112,6 +112,14 @@ class ProfileStore {
                      Callback<void(Status, std::vector<WriteResult>)> done) = 0;
   // Reads `key` without a lease (operators, tools): kNotFound when there is no such key.
   virtual void Read(std::string key, Callback<void(Result<Record>)> done) = 0;
+  // Ends, in one transaction, every unexpired lease whose owner `abandoned` says is gone (a
+  // server of this host that was killed: its leases would otherwise keep its players out until
+  // they expire). `done` gets (owner, leases ended) per owner. `abandoned` runs on the store's
+  // thread. The ended holder's tokens stay fenced: it could not write again anyway.
+  using Abandoned = std::function<bool(const std::string& owner)>;
+  virtual void ReleaseAbandoned(
+      Abandoned abandoned,
+      Callback<void(Result<std::vector<std::pair<std::string, std::size_t>>>)> done) = 0;
   virtual StoreStats stats() const = 0;
 };
 

@@ -6,6 +6,8 @@
 #include "kernel/src/store/sqlite_store.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 
 #include <atomic>
@@ -303,6 +305,49 @@ class SqliteStore::Db {
     return std::move(**row);
   }
 
+  Result<std::vector<std::pair<std::string, std::size_t>>> ReleaseAbandoned(
+      const Abandoned& abandoned) {
+    const std::string what = "ending the leases of servers that are gone";
+    if (Status s = Begin(); !s.ok()) {
+      return s.Prefixed(what);
+    }
+    std::vector<std::pair<std::string, std::size_t>> ended;
+    {
+      Statement owners;
+      int rc = owners.Prepare(db_,
+                              "SELECT lease_owner, COUNT(*) FROM profiles WHERE lease_owner IS NOT "
+                              "NULL AND lease_expires_ms > ?1 GROUP BY lease_owner");
+      if (rc != SQLITE_OK) {
+        return Rollback(Failure(db_, rc, what));
+      }
+      owners.Bind(options_.now());
+      while ((rc = owners.Step()) == SQLITE_ROW) {
+        if (std::string owner = owners.Text(0); abandoned(owner)) {
+          ended.emplace_back(std::move(owner), static_cast<std::size_t>(owners.Int(1)));
+        }
+      }
+      if (rc != SQLITE_DONE) {
+        return Rollback(Failure(db_, rc, what));
+      }
+    }
+    Statement end;
+    int rc = end.Prepare(db_,
+                         "UPDATE profiles SET lease_owner = NULL, lease_expires_ms = 0 WHERE "
+                         "lease_owner = ?1");
+    if (rc != SQLITE_OK) {
+      return Rollback(Failure(db_, rc, what));
+    }
+    for (const auto& [owner, count] : ended) {
+      if ((rc = end.Bind(owner).Step()) != SQLITE_DONE) {
+        return Rollback(Failure(db_, rc, what));
+      }
+    }
+    if (Status s = Commit(what); !s.ok()) {
+      return s;
+    }
+    return ended;
+  }
+
  private:
   // Takes the lease on `key` inside the open transaction (see Load); busy leaves it unchanged.
   LoadResult Acquire(const std::string& key, const std::string& owner,
@@ -481,7 +526,14 @@ class SqliteStore::Worker {
 
   Worker(std::unique_ptr<Db> db, ProfileStore::Deliver deliver)
       : db_(std::move(db)), deliver_(std::move(deliver)) {
-    thread_ = std::thread([this] { Run(); });
+    thread_ = std::thread([this] {
+      // Process signals (SIGTERM, SIGHUP) are for the server's signal thread, never this one:
+      // a signal taken here would run its default action and end the process.
+      sigset_t all;
+      sigfillset(&all);
+      pthread_sigmask(SIG_BLOCK, &all, nullptr);
+      Run();
+    });
   }
   ~Worker() {
     {
@@ -635,6 +687,17 @@ void SqliteStore::Read(std::string key, Callback<void(Result<Record>)> done) {
   auto cb = std::make_shared<Callback<void(Result<Record>)>>(std::move(done));
   worker_->Push([this, key = std::move(key), cb](Db& db) {
     auto r = std::make_shared<Result<Record>>(db.Read(key));
+    worker_->Post([cb, r] { (*cb)(std::move(*r)); });
+  });
+}
+
+void SqliteStore::ReleaseAbandoned(
+    Abandoned abandoned,
+    Callback<void(Result<std::vector<std::pair<std::string, std::size_t>>>)> done) {
+  using Ended = Result<std::vector<std::pair<std::string, std::size_t>>>;
+  auto cb = std::make_shared<Callback<void(Ended)>>(std::move(done));
+  worker_->Push([this, abandoned = std::move(abandoned), cb](Db& db) {
+    auto r = std::make_shared<Ended>(db.ReleaseAbandoned(abandoned));
     worker_->Post([cb, r] { (*cb)(std::move(*r)); });
   });
 }

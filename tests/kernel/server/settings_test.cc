@@ -50,6 +50,9 @@ TEST_F(SettingsTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(settings_.net.auth, net::AuthMode::kDev);
   EXPECT_EQ(settings_.net.tick_rate, 60);  // the transport budgets are per server tick
   EXPECT_FALSE(settings_.scheduler.budget.has_value());
+  EXPECT_EQ(settings_.profiles_db, "data/profiles.db");
+  EXPECT_FALSE(settings_.profiles_sync_full);
+  EXPECT_EQ(settings_.profiles_drain, 27);
   // What plugins read with config_get.
   EXPECT_EQ(std::get<double>(*config_.Get("server.tick_rate")), 60);
   EXPECT_EQ(std::get<std::string>(*config_.Get("server.data_dir")), "data");
@@ -91,7 +94,16 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
       << "an empty section has no keys";
   EXPECT_EQ(error(R"({"sever": {"x": 1}})"),
             "config file \"" + file_ +
-                "\": unknown section \"sever\" (known: server, scheduler, net, plugins)");
+                "\": unknown section \"sever\" (known: server, scheduler, net, profiles, plugins)");
+  EXPECT_EQ(error(R"({"profiles": {"datbase": "x.db"}})"),
+            "config file \"" + file_ +
+                "\": unknown key \"profiles.datbase\" (known: profiles.database, "
+                "profiles.drain_seconds, profiles.synchronous)");
+  EXPECT_EQ(error(R"({"profiles": {"synchronous": "off"}})"),
+            "profiles.synchronous \"off\" is unknown: use normal (WAL's default: a power loss may "
+            "undo the last saves) or full (every save survives it)");
+  EXPECT_EQ(error(R"({"profiles": {"drain_seconds": 0}})"),
+            "configuration key \"profiles.drain_seconds\" is 0: use 1 to 3600");
   EXPECT_EQ(error(R"({"net": {"bytes_per_tick": 10}})"),
             "configuration key \"net.bytes_per_tick\" = 10 is out of range: use 64..1073741824");
   EXPECT_EQ(error(R"({"net": {"port": 70000}})"),

@@ -19,6 +19,8 @@
 #include <random>
 #include <thread>
 
+#include "kernel/src/store/profile_registry.h"
+
 namespace molt::kernel::store {
 namespace {
 
@@ -272,6 +274,47 @@ TEST_F(SqliteStoreTest, TwoStoresOnOneFileShareTheLeases) {
   LoadResult taken = LoadNow(*b, "user:1", "host-b");
   ASSERT_TRUE(taken.status.ok());
   EXPECT_EQ(taken.record.data, "{\"from\":\"a\"}");
+}
+
+TEST_F(SqliteStoreTest, TheLeasesOfAServerThatIsGoneAreEndedAtOnce) {
+  auto store = Open();
+  const std::uint64_t dead =
+      LoadNow(*store, "user:1", "host-a:111:1").record.lease.token;  // a killed server's
+  (void)LoadNow(*store, "user:2", "host-a:111:1");
+  (void)LoadNow(*store, "user:3", "host-b:222:1");  // alive
+  std::promise<Result<std::vector<std::pair<std::string, std::size_t>>>> p;
+  store->ReleaseAbandoned([](const std::string& owner) { return owner == "host-a:111:1"; },
+                          [&p](auto r) { p.set_value(std::move(r)); });
+  auto ended = p.get_future().get();
+  ASSERT_TRUE(ended.ok()) << ended.status().ToString();
+  ASSERT_EQ(ended->size(), 1u);
+  EXPECT_EQ((*ended)[0], std::make_pair(std::string("host-a:111:1"), std::size_t{2}));
+  LoadResult again = LoadNow(*store, "user:1", "host-c");
+  ASSERT_TRUE(again.status.ok()) << again.status.ToString();  // no wait for the expiry
+  EXPECT_GT(again.record.lease.token, dead);
+  EXPECT_TRUE(LoadNow(*store, "user:3", "host-c").busy());
+  // The ended holder is fenced: its writes are refused.
+  auto stale = WriteNow(*store, {{.key = "user:1", .token = dead, .data = "{}"}});
+  ASSERT_TRUE(stale.first.ok());
+  EXPECT_EQ(stale.second[0].status.code(), Status::Code::kStale);
+}
+
+TEST(HostIdTest, NamesThisProcessAndTellsAServerOfThisHostThatIsGone) {
+  const std::string me = HostId();
+  EXPECT_EQ(me.substr(me.find(':') + 1, std::to_string(::getpid()).size() + 1),
+            std::to_string(::getpid()) + ":");
+  EXPECT_FALSE(GoneFromThisHost(me)) << "this process is alive";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);  // reaped: the pid no longer exists
+  const std::string host = me.substr(0, me.find(':'));
+  EXPECT_TRUE(GoneFromThisHost(host + ":" + std::to_string(child) + ":1"));
+  EXPECT_FALSE(GoneFromThisHost("elsewhere:" + std::to_string(child) + ":1"));
+  EXPECT_FALSE(GoneFromThisHost(host + ":1:1")) << "init is alive";
+  EXPECT_FALSE(GoneFromThisHost("not an owner"));
 }
 
 // The documents are plain JSON text: an operator reads them with the sqlite3 tool.

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: Apache-2.0
+// Profiles in a real moltd (docs/profiles.md): the bundled scores plugin keeps each player's
+// lifetime points in a profile (counter.Add scores points), across reconnects, restarts, two
+// servers on one database, and kill -9. No timing assertions: waits are upper bounds.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "counter_generated.h"
+#include "scores_generated.h"
+#include "test_client.h"
+#include "tests/support/child_process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using molt::test::Process;
+using molt::test::TestClient;
+namespace w = ::molt::wire;
+const std::string kMoltd = MOLTD_PATH;
+const std::string kPlugins = MOLT_PLUGIN_DIR;
+
+// The output of a shell command.
+std::string Shell(const std::string& command) {
+  std::string out;
+  FILE* f = ::popen(command.c_str(), "r");
+  char buf[256];
+  while (f != nullptr && std::fgets(buf, sizeof buf, f) != nullptr) {
+    out += buf;
+  }
+  if (f != nullptr) {
+    ::pclose(f);
+  }
+  return out;
+}
+
+// A player connected to a moltd: adds to the counter (which scores) and reads scores.Get.
+class Player {
+ public:
+  Player(const std::string& port, const std::string& user)
+      : client_(static_cast<std::uint16_t>(std::stoi(port))) {
+    welcome_ = client_.Hello(user);
+    if (welcome_.type() != w::Body::Welcome) {
+      return;
+    }
+    for (const auto* ch : *welcome_.envelope()->body_as_Welcome()->channels()) {
+      if (ch->name()->str() == "scores.Get") {
+        get_ = ch->id();
+      } else if (ch->name()->str() == "counter.Add") {
+        add_ = ch->id();
+      }
+    }
+  }
+  Player(const Player&) = delete;
+  Player& operator=(const Player&) = delete;
+  bool joined() const {
+    return welcome_.type() == w::Body::Welcome && get_ != kNone && add_ != kNone;
+  }
+  void Add(std::int32_t amount) {
+    flatbuffers::FlatBufferBuilder b;
+    b.Finish(molt::counter::CreateAdd(b, amount));
+    client_.Intent(add_, std::span(b.GetBufferPointer(), b.GetSize()));
+  }
+  // (this round's total, lifetime) from scores.Get, or (-1, -1).
+  std::pair<std::int64_t, std::int64_t> Score() {
+    flatbuffers::FlatBufferBuilder b;
+    b.Finish(molt::scores::CreateQuery(b, b.CreateString("")));
+    client_.Request(get_, ++request_, std::span(b.GetBufferPointer(), b.GetSize()));
+    molt::test::Frame r = client_.NextOf(w::Body::Response);
+    if (r.type() != w::Body::Response || r.envelope()->body_as_Response()->payload() == nullptr) {
+      return {-1, -1};
+    }
+    const auto* t = flatbuffers::GetRoot<molt::scores::Total>(
+        r.envelope()->body_as_Response()->payload()->data());
+    return {t->total(), t->lifetime()};
+  }
+  // Asks until the lifetime is `want` (a profile loads off the kernel thread), up to `limit`.
+  std::int64_t AwaitLifetime(std::int64_t want,
+                             std::chrono::milliseconds limit = std::chrono::milliseconds(15000)) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    std::int64_t got = -1;
+    while (std::chrono::steady_clock::now() < deadline) {
+      got = Score().second;
+      if (got == want) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));  // scores.Get: 10/s
+    }
+    return got;
+  }
+  // Leaves as a client app does (Bye): the session ends at once. A dropped link would keep it
+  // for its resume window (net.resume_window_seconds), and its profile with it.
+  void Leave() {
+    client_.Bye();
+    client_.Close();
+  }
+  ~Player() { Leave(); }
+
+ private:
+  TestClient client_;
+  molt::test::Frame welcome_;
+  static constexpr std::uint16_t kNone = 0xffff;
+  std::uint16_t get_ = kNone;
+  std::uint16_t add_ = kNone;
+  std::uint64_t request_ = 0;
+};
+
+class MoltdProfilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = ::testing::TempDir() + "moltd_profiles_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(data_);
+    fs::remove_all(data_ + "-b");
+  }
+  void TearDown() override {
+    fs::remove_all(data_);
+    fs::remove_all(data_ + "-b");
+  }
+  std::unique_ptr<Process> Start(const std::string& data, const std::string& config = "") {
+    std::vector<std::string> args = {kMoltd, "-p", kPlugins, "-d", data, "--port", "0"};
+    if (!config.empty()) {
+      const std::string path = data + ".json";
+      std::ofstream(path) << config;
+      args.insert(args.end(), {"--config", path});
+    }
+    auto p = std::make_unique<Process>(args);
+    port_ = molt::test::ServingPort(*p, 4);
+    return p;
+  }
+  std::string Sql(const std::string& db, const std::string& query) {
+    return Shell("sqlite3 " + db + " \"" + query + "\" 2>&1");
+  }
+  std::string data_;
+  std::string port_;
+};
+
+TEST_F(MoltdProfilesTest, APlayersLifetimeScoreSurvivesReconnectsAndRestarts) {
+  auto server = Start(data_);
+  ASSERT_FALSE(port_.empty()) << server->output();
+  EXPECT_NE(server->output().find("profiles in " + data_ + "/profiles.db"), std::string::npos)
+      << server->output();
+  {
+    Player ada(port_, "ada");
+    ASSERT_TRUE(ada.joined());
+    ada.Add(3);  // scored before or after the profile loaded: either way it counts
+    EXPECT_EQ(ada.AwaitLifetime(3), 3);
+    ada.Add(2);
+    EXPECT_EQ(ada.AwaitLifetime(5), 5);
+  }
+  {
+    Player again(port_, "ada");  // a reconnect: the final save of the last visit, then a load
+    ASSERT_TRUE(again.joined());
+    EXPECT_EQ(again.AwaitLifetime(5), 5) << server->output();
+    again.Add(1);
+    EXPECT_EQ(again.AwaitLifetime(6), 6);
+    server->Signal(SIGTERM);  // the close drain saves the connected player's profile
+    EXPECT_EQ(server->Wait(), 0) << server->output();
+  }
+  EXPECT_NE(server->output().find("close drain: 1 profiles saved and released"), std::string::npos)
+      << server->output();
+  const std::string db = data_ + "/profiles.db";
+  EXPECT_EQ(Sql(db,
+                "SELECT json_extract(data, '$.lifetime'), lease_owner IS NULL FROM profiles "
+                "WHERE key = 'scores/ada'"),
+            "6|1\n");
+
+  server = Start(data_);  // a restart: the total of the round is new, the lifetime is not
+  ASSERT_FALSE(port_.empty()) << server->output();
+  Player back(port_, "ada");
+  ASSERT_TRUE(back.joined());
+  EXPECT_EQ(back.AwaitLifetime(6), 6);
+  EXPECT_EQ(back.Score().first, 0);
+  server->Signal(SIGTERM);
+  EXPECT_EQ(server->Wait(), 0) << server->output();
+}
+
+TEST_F(MoltdProfilesTest, TwoServersOnOneDatabaseHoldAProfileOneAtATime) {
+  const std::string db = data_ + "-shared.db";
+  fs::create_directories(data_);
+  const std::string config = R"({"profiles": {"database": ")" + db + R"("}})";
+  auto a = Start(data_, config);
+  const std::string port_a = port_;
+  auto b = Start(data_ + "-b", config);
+  const std::string port_b = port_;
+  ASSERT_FALSE(port_a.empty()) << a->output();
+  ASSERT_FALSE(port_b.empty()) << b->output();
+
+  auto on_a = std::make_unique<Player>(port_a, "bob");
+  ASSERT_TRUE(on_a->joined());
+  on_a->Add(4);
+  ASSERT_EQ(on_a->AwaitLifetime(4), 4);
+
+  // The same player on the second server: its load finds server a's lease and waits.
+  Player on_b(port_b, "bob");
+  ASSERT_TRUE(on_b.joined());
+  EXPECT_TRUE(b->WaitFor("profile \"scores/bob\" is leased by ")) << b->output();
+  EXPECT_EQ(on_b.Score().second, -1) << "not loaded while server a holds it";
+
+  on_a->Leave();  // server a saves and releases; server b's next try takes it over
+  EXPECT_EQ(on_b.AwaitLifetime(4, std::chrono::milliseconds(30000)), 4) << b->output();
+  on_b.Add(1);
+  EXPECT_EQ(on_b.AwaitLifetime(5), 5);
+  b->Signal(SIGTERM);
+  a->Signal(SIGTERM);
+  EXPECT_EQ(b->Wait(), 0) << b->output();
+  EXPECT_EQ(a->Wait(), 0) << a->output();
+  EXPECT_EQ(Sql(db,
+                "SELECT json_extract(data, '$.lifetime') FROM profiles WHERE key = "
+                "'scores/bob'"),
+            "5\n");
+  fs::remove(db);
+}
+
+TEST_F(MoltdProfilesTest, AServerKilledMidSaveLeavesACleanDatabaseAndItsPlayersLoadAtOnce) {
+  const std::string db = data_ + "/profiles.db";
+  // Autosaves every 0.2 s (the staying player's saves), joins not rate limited.
+  const std::string config = R"({"plugins": {"scores": {"autosave_seconds": 0.2}},
+                                  "net": {"handshakes_per_address": 1000}})";
+  fs::create_directories(data_);
+  auto saved = [&](const std::string& user) {
+    return std::stoll("0" + Sql(db,
+                                "SELECT json_extract(data, '$.lifetime') FROM profiles "
+                                "WHERE key = 'scores/" +
+                                    user + "'"));
+  };
+  for (int round = 0; round < 3; ++round) {
+    auto server = Start(data_, config);
+    ASSERT_FALSE(port_.empty()) << server->output();
+    if (round > 0) {  // the leases the killed server held were taken over, not waited for
+      EXPECT_TRUE(server->WaitFor("a server of this host that is gone")) << server->output();
+    }
+    // cy stayed through the kill: what its autosaves acknowledged is what it has now.
+    Player stays(port_, "cy");
+    ASSERT_TRUE(stays.joined());
+    const std::int64_t cy = saved("cy");
+    ASSERT_EQ(stays.AwaitLifetime(cy, std::chrono::milliseconds(5000)), cy) << server->output();
+    // Visitors come and go: each sees every point its earlier visits saved, scores one, and
+    // leaves (its final save).
+    for (int i = 0; i < 20; ++i) {
+      Player visitor(port_, "visitor" + std::to_string(i));
+      ASSERT_EQ(visitor.AwaitLifetime(round), round) << "visitor" << i << "\n" << server->output();
+      visitor.Add(1);
+      stays.Add(1);
+      ASSERT_EQ(visitor.AwaitLifetime(round + 1), round + 1);
+    }
+    // Their final saves are acknowledged once their rows show no lease.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (Sql(db,
+               "SELECT COUNT(*) FROM profiles WHERE key LIKE 'scores/visitor%' AND "
+               "lease_owner IS NULL AND json_extract(data, '$.lifetime') = " +
+                   std::to_string(round + 1)) != "20\n" &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    // More joins, scores and saves in flight when the kill lands.
+    for (int i = 0; i < 10; ++i) {
+      Player late(port_, "late" + std::to_string(round) + "_" + std::to_string(i));
+      late.Add(1);
+      stays.Add(1);
+    }
+    server->Signal(SIGKILL);
+    server->Wait();
+    EXPECT_EQ(Sql(db, "PRAGMA integrity_check"), "ok\n");
+  }
+  auto server = Start(data_, config);
+  ASSERT_FALSE(port_.empty()) << server->output();
+  for (int i = 0; i < 20; ++i) {  // every acknowledged final save is there
+    Player visitor(port_, "visitor" + std::to_string(i));
+    EXPECT_EQ(visitor.AwaitLifetime(3), 3) << "visitor" << i;
+  }
+  server->Signal(SIGTERM);
+  EXPECT_EQ(server->Wait(), 0) << server->output();
+}
+
+}  // namespace
