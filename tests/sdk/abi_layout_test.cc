@@ -109,7 +109,12 @@ MOLT_FROZEN(molt_host_api, profile_state, 504);
 MOLT_FROZEN(molt_host_api, profile_get, 512);
 MOLT_FROZEN(molt_host_api, profile_set, 520);
 MOLT_FROZEN(molt_host_api, profile_save, 528);
-static_assert(sizeof(molt_host_api) == 536);
+MOLT_FROZEN(molt_host_api, profile_snapshot, 536);
+MOLT_FROZEN(molt_host_api, profile_snapshots, 544);
+MOLT_FROZEN(molt_host_api, profile_rollback, 552);
+MOLT_FROZEN(molt_host_api, profile_backup_now, 560);
+MOLT_FROZEN(molt_host_api, profile_transact, 568);
+static_assert(sizeof(molt_host_api) == 576);
 
 // ABI 1.4: profiles.
 MOLT_FROZEN(molt_profile_spec, struct_size, 0);
@@ -125,7 +130,8 @@ MOLT_FROZEN(molt_profile_spec, reserved, 60);
 MOLT_FROZEN(molt_profile_spec, migrate, 64);
 MOLT_FROZEN(molt_profile_spec, validate, 72);
 MOLT_FROZEN(molt_profile_spec, user_data, 80);
-static_assert(sizeof(molt_profile_spec) == 88);
+MOLT_FROZEN(molt_profile_spec, backup_seconds, 88);
+static_assert(sizeof(molt_profile_spec) == 96);
 
 // ABI 1.1: networking.
 MOLT_FROZEN(molt_field_rule, field, 0);

@@ -947,6 +947,11 @@ molt_host_api MakeTable() {
   SetRefusal<kNoProfiles>(api.profile_get);
   SetRefusal<kNoProfiles>(api.profile_set);
   SetRefusal<kNoProfiles>(api.profile_save);
+  SetRefusal<kNoProfiles>(api.profile_snapshot);
+  SetRefusal<kNoProfiles>(api.profile_snapshots);
+  SetRefusal<kNoProfiles>(api.profile_rollback);
+  SetRefusal<kNoProfiles>(api.profile_backup_now);
+  SetRefusal<kNoProfiles>(api.profile_transact);
   return api;
 }
 

@@ -69,7 +69,7 @@ template <>
 struct SizedStruct<molt_profile_spec> {
   static constexpr const char* kName = "molt_profile_spec";
   static constexpr const char* kSince = "ABI 1.4";
-  static constexpr std::uint32_t kMinSize = 88;
+  static constexpr std::uint32_t kMinSize = 96;
 };
 
 // OK when `struct_size` is at least the minimum of `T`; otherwise the refusal naming both.

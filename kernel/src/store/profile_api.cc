@@ -3,6 +3,9 @@
 #include "kernel/src/store/profile_api.h"
 
 #include <algorithm>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -134,6 +137,14 @@ Result<store::ProfileSpec> ToProfileSpec(PluginInstance& p, const molt_profile_s
     }
   }
   out.kick_on_load_failure = (in.flags & MOLT_PROFILE_NO_KICK) == 0;
+  out.mirror = (in.flags & MOLT_PROFILE_MIRROR) != 0;
+  if (std::isnan(in.backup_seconds) || in.backup_seconds > 86400.0 * 3650) {
+    return Status::InvalidArgument("spec->backup_seconds " + std::to_string(in.backup_seconds) +
+                                   " is not a number of seconds (0: daily; below 0: no backups)");
+  }
+  out.backup_interval = in.backup_seconds < 0    ? Duration::zero()
+                        : in.backup_seconds == 0 ? Duration(std::chrono::hours(24))
+                                                 : Seconds(in.backup_seconds);
   PluginInstance* inst = &p;
   void* ud = in.user_data;
   if (molt_profile_migrate_fn fn = in.migrate) {
@@ -262,6 +273,136 @@ molt_status_t ProfileSave(molt_context_t* ctx, molt_profile_t profile) noexcept 
   });
 }
 
+molt_status_t ProfileSnapshot(molt_context_t* ctx, molt_profile_t profile, molt_session_t session,
+                              const char* label, std::uint64_t* out_id) noexcept {
+  return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
+    if (Status s = Required(out_id, "out_id"); !s.ok()) {
+      return s;
+    }
+    Result<std::uint64_t> id = profiles.Snapshot(session, label != nullptr ? label : "");
+    if (!id.ok()) {
+      return id.status();
+    }
+    *out_id = *id;
+    return Status::Ok();
+  });
+}
+
+molt_status_t ProfileSnapshots(molt_context_t* ctx, molt_profile_t profile, molt_session_t session,
+                               molt_bytes_fn sink, void* sink_user_data) noexcept {
+  return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
+    if (Status s = Required(reinterpret_cast<const void*>(sink), "sink"); !s.ok()) {
+      return s;
+    }
+    Result<std::vector<store::SnapshotInfo>> list = profiles.Snapshots(session);
+    if (!list.ok()) {
+      return list.status();
+    }
+    boost::json::array out;
+    for (const store::SnapshotInfo& i : *list) {
+      out.push_back(boost::json::object{{"id", i.id}, {"label", i.label}, {"taken_ms", i.taken}});
+    }
+    const std::string text = boost::json::serialize(out);
+    sink(sink_user_data, text.data(), text.size());
+    return Status::Ok();
+  });
+}
+
+molt_status_t ProfileRollback(molt_context_t* ctx, molt_profile_t profile, molt_session_t session,
+                              std::uint64_t id) noexcept {
+  return WithProfiles(ctx, profile,
+                      [&](store::Profiles& profiles) { return profiles.Rollback(session, id); });
+}
+
+molt_status_t ProfileBackupNow(molt_context_t* ctx, molt_profile_t profile,
+                               molt_session_t session) noexcept {
+  return WithProfiles(ctx, profile,
+                      [&](store::Profiles& profiles) { return profiles.BackupNow(session); });
+}
+
+// The status code a transaction's outcome completes with; never one process_wait reports for
+// its own failures (MOLT_ERR_STATE, _INVALID_ARGUMENT, _STALE, _CANCELLED). The payload names
+// the reason.
+Status::Code TxnCode(store::TxnReason reason) {
+  switch (reason) {
+    case store::TxnReason::kOk:
+      return Status::Code::kOk;
+    case store::TxnReason::kDuplicateTransaction:
+      return Status::Code::kAlreadyExists;
+    case store::TxnReason::kProfileInactive:
+      return Status::Code::kNotFound;
+    case store::TxnReason::kMutatorError:
+      return Status::Code::kInternal;
+    case store::TxnReason::kSaveAFailed:
+    case store::TxnReason::kSaveBFailed:
+      return Status::Code::kIoError;
+    case store::TxnReason::kAborted:
+    case store::TxnReason::kSameProfile:
+    case store::TxnReason::kBusy:
+      return Status::Code::kRejected;
+  }
+  return Status::Code::kInternal;
+}
+
+molt_status_t ProfileTransact(molt_context_t* ctx, molt_profile_t profile, molt_session_t a,
+                              molt_session_t b, const char* id, molt_profile_mutate_fn mutate,
+                              void* user_data, molt_completion_t* out) noexcept {
+  return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
+    if (Status s =
+            Required({{reinterpret_cast<const void*>(mutate), "mutate"}, {out, "out_completion"}});
+        !s.ok()) {
+      return s;
+    }
+    PluginInstance& p = PluginInstance::From(ctx);
+    PluginInstance::Resource r{Kind::kCompletion, {}, 0, false, nullptr, nullptr, nullptr};
+    r.completion = Completion::Create();
+    std::shared_ptr<Completion> completion = r.completion;
+    *out = p.Own(std::move(r));
+    PluginInstance* inst = &p;
+    profiles.Transact(
+        id != nullptr ? id : "", a, b,
+        [inst, mutate, user_data](std::string& da, std::string& db) -> Status {
+          // What the mutator writes to a sink (appended, call after call) replaces a document.
+          struct Written {
+            std::string text;
+            bool any = false;
+          } na, nb;
+          molt_bytes_fn sink = [](void* to, const void* data, std::size_t size) {
+            auto* w = static_cast<Written*>(to);
+            w->any = true;
+            w->text.append(static_cast<const char*>(data), size);
+          };
+          const molt_status_t st = CallPlugin(*inst, [&] {
+            return mutate(user_data, da.data(), da.size(), db.data(), db.size(), sink, &na, sink,
+                          &nb);
+          });
+          if (st != MOLT_OK) {
+            if (st != MOLT_ERR_REJECTED) {
+              inst->CountCallbackError();
+            }
+            return Status(AbiCode(st), inst->CallbackError(st));
+          }
+          if (na.any) {
+            da = std::move(na.text);
+          }
+          if (nb.any) {
+            db = std::move(nb.text);
+          }
+          return Status::Ok();
+        },
+        [completion](store::TxnResult result) {
+          if (!completion->done()) {
+            const std::string payload =
+                result.ok()
+                    ? std::string()
+                    : std::string(store::TxnReasonName(result.reason)) + ": " + result.message;
+            completion->Complete(Status(TxnCode(result.reason), payload), payload);
+          }
+        });
+    return Status::Ok();
+  });
+}
+
 }  // namespace
 
 void AttachProfiles(AbiShared& shared, store::ProfileRegistry& registry) {
@@ -272,6 +413,11 @@ void AttachProfiles(AbiShared& shared, store::ProfileRegistry& registry) {
   api.profile_get = ProfileGet;
   api.profile_set = ProfileSet;
   api.profile_save = ProfileSave;
+  api.profile_snapshot = ProfileSnapshot;
+  api.profile_snapshots = ProfileSnapshots;
+  api.profile_rollback = ProfileRollback;
+  api.profile_backup_now = ProfileBackupNow;
+  api.profile_transact = ProfileTransact;
 }
 
 }  // namespace molt::kernel::abi

@@ -76,6 +76,25 @@ struct Write {
   std::uint32_t schema_version = 0;
   WallMillis renew_until = 0;  // > 0: the lease now expires then
   bool release = false;        // let go of the lease after writing
+  // Backups of a written document (docs/profiles.md, "Backups"): when the row's next backup is
+  // due (its backup_at_ms; a document never backed up is due) or `backup_now`, the document is
+  // also copied to the oldest of kBackupSlots slots and the next is due `backup_every` later.
+  WallMillis backup_every = 0;  // milliseconds; 0: no backups
+  bool backup_now = false;
+  bool mirror = false;  // also copy every written document to the "live" slot
+};
+
+// The rotating backup slots per key (slots 0..2; the mirror is slot kMirrorSlot).
+inline constexpr int kBackupSlots = 3;
+inline constexpr int kMirrorSlot = -1;
+
+// A copy of a profile's document, taken by its lease holder.
+struct Backup {
+  int slot = 0;  // 0..kBackupSlots-1, or kMirrorSlot
+  std::string data;
+  std::uint32_t schema_version = 0;
+  std::uint64_t revision = 0;  // the profile's revision it copies
+  WallMillis taken = 0;
 };
 
 struct WriteResult {
@@ -112,6 +131,14 @@ class ProfileStore {
                      Callback<void(Status, std::vector<WriteResult>)> done) = 0;
   // Reads `key` without a lease (operators, tools): kNotFound when there is no such key.
   virtual void Read(std::string key, Callback<void(Result<Record>)> done) = 0;
+  // The backups of `key`, newest first, read without a lease (operators, the restore).
+  virtual void ListBackups(std::string key, Callback<void(Result<std::vector<Backup>>)> done) = 0;
+  // Writes `batch` in one transaction that commits only if every write holds its lease, and
+  // records `id` in it: an id already committed refuses the whole batch (kAlreadyExists), so a
+  // replayed transaction never applies twice. A write whose lease is lost refuses it too (kStale,
+  // naming the key); nothing of a refused batch is stored.
+  virtual void Transact(std::string id, std::vector<store::Write> batch,
+                        Callback<void(Status, std::vector<WriteResult>)> done) = 0;
   // Ends, in one transaction, every unexpired lease whose owner `abandoned` says is gone (a
   // server of this host that was killed: its leases would otherwise keep its players out until
   // they expire). `done` gets (owner, leases ended) per owner. `abandoned` runs on the store's

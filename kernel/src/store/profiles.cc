@@ -10,7 +10,10 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <deque>
 #include <random>
+#include <tuple>
+#include <utility>
 
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/network.h"
@@ -31,6 +34,30 @@ std::string_view ProfileStateName(ProfileState state) {
       return "failed";
     case ProfileState::kLost:
       return "lost";
+  }
+  return "?";
+}
+
+std::string_view TxnReasonName(TxnReason reason) {
+  switch (reason) {
+    case TxnReason::kOk:
+      return "Ok";
+    case TxnReason::kAborted:
+      return "Aborted";
+    case TxnReason::kMutatorError:
+      return "MutatorError";
+    case TxnReason::kSaveAFailed:
+      return "SaveAFailed";
+    case TxnReason::kSaveBFailed:
+      return "SaveBFailed";
+    case TxnReason::kProfileInactive:
+      return "ProfileInactive";
+    case TxnReason::kSameProfile:
+      return "SameProfile";
+    case TxnReason::kBusy:
+      return "Busy";
+    case TxnReason::kDuplicateTransaction:
+      return "DuplicateTransaction";
   }
   return "?";
 }
@@ -138,6 +165,10 @@ struct Profiles::Entry {
   std::optional<LoadResult> parked;  // landed while detached: finished by Adopt()
   std::optional<Status> verdict;     // validate's, kept at Detach() for `verdict_version`
   std::uint64_t verdict_version = 0;
+  bool backup_now = false;       // the next save also backs the document up
+  bool in_txn = false;           // a transaction on it is with the store
+  bool leave_after_txn = false;  // the session ended meanwhile: its final save waits
+  std::deque<std::pair<SnapshotInfo, json::value>> snapshots;  // oldest first
   bool dirty() const { return version != saved_version; }
 };
 
@@ -254,43 +285,99 @@ void Profiles::OnLoaded(net::SessionId session, std::uint32_t attempt, LoadResul
   }
   const Record& rec = r.record;
   e->token = rec.lease.token;
-  const std::string where = fmt::format("profile \"{}\" (revision {})", e->key, rec.revision);
-  json::value doc;
-  bool changed = false;
-  if (!rec.data) {
-    doc = json::object();  // a new profile: the defaults, saved at the next autosave
-    changed = true;
-  } else {
-    Result<json::value> parsed = Parse(*rec.data);
-    if (!parsed.ok() || !parsed->is_object()) {
-      return Fail(
-          session,
-          fmt::format("{} is {}: restore a backup or fix it with the sqlite3 "
-                      "tool (docs/profiles.md)",
-                      where, parsed.ok() ? "not a JSON object" : parsed.status().message()));
-    }
-    if (rec.schema_version > spec_.schema_version) {
-      return Fail(session,
-                  fmt::format("{} has schema version {}, newer than this build reads ({}): "
-                              "deploy the build that wrote it",
-                              where, rec.schema_version, spec_.schema_version));
-    }
-    Result<json::value> migrated =
-        Migrate(spec_, std::move(parsed).value(), rec.schema_version, where);
-    if (!migrated.ok()) {
-      return Fail(session, migrated.status().message());
-    }
-    doc = std::move(migrated).value();
-    changed = rec.schema_version != spec_.schema_version;
+  if (!rec.data) {  // a new profile: the defaults, saved at the next autosave
+    json::value doc = json::object();
+    FillDefaults(doc, *defaults_);
+    return Loaded(*e, std::move(doc), true);
   }
-  changed = FillDefaults(doc, *defaults_) || changed;
-  e->doc = std::move(doc);
-  e->state = ProfileState::kLoaded;
-  e->version = changed ? 1 : 0;
-  e->saved_version = 0;
+  const std::string where = fmt::format("profile \"{}\" (revision {})", e->key, rec.revision);
+  if (rec.schema_version > spec_.schema_version) {  // a deploy mismatch: never "restored"
+    return Fail(session, fmt::format("{} has schema version {}, newer than this build reads ({}): "
+                                     "deploy the build that wrote it",
+                                     where, rec.schema_version, spec_.schema_version));
+  }
+  bool changed = false;
+  Result<json::value> doc = Decode(*rec.data, rec.schema_version, where, &changed);
+  if (!doc.ok()) {
+    if (spec_.backup_interval > Duration::zero() || spec_.mirror) {
+      return Restore(session, e->token, doc.status().message());
+    }
+    return Fail(session,
+                doc.status().message() + ": fix it with the sqlite3 tool (docs/profiles.md)");
+  }
+  Loaded(*e, std::move(doc).value(), changed);
+}
+
+Result<json::value> Profiles::Decode(const std::string& data, std::uint32_t from,
+                                     const std::string& where, bool* changed) const {
+  Result<json::value> parsed = Parse(data);
+  if (!parsed.ok() || !parsed->is_object()) {
+    return Status::InvalidArgument(fmt::format(
+        "{} is {}", where, parsed.ok() ? "not a JSON object" : parsed.status().message()));
+  }
+  Result<json::value> doc = Migrate(spec_, std::move(parsed).value(), from, where);
+  if (!doc.ok()) {
+    return doc.status();
+  }
+  *changed = from != spec_.schema_version;
+  *changed = FillDefaults(*doc, *defaults_) || *changed;
+  return doc;
+}
+
+void Profiles::Loaded(Entry& e, json::value doc, bool changed) {
+  e.doc = std::move(doc);
+  e.state = ProfileState::kLoaded;
+  e.version = changed ? 1 : 0;
+  e.saved_version = 0;
   ++stats_.loaded;
-  const Value args[] = {Value::Handle(session), Value::String(spec_.name)};
+  const Value args[] = {Value::Handle(e.session), Value::String(spec_.name)};
   kernel_.bus().Publish("Kernel.ProfileLoaded", args);
+}
+
+void Profiles::Restore(net::SessionId session, std::uint64_t token, std::string why) {
+  Entry* e = Find(session);
+  e->loading = true;  // the session leaving meanwhile is seen when the backups arrive
+  store_.ListBackups(e->key, [this, alive = std::weak_ptr<bool>(alive_), session, token,
+                              why = std::move(why)](Result<std::vector<Backup>> backups) {
+    Entry* e = alive.lock() ? Find(session) : nullptr;
+    if (e == nullptr) {
+      return;
+    }
+    e->loading = false;
+    if (e->left || draining_) {
+      store_.Write({{.key = e->key, .token = token, .release = true}},
+                   [](Status, std::vector<WriteResult>) {});
+      entries_.erase(session);
+      return;
+    }
+    if (!backups.ok()) {
+      return Fail(session,
+                  why + "; its backups cannot be read either: " + backups.status().message());
+    }
+    for (const Backup& b : *backups) {
+      const std::string where =
+          fmt::format("backup slot {} of profile \"{}\" (revision {})", b.slot, e->key, b.revision);
+      bool changed = false;
+      Result<json::value> doc = b.schema_version <= spec_.schema_version
+                                    ? Decode(b.data, b.schema_version, where, &changed)
+                                    : Result<json::value>(Status::FailedPrecondition("newer"));
+      if (!doc.ok()) {
+        continue;
+      }
+      ++stats_.restored;
+      log_.Warn(
+          "{}; restored from {}, taken {:.0f} s ago (saved over the bad record at the next "
+          "save)",
+          why, where, static_cast<double>(WallNow() - b.taken) / 1000);
+      const Value args[] = {Value::Handle(session), Value::String(spec_.name), Value::Int(b.slot),
+                            Value::Int(static_cast<std::int64_t>(b.revision))};
+      kernel_.bus().Publish("Kernel.ProfileRestored", args);
+      return Loaded(*e, std::move(doc).value(), true);  // dirty: the next save replaces the record
+    }
+    Fail(session, fmt::format("{}; no readable backup of it ({} kept): fix the record with the "
+                              "sqlite3 tool (docs/profiles.md)",
+                              why, backups->size()));
+  });
 }
 
 void Profiles::Fail(net::SessionId session, const std::string& why) {
@@ -345,6 +432,11 @@ Status Profiles::Set(net::SessionId session, std::string_view pointer, std::stri
     return Status::FailedPrecondition(
         fmt::format("the {} profile of session {} is {}: it cannot be written", spec_.name, session,
                     ProfileStateName(e == nullptr ? ProfileState::kNone : e->state)));
+  }
+  if (e->in_txn) {
+    return Status::FailedPrecondition(
+        fmt::format("the {} profile of session {} is in a transaction: write it on a later step",
+                    spec_.name, session));
   }
   Result<json::value> v = Parse(value);
   if (!v.ok()) {
@@ -411,12 +503,16 @@ Write Profiles::WriteFor(Entry& e, bool release) {
     w.renew_until =
         WallNow() + std::chrono::duration_cast<std::chrono::milliseconds>(spec_.lease_ttl).count();
   }
-  if (e.dirty()) {
+  if (e.dirty() || e.backup_now) {
     std::string text = json::serialize(e.doc);
     Status ok = Validate(e, text);
     if (ok.ok()) {
       w.data = std::move(text);
       w.schema_version = spec_.schema_version;
+      w.backup_every =
+          std::chrono::duration_cast<std::chrono::milliseconds>(spec_.backup_interval).count();
+      w.backup_now = std::exchange(e.backup_now, false);
+      w.mirror = spec_.mirror;
     } else {
       ++stats_.refused;
       log_.Error("profile \"{}\": save refused by validate: {} (the stored revision stays)", e.key,
@@ -591,12 +687,7 @@ void Profiles::OnWritten(std::vector<std::pair<net::SessionId, std::uint64_t>> s
       continue;
     }
     if (results[i].status.code() == Status::Code::kStale) {
-      ++stats_.lost;
-      e->state = ProfileState::kLost;
-      log_.Error("{}: session {} ends", results[i].status.message(), e->session);
-      (void)network_.Kick(e->session, "your " + spec_.name +
-                                          " profile was opened on another server: this session "
-                                          "ends so that nothing is overwritten");
+      Lose(*e, results[i].status);
     } else if (results[i].status.ok() && sent[i].second > 0) {
       e->saved_version = std::max(e->saved_version, sent[i].second);
       ++stats_.saves;
@@ -616,6 +707,10 @@ void Profiles::FinalSave(net::SessionId session) {
   e->retry.Cancel();
   if (e->state == ProfileState::kPending && e->loading) {
     e->left = true;  // released when the load lands
+    return;
+  }
+  if (e->in_txn) {
+    e->leave_after_txn = true;  // the transaction's documents are what the final save writes
     return;
   }
   if (e->state != ProfileState::kLoaded) {
@@ -644,6 +739,200 @@ void Profiles::FinalSave(net::SessionId session) {
           });
 }
 
+void Profiles::Lose(Entry& e, const Status& why) {
+  ++stats_.lost;
+  e.state = ProfileState::kLost;
+  log_.Error("{}: session {} ends", why.message(), e.session);
+  (void)network_.Kick(e.session, "your " + spec_.name +
+                                     " profile was opened on another server: this session ends "
+                                     "so that nothing is overwritten");
+}
+
+// --- Snapshots ---
+
+Result<std::uint64_t> Profiles::Snapshot(net::SessionId session, std::string label) {
+  Entry* e = Find(session);
+  if (e == nullptr || e->state != ProfileState::kLoaded) {
+    return Status::FailedPrecondition(
+        fmt::format("the {} profile of session {} is {}: there is nothing to snapshot", spec_.name,
+                    session, ProfileStateName(e == nullptr ? ProfileState::kNone : e->state)));
+  }
+  const std::uint64_t id = next_snapshot_++;
+  e->snapshots.emplace_back(SnapshotInfo{id, std::move(label), WallNow()}, e->doc);
+  if (e->snapshots.size() > kSnapshots) {
+    e->snapshots.pop_front();
+  }
+  return id;
+}
+
+Result<std::vector<SnapshotInfo>> Profiles::Snapshots(net::SessionId session) const {
+  const Entry* e = Find(session);
+  if (e == nullptr || e->state != ProfileState::kLoaded) {
+    return Status::FailedPrecondition(
+        fmt::format("the {} profile of session {} is not loaded", spec_.name, session));
+  }
+  std::vector<SnapshotInfo> out;
+  for (const auto& [info, doc] : e->snapshots) {
+    out.push_back(info);
+  }
+  return out;
+}
+
+Status Profiles::Rollback(net::SessionId session, std::uint64_t id) {
+  Entry* e = Find(session);
+  if (e == nullptr || e->state != ProfileState::kLoaded) {
+    return Status::FailedPrecondition(
+        fmt::format("the {} profile of session {} is not loaded", spec_.name, session));
+  }
+  if (e->in_txn) {
+    return Status::FailedPrecondition(
+        fmt::format("the {} profile of session {} is in a transaction: roll back on a later step",
+                    spec_.name, session));
+  }
+  for (const auto& [info, doc] : e->snapshots) {
+    if (info.id == id) {
+      e->doc = doc;  // a copy: the snapshot stays for another rollback
+      ++e->version;
+      return Status::Ok();
+    }
+  }
+  return Status::NotFound(fmt::format(
+      "snapshot {} of profile \"{}\" is not kept (unknown, or older than the newest {})", id,
+      e->key, kSnapshots));
+}
+
+Status Profiles::BackupNow(net::SessionId session) {
+  Entry* e = Find(session);
+  if (e == nullptr || e->state != ProfileState::kLoaded) {
+    return Status::FailedPrecondition(
+        fmt::format("the {} profile of session {} is not loaded", spec_.name, session));
+  }
+  e->backup_now = true;
+  return Status::Ok();
+}
+
+// --- Transactions ---
+
+void Profiles::Transact(std::string id, net::SessionId a, net::SessionId b, const Mutator& mutate,
+                        Callback<void(TxnResult)> done) {
+  auto refuse = [&done](TxnReason reason, std::string message) {
+    done(TxnResult{reason, std::move(message)});
+  };
+  Entry* ea = Find(a);
+  Entry* eb = Find(b);
+  if (a == b || (ea != nullptr && eb != nullptr && ea->key == eb->key)) {
+    return refuse(TxnReason::kSameProfile,
+                  fmt::format("sessions {} and {} share one {} profile: a transaction needs two", a,
+                              b, spec_.name));
+  }
+  for (auto [e, s] : {std::pair{ea, a}, std::pair{eb, b}}) {
+    if (e == nullptr || e->state != ProfileState::kLoaded || draining_) {
+      return refuse(
+          TxnReason::kProfileInactive,
+          fmt::format("the {} profile of session {} is {}", spec_.name, s,
+                      draining_ ? "closing"
+                                : ProfileStateName(e == nullptr ? ProfileState::kNone : e->state)));
+    }
+    if (e->in_txn) {
+      return refuse(
+          TxnReason::kBusy,
+          fmt::format("the {} profile of session {} is in another transaction", spec_.name, s));
+    }
+  }
+  if (id.empty()) {
+    id = fmt::format("{}#{}", host_, next_txn_++);
+  }
+  std::string da = json::serialize(ea->doc);
+  std::string db = json::serialize(eb->doc);
+  Status m;
+  try {
+    m = mutate(da, db);
+  } catch (const std::exception& ex) {
+    m = Status::Internal(std::string("the mutator threw: ") + ex.what());
+  }
+  if (!m.ok()) {
+    return refuse(
+        m.code() == Status::Code::kRejected ? TxnReason::kAborted : TxnReason::kMutatorError,
+        m.message());
+  }
+  Result<json::value> va = Parse(da);
+  Result<json::value> vb = Parse(db);
+  for (auto [v, which] : {std::pair{&va, "A"}, std::pair{&vb, "B"}}) {
+    if (!v->ok() || !(*v)->is_object()) {
+      return refuse(TxnReason::kMutatorError,
+                    fmt::format("the mutator left document {} {}", which,
+                                v->ok() ? "not a JSON object" : v->status().message()));
+    }
+  }
+  std::vector<Write> batch;
+  for (auto [e, v, reason] : {std::tuple{ea, &va, TxnReason::kSaveAFailed},
+                              std::tuple{eb, &vb, TxnReason::kSaveBFailed}}) {
+    std::string text = json::serialize(**v);
+    if (Status ok = spec_.validate ? spec_.validate(text) : Status::Ok(); !ok.ok()) {
+      ++stats_.refused;
+      return refuse(reason, fmt::format("profile \"{}\": validate refused the transaction's "
+                                        "document: {}",
+                                        e->key, ok.message()));
+    }
+    batch.push_back(Write{
+        .key = e->key,
+        .token = e->token,
+        .data = std::move(text),
+        .schema_version = spec_.schema_version,
+        .renew_until =
+            WallNow() +
+            std::chrono::duration_cast<std::chrono::milliseconds>(spec_.lease_ttl).count(),
+        .backup_every =
+            std::chrono::duration_cast<std::chrono::milliseconds>(spec_.backup_interval).count(),
+        .mirror = spec_.mirror});
+  }
+  ea->in_txn = eb->in_txn = true;
+  ++transactions_;
+  store_.Transact(
+      id, std::move(batch),
+      [this, alive = std::weak_ptr<bool>(alive_), a, b, da = std::move(va).value(),
+       db = std::move(vb).value(),
+       done = std::move(done)](Status s, std::vector<WriteResult>) mutable {
+        if (!alive.lock()) {
+          return;
+        }
+        Entry* ea = Find(a);
+        Entry* eb = Find(b);
+        TxnResult result;
+        if (s.ok()) {
+          for (auto [e, doc] : {std::pair{ea, &da}, std::pair{eb, &db}}) {
+            e->doc = std::move(*doc);
+            e->saved_version = ++e->version;  // committed: clean
+          }
+          ++stats_.transactions;
+          stats_.saves += 2;
+        } else if (s.code() == Status::Code::kAlreadyExists) {
+          result = {TxnReason::kDuplicateTransaction, s.message()};
+        } else {
+          const bool b_failed =
+              s.message().find("profile \"" + eb->key + "\"") != std::string::npos;
+          result = {b_failed ? TxnReason::kSaveBFailed : TxnReason::kSaveAFailed, s.message()};
+          if (s.code() == Status::Code::kStale) {
+            Lose(b_failed ? *eb : *ea, s);
+          }
+        }
+        --transactions_;
+        EndTransaction(ea);
+        EndTransaction(eb);
+        done(std::move(result));
+        if (transactions_ == 0 && after_transactions_) {
+          std::exchange(after_transactions_, nullptr)();
+        }
+      });
+}
+
+void Profiles::EndTransaction(Entry* e) {
+  e->in_txn = false;
+  if (std::exchange(e->leave_after_txn, false)) {
+    FinalSave(e->session);
+  }
+}
+
 void Profiles::ReleaseParked(Entry& e) {
   if (e.parked && e.parked->status.ok()) {
     store_.Write({{.key = e.key, .token = e.parked->record.lease.token, .release = true}},
@@ -655,6 +944,11 @@ void Profiles::ReleaseParked(Entry& e) {
 void Profiles::Drain(Callback<void(std::size_t, std::size_t)> done) {
   draining_ = true;
   on_session_.Disconnect();
+  if (transactions_ > 0) {  // their documents are what the drain writes
+    auto pending = std::make_shared<Callback<void(std::size_t, std::size_t)>>(std::move(done));
+    after_transactions_ = [this, pending] { Drain(std::move(*pending)); };
+    return;
+  }
   autosave_.Cancel();
   pass_.reset();
   std::vector<Write> batch;

@@ -82,10 +82,40 @@ struct ProfileSpec {
   std::vector<Duration> backoff = {std::chrono::seconds(1), std::chrono::seconds(2),
                                    std::chrono::seconds(4), std::chrono::seconds(8)};
   bool kick_on_load_failure = true;
+  // Backups (docs/profiles.md): the holder copies a saved document to one of 3 rotating slots
+  // when the row says one is due, then schedules the next this long after; zero: no backups.
+  Duration backup_interval = std::chrono::hours(24);
+  bool mirror = false;  // also copy every save to the "live" slot
 };
 
 enum class ProfileState { kNone, kPending, kLoaded, kFailed, kLost };
 std::string_view ProfileStateName(ProfileState state);
+
+// A snapshot of a loaded profile (in memory, the newest kSnapshots per profile).
+struct SnapshotInfo {
+  std::uint64_t id = 0;
+  std::string label;
+  WallMillis taken = 0;
+};
+
+// How a two-profile transaction ended (spec: Transactions.atomic's reasons).
+enum class TxnReason {
+  kOk,
+  kAborted,               // the mutator declined (MOLT_ERR_REJECTED / Status::Rejected)
+  kMutatorError,          // it failed otherwise, or returned what is not a JSON object
+  kSaveAFailed,           // profile A's save was refused (validate, its lease, the disk)
+  kSaveBFailed,           // profile B's
+  kProfileInactive,       // one of them is not loaded
+  kSameProfile,           // A and B are one profile
+  kBusy,                  // one of them is in another transaction
+  kDuplicateTransaction,  // the id was committed before: a replay
+};
+std::string_view TxnReasonName(TxnReason reason);
+struct TxnResult {
+  TxnReason reason = TxnReason::kOk;
+  std::string message;  // "" when kOk
+  bool ok() const { return reason == TxnReason::kOk; }
+};
 
 class Profiles {
  public:
@@ -95,8 +125,10 @@ class Profiles {
     std::uint64_t lease_waits = 0;  // loads that found the lease held and waited
     std::uint64_t saves = 0;        // documents written
     std::uint64_t save_failures = 0;
-    std::uint64_t refused = 0;  // documents `validate` refused
-    std::uint64_t lost = 0;     // leases lost to another host
+    std::uint64_t refused = 0;       // documents `validate` refused
+    std::uint64_t lost = 0;          // leases lost to another host
+    std::uint64_t restored = 0;      // loads restored from a backup
+    std::uint64_t transactions = 0;  // committed
   };
 
   // Loads a profile for every session from now on (and those already active). `host` names this
@@ -118,6 +150,28 @@ class Profiles {
 
   // Writes every dirty profile now (an autosave out of turn).
   void SaveAll();
+
+  // --- Snapshots (in memory; a rollback is saved by the next save) ---
+  static constexpr std::size_t kSnapshots = 8;
+  // A deep copy of the session's document; returns its id (ids grow per store).
+  Result<std::uint64_t> Snapshot(net::SessionId session, std::string label);
+  Result<std::vector<SnapshotInfo>> Snapshots(net::SessionId session) const;
+  // Puts snapshot `id` back as the document (it stays kept); kNotFound for an evicted or
+  // unknown id.
+  Status Rollback(net::SessionId session, std::uint64_t id);
+
+  // --- Backups ---
+  // Backs the session's document up at its next save (autosave, SaveAll, the final save).
+  Status BackupNow(net::SessionId session);
+
+  // --- Transactions ---
+  // Changes two loaded profiles atomically: `mutate` gets copies of both documents and edits
+  // them; both are validated and written in one database transaction under `id` (a replayed id
+  // is refused), and only then replace the documents in memory. `done` hears the outcome (on a
+  // later step when it reached the store). While it runs both profiles refuse Set (kBusy's).
+  using Mutator = std::function<Status(std::string& a, std::string& b)>;
+  void Transact(std::string id, net::SessionId a, net::SessionId b, const Mutator& mutate,
+                Callback<void(TxnResult)> done);
 
   bool attached() const { return attached_; }
   // The declaring instance lets go: validates every changed document with spec.validate (the
@@ -146,6 +200,18 @@ class Profiles {
   void FinalSave(net::SessionId session);
   // Lets go of the lease a load that waited for Adopt() took.
   void ReleaseParked(Entry& e);
+  // The document as loaded (`data`, at schema version `from`): parsed, migrated, defaults
+  // filled; `changed` when it differs from what is stored.
+  Result<boost::json::value> Decode(const std::string& data, std::uint32_t from,
+                                    const std::string& where, bool* changed) const;
+  // A load whose record does not decode or migrate: the newest readable backup instead, or
+  // the failure `why`.
+  void Restore(net::SessionId session, std::uint64_t token, std::string why);
+  // Marks `e` loaded with `doc` and tells the Bus.
+  void Loaded(Entry& e, boost::json::value doc, bool changed);
+  // A write refused for a lost lease: the profile stops for good and its session is kicked.
+  void Lose(Entry& e, const Status& why);
+  void EndTransaction(Entry* e);
   void Autosave();
   struct Pass;
   void ContinuePass();
@@ -182,6 +248,10 @@ class Profiles {
   std::uint32_t failed_batches_ = 0;  // in a row: the backoff step
   bool draining_ = false;
   bool attached_ = true;
+  std::size_t transactions_ = 0;         // in flight
+  Callback<void()> after_transactions_;  // a Drain that waits for them
+  std::uint64_t next_snapshot_ = 1;
+  std::uint64_t next_txn_ = 1;
   Stats stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // completions after the end
 };

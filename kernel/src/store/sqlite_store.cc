@@ -32,7 +32,8 @@ WallMillis WallNow() {
 namespace {
 
 // The database layout this build writes (PRAGMA user_version).
-constexpr int kSchema = 1;
+// 1: profiles; 2: + profiles.backup_at_ms, profile_backups, profile_transactions.
+constexpr int kSchema = 2;
 
 constexpr const char* kCreate = R"sql(
 CREATE TABLE IF NOT EXISTS profiles (
@@ -43,7 +44,22 @@ CREATE TABLE IF NOT EXISTS profiles (
   lease_owner      TEXT,
   lease_token      INTEGER NOT NULL DEFAULT 0,
   lease_expires_ms INTEGER NOT NULL DEFAULT 0,
-  updated_ms       INTEGER NOT NULL DEFAULT 0
+  updated_ms       INTEGER NOT NULL DEFAULT 0,
+  backup_at_ms     INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS profile_backups (
+  key              TEXT NOT NULL,
+  slot             INTEGER NOT NULL,
+  data             TEXT NOT NULL,
+  schema_version   INTEGER NOT NULL,
+  revision         INTEGER NOT NULL,
+  taken_ms         INTEGER NOT NULL,
+  PRIMARY KEY (key, slot)
+);
+CREATE TABLE IF NOT EXISTS profile_transactions (
+  id               TEXT PRIMARY KEY NOT NULL,
+  keys             TEXT NOT NULL,
+  taken_ms         INTEGER NOT NULL
 );
 )sql";
 
@@ -190,6 +206,13 @@ class SqliteStore::Db {
         !s.ok()) {
       return s;
     }
+    if (version == 1) {  // layout 1 -> 2: the backup schedule in the row
+      if (Status s =
+              Exec("ALTER TABLE profiles ADD COLUMN backup_at_ms INTEGER NOT NULL DEFAULT 0");
+          !s.ok()) {
+        return s;
+      }
+    }
     if (Status s = Exec(kCreate); !s.ok()) {
       return s;
     }
@@ -262,36 +285,61 @@ class SqliteStore::Db {
     }
     const WallMillis now = options_.now();
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      const store::Write& w = batch[i];
-      Statement& st = *write_;
-      st.Bind(w.key, w.token, w.data, static_cast<std::int64_t>(w.data ? 1 : 0), w.schema_version,
-              w.renew_until, static_cast<std::int64_t>(w.release ? 1 : 0), now);
-      const int rc = st.Step();
-      if (rc == SQLITE_ROW) {
-        results[i].revision = static_cast<std::uint64_t>(st.Int(0));
-        st.Reset();
-      } else if (rc == SQLITE_DONE) {
-        st.Reset();
-        results[i].status = Status::Stale(fmt::format(
-            "profile \"{}\": the lease (token {}) is no longer this host's (another host took it "
-            "over, or it was released): this copy is not saved",
-            w.key, w.token));
-      } else {
-        st.Reset();
-        Status s = Rollback(Failure(db_, rc, fmt::format("saving profile \"{}\"", w.key)));
-        for (WriteResult& wr : results) {
-          wr = WriteResult{s, 0};
-        }
-        return s;
+      if (Status s = WriteOne(batch[i], now, results[i]); !s.ok()) {
+        return FailAll(Rollback(std::move(s)), results);
       }
     }
-    Status s = Commit("saving profiles");
-    if (!s.ok()) {
-      for (WriteResult& wr : results) {
-        wr = WriteResult{s, 0};
+    return FailAll(Commit("saving profiles"), results);
+  }
+
+  // Write() as one all-or-nothing transaction recorded under `id`.
+  Status Transact(const std::string& id, const std::vector<store::Write>& batch,
+                  std::vector<WriteResult>& results) {
+    results.assign(batch.size(), WriteResult{});
+    const std::string what = fmt::format("transaction \"{}\"", id);
+    if (Status s = Begin(); !s.ok()) {
+      return FailAll(s.Prefixed(what), results);
+    }
+    const WallMillis now = options_.now();
+    std::string keys;
+    for (const store::Write& w : batch) {
+      keys += (keys.empty() ? "" : " ") + w.key;
+    }
+    const int rc = txn_->Bind(id, keys, now).Step();
+    txn_->Reset();
+    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT) {
+      return FailAll(Rollback(Status::AlreadyExists(
+                         fmt::format("{} was already committed: a replay is refused", what))),
+                     results);
+    }
+    if (rc != SQLITE_DONE) {
+      return FailAll(Rollback(Failure(db_, rc, what)), results);
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (Status s = WriteOne(batch[i], now, results[i]); !s.ok()) {
+        return FailAll(Rollback(std::move(s)), results);
+      }
+      if (!results[i].status.ok()) {  // a lost lease: nothing of the transaction is stored
+        return FailAll(Rollback(results[i].status), results);
       }
     }
-    return s;
+    return FailAll(Commit(what), results);
+  }
+
+  Result<std::vector<Backup>> Backups(const std::string& key) {
+    std::vector<Backup> out;
+    Statement& st = backups_->Bind(key);
+    int rc;
+    while ((rc = st.Step()) == SQLITE_ROW) {
+      out.push_back(Backup{static_cast<int>(st.Int(0)), st.Text(1),
+                           static_cast<std::uint32_t>(st.Int(2)),
+                           static_cast<std::uint64_t>(st.Int(3)), st.Int(4)});
+    }
+    st.Reset();
+    if (rc != SQLITE_DONE) {
+      return Failure(db_, rc, fmt::format("reading the backups of profile \"{}\"", key));
+    }
+    return out;
   }
 
   Result<Record> Read(const std::string& key) {
@@ -349,6 +397,81 @@ class SqliteStore::Db {
   }
 
  private:
+  // `s` for every result when it failed (a failed transaction stored nothing); `s` either way.
+  static Status FailAll(Status s, std::vector<WriteResult>& results) {
+    if (!s.ok()) {
+      for (WriteResult& wr : results) {
+        wr = WriteResult{s, 0};
+      }
+    }
+    return s;
+  }
+
+  // One write inside the open transaction: `result` is OK (with the revision) or kStale; an
+  // error return is the database's (the transaction must roll back).
+  Status WriteOne(const store::Write& w, WallMillis now, WriteResult& result) {
+    Statement& st = *write_;
+    st.Bind(w.key, w.token, w.data, static_cast<std::int64_t>(w.data ? 1 : 0), w.schema_version,
+            w.renew_until, static_cast<std::int64_t>(w.release ? 1 : 0), now);
+    const int rc = st.Step();
+    if (rc == SQLITE_DONE) {
+      st.Reset();
+      result.status = Status::Stale(fmt::format(
+          "profile \"{}\": the lease (token {}) is no longer this host's (another host took it "
+          "over, or it was released): this copy is not saved",
+          w.key, w.token));
+      return Status::Ok();
+    }
+    if (rc != SQLITE_ROW) {
+      st.Reset();
+      return Failure(db_, rc, fmt::format("saving profile \"{}\"", w.key));
+    }
+    result.revision = static_cast<std::uint64_t>(st.Int(0));
+    const WallMillis backup_at = st.Int(1);
+    st.Reset();
+    if (!w.data) {
+      return Status::Ok();
+    }
+    if (w.mirror) {
+      if (Status s = PutBackup(w, kMirrorSlot, result.revision, now); !s.ok()) {
+        return s;
+      }
+    }
+    if (w.backup_every > 0 && (w.backup_now || now >= backup_at)) {
+      if (Status s = PutBackup(w, OldestSlot(w.key), result.revision, now); !s.ok()) {
+        return s;
+      }
+      const int rc2 = backup_at_->Bind(w.key, now + w.backup_every).Step();
+      backup_at_->Reset();
+      if (rc2 != SQLITE_DONE) {
+        return Failure(db_, rc2, fmt::format("scheduling the backup of profile \"{}\"", w.key));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // The slot the next backup of `key` goes to: an empty one, else the oldest.
+  int OldestSlot(const std::string& key) {
+    WallMillis taken[kBackupSlots];
+    std::fill(std::begin(taken), std::end(taken), -1);
+    Statement& st = backup_slots_->Bind(key);
+    while (st.Step() == SQLITE_ROW) {
+      if (const std::int64_t slot = st.Int(0); slot >= 0 && slot < kBackupSlots) {
+        taken[slot] = st.Int(1);
+      }
+    }
+    st.Reset();
+    return static_cast<int>(std::min_element(std::begin(taken), std::end(taken)) -
+                            std::begin(taken));
+  }
+
+  Status PutBackup(const store::Write& w, int slot, std::uint64_t revision, WallMillis now) {
+    const int rc = backup_put_->Bind(w.key, slot, *w.data, w.schema_version, revision, now).Step();
+    backup_put_->Reset();
+    return rc == SQLITE_DONE ? Status::Ok()
+                             : Failure(db_, rc, fmt::format("backing up profile \"{}\"", w.key));
+  }
+
   // Takes the lease on `key` inside the open transaction (see Load); busy leaves it unchanged.
   LoadResult Acquire(const std::string& key, const std::string& owner,
                      std::chrono::milliseconds ttl, WallMillis now) {
@@ -473,7 +596,17 @@ class SqliteStore::Db {
          "lease_expires_ms = CASE WHEN ?7 THEN 0 WHEN ?6 > 0 THEN ?6 ELSE lease_expires_ms END, "
          "lease_owner = CASE WHEN ?7 THEN NULL ELSE lease_owner END, "
          "updated_ms = ?8 "
-         "WHERE key = ?1 AND lease_token = ?2 AND lease_owner IS NOT NULL RETURNING revision"},
+         "WHERE key = ?1 AND lease_token = ?2 AND lease_owner IS NOT NULL "
+         "RETURNING revision, backup_at_ms"},
+        {&backup_slots_, "SELECT slot, taken_ms FROM profile_backups WHERE key = ?1"},
+        {&backup_put_,
+         "INSERT OR REPLACE INTO profile_backups (key, slot, data, schema_version, revision, "
+         "taken_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+        {&backup_at_, "UPDATE profiles SET backup_at_ms = ?2 WHERE key = ?1"},
+        {&backups_,
+         "SELECT slot, data, schema_version, revision, taken_ms FROM profile_backups WHERE key = "
+         "?1 ORDER BY taken_ms DESC, revision DESC"},
+        {&txn_, "INSERT INTO profile_transactions (id, keys, taken_ms) VALUES (?1, ?2, ?3)"},
         {&begin_, "BEGIN IMMEDIATE"},
         {&commit_, "COMMIT"},
         {&rollback_, "ROLLBACK"},
@@ -514,6 +647,7 @@ class SqliteStore::Db {
   SqliteOptions options_;
   sqlite3* db_ = nullptr;
   std::unique_ptr<Statement> select_, acquire_, insert_, write_, begin_, commit_, rollback_;
+  std::unique_ptr<Statement> backup_slots_, backup_put_, backup_at_, backups_, txn_;
   std::vector<std::unique_ptr<Statement>*> statements_;
 };
 
@@ -688,6 +822,29 @@ void SqliteStore::Read(std::string key, Callback<void(Result<Record>)> done) {
   worker_->Push([this, key = std::move(key), cb](Db& db) {
     auto r = std::make_shared<Result<Record>>(db.Read(key));
     worker_->Post([cb, r] { (*cb)(std::move(*r)); });
+  });
+}
+
+void SqliteStore::ListBackups(std::string key, Callback<void(Result<std::vector<Backup>>)> done) {
+  auto cb = std::make_shared<Callback<void(Result<std::vector<Backup>>)>>(std::move(done));
+  worker_->Push([this, key = std::move(key), cb](Db& db) {
+    auto r = std::make_shared<Result<std::vector<Backup>>>(db.Backups(key));
+    worker_->Post([cb, r] { (*cb)(std::move(*r)); });
+  });
+}
+
+void SqliteStore::Transact(std::string id, std::vector<store::Write> batch,
+                           Callback<void(Status, std::vector<WriteResult>)> done) {
+  auto cb = std::make_shared<Callback<void(Status, std::vector<WriteResult>)>>(std::move(done));
+  auto ops = std::make_shared<std::vector<store::Write>>(std::move(batch));
+  worker_->Push([this, id = std::move(id), ops, cb](Db& db) {
+    auto results = std::make_shared<std::vector<WriteResult>>();
+    auto s = std::make_shared<Status>(db.Transact(id, *ops, *results));
+    if (s->ok()) {
+      ++worker_->batches;
+      worker_->writes += ops->size();
+    }
+    worker_->Post([cb, s, results] { (*cb)(std::move(*s), std::move(*results)); });
   });
 }
 

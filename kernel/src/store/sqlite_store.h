@@ -53,6 +53,9 @@ class SqliteStore final : public ProfileStore {
   void Write(std::vector<store::Write> batch,
              Callback<void(Status, std::vector<WriteResult>)> done) override;
   void Read(std::string key, Callback<void(Result<Record>)> done) override;
+  void ListBackups(std::string key, Callback<void(Result<std::vector<Backup>>)> done) override;
+  void Transact(std::string id, std::vector<store::Write> batch,
+                Callback<void(Status, std::vector<WriteResult>)> done) override;
   void ReleaseAbandoned(
       Abandoned abandoned,
       Callback<void(Result<std::vector<std::pair<std::string, std::size_t>>>)> done) override;

@@ -413,6 +413,8 @@ struct ProfileOptions {
   std::function<Result<std::string>(std::uint32_t from, std::string_view document)> migrate;
   // Gates every save: an error refuses to write the document. Empty: every document is written.
   std::function<Status(std::string_view document)> validate;
+  double backup_seconds = 0;  // backups on a schedule kept in the record: 0 daily, below 0 none
+  bool mirror = false;        // every save also copied to the backup slot "live"
 };
 // A profile store this plugin declared (ABI 1.4): the kernel keeps it (and every profile in it)
 // past this instance; a swap's next instance declares the same name to adopt it.
@@ -872,6 +874,55 @@ class Host {
     }
     return Check(api_->profile_save(ctx_, store));
   }
+  // An in-memory copy of the session's document (the newest 8 are kept); its id.
+  Result<std::uint64_t> SnapshotProfile(ProfileStore store, SessionId session,
+                                        std::string_view label = {}) const {
+    if (!MOLT_API_HAS(api_, profile_snapshot)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+    }
+    std::uint64_t id = 0;
+    if (Status s =
+            Check(api_->profile_snapshot(ctx_, store, session, std::string(label).c_str(), &id));
+        !s.ok()) {
+      return s;
+    }
+    return id;
+  }
+  // The kept snapshots as JSON: [{"id":1,"label":"...","taken_ms":...}], oldest first.
+  Result<std::string> ProfileSnapshots(ProfileStore store, SessionId session) const {
+    if (!MOLT_API_HAS(api_, profile_snapshots)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+    }
+    std::string out;
+    molt_bytes_fn sink = [](void* ud, const void* data, std::size_t size) noexcept {
+      static_cast<std::string*>(ud)->append(static_cast<const char*>(data), size);
+    };
+    if (Status s = Check(api_->profile_snapshots(ctx_, store, session, sink, &out)); !s.ok()) {
+      return s;
+    }
+    return out;
+  }
+  // Puts snapshot `id` back as the document.
+  Status RollbackProfile(ProfileStore store, SessionId session, std::uint64_t id) const {
+    if (!MOLT_API_HAS(api_, profile_rollback)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+    }
+    return Check(api_->profile_rollback(ctx_, store, session, id));
+  }
+  // Backs the document up at its next save.
+  Status BackupProfileNow(ProfileStore store, SessionId session) const {
+    if (!MOLT_API_HAS(api_, profile_backup_now)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+    }
+    return Check(api_->profile_backup_now(ctx_, store, session));
+  }
+  // Changes two sessions' profiles atomically: `mutate(a, b)` edits the two JSON documents in
+  // place and returns a Status (Status::Rejected aborts). The outcome completes the returned
+  // Completion (Wait() on it in a process): MOLT_OK, or an error whose payload is the reason
+  // ("SaveBFailed: ..."). `id` (empty: a new one) refuses replays.
+  Result<Completion> TransactProfiles(ProfileStore store, SessionId a, SessionId b,
+                                      std::function<Status(std::string& a, std::string& b)> mutate,
+                                      std::string_view id = {}) const;
 
   // --- Replicas (ABI 1.2; server hosts) ---
   Result<Replica> CreateReplica(std::string_view name, const ReplicaOptions& o) const {
@@ -1131,7 +1182,9 @@ inline Result<ProfileStore> Host::DeclareProfiles(std::string_view name,
   spec.lease_seconds = o.lease_seconds;
   spec.backoff_seconds = o.backoff_seconds.data();
   spec.backoff_count = o.backoff_seconds.size();
-  spec.flags = o.kick_on_load_failure ? 0u : MOLT_PROFILE_NO_KICK;
+  spec.flags =
+      (o.kick_on_load_failure ? 0u : MOLT_PROFILE_NO_KICK) | (o.mirror ? MOLT_PROFILE_MIRROR : 0u);
+  spec.backup_seconds = o.backup_seconds;
   if (o.migrate) {
     spec.migrate = [](void* ud, std::uint32_t from, const char* doc, std::size_t size,
                       molt_bytes_fn sink, void* sink_ud) noexcept {
@@ -1157,6 +1210,40 @@ inline Result<ProfileStore> Host::DeclareProfiles(std::string_view name,
     spec.user_data = ud;
     return api_->profile_declare(ctx_, &spec, release, out);
   });
+}
+
+inline Result<Completion> Host::TransactProfiles(
+    ProfileStore store, SessionId a, SessionId b,
+    std::function<Status(std::string& a, std::string& b)> mutate, std::string_view id) const {
+  if (!MOLT_API_HAS(api_, profile_transact)) {
+    return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+  }
+  struct Call {
+    Host host;
+    std::function<Status(std::string&, std::string&)> fn;
+  } call{*this, std::move(mutate)};
+  molt_profile_mutate_fn trampoline = [](void* ud, const char* da, std::size_t na, const char* db,
+                                         std::size_t nb, molt_bytes_fn sink_a, void* ua,
+                                         molt_bytes_fn sink_b, void* ub) noexcept {
+    auto* c = static_cast<Call*>(ud);
+    return detail::CallGuarded(c->host, [&]() -> Status {
+      std::string a(da, na);
+      std::string b(db, nb);
+      Status s = c->fn(a, b);
+      if (s.ok()) {
+        sink_a(ua, a.data(), a.size());
+        sink_b(ub, b.data(), b.size());
+      }
+      return s;
+    });
+  };
+  molt_completion_t c = 0;  // the mutator runs inside the call: `call` outlives it
+  if (Status s = Check(api_->profile_transact(ctx_, store, a, b, std::string(id).c_str(),
+                                              trampoline, &call, &c));
+      !s.ok()) {
+    return s;
+  }
+  return Completion(ctx_, api_, c);
 }
 
 template <class F>

@@ -268,6 +268,44 @@ TEST_F(ProfileApiTest, TheCloseDrainSavesWhatStopWrote) {
   EXPECT_TRUE(r.lease.owner.empty());
 }
 
+TEST_F(ProfileApiTest, SnapshotsAndTransactionsThroughTheAbi) {
+  BootWith("v1");
+  const SessionId a = JoinLoaded("hal");
+  const SessionId b = JoinLoaded("ivy");
+  ASSERT_EQ(Add(a, 10), "Prof.Coins v1 " + std::to_string(a) + " 10");
+  events_.clear();
+  Publish("Prof.Snapshot", {Value::Handle(a), Value::String("before")});
+  const std::string snap = Await("Prof.Snapshotted");
+  ASSERT_EQ(snap.rfind("Prof.Snapshotted v1 ", 0), 0u);
+  const std::int64_t id = std::stoll(snap.substr(std::string("Prof.Snapshotted v1 ").size()));
+  ASSERT_GT(id, 0);
+  ASSERT_EQ(Add(a, 5), "Prof.Coins v1 " + std::to_string(a) + " 15");
+  events_.clear();
+  Publish("Prof.Rollback", {Value::Handle(a), Value::Int(id)});
+  EXPECT_EQ(Await("Prof.RolledBack"), "Prof.RolledBack v1 0");
+  EXPECT_EQ(Get(a, "/coins"), "2 10");
+  events_.clear();
+  Publish("Prof.Rollback", {Value::Handle(a), Value::Int(id + 100)});
+  EXPECT_EQ(Await("Prof.RolledBack"), "Prof.RolledBack v1 -2");  // MOLT_ERR_NOT_FOUND
+
+  events_.clear();
+  Publish("Prof.Trade", {Value::Handle(a), Value::Handle(b), Value::Int(4)});
+  EXPECT_EQ(Await("Prof.Traded"), "Prof.Traded v1 0 ");
+  EXPECT_EQ(Get(a, "/coins"), "2 6");
+  EXPECT_EQ(Get(b, "/coins"), "2 4");
+  events_.clear();
+  Publish("Prof.Trade", {Value::Handle(b), Value::Handle(a), Value::Int(100)});
+  EXPECT_EQ(Await("Prof.Traded"),
+            "Prof.Traded v1 -10 SaveAFailed: profile \"Wallet/ivy\": validate refused the "
+            "transaction's document: coins below zero");
+  EXPECT_EQ(Get(b, "/coins"), "2 4");
+  events_.clear();
+  Publish("Prof.Trade", {Value::Handle(a), Value::Handle(a), Value::Int(1)});  // the same one
+  EXPECT_EQ(Await("Prof.Traded"), "Prof.Traded v1 -9 SameProfile: sessions " + std::to_string(a) +
+                                      " and " + std::to_string(a) +
+                                      " share one Wallet profile: a transaction needs two");
+}
+
 TEST_F(ProfileApiTest, AHostWithoutProfilesRefusesTheSlots) {
   loader::PluginHost bare(*kernel_, dir_ + "/bare");
   abi::AttachNetwork(bare.shared(), net_.get());

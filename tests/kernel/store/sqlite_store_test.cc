@@ -52,6 +52,23 @@ Result<Record> ReadNow(ProfileStore& s, const std::string& key) {
   return p.get_future().get();
 }
 
+std::vector<Backup> BackupsNow(ProfileStore& s, const std::string& key) {
+  std::promise<Result<std::vector<Backup>>> p;
+  s.ListBackups(key, [&p](Result<std::vector<Backup>> r) { p.set_value(std::move(r)); });
+  Result<std::vector<Backup>> r = p.get_future().get();
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : std::vector<Backup>{};
+}
+
+std::pair<Status, std::vector<WriteResult>> TransactNow(ProfileStore& s, const std::string& id,
+                                                        std::vector<Write> batch) {
+  std::promise<std::pair<Status, std::vector<WriteResult>>> p;
+  s.Transact(id, std::move(batch), [&p](Status st, std::vector<WriteResult> r) {
+    p.set_value({std::move(st), std::move(r)});
+  });
+  return p.get_future().get();
+}
+
 // The output of a shell command.
 std::string Shell(const std::string& command) {
   std::string out;
@@ -256,7 +273,7 @@ TEST_F(SqliteStoreTest, AMissingDirectoryOrANewerLayoutIsRefusedWithTheFix) {
   sqlite3_close(db);
   auto newer = SqliteStore::Open(path_, kInline);
   ASSERT_FALSE(newer.ok());
-  EXPECT_NE(newer.status().message().find("has layout 7, newer than this build's (1)"),
+  EXPECT_NE(newer.status().message().find("has layout 7, newer than this build's (2)"),
             std::string::npos)
       << newer.status().message();
 }
@@ -315,6 +332,98 @@ TEST(HostIdTest, NamesThisProcessAndTellsAServerOfThisHostThatIsGone) {
   EXPECT_FALSE(GoneFromThisHost("elsewhere:" + std::to_string(child) + ":1"));
   EXPECT_FALSE(GoneFromThisHost(host + ":1:1")) << "init is alive";
   EXPECT_FALSE(GoneFromThisHost("not an owner"));
+}
+
+TEST_F(SqliteStoreTest, BackupsRotateThroughThreeSlotsOnTheScheduleInTheRow) {
+  auto store = Open();
+  const std::uint64_t t = LoadNow(*store, "user:1", "host-a").record.lease.token;
+  auto save = [&](const char* doc, bool now = false) {
+    auto r = WriteNow(*store, {{.key = "user:1",
+                                .token = t,
+                                .data = doc,
+                                .schema_version = 2,
+                                .backup_every = 1000,
+                                .backup_now = now}});
+    ASSERT_TRUE(r.first.ok()) << r.first.ToString();
+  };
+  save(R"({"v":1})");  // never backed up: due
+  save(R"({"v":2})");  // the next is due in 1 s
+  ASSERT_EQ(BackupsNow(*store, "user:1").size(), 1u);
+  now_ += 1000;
+  save(R"({"v":3})");
+  now_ += 1000;
+  save(R"({"v":4})");
+  now_ += 1000;
+  save(R"({"v":5})");  // the oldest slot (v1's) is reused
+  std::vector<Backup> b = BackupsNow(*store, "user:1");
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].data, R"({"v":5})");
+  EXPECT_EQ(b[0].revision, 5u);
+  EXPECT_EQ(b[0].schema_version, 2u);
+  EXPECT_EQ(b[1].data, R"({"v":4})");
+  EXPECT_EQ(b[2].data, R"({"v":3})");
+  EXPECT_EQ(b[0].slot, 0);
+  save(R"({"v":6})", /*now=*/true);  // backupNow: not due, taken anyway
+  EXPECT_EQ(BackupsNow(*store, "user:1")[0].data, R"({"v":6})");
+  // Without backup_every nothing is copied; a mirror copies every save to its own slot.
+  ASSERT_TRUE(
+      WriteNow(*store, {{.key = "user:1", .token = t, .data = R"({"v":7})", .mirror = true}})
+          .first.ok());
+  b = BackupsNow(*store, "user:1");
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_EQ(b[0].slot, kMirrorSlot);
+  EXPECT_EQ(b[0].data, R"({"v":7})");
+  EXPECT_EQ(b[1].data, R"({"v":6})");
+  EXPECT_TRUE(BackupsNow(*store, "user:2").empty());
+}
+
+TEST_F(SqliteStoreTest, ATransactionCommitsBothOrNeitherAndRefusesAReplay) {
+  auto store = Open();
+  const std::uint64_t a = LoadNow(*store, "user:a", "host-a").record.lease.token;
+  const std::uint64_t b = LoadNow(*store, "user:b", "host-a").record.lease.token;
+  auto both = [&](const char* da, const char* db, std::uint64_t tb) {
+    return std::vector<Write>{{.key = "user:a", .token = a, .data = da},
+                              {.key = "user:b", .token = tb, .data = db}};
+  };
+  auto r = TransactNow(*store, "trade-1", both(R"({"gold":5})", R"({"gold":15})", b));
+  ASSERT_TRUE(r.first.ok()) << r.first.ToString();
+  EXPECT_EQ(ReadNow(*store, "user:b")->data, R"({"gold":15})");
+  r = TransactNow(*store, "trade-1", both(R"({"gold":0})", R"({"gold":20})", b));
+  EXPECT_EQ(r.first.code(), Status::Code::kAlreadyExists);
+  EXPECT_EQ(r.first.message(),
+            "transaction \"trade-1\" was already committed: a replay is refused");
+  // B's lease lost: A's write is rolled back with it.
+  r = TransactNow(*store, "trade-2", both(R"({"gold":1})", R"({"gold":19})", b + 7));
+  EXPECT_EQ(r.first.code(), Status::Code::kStale);
+  EXPECT_NE(r.first.message().find("profile \"user:b\""), std::string::npos) << r.first.message();
+  EXPECT_EQ(ReadNow(*store, "user:a")->data, R"({"gold":5})");
+  EXPECT_EQ(ReadNow(*store, "user:a")->revision, 1u);
+  // A refused transaction's id is not recorded: it can be tried again.
+  r = TransactNow(*store, "trade-2", both(R"({"gold":1})", R"({"gold":19})", b));
+  EXPECT_TRUE(r.first.ok()) << r.first.ToString();
+}
+
+TEST_F(SqliteStoreTest, ADatabaseOfLayoutOneIsUpgradedInPlace) {
+  ASSERT_EQ(Shell("sqlite3 " + path_ +
+                  " \"CREATE TABLE profiles (key TEXT PRIMARY KEY NOT NULL, data TEXT, "
+                  "schema_version INTEGER NOT NULL DEFAULT 0, revision INTEGER NOT NULL DEFAULT 0, "
+                  "lease_owner TEXT, lease_token INTEGER NOT NULL DEFAULT 0, lease_expires_ms "
+                  "INTEGER NOT NULL DEFAULT 0, updated_ms INTEGER NOT NULL DEFAULT 0); INSERT INTO "
+                  "profiles (key, data, revision) VALUES ('user:1', '{}', 4); PRAGMA "
+                  "user_version=1;\" 2>&1"),
+            "");
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  const LoadResult r = LoadNow(*store, "user:1", "host-a");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.record.revision, 4u);
+  ASSERT_TRUE(
+      WriteNow(
+          *store,
+          {{.key = "user:1", .token = r.record.lease.token, .data = "{}", .backup_every = 1000}})
+          .first.ok());
+  EXPECT_EQ(BackupsNow(*store, "user:1").size(), 1u);
+  EXPECT_EQ(Shell("sqlite3 " + path_ + " 'PRAGMA user_version'"), "2\n");
 }
 
 // The documents are plain JSON text: an operator reads them with the sqlite3 tool.

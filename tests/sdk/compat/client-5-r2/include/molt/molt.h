@@ -413,6 +413,8 @@ typedef molt_handle_t molt_profile_t; /**< a profile store this plugin declared 
 /** @brief molt_profile_spec.flags: a failed load does not kick the session (it is kicked by
  *  default: defaults written over a real record is how wipes happen). */
 #define MOLT_PROFILE_NO_KICK 1u
+/** @brief molt_profile_spec.flags: every save is also copied to the backup slot "live". */
+#define MOLT_PROFILE_MIRROR 2u
 
 /** @brief One migration step: writes the document `document` (JSON text at schema version
  *  `from`) at version from + 1 to `sink`. An error (with set_error) fails the load: the session's
@@ -424,6 +426,15 @@ typedef molt_status_t (*molt_profile_migrate_fn)(void* user_data, uint32_t from,
  *  stored revision stays and the refusal is logged with the key. */
 typedef molt_status_t (*molt_profile_validate_fn)(void* user_data, const char* document,
                                                   size_t size);
+
+/** @brief A transaction's change (profile_transact): reads the two documents (JSON text) and
+ *  writes each one's new text to its sink (a document not written stays as it was). MOLT_OK
+ *  commits; MOLT_ERR_REJECTED aborts ("Aborted"); any other error fails it ("MutatorError"). */
+typedef molt_status_t (*molt_profile_mutate_fn)(void* user_data, const char* document_a,
+                                                size_t size_a, const char* document_b,
+                                                size_t size_b, molt_bytes_fn sink_a,
+                                                void* sink_a_user_data, molt_bytes_fn sink_b,
+                                                void* sink_b_user_data);
 
 /** @brief A profile store. Zero-initialize, then set what you need. */
 typedef struct molt_profile_spec {
@@ -440,6 +451,11 @@ typedef struct molt_profile_spec {
   molt_profile_migrate_fn migrate;   /**< NULL: a record at an older version does not load */
   molt_profile_validate_fn validate; /**< NULL: every document is written */
   void* user_data;                   /**< passed to migrate and validate */
+  /** Backups: a save copies the document to one of 3 rotating slots when one is due (the
+   *  schedule is kept in the record, so it holds across servers); 0 is daily, below 0 none. A
+   *  record that exists but does not decode or migrate loads from the newest readable backup
+   *  (Kernel.ProfileRestored(session, name, slot, revision)). */
+  double backup_seconds;
 } molt_profile_spec;
 
 /* --- The host API ----------------------------------------------------------------------------- */
@@ -738,6 +754,35 @@ typedef struct molt_host_api {
                                const char* path, const char* json, size_t size);
   /** @brief Saves every changed profile of the store now instead of at the next autosave. */
   molt_status_t (*profile_save)(molt_context_t* ctx, molt_profile_t profile);
+  /** @brief Keeps a copy of the session's document in memory (the newest 8 per profile, for
+   *  this visit only) under `label` (may be NULL). @param[out] out_id  for profile_rollback. */
+  molt_status_t (*profile_snapshot)(molt_context_t* ctx, molt_profile_t profile,
+                                    molt_session_t session, const char* label, uint64_t* out_id);
+  /** @brief Writes the kept snapshots to `sink` as a JSON array, oldest first:
+   *  [{"id":3,"label":"before trade","taken_ms":1796...}]. */
+  molt_status_t (*profile_snapshots)(molt_context_t* ctx, molt_profile_t profile,
+                                     molt_session_t session, molt_bytes_fn sink,
+                                     void* sink_user_data);
+  /** @brief Puts snapshot `id` back as the document (saved by the next save; the snapshot stays
+   *  kept). MOLT_ERR_NOT_FOUND for an unknown or evicted id. */
+  molt_status_t (*profile_rollback)(molt_context_t* ctx, molt_profile_t profile,
+                                    molt_session_t session, uint64_t id);
+  /** @brief Backs the session's document up at its next save, even when no backup is due. */
+  molt_status_t (*profile_backup_now)(molt_context_t* ctx, molt_profile_t profile,
+                                      molt_session_t session);
+  /** @brief Changes the loaded profiles of `session_a` and `session_b` atomically: `mutate`
+   *  runs now with both documents; both results are validated and written in one database
+   *  transaction recorded under `id` (NULL or "": a new id; an id committed before refuses the
+   *  replay), and replace the documents only once committed. Meanwhile both refuse profile_set.
+   *  `*out_completion` completes with MOLT_OK, or with an error (MOLT_ERR_REJECTED: Aborted,
+   *  SameProfile, Busy; _NOT_FOUND: ProfileInactive; _INTERNAL: MutatorError; _IO: SaveAFailed,
+   *  SaveBFailed; _ALREADY_EXISTS: DuplicateTransaction) whose payload is the reason, ": " and
+   *  the text ("SaveBFailed: profile ..."). Wait on it in a process; release it with
+   *  completion_release. */
+  molt_status_t (*profile_transact)(molt_context_t* ctx, molt_profile_t profile,
+                                    molt_session_t session_a, molt_session_t session_b,
+                                    const char* id, molt_profile_mutate_fn mutate, void* user_data,
+                                    molt_completion_t* out_completion);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it
