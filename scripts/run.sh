@@ -4,5 +4,5 @@
 # runs the server on its embedded defaults (the bundled plugins, data under ./data). Extra
 # arguments go to moltd (see `scripts/run.sh --help`). Stop it with Ctrl-C (SIGINT).
 source "$(dirname "$0")/common.sh"
-molt_build default moltd scores rounds uptime
+molt_build default moltd counter scores rounds uptime
 exec ./build/default/bin/moltd "$@"

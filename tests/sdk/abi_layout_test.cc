@@ -114,7 +114,10 @@ MOLT_FROZEN(molt_host_api, profile_snapshots, 544);
 MOLT_FROZEN(molt_host_api, profile_rollback, 552);
 MOLT_FROZEN(molt_host_api, profile_backup_now, 560);
 MOLT_FROZEN(molt_host_api, profile_transact, 568);
-static_assert(sizeof(molt_host_api) == 576);
+MOLT_FROZEN(molt_host_api, profile_key_load, 576);
+MOLT_FROZEN(molt_host_api, profile_key_session, 584);
+MOLT_FROZEN(molt_host_api, profile_key_release, 592);
+static_assert(sizeof(molt_host_api) == 600);
 
 // ABI 1.4: profiles.
 MOLT_FROZEN(molt_profile_spec, struct_size, 0);

@@ -952,6 +952,9 @@ molt_host_api MakeTable() {
   SetRefusal<kNoProfiles>(api.profile_rollback);
   SetRefusal<kNoProfiles>(api.profile_backup_now);
   SetRefusal<kNoProfiles>(api.profile_transact);
+  SetRefusal<kNoProfiles>(api.profile_key_load);
+  SetRefusal<kNoProfiles>(api.profile_key_session);
+  SetRefusal<kNoProfiles>(api.profile_key_release);
   return api;
 }
 

@@ -403,6 +403,51 @@ molt_status_t ProfileTransact(molt_context_t* ctx, molt_profile_t profile, molt_
   });
 }
 
+molt_status_t ProfileKeyLoad(molt_context_t* ctx, molt_profile_t profile, const char* key,
+                             molt_completion_t* out) noexcept {
+  return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
+    if (Status s = Required({{key, "key"}, {out, "out_completion"}}); !s.ok()) {
+      return s;
+    }
+    PluginInstance& p = PluginInstance::From(ctx);
+    PluginInstance::Resource r{Kind::kCompletion, {}, 0, false, nullptr, nullptr, nullptr};
+    r.completion = Completion::Create();
+    std::shared_ptr<Completion> completion = r.completion;
+    *out = p.Own(std::move(r));
+    profiles.LoadKey(key, [completion](Status s) {
+      if (!completion->done()) {
+        const std::string text = s.message();
+        completion->Complete(std::move(s), text);
+      }
+    });
+    return Status::Ok();
+  });
+}
+
+molt_status_t ProfileKeySession(molt_context_t* ctx, molt_profile_t profile, const char* key,
+                                molt_session_t* out) noexcept {
+  return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
+    if (Status s = Required({{key, "key"}, {out, "out_session"}}); !s.ok()) {
+      return s;
+    }
+    *out = profiles.KeySession(key);
+    return *out != 0 ? Status::Ok()
+                     : Status::NotFound("profile \"" + profiles.name() + "/" + key +
+                                        "\" is not loaded here: profile_key_load it first");
+  });
+}
+
+molt_status_t ProfileKeyRelease(molt_context_t* ctx, molt_profile_t profile,
+                                const char* key) noexcept {
+  return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
+    if (key == nullptr) {
+      profiles.ReleaseAllKeys();
+      return Status::Ok();
+    }
+    return profiles.ReleaseKey(key);
+  });
+}
+
 }  // namespace
 
 void AttachProfiles(AbiShared& shared, store::ProfileRegistry& registry) {
@@ -418,6 +463,9 @@ void AttachProfiles(AbiShared& shared, store::ProfileRegistry& registry) {
   api.profile_rollback = ProfileRollback;
   api.profile_backup_now = ProfileBackupNow;
   api.profile_transact = ProfileTransact;
+  api.profile_key_load = ProfileKeyLoad;
+  api.profile_key_session = ProfileKeySession;
+  api.profile_key_release = ProfileKeyRelease;
 }
 
 }  // namespace molt::kernel::abi

@@ -169,6 +169,8 @@ struct Profiles::Entry {
   bool in_txn = false;           // a transaction on it is with the store
   bool leave_after_txn = false;  // the session ended meanwhile: its final save waits
   std::deque<std::pair<SnapshotInfo, json::value>> snapshots;  // oldest first
+  Callback<void(Status)> on_load;  // a manual key's LoadKey: told once it is loaded or failed
+  bool manual() const { return session >= kKeyIds; }
   bool dirty() const { return version != saved_version; }
 };
 
@@ -330,6 +332,12 @@ void Profiles::Loaded(Entry& e, json::value doc, bool changed) {
   e.version = changed ? 1 : 0;
   e.saved_version = 0;
   ++stats_.loaded;
+  if (e.manual()) {
+    if (e.on_load) {
+      std::exchange(e.on_load, nullptr)(Status::Ok());
+    }
+    return;
+  }
   const Value args[] = {Value::Handle(e.session), Value::String(spec_.name)};
   kernel_.bus().Publish("Kernel.ProfileLoaded", args);
 }
@@ -384,6 +392,16 @@ void Profiles::Fail(net::SessionId session, const std::string& why) {
   Entry* e = Find(session);
   ++stats_.load_failures;
   e->state = ProfileState::kFailed;
+  if (e->manual()) {
+    log_.Error("{}", why);
+    Callback<void(Status)> done = std::move(e->on_load);
+    keys_.erase(e->key.substr(spec_.name.size() + 1));
+    entries_.erase(session);
+    if (done) {
+      done(Status::FailedPrecondition(why));
+    }
+    return;
+  }
   log_.Error("session {}: {}", session, why);
   const Value args[] = {Value::Handle(session), Value::String(spec_.name), Value::String(why)};
   kernel_.bus().Publish("Kernel.ProfileFailed", args);
@@ -742,10 +760,70 @@ void Profiles::FinalSave(net::SessionId session) {
 void Profiles::Lose(Entry& e, const Status& why) {
   ++stats_.lost;
   e.state = ProfileState::kLost;
+  if (e.manual()) {
+    log_.Error("{}: this host no longer writes it", why.message());
+    return;
+  }
   log_.Error("{}: session {} ends", why.message(), e.session);
   (void)network_.Kick(e.session, "your " + spec_.name +
                                      " profile was opened on another server: this session ends "
                                      "so that nothing is overwritten");
+}
+
+// --- Manual keys ---
+
+void Profiles::LoadKey(const std::string& key, Callback<void(Status)> done) {
+  const bool valid = !key.empty() && key.size() <= 200 &&
+                     std::none_of(key.begin(), key.end(), [](unsigned char c) { return c < 0x20; });
+  if (!valid) {
+    return done(Status::InvalidArgument("profile key \"" + key +
+                                        "\" must be 1..200 characters without control characters"));
+  }
+  if (draining_) {
+    return done(Status::FailedPrecondition("profile store \"" + spec_.name + "\" is closing"));
+  }
+  if (KeySession(key) != 0) {
+    return done(
+        Status::AlreadyExists(fmt::format("profile \"{}/{}\" is already {} here", spec_.name, key,
+                                          ProfileStateName(state(KeySession(key))))));
+  }
+  const net::SessionId id = next_key_++;
+  auto e = std::make_unique<Entry>();
+  e->session = id;
+  e->key = spec_.name + "/" + key;
+  e->on_load = std::move(done);
+  entries_[id] = std::move(e);
+  keys_[key] = id;
+  Load(id, 0);
+}
+
+net::SessionId Profiles::KeySession(const std::string& key) const {
+  auto it = keys_.find(key);
+  return it != keys_.end() && Find(it->second) != nullptr ? it->second : 0;
+}
+
+Status Profiles::ReleaseKey(const std::string& key) {
+  const net::SessionId id = KeySession(key);
+  keys_.erase(key);
+  if (id == 0) {
+    return Status::NotFound(fmt::format("profile \"{}/{}\" is not loaded here", spec_.name, key));
+  }
+  if (Entry* e = Find(id); e->on_load) {  // still loading: it is told it was let go
+    std::exchange(e->on_load, nullptr)(
+        Status::Cancelled(fmt::format("profile \"{}\" was released before it loaded", e->key)));
+  }
+  FinalSave(id);
+  return Status::Ok();
+}
+
+void Profiles::ReleaseAllKeys() {
+  std::vector<std::string> keys;
+  for (const auto& [key, id] : keys_) {
+    keys.push_back(key);
+  }
+  for (const std::string& key : keys) {
+    (void)ReleaseKey(key);
+  }
 }
 
 // --- Snapshots ---

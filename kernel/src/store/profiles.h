@@ -151,6 +151,19 @@ class Profiles {
   // Writes every dirty profile now (an autosave out of turn).
   void SaveAll();
 
+  // --- Manual keys: profiles not tied to a session (a guild's bank, a world's state) ---
+  // Loads "<name>/<key>" under this host's lease (one held elsewhere is waited for, as for a
+  // session: expiry or backoff); `done` hears OK once it is loaded, or why not (a key that failed
+  // to load is forgotten). It is then read, written, saved, snapshotted and transacted like a
+  // session's profile, through the id KeySession(key) gives; autosaves and the drain include it.
+  void LoadKey(const std::string& key, Callback<void(Status)> done);
+  // The id of a loaded (or loading) key for the calls that take a session; 0 when there is none.
+  net::SessionId KeySession(const std::string& key) const;
+  // The final save and the release of one key (kNotFound when it is not here).
+  Status ReleaseKey(const std::string& key);
+  // The same for every key (sessions' profiles are not touched).
+  void ReleaseAllKeys();
+
   // --- Snapshots (in memory; a rollback is saved by the next save) ---
   static constexpr std::size_t kSnapshots = 8;
   // A deep copy of the session's document; returns its id (ids grow per store).
@@ -251,6 +264,10 @@ class Profiles {
   std::size_t transactions_ = 0;         // in flight
   Callback<void()> after_transactions_;  // a Drain that waits for them
   std::uint64_t next_snapshot_ = 1;
+  // Manual keys: key -> its id (kKeyIds and up: never a session's).
+  static constexpr net::SessionId kKeyIds = net::SessionId{1} << 62;
+  std::map<std::string, net::SessionId, std::less<>> keys_;
+  net::SessionId next_key_ = kKeyIds;
   std::uint64_t next_txn_ = 1;
   Stats stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // completions after the end

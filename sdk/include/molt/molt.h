@@ -783,6 +783,21 @@ typedef struct molt_host_api {
                                     molt_session_t session_a, molt_session_t session_b,
                                     const char* id, molt_profile_mutate_fn mutate, void* user_data,
                                     molt_completion_t* out_completion);
+  /** @brief Loads the profile "<store name>/<key>", not tied to a session (a guild's bank, a
+   *  world's state), under this server's lease; one held elsewhere is waited for.
+   *  `*out_completion` completes with MOLT_OK once it is loaded, or an error naming why. Then
+   *  profile_key_session gives the id the session calls above take for it (get, set, snapshots,
+   *  transactions); autosave and the close save it like the others. */
+  molt_status_t (*profile_key_load)(molt_context_t* ctx, molt_profile_t profile, const char* key,
+                                    molt_completion_t* out_completion);
+  /** @brief The id of a loaded (or loading) key, for the calls that take a session.
+   *  MOLT_ERR_NOT_FOUND when it is not loaded here. */
+  molt_status_t (*profile_key_session)(molt_context_t* ctx, molt_profile_t profile, const char* key,
+                                       molt_session_t* out_session);
+  /** @brief Saves and releases the key (NULL: every key of the store), so other servers may
+   *  load it. MOLT_ERR_NOT_FOUND when it is not loaded here. */
+  molt_status_t (*profile_key_release)(molt_context_t* ctx, molt_profile_t profile,
+                                       const char* key);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it

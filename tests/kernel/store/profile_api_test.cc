@@ -306,6 +306,23 @@ TEST_F(ProfileApiTest, SnapshotsAndTransactionsThroughTheAbi) {
                                       " share one Wallet profile: a transaction needs two");
 }
 
+TEST_F(ProfileApiTest, AManualKeyLoadsWithoutASessionAndIsReleasedBack) {
+  BootWith("v1");
+  events_.clear();
+  Publish("Prof.Bank", {Value::Int(5)});
+  EXPECT_EQ(Await("Prof.Banked"), "Prof.Banked v1 5");
+  events_.clear();
+  Publish("Prof.Bank", {Value::Int(2)});
+  EXPECT_EQ(Await("Prof.Banked"), "Prof.Banked v1 7");
+  EXPECT_EQ(Stored("Wallet/bank").lease.owner, "host-a");
+  events_.clear();
+  Publish("Prof.BankRelease", {});
+  ASSERT_TRUE(RunUntil([&] { return Stored("Wallet/bank").lease.owner.empty(); }));
+  EXPECT_EQ(Stored("Wallet/bank").data.value_or(""), R"({"coins":7})");
+  Publish("Prof.BankRelease", {});
+  EXPECT_EQ(Await("Prof.Error"), "Prof.Error v1 profile \"Wallet/bank\" is not loaded here");
+}
+
 TEST_F(ProfileApiTest, AHostWithoutProfilesRefusesTheSlots) {
   loader::PluginHost bare(*kernel_, dir_ + "/bare");
   abi::AttachNetwork(bare.shared(), net_.get());

@@ -560,6 +560,60 @@ TEST_F(ProfilesTest, ATransactionChangesTwoProfilesAtomicallyWithTheSpecsReasons
   EXPECT_EQ(net_->sessions().Get(b), nullptr) << "kicked";
 }
 
+TEST_F(ProfilesTest, ManualKeysLoadSaveAndReleaseWithoutASession) {
+  Start();
+  auto load = [&](const std::string& key) {
+    std::optional<Status> out;
+    profiles_->LoadKey(key, [&](Status s) { out = std::move(s); });
+    RunUntil([&] { return out.has_value(); }, milliseconds(10000));
+    return out.value_or(Status::Internal("no answer"));
+  };
+  ASSERT_TRUE(load("guild:7").ok());
+  const SessionId bank = profiles_->KeySession("guild:7");
+  ASSERT_NE(bank, 0u);
+  EXPECT_EQ(profiles_->Get(bank, "/coins").value(), "0");  // the defaults, like a session's
+  ASSERT_TRUE(profiles_->Set(bank, "/coins", "100").ok());
+  profiles_->SaveAll();
+  ASSERT_TRUE(RunUntil([&] { return Stored("PlayerData/guild:7").revision == 1; }));
+  EXPECT_EQ(Stored("PlayerData/guild:7").lease.owner, "host-a");
+  EXPECT_EQ(load("guild:7").message(), "profile \"PlayerData/guild:7\" is already loaded here");
+  EXPECT_EQ(load("").code(), Status::Code::kInvalidArgument);
+
+  // A transaction between a player and the bank.
+  const SessionId ada = Join("ada");
+  ASSERT_TRUE(Loaded(ada));
+  std::optional<TxnResult> paid;
+  profiles_->Transact(
+      "", bank, ada,
+      [](std::string& from, std::string& to) {
+        from = R"({"coins":90})";
+        to = R"({"coins":10})";
+        return Status::Ok();
+      },
+      [&](TxnResult r) { paid = std::move(r); });
+  ASSERT_TRUE(RunUntil([&] { return paid.has_value(); }));
+  EXPECT_TRUE(paid->ok()) << paid->message;
+
+  ASSERT_TRUE(profiles_->ReleaseKey("guild:7").ok());
+  EXPECT_EQ(profiles_->KeySession("guild:7"), 0u);
+  ASSERT_TRUE(RunUntil([&] { return Stored("PlayerData/guild:7").lease.owner.empty(); }));
+  EXPECT_EQ(*Stored("PlayerData/guild:7").data,
+            R"({"coins":90})");  // the transaction's document, as committed
+  EXPECT_EQ(profiles_->ReleaseKey("guild:7").message(),
+            "profile \"PlayerData/guild:7\" is not loaded here");
+
+  // A key leased elsewhere is waited for; ReleaseAllKeys lets every key go.
+  Plant("PlayerData/world", "host-b", WallNow() + 300, nullptr, 1);
+  ASSERT_TRUE(load("world").ok());
+  ASSERT_TRUE(load("guild:8").ok());
+  profiles_->ReleaseAllKeys();
+  ASSERT_TRUE(RunUntil([&] {
+    return Stored("PlayerData/world").lease.owner.empty() &&
+           Stored("PlayerData/guild:8").lease.owner.empty();
+  }));
+  EXPECT_EQ(profiles_->KeySession("world"), 0u);
+}
+
 TEST_F(ProfilesTest, AFullDiskKeepsProfilesDirtyAndSavesThemWhenSpaceReturns) {
   ProfileSpec spec = Spec();
   spec.backoff = {milliseconds(20)};

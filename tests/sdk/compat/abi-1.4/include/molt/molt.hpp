@@ -916,6 +916,44 @@ class Host {
     }
     return Check(api_->profile_backup_now(ctx_, store, session));
   }
+  // Manual keys: loads "<store name>/<key>" (not a session's); the Completion completes once it
+  // is loaded (Wait() on it in a process). Then ProfileKey(store, key) is the id the session
+  // calls take for it.
+  Result<Completion> LoadProfileKey(ProfileStore store, std::string_view key) const {
+    if (!MOLT_API_HAS(api_, profile_key_load)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+    }
+    molt_completion_t c = 0;
+    if (Status s = Check(api_->profile_key_load(ctx_, store, std::string(key).c_str(), &c));
+        !s.ok()) {
+      return s;
+    }
+    return Completion(ctx_, api_, c);
+  }
+  Result<SessionId> ProfileKey(ProfileStore store, std::string_view key) const {
+    if (!MOLT_API_HAS(api_, profile_key_session)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+    }
+    SessionId id = 0;
+    if (Status s = Check(api_->profile_key_session(ctx_, store, std::string(key).c_str(), &id));
+        !s.ok()) {
+      return s;
+    }
+    return id;
+  }
+  // Saves and releases a key (ReleaseAllProfileKeys: every key of the store).
+  Status ReleaseProfileKey(ProfileStore store, std::string_view key) const {
+    if (!MOLT_API_HAS(api_, profile_key_release)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+    }
+    return Check(api_->profile_key_release(ctx_, store, std::string(key).c_str()));
+  }
+  Status ReleaseAllProfileKeys(ProfileStore store) const {
+    if (!MOLT_API_HAS(api_, profile_key_release)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+    }
+    return Check(api_->profile_key_release(ctx_, store, nullptr));
+  }
   // Changes two sessions' profiles atomically: `mutate(a, b)` edits the two JSON documents in
   // place and returns a Status (Status::Rejected aborts). The outcome completes the returned
   // Completion (Wait() on it in a process): MOLT_OK, or an error whose payload is the reason
