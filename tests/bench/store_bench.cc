@@ -46,9 +46,12 @@ std::string Document(std::int64_t n) {
   return d + "\"}";
 }
 
+// state.range(1) == 1: every write also takes a backup (each is due, as at a first save: the
+// worst case of the close drain).
 void BM_StoreDrain(benchmark::State& state) {
   Logger::Get().SetLevel(LogLevel::kWarn);
   const int n = static_cast<int>(state.range(0));
+  const bool backups = state.range(1) == 1;
   auto store = std::move(SqliteStore::Open(FreshPath("drain.db"), kInline)).value();
   std::vector<std::uint64_t> tokens(n);
   for (int k = 0; k < n; ++k) {
@@ -67,7 +70,8 @@ void BM_StoreDrain(benchmark::State& state) {
       batch.push_back({.key = "user:" + std::to_string(k),
                        .token = tokens[k],
                        .data = Document(round),
-                       .schema_version = 1});
+                       .schema_version = 1,
+                       .backup_every = backups ? 1 : 0});  // 1 ms: due at every round
     }
     state.ResumeTiming();
     std::promise<Status> done;
@@ -81,7 +85,11 @@ void BM_StoreDrain(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * n);
 }
-BENCHMARK(BM_StoreDrain)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_StoreDrain)
+    ->Args({10000, 0})
+    ->Args({10000, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_StoreDrainBaseline_RawSqlite(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));

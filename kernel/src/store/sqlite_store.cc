@@ -222,7 +222,26 @@ class SqliteStore::Db {
       }
     }
     SetMaxPageCount(options_.max_page_count);
+    // Checkpoints run when the queue is idle (Checkpoint()), not inside a commit: SQLite's
+    // automatic one would hold a transaction (a burst of joins) for the whole copy. Setting a
+    // WAL hook turns the automatic checkpoint off.
+    sqlite3_wal_hook(
+        db_,
+        [](void* self, sqlite3*, const char*, int pages) {
+          static_cast<Db*>(self)->wal_pages_ = pages;
+          return SQLITE_OK;
+        },
+        this);
     return Prepare();
+  }
+
+  // Copies the WAL back into the database when it has grown (`idle`: nothing is queued) or has
+  // grown too much to wait for an idle moment. PASSIVE: never waits for other connections.
+  void Checkpoint(bool idle) {
+    if (wal_pages_ >= (idle ? kIdleCheckpointPages : kBusyCheckpointPages)) {
+      sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      wal_pages_ = 0;
+    }
   }
 
   void SetMaxPageCount(std::uint32_t pages) {
@@ -646,6 +665,10 @@ class SqliteStore::Db {
   std::string path_;
   SqliteOptions options_;
   sqlite3* db_ = nullptr;
+  // Pages in the WAL after the last commit (the WAL hook's count).
+  int wal_pages_ = 0;
+  static constexpr int kIdleCheckpointPages = 1000;   // SQLite's own default threshold
+  static constexpr int kBusyCheckpointPages = 16000;  // ~64 MB: checkpoint even under load
   std::unique_ptr<Statement> select_, acquire_, insert_, write_, begin_, commit_, rollback_;
   std::unique_ptr<Statement> backup_slots_, backup_put_, backup_at_, backups_, txn_;
   std::vector<std::unique_ptr<Statement>*> statements_;
@@ -723,7 +746,12 @@ class SqliteStore::Worker {
       std::vector<LoadRequest> loads;
       {
         std::unique_lock lock(mu_);
-        wake_.wait(lock, [&] { return stopping_ || !items_.empty(); });
+        // Quiet for a while: the moment for a checkpoint, which then never delays a request.
+        if (!wake_.wait_for(lock, kQuiet, [&] { return stopping_ || !items_.empty(); })) {
+          lock.unlock();
+          db_->Checkpoint(/*idle=*/true);
+          continue;
+        }
         if (items_.empty()) {
           break;  // stopping, and everything queued ran
         }
@@ -745,11 +773,17 @@ class SqliteStore::Worker {
       } else {
         RunLoads(loads);
       }
-      std::lock_guard lock(mu_);
-      queued_ -= ran;
+      {
+        std::lock_guard lock(mu_);
+        queued_ -= ran;
+      }
+      db_->Checkpoint(/*idle=*/false);  // only when the WAL grew past the busy threshold
     }
-    db_.reset();  // closes the file on this thread
+    db_.reset();  // closes the file on this thread (its last checkpoint)
   }
+
+  // How long the queue stays empty before the store thread checkpoints.
+  static constexpr std::chrono::milliseconds kQuiet{100};
 
   void RunLoads(std::vector<LoadRequest>& requests) {
     std::vector<LoadResult> results = db_->LoadMany(requests);

@@ -587,7 +587,7 @@ TEST_F(GenerationsTest, ErrorsInTheHealthWindowRollBackToThePreviousBuildWithThe
     c.Intent(Id("gen.Add"), AddPayload(2));
     c.Intent(Id("gen.Add"), AddPayload(3));
     bool back = false;
-    for (int i = 0; i < 200 && !back; ++i) {
+    for (int i = 0; i < 2000 && !back; ++i) {  // up to 10 s: ASan runs are slow
       OnKernel([&] { back = plugins_->generation() == build + "#3"; });
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
