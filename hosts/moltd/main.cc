@@ -37,7 +37,11 @@ int main(int argc, char** argv) {
       "moltd: the Molt server host.\n\n"
       "Loads every plugin (*.so) of the plugin directory, starts them in dependency order and\n"
       "serves until SIGTERM or SIGINT, then runs the close phase: Kernel.Closing, every\n"
-      "service's stop in reverse boot order within the close budget, Kernel.Stopped, exit 0.\n"
+      "service's stop in reverse boot order within the close budget, Kernel.Stopped, the\n"
+      "final save of every player profile (within 27 s of the close), exit 0.\n"
+      "Profiles (the stores plugins declare) live in DATA/profiles.db, SQLite; a server\n"
+      "killed with kill -9 leaves it consistent, and its players' leases are taken over when\n"
+      "moltd starts again on this host (docs/profiles.md).\n"
       "SIGHUP loads the plugin directory again as a new generation and swaps it in while\n"
       "clients stay connected (state handed over; the old build keeps serving, or is restored,\n"
       "when the new one fails or errs in its health window; one JSON line reports each swap).\n"
@@ -47,7 +51,9 @@ int main(int argc, char** argv) {
       "Flags override the configuration file's \"server\" and \"net\" sections; the file may\n"
       "also hold a \"scheduler\" section (budget_ms, target_frame_ms, profile_tasks,\n"
       "stagger_recurring), network limits under \"net\" (max_frame_bytes, bytes_per_tick,\n"
-      "auth, ...) and per-plugin sections under \"plugins\" that plugins read with config_get.\n");
+      "auth, ...), the profile database under \"profiles\" (database, synchronous: normal or\n"
+      "full, drain_seconds) and per-plugin sections under \"plugins\" that plugins read with\n"
+      "config_get.\n");
   options.set_width(100);
   // clang-format off
   options.add_options()

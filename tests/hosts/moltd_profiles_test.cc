@@ -280,4 +280,18 @@ TEST_F(MoltdProfilesTest, AServerKilledMidSaveLeavesACleanDatabaseAndItsPlayersL
   EXPECT_EQ(server->Wait(), 0) << server->output();
 }
 
+TEST_F(MoltdProfilesTest, AProfileDatabaseThatIsNotADatabaseStopsTheBootNamingIt) {
+  fs::create_directories(data_);
+  std::ofstream(data_ + "/profiles.db") << std::string(8192, 'x');
+  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  EXPECT_EQ(p.Wait(), 1) << p.output();  // kExitBootFailed
+  EXPECT_NE(p.output().find("cannot start: the profile database \"" + data_ +
+                            "/profiles.db\" cannot be read: file is not a database"),
+            std::string::npos)
+      << p.output();
+  Process help({kMoltd, "--help"});
+  EXPECT_EQ(help.Wait(), 0);
+  EXPECT_NE(help.output().find("DATA/profiles.db"), std::string::npos) << help.output();
+}
+
 }  // namespace

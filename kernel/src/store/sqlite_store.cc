@@ -169,7 +169,7 @@ class SqliteStore::Db {
     if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
       return Status::NotFound(fmt::format(
           "cannot open the profile database \"{}\": the directory {} does not exist (create it, "
-          "or set server.data_dir to one that does)",
+          "or point profiles.database or --data at one that does)",
           path_, dir.string()));
     }
     int rc =
@@ -558,8 +558,8 @@ class SqliteStore::Db {
     std::string fix = "check the path and its permissions";
     if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT) {
       fix =
-          "move it aside (restore a backup of it, or let Molt create a new one) or set "
-          "server.data_dir to another directory";
+          "move it aside (restore a backup of it, or let Molt create a new one) or point "
+          "profiles.database or --data at another file";
     }
     return Status::FailedPrecondition(
         fmt::format("the profile database \"{}\" {}: {}: {}", path_, what, cause, fix));

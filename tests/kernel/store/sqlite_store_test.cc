@@ -255,18 +255,20 @@ TEST_F(SqliteStoreTest, AFileThatIsNotADatabaseIsRefusedNamingItAndTheFix) {
   std::ofstream(path_) << std::string(8192, 'z');
   auto s = SqliteStore::Open(path_, kInline);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().message(),
-            "the profile database \"" + path_ +
-                "\" cannot be read: file is not a database: move it aside (restore a backup of "
-                "it, or let Molt create a new one) or set server.data_dir to another directory");
+  EXPECT_EQ(
+      s.status().message(),
+      "the profile database \"" + path_ +
+          "\" cannot be read: file is not a database: move it aside (restore a backup of "
+          "it, or let Molt create a new one) or point profiles.database or --data at another file");
 }
 
 TEST_F(SqliteStoreTest, AMissingDirectoryOrANewerLayoutIsRefusedWithTheFix) {
   auto missing = SqliteStore::Open(dir_ + "/nope/profiles.db", kInline);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.status().message(),
-            "cannot open the profile database \"" + dir_ + "/nope/profiles.db\": the directory " +
-                dir_ + "/nope does not exist (create it, or set server.data_dir to one that does)");
+  EXPECT_EQ(missing.status().message(), "cannot open the profile database \"" + dir_ +
+                                            "/nope/profiles.db\": the directory " + dir_ +
+                                            "/nope does not exist (create it, or point "
+                                            "profiles.database or --data at one that does)");
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version=7", nullptr, nullptr, nullptr), SQLITE_OK);
