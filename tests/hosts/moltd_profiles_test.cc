@@ -27,19 +27,7 @@ namespace w = ::molt::wire;
 const std::string kMoltd = MOLTD_PATH;
 const std::string kPlugins = MOLT_PLUGIN_DIR;
 
-// The output of a shell command.
-std::string Shell(const std::string& command) {
-  std::string out;
-  FILE* f = ::popen(command.c_str(), "r");
-  char buf[256];
-  while (f != nullptr && std::fgets(buf, sizeof buf, f) != nullptr) {
-    out += buf;
-  }
-  if (f != nullptr) {
-    ::pclose(f);
-  }
-  return out;
-}
+using molt::test::Shell;
 
 // A player connected to a moltd: adds to the counter (which scores) and reads scores.Get.
 class Player {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,20 @@ inline std::string ServingPort(Process& p, int plugins) {
   return at == std::string::npos
              ? ""
              : std::to_string(std::stoi(p.output().substr(at + listening.size())));
+}
+
+// The output of a shell command (stdout; append 2>&1 for stderr), "" when it cannot run.
+inline std::string Shell(const std::string& command) {
+  std::string out;
+  FILE* f = ::popen(command.c_str(), "r");
+  char buf[256];
+  while (f != nullptr && std::fgets(buf, sizeof buf, f) != nullptr) {
+    out += buf;
+  }
+  if (f != nullptr) {
+    ::pclose(f);
+  }
+  return out;
 }
 
 }  // namespace molt::test

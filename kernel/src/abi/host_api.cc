@@ -807,9 +807,7 @@ molt_status_t CompletionCreate(molt_context_t* ctx, molt_completion_t* out) noex
     if (Status s = Required(out, "out_completion"); !s.ok()) {
       return s;
     }
-    PluginInstance::Resource r{Kind::kCompletion, {}, 0, false, nullptr, nullptr, nullptr};
-    r.completion = Completion::Create();
-    *out = p.Own(std::move(r));
+    (void)OwnCompletion(p, out);
     return Status::Ok();
   });
 }

@@ -84,6 +84,16 @@ molt_status_t CallPlugin(PluginInstance& p, F&& call) {
   }
 }
 
+// A new completion owned by `p` (released with it, or by completion_release), its handle in
+// `*out`: what a slot completing later (a request's answer, a profile's load) hands the plugin.
+inline std::shared_ptr<Completion> OwnCompletion(PluginInstance& p, molt_completion_t* out) {
+  PluginInstance::Resource r{Kind::kCompletion, {}, 0, false, nullptr, nullptr, nullptr};
+  r.completion = Completion::Create();
+  std::shared_ptr<Completion> completion = r.completion;
+  *out = p.Own(std::move(r));
+  return completion;
+}
+
 // The resource `h` names when it is one of `kind`'s that `p` owns.
 inline Result<PluginInstance::Resource*> FindKind(PluginInstance& p, molt_handle_t h, Kind kind,
                                                   const char* kind_name) {

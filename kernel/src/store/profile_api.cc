@@ -354,10 +354,7 @@ molt_status_t ProfileTransact(molt_context_t* ctx, molt_profile_t profile, molt_
       return s;
     }
     PluginInstance& p = PluginInstance::From(ctx);
-    PluginInstance::Resource r{Kind::kCompletion, {}, 0, false, nullptr, nullptr, nullptr};
-    r.completion = Completion::Create();
-    std::shared_ptr<Completion> completion = r.completion;
-    *out = p.Own(std::move(r));
+    std::shared_ptr<Completion> completion = OwnCompletion(p, out);
     PluginInstance* inst = &p;
     profiles.Transact(
         id != nullptr ? id : "", a, b,
@@ -409,11 +406,7 @@ molt_status_t ProfileKeyLoad(molt_context_t* ctx, molt_profile_t profile, const 
     if (Status s = Required({{key, "key"}, {out, "out_completion"}}); !s.ok()) {
       return s;
     }
-    PluginInstance& p = PluginInstance::From(ctx);
-    PluginInstance::Resource r{Kind::kCompletion, {}, 0, false, nullptr, nullptr, nullptr};
-    r.completion = Completion::Create();
-    std::shared_ptr<Completion> completion = r.completion;
-    *out = p.Own(std::move(r));
+    std::shared_ptr<Completion> completion = OwnCompletion(PluginInstance::From(ctx), out);
     profiles.LoadKey(key, [completion](Status s) {
       if (!completion->done()) {
         const std::string text = s.message();

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "kernel/src/store/profile_registry.h"
+#include "tests/support/child_process.h"
 
 namespace molt::kernel::store {
 namespace {
@@ -69,19 +70,7 @@ std::pair<Status, std::vector<WriteResult>> TransactNow(ProfileStore& s, const s
   return p.get_future().get();
 }
 
-// The output of a shell command.
-std::string Shell(const std::string& command) {
-  std::string out;
-  FILE* f = ::popen(command.c_str(), "r");
-  char buf[256];
-  while (f != nullptr && std::fgets(buf, sizeof buf, f) != nullptr) {
-    out += buf;
-  }
-  if (f != nullptr) {
-    ::pclose(f);
-  }
-  return out;
-}
+using molt::test::Shell;
 
 class SqliteStoreTest : public ::testing::Test {
  protected:
