@@ -156,6 +156,7 @@ void ProfileRegistry::ReclaimAbandoned() {
 std::vector<std::string> ProfileRegistry::RetireDetached() {
   std::vector<std::string> retired;
   for (auto it = slots_.begin(); it != slots_.end();) {
+    it->second.profiles->ForgetUndo();  // the swap is over: no restore takes documents back
     if (it->second.owner != nullptr) {
       ++it;
       continue;

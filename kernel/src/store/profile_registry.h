@@ -57,7 +57,8 @@ class ProfileRegistry {
   // would keep their players out until expiry), logging each; before the first loads (the
   // store runs them in order).
   void ReclaimAbandoned();
-  // Final-saves and removes every store nobody holds; their names, for the swap report.
+  // The end of a swap: final-saves and removes every store nobody holds (their names, for the
+  // swap report); the others forget what their adoption migrated (Profiles::ForgetUndo).
   std::vector<std::string> RetireDetached();
   // The close: every store's final saves and lease releases (Profiles::Drain); `done` once all
   // are written, with the totals.

@@ -174,6 +174,11 @@ struct Profiles::Entry {
   bool dirty() const { return version != saved_version; }
 };
 
+struct Profiles::Undo {
+  std::uint32_t schema_version = 0;  // of `docs`
+  std::map<net::SessionId, json::value> docs;
+};
+
 Profiles::Profiles(Kernel& kernel, net::Network& network, ProfileStore& store, std::string host,
                    ProfileSpec spec)
     : kernel_(kernel),
@@ -564,6 +569,8 @@ void Profiles::Detach() {
   attached_ = false;
 }
 
+void Profiles::ForgetUndo() { undo_.reset(); }
+
 Status Profiles::Adopt(ProfileSpec spec) {
   Result<json::value> defaults = Parse(spec.defaults);
   if (!defaults.ok() || !defaults->is_object()) {
@@ -572,25 +579,48 @@ Status Profiles::Adopt(ProfileSpec spec) {
                     defaults.ok() ? "not a JSON object" : defaults.status().message()));
   }
   const std::uint32_t from = spec_.schema_version;
+  // A failed swap's restored build takes back what the swap's adoption migrated.
+  const bool take_back = spec.schema_version < from && undo_ != nullptr &&
+                         undo_->schema_version == spec.schema_version;
+  auto undo = std::make_unique<Undo>(Undo{from, {}});
   std::map<net::SessionId, json::value> migrated;
   if (spec.schema_version != from) {
     for (const auto& [id, e] : entries_) {
       if (e->state != ProfileState::kLoaded) {
         continue;
       }
-      if (spec.schema_version < from) {
+      const json::value* before = nullptr;
+      if (take_back) {
+        auto it = undo_->docs.find(id);
+        before = it != undo_->docs.end() ? &it->second : nullptr;
+      }
+      if (spec.schema_version < from && before == nullptr) {
         return Status::FailedPrecondition(fmt::format(
             "profile store \"{}\" holds documents at schema version {} (profile \"{}\" is "
             "loaded): a build that reads up to {} cannot take it over; deploy a build at schema "
             "version {} or later",
             spec.name, from, e->key, spec.schema_version, from));
       }
+      if (take_back) {
+        migrated[id] = *before;
+        continue;
+      }
       Result<json::value> doc = Migrate(spec, e->doc, from, "profile \"" + e->key + "\"");
       if (!doc.ok()) {
         return doc.status();
       }
       migrated[id] = std::move(doc).value();
+      undo->docs[id] = e->doc;
     }
+  }
+  if (take_back) {
+    log_.Warn(
+        "the documents migrated to schema version {} go back to version {}: the swap that "
+        "migrated them failed",
+        from, spec.schema_version);
+    undo_.reset();
+  } else if (spec.schema_version != from) {
+    undo_ = std::move(undo);
   }
   spec_ = std::move(spec);
   *defaults_ = std::move(defaults).value();

@@ -195,6 +195,10 @@ class Profiles {
   // names the key and changes nothing); a lower schema version than the documents have is refused
   // while any is loaded. Defaults fill in; the loads that landed while detached finish.
   Status Adopt(ProfileSpec spec);
+  // Adopt() keeps the documents its migration replaced until the swap ends: should the swap fail
+  // after it, the restored build (at the older schema version) takes them back. The end of the
+  // swap forgets them.
+  void ForgetUndo();
   // The close: final saves of every profile and the release of every lease, in one batch; the
   // sessions keep their connection (their final save later finds nothing to do). `done` hears how
   // many were saved and how many failed. Loads still running are released when they land.
@@ -264,6 +268,8 @@ class Profiles {
   std::size_t transactions_ = 0;         // in flight
   Callback<void()> after_transactions_;  // a Drain that waits for them
   std::uint64_t next_snapshot_ = 1;
+  struct Undo;
+  std::unique_ptr<Undo> undo_;  // the documents before the last adoption's migration
   // Manual keys: key -> its id (kKeyIds and up: never a session's).
   static constexpr net::SessionId kKeyIds = net::SessionId{1} << 62;
   std::map<std::string, net::SessionId, std::less<>> keys_;

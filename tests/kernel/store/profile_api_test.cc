@@ -225,6 +225,23 @@ TEST_F(ProfileApiTest, AMigrationThatFailsFailsTheSwapAndTheOldBuildKeepsTheProf
   EXPECT_EQ(Add(s, 1), "Prof.Coins v1 " + std::to_string(s) + " 6");
 }
 
+TEST_F(ProfileApiTest, ASwapThatFailsAfterMigratingGivesTheOldBuildItsDocumentsBack) {
+  BootWith("v1");
+  const SessionId s = JoinLoaded("jo");
+  ASSERT_EQ(Add(s, 5), "Prof.Coins v1 " + std::to_string(s) + " 5");
+  loader::SwapReport report = plugins_->Reload(Build("v2_failstart"), "test");
+  EXPECT_FALSE(report.ok);
+  ASSERT_TRUE(report.restored) << report.error;
+  // v1 serves again with the document as it was before v2's migration (what v1's stop() wrote
+  // included), at schema version 1.
+  EXPECT_EQ(Get(s, ""), R"(2 {"coins":5,"stopped_by":"v1"})");
+  EXPECT_EQ(Add(s, 1), "Prof.Coins v1 " + std::to_string(s) + " 6");
+  net_->sessions().End(s, net::ExitReason::kClientClosed);
+  ASSERT_TRUE(RunUntil([&] { return Stored("Wallet/jo").lease.owner.empty(); }));
+  EXPECT_EQ(Stored("Wallet/jo").schema_version, 1u);
+  EXPECT_EQ(Stored("Wallet/jo").data.value_or(""), R"({"coins":6,"stopped_by":"v1"})");
+}
+
 TEST_F(ProfileApiTest, ABuildReadingAnOlderSchemaCannotTakeLoadedProfilesOver) {
   BootWith("v1");
   const SessionId s = JoinLoaded("ed");
