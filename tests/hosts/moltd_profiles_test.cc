@@ -89,6 +89,8 @@ class Player {
     client_.Bye();
     client_.Close();
   }
+  // Drops the link without a word, as a game that crashed does.
+  void Crash() { client_.Close(); }
   ~Player() { Leave(); }
 
  private:
@@ -166,6 +168,25 @@ TEST_F(MoltdProfilesTest, APlayersLifetimeScoreSurvivesReconnectsAndRestarts) {
   ASSERT_TRUE(back.joined());
   EXPECT_EQ(back.AwaitLifetime(6), 6);
   EXPECT_EQ(back.Score().first, 0);
+  server->Signal(SIGTERM);
+  EXPECT_EQ(server->Wait(), 0) << server->output();
+}
+
+// The game crashed and the player starts it again: their new session does not wait out the
+// resume window (30 s) of the one the dropped link left behind, which holds their profile.
+TEST_F(MoltdProfilesTest, APlayerWhoseGameCrashedGetsTheirProfileBackAtOnce) {
+  auto server = Start(data_);
+  ASSERT_FALSE(port_.empty()) << server->output();
+  {
+    Player ada(port_, "ada");
+    ASSERT_TRUE(ada.joined());
+    ada.Add(4);
+    EXPECT_EQ(ada.AwaitLifetime(4), 4);
+    ada.Crash();
+  }
+  Player back(port_, "ada");
+  ASSERT_TRUE(back.joined());
+  EXPECT_EQ(back.AwaitLifetime(4, std::chrono::milliseconds(10000)), 4) << server->output();
   server->Signal(SIGTERM);
   EXPECT_EQ(server->Wait(), 0) << server->output();
 }

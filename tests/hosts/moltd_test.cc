@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "scores_generated.h"
@@ -214,6 +216,88 @@ TEST_F(MoltdTest, ServesClientsThroughThePluginsChannelsAndSaysGoodbyeOnClose) {
   EXPECT_LT(at_close[0], at_close[1]) << p.output();
   EXPECT_LT(at_close[1], at_close[2]) << p.output();
   EXPECT_NE(at_close[2], std::string::npos) << p.output();
+}
+
+// CPU seconds (user and system) the process has used, from /proc.
+double CpuSeconds(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  std::istringstream rest(line.substr(line.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i >= 14) {  // utime, stime
+      ticks += std::stod(field);
+    }
+  }
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// moltd with 40 descriptors: connections past them are refused at once with a reason, the
+// players already in keep playing, the server does not spin on the connections it cannot take,
+// and once descriptors are free a newcomer joins.
+TEST_F(MoltdTest, OutOfDescriptorsRefusesNewcomersAndKeepsServingThePlayersIn) {
+  namespace w = molt::wire;
+  Process p({"/bin/sh", "-c",
+             "ulimit -n 40 && exec " + kMoltd + " -p " + kPlugins + " -d " + data_ + " --port 0"});
+  const std::string serving = ServingPort(p);
+  ASSERT_FALSE(serving.empty()) << p.output();
+  EXPECT_NE(p.output().find("file descriptors: 40"), std::string::npos) << p.output();
+  EXPECT_NE(p.output().find("cannot hold net.max_sessions (10000)"), std::string::npos);
+  const auto port = static_cast<std::uint16_t>(std::stoi(serving));
+  std::vector<std::unique_ptr<molt::test::TestClient>> in;
+  molt::test::Frame refused;
+  for (int i = 0; i < 60 && refused.type() != w::Body::Refuse; ++i) {
+    auto c = std::make_unique<molt::test::TestClient>(port);
+    molt::test::Frame f = c->Hello("player" + std::to_string(i));
+    if (f.type() == w::Body::Welcome) {
+      in.push_back(std::move(c));
+    } else {
+      refused = f;
+    }
+  }
+  ASSERT_EQ(refused.type(), w::Body::Refuse) << p.output();
+  EXPECT_EQ(refused.envelope()->body_as_Refuse()->reason(), w::RefuseReason::ServerFull);
+  EXPECT_EQ(refused.envelope()->body_as_Refuse()->text()->str(),
+            "the server is at capacity; retry");
+  EXPECT_EQ(refused.envelope()->body_as_Refuse()->retry_after_ms(), 5000u);
+  EXPECT_GE(in.size(), 10u);
+  for (int i = 0; i < 20; ++i) {  // more newcomers, each refused the same way
+    molt::test::TestClient late(port);
+    EXPECT_EQ(late.Hello("late").type(), w::Body::Refuse);
+  }
+  // Nothing spins: a second of (generous) CPU while nothing is asked of it.
+  const double cpu = CpuSeconds(p.pid());
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_LT(CpuSeconds(p.pid()) - cpu, 0.5);
+  for (auto& c : in) {  // the players in are served throughout
+    c->Ping(9, 1);
+    EXPECT_EQ(c->NextOf(w::Body::Pong).type(), w::Body::Pong);
+  }
+  // The operator is told why, once: the other refusals are counted into a later line.
+  const std::string why = "(OutOfDescriptors): accept failed: Too many open files";
+  ASSERT_TRUE(p.WaitFor(why)) << p.output();
+  const std::size_t first = p.output().find(why);
+  ASSERT_NE(first, std::string::npos) << p.output();
+  EXPECT_EQ(p.output().find(why, first + 1), std::string::npos) << p.output();
+  for (int i = 0; i < 3; ++i) {  // three leave: their descriptors are free again
+    in.back()->Bye();
+    in.pop_back();
+  }
+  bool joined = false;
+  for (int i = 0; i < 50 && !joined; ++i) {
+    molt::test::TestClient newcomer(port);
+    joined = newcomer.Hello("newcomer").type() == w::Body::Welcome;
+    if (!joined) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  EXPECT_TRUE(joined) << p.output();
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+  EXPECT_NE(p.output().find("more connection(s) (OutOfDescriptors)"), std::string::npos)
+      << p.output();
 }
 
 TEST_F(MoltdTest, APlainCClientTalksToIt) {

@@ -166,6 +166,7 @@ void Network::Shutdown() {
   for (SessionId id : std::exchange(detached_, {})) {
     sessions_.End(id, ExitReason::kServerShutdown);
   }
+  FlushRefusalLog(/*all=*/true);
   if (housekeeping_ != 0) {
     TaskHandle(&kernel_.scheduler(), housekeeping_).Cancel();
     housekeeping_ = 0;
@@ -179,10 +180,6 @@ bool Network::Attach(Peer& peer) {
     return false;
   }
   ++stats_.connections_accepted;
-  if (half_open_ >= options_.max_half_open) {
-    ++stats_.refused_half_open;
-    return false;
-  }
   const TimePoint now = kernel_.scheduler().Now();
   const double tick = std::max(options_.tick_rate, 1.0);
   peer.bytes_ = TokenBucket(options_.bytes_per_tick * tick,
@@ -193,7 +190,6 @@ bool Network::Attach(Peer& peer) {
   peer.last_receive_ = now;
   peer.offender_window_start_ = now;
   peers_.push_back(&peer);
-  ++half_open_;
   ArmHousekeeping();
 
   if (handshake_buckets_.size() > 4096) {  // forget addresses whose buckets refilled
@@ -209,8 +205,103 @@ bool Network::Attach(Peer& peer) {
     Refuse(peer, static_cast<std::uint8_t>(w::RefuseReason::RateLimited),
            fmt::format("too many connections from {}; retry later", peer.address()),
            it->second.SecondsUntil(now));
+    return true;
   }
+  MakeHandshakeRoom(peer.address());
+  peer.waiting_ = half_open_.insert(half_open_.end(), &peer);
+  peer.in_handshake_ = true;
+  ++half_open_by_address_[peer.address()];
   return true;
+}
+
+// Slots: a connection that says Hello promptly is never kept out by connections that do not.
+// Whoever holds slots without a Hello has them taken back oldest first, so keeping a client out
+// means opening more connections than the slots within that client's round trip (docs/network.md).
+void Network::MakeHandshakeRoom(const std::string& address) {
+  auto evict = [&](Peer& p, w::RefuseReason reason, std::string text) {
+    ++stats_.half_open_evicted;
+    Refuse(p, static_cast<std::uint8_t>(reason), text, 1);
+  };
+  const std::size_t per_address = std::max<std::size_t>(options_.max_half_open_per_address, 1);
+  if (auto it = half_open_by_address_.find(address);
+      it != half_open_by_address_.end() && it->second >= per_address) {
+    for (Peer* p : half_open_) {
+      if (p->address() == address) {
+        evict(*p, w::RefuseReason::RateLimited,
+              fmt::format("{} connections from {} are waiting to join "
+                          "(net.max_half_open_per_address) and this one waited longest without "
+                          "a hello; retry",
+                          per_address, address));
+        break;
+      }
+    }
+  }
+  const std::size_t total = std::max<std::size_t>(options_.max_half_open, 1);
+  if (half_open_.size() >= total) {
+    evict(*half_open_.front(), w::RefuseReason::ServerFull,
+          fmt::format("{} connections are waiting to join (net.max_half_open) and this one "
+                      "waited longest without a hello; retry",
+                      total));
+  }
+}
+
+void Network::LeaveHandshake(Peer& peer) {
+  if (!peer.in_handshake_) {
+    return;
+  }
+  peer.in_handshake_ = false;
+  half_open_.erase(peer.waiting_);
+  auto it = half_open_by_address_.find(peer.address());
+  if (it != half_open_by_address_.end() && --it->second == 0) {
+    half_open_by_address_.erase(it);
+  }
+}
+
+void Network::LogRefusal(std::string_view reason, const std::string& address,
+                         std::string_view text) {
+  const TimePoint now = kernel_.scheduler().Now();
+  auto it = refusal_log_.find(reason);
+  if (it == refusal_log_.end()) {
+    it = refusal_log_.emplace(std::string(reason), RefusalWindow()).first;
+  }
+  RefusalWindow& window = it->second;
+  if (window.count == 0 && now >= window.quiet_until) {
+    kLog.Warn("refused a connection from {} ({}): {}", address, reason, text);
+    window.quiet_until = now + Seconds(options_.refusal_log_seconds);
+    return;
+  }
+  ++window.count;
+  window.address = address;
+  window.text = text;
+  ArmHousekeeping();  // it says how many when the interval ends
+}
+
+void Network::FlushRefusalLog(bool all) {
+  const TimePoint now = kernel_.scheduler().Now();
+  for (auto& [reason, window] : refusal_log_) {
+    if (window.count > 0 && (all || now >= window.quiet_until)) {
+      kLog.Warn(
+          "refused {} more connection(s) ({}) within {} s (net.refusal_log_seconds); the "
+          "latest from {}: {}",
+          window.count, reason, options_.refusal_log_seconds, window.address, window.text);
+      window.count = 0;
+      window.quiet_until = now + Seconds(options_.refusal_log_seconds);
+    }
+  }
+}
+
+std::vector<std::uint8_t> Network::RefuseOverCapacity(const std::string& address,
+                                                      std::string_view why) {
+  ++stats_.connections_accepted;
+  ++stats_.handshakes_refused;
+  ++stats_.refused_no_descriptors;
+  LogRefusal("OutOfDescriptors", address, why);
+  fb::FlatBufferBuilder b(128);
+  auto refuse = w::CreateRefuseDirect(b, w::RefuseReason::ServerFull,
+                                      "the server is at capacity; retry", Millis(5));
+  const std::span<const std::uint8_t> frame = Finish(b, w::Body::Refuse, refuse.Union());
+  stats_.bytes_out += frame.size();
+  return {frame.begin(), frame.end()};
 }
 
 void Network::Detach(Peer& peer, ExitReason reason) {
@@ -225,7 +316,10 @@ void Network::Unlink(Peer& peer, ExitReason reason, bool resumable) {
   peer.closed_ = true;
   std::erase(peers_, &peer);
   if (peer.session_ == 0) {
-    --half_open_;
+    LeaveHandshake(peer);
+    if (!peer.refused_) {
+      ++stats_.handshakes_dropped[static_cast<std::size_t>(reason)];
+    }
     return;
   }
   Session* s = sessions_.Get(peer.session_);
@@ -292,15 +386,19 @@ void Network::End(Peer& peer, ExitReason reason, std::string_view text) {
   const SessionId id = peer.session_;
   Unlink(peer, reason, /*resumable=*/false);  // the session ends first: no more sends to it
   const bool flush = reason != ExitReason::kSlowReader && reason != ExitReason::kTransportError;
-  if (flush && reason != ExitReason::kClientClosed) {
+  if (flush && reason != ExitReason::kClientClosed && !peer.refused_) {  // a Refuse said it
     fb::FlatBufferBuilder b(128);
     auto bye = w::CreateByeDirect(b, std::string(ExitReasonName(reason)).c_str(),
                                   std::string(text).c_str());
     peer.Write(Finish(b, w::Body::Bye, bye.Union()));
   }
-  if (id != 0 && reason != ExitReason::kClientClosed && reason != ExitReason::kServerShutdown) {
-    kLog.Info("session {} ({}) ended: {}{}{}", id, peer.address(), ExitReasonName(reason),
-              text.empty() ? "" : ": ", text);
+  if (reason != ExitReason::kClientClosed && reason != ExitReason::kServerShutdown) {
+    if (id != 0) {
+      kLog.Info("session {} ({}) ended: {}{}{}", id, peer.address(), ExitReasonName(reason),
+                text.empty() ? "" : ": ", text);
+    } else if (!peer.refused_) {  // a handshake the server ended: rate-limited
+      LogRefusal(ExitReasonName(reason), peer.address(), text);
+    }
   }
   peer.Close(flush);
 }
@@ -320,7 +418,12 @@ void Network::SendFrame(Peer& peer, std::span<const std::uint8_t> frame) {
 }
 
 void Network::Refuse(Peer& peer, std::uint8_t reason, std::string_view text, double retry_after) {
+  if (peer.closed_) {
+    return;
+  }
   ++stats_.handshakes_refused;
+  peer.refused_ = true;
+  LogRefusal(w::EnumNameRefuseReason(static_cast<w::RefuseReason>(reason)), peer.address(), text);
   fb::FlatBufferBuilder b(128);
   auto refuse = w::CreateRefuseDirect(b, static_cast<w::RefuseReason>(reason),
                                       std::string(text).c_str(), Millis(retry_after));
@@ -561,6 +664,19 @@ void Network::OnHello(Peer& peer, const void* raw) {
     return refuse(w::RefuseReason::AuthFailed, "no authenticator is installed");
   }
   resume = Resumable(token, user);  // the token is only good for the user it was issued to
+  if (resume == nullptr) {
+    // The user is back without resuming (a restarted game): the session their lost link left
+    // waiting will not be resumed. It ends now, so what it holds (a profile's lease) is free for
+    // the new one instead of waiting out net.resume_window_seconds.
+    for (SessionId id : std::vector<SessionId>(detached_)) {
+      Session* old = sessions_.Get(id);
+      if (old != nullptr && old->user() == user) {
+        std::erase(detached_, id);
+        ++stats_.resumes_superseded;
+        sessions_.End(id, old->detach_reason_);
+      }
+    }
+  }
 
   // A lost link's client comes back: the same session, its bindings and data intact, and what
   // was sent to it meanwhile.
@@ -580,9 +696,9 @@ void Network::OnHello(Peer& peer, const void* raw) {
     ++stats_.resumes;
   }
   s.resume_token_ = NewResumeToken();
+  LeaveHandshake(peer);
   peer.session_ = s.id();
   s.peer_ = &peer;
-  --half_open_;
 
   fb::FlatBufferBuilder b(1024);
   const std::vector<fb::Offset<w::ChannelInfo>> infos = ChannelInfos(b, channels_);
@@ -981,7 +1097,10 @@ void Network::Housekeep() {
       sessions_.End(id, s->detach_reason_);
     }
   }
-  if (peers_.empty() && detached_.empty() && housekeeping_ != 0) {
+  FlushRefusalLog(/*all=*/false);
+  const bool logging = std::any_of(refusal_log_.begin(), refusal_log_.end(),
+                                   [](const auto& r) { return r.second.count > 0; });
+  if (peers_.empty() && detached_.empty() && !logging && housekeeping_ != 0) {
     TaskHandle(&kernel_.scheduler(), housekeeping_).Cancel();
     housekeeping_ = 0;
   }
@@ -994,12 +1113,13 @@ std::string Network::StatsJson() const {
   const NetStats& s = stats_;
   root["port"] = port();
   root["sessions"] = sessions_.count();
-  root["half_open"] = half_open_;
+  root["half_open"] = half_open_.size();
   root["connections_accepted"] = s.connections_accepted;
-  root["refused_half_open"] = s.refused_half_open;
+  root["half_open_evicted"] = s.half_open_evicted;
   root["refused_handshake_rate"] = s.refused_handshake_rate;
   root["handshake_timeouts"] = s.handshake_timeouts;
   root["handshakes_refused"] = s.handshakes_refused;
+  root["refused_no_descriptors"] = s.refused_no_descriptors;
   root["transport_floods"] = s.transport_floods;
   root["transport_flood_bytes"] = s.transport_flood_bytes;
   root["slow_readers"] = s.slow_readers;
@@ -1011,6 +1131,7 @@ std::string Network::StatsJson() const {
   root["links_lost"] = s.links_lost;
   root["resumes"] = s.resumes;
   root["resumes_expired"] = s.resumes_expired;
+  root["resumes_superseded"] = s.resumes_superseded;
   root["intents_accepted"] = s.intents_accepted;
   root["intents_rejected"] = s.intents_rejected;
   root["intents_rate_limited"] = s.intents_rate_limited;
@@ -1032,6 +1153,13 @@ std::string Network::StatsJson() const {
     return o;
   };
   root["transport_rejected"] = reasons(s.transport_rejected);
+  boost::json::object dropped;  // handshakes that ended without a Welcome or a Refuse
+  for (std::size_t i = 0; i < kExitReasonCount; ++i) {
+    if (s.handshakes_dropped[i] != 0) {
+      dropped[ExitReasonName(static_cast<ExitReason>(i))] = s.handshakes_dropped[i];
+    }
+  }
+  root["handshakes_dropped"] = std::move(dropped);
   boost::json::object channels;
   for (const Channel* ch : channels_.List()) {
     const ChannelCounters& c = ch->counters();

@@ -30,14 +30,20 @@
 // MOLT_ERR_RATE_LIMITED with retry-after).
 //
 // The handshake: a connection is half-open until its Hello is accepted. Before any plugin code
-// runs, the server caps half-open connections (net.max_half_open), handshakes per address per
-// second, and the time to finish (net.handshake_timeout_seconds). Then Auth.Hello (fail-closed)
+// runs, the server bounds half-open connections per address (net.max_half_open_per_address) and
+// in total (net.max_half_open): a new connection always gets a slot, made by refusing the
+// half-open connection of that address, or of anyone, that has waited longest (docs/network.md,
+// "Handshake slots"). It also caps handshakes per address per second and the time to finish
+// (net.handshake_timeout_seconds). Refusals carry a Refuse frame with a reason; handshakes that
+// end otherwise are counted by reason; both are logged at most once per reason per
+// net.refusal_log_seconds, with a count. Then Auth.Hello (fail-closed)
 // decides: in "dev" mode a hello with no Auth.Hello handler is accepted with its user id; in
 // "production" mode Listen() refuses to start without a handler.
 //
 // A link that fails under its session (no Bye) leaves the session waiting
 // net.resume_window_seconds for a Hello with its resume token; what is sent to it meanwhile is
-// kept and delivered after the resumed Welcome (docs/network.md, "Lost links and resume").
+// kept and delivered after the resumed Welcome (docs/network.md, "Lost links and resume"). A
+// Hello of the same user without the token ends the waiting session first.
 //
 // The transport is a Peer: the TCP one lives in transport.cc (Asio stays out of this header);
 // benchmarks and the fuzzer drive Receive() with a Peer of their own.
@@ -50,6 +56,8 @@
 
 #include <array>
 #include <cstdint>
+#include <list>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -84,8 +92,9 @@ struct NetOptions {
   double budget_burst_ticks = 4;             // how many ticks of budget may arrive at once
   std::size_t max_outbound_bytes = 1 << 20;  // per session; more is a slow reader
   double handshake_timeout_seconds = 5;
-  std::size_t max_half_open = 64;
-  double handshakes_per_address = 20;  // per second, burst twice that (players share NATs)
+  std::size_t max_half_open = 1024;            // in total; then the oldest is refused
+  std::size_t max_half_open_per_address = 16;  // then that address's oldest is refused
+  double handshakes_per_address = 20;          // per second, burst twice that (players share NATs)
   std::size_t max_sessions = 10000;
   double ping_interval_seconds = 1;
   double idle_timeout_seconds = 15;
@@ -95,6 +104,7 @@ struct NetOptions {
   double offender_window_seconds = 10;
   std::uint32_t offender_kick_after = 300;  // spec: 300 refused messages within 10 s
   double error_frame_gap_seconds = 0.25;
+  double refusal_log_seconds = 10;  // one log line per refusal reason per interval, with a count
 };
 
 // One connection, as the Network sees it. The transport implements the I/O.
@@ -133,14 +143,21 @@ class Peer {
   std::uint32_t offences_ = 0;
   TimePoint last_error_frame_{};
   std::uint32_t ping_seq_ = 0;
+  bool refused_ = false;       // a Refuse frame was sent: the close is accounted for
+  bool in_handshake_ = false;  // in Network::half_open_, at waiting_
+  std::list<Peer*>::iterator waiting_{};
 };
 
 struct NetStats {
   std::uint64_t connections_accepted = 0;
-  std::uint64_t refused_half_open = 0;
+  std::uint64_t half_open_evicted = 0;  // refused to make room for a newer connection
   std::uint64_t refused_handshake_rate = 0;
   std::uint64_t handshake_timeouts = 0;
-  std::uint64_t handshakes_refused = 0;  // Refuse frames (auth, version, hash, full)
+  std::uint64_t handshakes_refused = 0;      // Refuse frames (every reason, evictions included)
+  std::uint64_t refused_no_descriptors = 0;  // accepted only to be refused: no descriptor left
+  // Half-open connections that ended without a Welcome or a Refuse, by ExitReason (client
+  // closed, timed out, protocol error, transport error, server shutdown).
+  std::array<std::uint64_t, kExitReasonCount> handshakes_dropped{};
   std::uint64_t transport_floods = 0;
   std::uint64_t transport_flood_bytes = 0;
   std::uint64_t slow_readers = 0;
@@ -148,9 +165,10 @@ struct NetStats {
   std::uint64_t bytes_out = 0;
   std::uint64_t frames_in = 0;
   std::uint64_t error_frames = 0;
-  std::uint64_t links_lost = 0;       // sessions detached to wait for a resume
-  std::uint64_t resumes = 0;          // sessions resumed by their client
-  std::uint64_t resumes_expired = 0;  // detached sessions ended when the window passed
+  std::uint64_t links_lost = 0;          // sessions detached to wait for a resume
+  std::uint64_t resumes = 0;             // sessions resumed by their client
+  std::uint64_t resumes_expired = 0;     // detached sessions ended when the window passed
+  std::uint64_t resumes_superseded = 0;  // ... ended when their user joined afresh
   // Rejections not attributable to a channel (flood, frame size, envelope, unknown channel).
   std::array<std::uint64_t, kRejectCount> transport_rejected{};
   // Totals over every channel (spec: Net.Stats).
@@ -200,6 +218,9 @@ class Network {
   bool Attach(Peer& peer);
   // Bytes arrived on `peer`: frames are parsed and passed through the pipeline.
   void Receive(Peer& peer, std::span<const std::uint8_t> bytes);
+  // The transport accepted a connection it cannot keep (no descriptor to spare): counted, logged
+  // (rate-limited) with `why`, and the Refuse frame (ServerFull, a retry-after) to send it.
+  std::vector<std::uint8_t> RefuseOverCapacity(const std::string& address, std::string_view why);
   // The transport closed on its own (EOF, error). `peer` is not used afterwards. The session
   // waits net.resume_window_seconds for its client to come back (resume) before it ends.
   void Detach(Peer& peer, ExitReason reason);
@@ -220,7 +241,7 @@ class Network {
 
   NetStats stats() const { return stats_; }
   std::size_t peers() const { return peers_.size(); }
-  std::size_t half_open() const { return half_open_; }
+  std::size_t half_open() const { return half_open_.size(); }
   std::string StatsJson() const;
 
  private:
@@ -237,6 +258,15 @@ class Network {
                std::string_view text, bool answered);
   void Flood(Peer& peer, std::size_t bytes, std::size_t budget);
   void Refuse(Peer& peer, std::uint8_t reason, std::string_view text, double retry_after);
+  // Makes room for one more half-open connection from `address`: refuses the oldest of that
+  // address when it has its share, then the oldest of all when the total is reached.
+  void MakeHandshakeRoom(const std::string& address);
+  // A handshake failed (`reason`: a RefuseReason or ExitReason name): logged at most once per
+  // reason per net.refusal_log_seconds, the others counted into the next line.
+  void LogRefusal(std::string_view reason, const std::string& address, std::string_view text);
+  void FlushRefusalLog(bool all);
+  // `peer` leaves the half-open list (joined or closed).
+  void LeaveHandshake(Peer& peer);
   void End(Peer& peer, ExitReason reason, std::string_view text);
   // Unlinks `peer` from the network; its session ends, or waits for a resume when `resumable`.
   void Unlink(Peer& peer, ExitReason reason, bool resumable);
@@ -266,7 +296,14 @@ class Network {
   std::unique_ptr<TcpTransport> transport_;
   std::vector<Peer*> peers_;         // attached and not closed
   std::vector<SessionId> detached_;  // sessions waiting for a resume
-  std::size_t half_open_ = 0;
+  std::list<Peer*> half_open_;       // oldest first
+  std::unordered_map<std::string, std::uint32_t> half_open_by_address_;
+  struct RefusalWindow {
+    TimePoint quiet_until{};
+    std::uint64_t count = 0;  // refusals since the last line
+    std::string address, text;
+  };
+  std::map<std::string, RefusalWindow, std::less<>> refusal_log_;
   std::unordered_map<std::string, TokenBucket> handshake_buckets_;
   std::unordered_map<RequestToken, std::unique_ptr<Pending>> pending_;
   RequestToken next_token_ = 1;

@@ -62,6 +62,7 @@ enum class ExitReason : std::uint8_t {
   kServerShutdown,  // the server is closing
   kTransportError,  // the socket failed
 };
+inline constexpr std::size_t kExitReasonCount = 9;
 // "ClientClosed", "Kicked", ...
 std::string_view ExitReasonName(ExitReason reason);
 

@@ -3,16 +3,23 @@
 // non-blocking and batched per handler; nothing here blocks the kernel thread.
 #include "kernel/src/net/transport.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cerrno>
+#include <cstring>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
+#include "kernel/src/core/clock.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/network.h"
 
@@ -32,7 +39,18 @@ class TcpPeer;
 
 struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
   Impl(Network& n, asio::io_context& i) : net(n), io(i), acceptor(i), retry(i) {}
+  ~Impl() { CloseSpare(); }
   void Accept();
+  // Accept failed for lack of descriptors: refuse what waits, with the descriptor kept spare.
+  void OutOfDescriptors(const error_code& ec);
+  void AcceptLater();
+  void OpenSpare() { spare = ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+  void CloseSpare() {
+    if (spare >= 0) {
+      ::close(spare);
+      spare = -1;
+    }
+  }
   // Drops the transport's reference later: the caller may still be inside the peer.
   void Forget(TcpPeer* peer);
 
@@ -41,6 +59,11 @@ struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
   tcp::acceptor acceptor;
   asio::steady_timer retry;
   bool accepting = false;
+  // One descriptor held in reserve: when accept fails for lack of descriptors, it is given up
+  // for a moment to accept the waiting connection and refuse it with a reason, so the queue
+  // drains instead of the acceptor waking again and again for a connection it cannot take.
+  int spare = -1;
+  TimePoint last_failure_log{};
   std::unordered_map<TcpPeer*, std::shared_ptr<TcpPeer>> peers;
 };
 
@@ -224,15 +247,17 @@ void TcpTransport::Impl::Accept() {
     if (self == nullptr || !self->accepting) {
       return;
     }
-    if (ec) {
-      // Out of descriptors and the like: log, wait a moment, go on accepting.
-      kLog.Warn("accept failed: {}; retrying in 100 ms", ec.message());
-      self->retry.expires_after(std::chrono::milliseconds(100));
-      self->retry.async_wait([weak](error_code e) {
-        if (auto s = weak.lock(); s != nullptr && !e && s->accepting) {
-          s->Accept();
-        }
-      });
+    if (ec == asio::error::no_descriptors || ec.value() == ENFILE) {
+      self->OutOfDescriptors(ec);
+      return;
+    }
+    if (ec) {  // anything else: say so (at most every 10 s), wait a moment, go on accepting
+      if (const TimePoint now = RealNow();
+          now - self->last_failure_log > std::chrono::seconds(10)) {
+        self->last_failure_log = now;
+        kLog.Warn("accept failed: {}; retrying every 100 ms", ec.message());
+      }
+      self->AcceptLater();
       return;
     }
     error_code ignored;
@@ -250,6 +275,59 @@ void TcpTransport::Impl::Accept() {
     }
     self->Accept();
   });
+}
+
+void TcpTransport::Impl::AcceptLater() {
+  retry.expires_after(std::chrono::milliseconds(100));
+  retry.async_wait([weak = weak_from_this()](error_code e) {
+    if (auto s = weak.lock(); s != nullptr && !e && s->accepting) {
+      s->Accept();
+    }
+  });
+}
+
+void TcpTransport::Impl::OutOfDescriptors(const error_code& ec) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  const std::string why = fmt::format(
+      "accept failed: {}; the server may hold {} descriptors (RLIMIT_NOFILE), so new connections "
+      "are "
+      "refused until some close: raise the limit (ulimit -n, LimitNOFILE=) or lower "
+      "net.max_sessions",
+      ec.message(), static_cast<unsigned long long>(limit.rlim_cur));
+  CloseSpare();
+  sockaddr_storage from{};
+  socklen_t from_len = sizeof(from);
+  const int fd = ::accept4(acceptor.native_handle(), reinterpret_cast<sockaddr*>(&from), &from_len,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+  const int accept_errno = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    tcp::endpoint remote;
+    std::memcpy(remote.data(), &from, std::min<std::size_t>(from_len, remote.capacity()));
+    remote.resize(std::min<std::size_t>(from_len, remote.capacity()));
+    const std::vector<std::uint8_t> refuse =
+        net.RefuseOverCapacity(remote.address().to_string(), why);
+    (void)::send(fd, refuse.data(), refuse.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::shutdown(fd, SHUT_WR);
+    ::close(fd);
+  }
+  OpenSpare();
+  if (spare >= 0 && (fd >= 0 || accept_errno == EAGAIN || accept_errno == EWOULDBLOCK)) {
+    // Out of descriptors, accept fails whether or not a connection waits: wait for one to
+    // arrive before trying again, so the loop never spins. Each is taken and refused in turn.
+    acceptor.async_wait(tcp::acceptor::wait_read, [weak = weak_from_this()](error_code e) {
+      if (auto s = weak.lock(); s != nullptr && !e && s->accepting) {
+        s->Accept();
+      }
+    });
+    return;
+  }
+  // No descriptor to spare (something else took it): wait, then try again.
+  if (const TimePoint now = RealNow(); now - last_failure_log > std::chrono::seconds(10)) {
+    last_failure_log = now;
+    kLog.Warn("{}; no descriptor is left even to refuse them: retrying every 100 ms", why);
+  }
+  AcceptLater();
 }
 
 TcpTransport::TcpTransport(Network& network, asio::io_context& io)
@@ -291,6 +369,8 @@ Status TcpTransport::Listen(const std::string& address, std::uint16_t port) {
                     address, port, ec.message()));
   }
   impl_->accepting = true;
+  a.native_non_blocking(true, ec);  // OutOfDescriptors accepts without Asio, and must not block
+  impl_->OpenSpare();
   impl_->Accept();
   kLog.Info("listening on {}:{}", address, this->port());
   return Status();

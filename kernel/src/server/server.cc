@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <molt/kernel/server.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -33,6 +34,38 @@ namespace fs = std::filesystem;
 // --watch: how long the plugin directory must stay quiet before a reload (a build writes several
 // files, and a linker writes one in several steps).
 constexpr Duration kWatchSettle = std::chrono::milliseconds(300);
+
+// Every connection is a descriptor: the soft limit (often 1024) goes up to the hard one, and the
+// figure is logged, with a warning when it cannot hold net.max_sessions.
+void RaiseDescriptorLimit(const Settings& settings, const LogScope& log) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    return;
+  }
+  const rlim_t before = limit.rlim_cur;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+      limit.rlim_cur = before;
+    }
+  }
+  const auto now = static_cast<unsigned long long>(limit.rlim_cur);
+  if (limit.rlim_cur != before) {
+    log.Info("file descriptors: {} (the soft limit was {}; raised to the hard limit)", now,
+             static_cast<unsigned long long>(before));
+  } else {
+    log.Info("file descriptors: {}", now);
+  }
+  // Sessions, half-open connections and the process's own files (plugins, the database, logs).
+  const std::size_t wanted = settings.net.max_sessions + settings.net.max_half_open + 64;
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < wanted) {
+    log.Warn(
+        "file descriptors: {} cannot hold net.max_sessions ({}) and net.max_half_open ({}): "
+        "connections past it are refused; raise the hard limit (ulimit -Hn, LimitNOFILE= in a "
+        "systemd unit) to {} or more",
+        now, settings.net.max_sessions, settings.net.max_half_open, wanted);
+  }
+}
 
 // Removes copy directories of moltd processes that no longer exist (a kill -9 leaves them).
 void RemoveStaleRunDirs(const fs::path& run_root) {
@@ -108,6 +141,7 @@ int RunServer(const ServerOptions& options) {
               ec.message());
     return kExitBootFailed;
   }
+  RaiseDescriptorLimit(settings, log);
   const fs::path run_root = fs::path(settings.data_dir) / "run";
   RemoveStaleRunDirs(run_root);
   const fs::path copy_dir = run_root / ("moltd-" + std::to_string(::getpid()));

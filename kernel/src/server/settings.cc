@@ -43,6 +43,8 @@ const NetNumber kNetNumbers[] = {
      &net::NetOptions::max_outbound_bytes},
     {"net.handshake_timeout_seconds", 0.1, 3600, &net::NetOptions::handshake_timeout_seconds},
     {"net.max_half_open", 1, 1 << 20, nullptr, nullptr, &net::NetOptions::max_half_open},
+    {"net.max_half_open_per_address", 1, 1 << 20, nullptr, nullptr,
+     &net::NetOptions::max_half_open_per_address},
     {"net.handshakes_per_address", 0.01, 1e6, &net::NetOptions::handshakes_per_address},
     {"net.max_sessions", 1, 1 << 24, nullptr, nullptr, &net::NetOptions::max_sessions},
     {"net.ping_interval_seconds", 0.05, 3600, &net::NetOptions::ping_interval_seconds},
@@ -51,6 +53,7 @@ const NetNumber kNetNumbers[] = {
     {"net.offender_window_seconds", 0.1, 3600, &net::NetOptions::offender_window_seconds},
     {"net.offender_kick_after", 1, 1e9, nullptr, &net::NetOptions::offender_kick_after},
     {"net.error_frame_gap_seconds", 0, 3600, &net::NetOptions::error_frame_gap_seconds},
+    {"net.refusal_log_seconds", 0, 86400, &net::NetOptions::refusal_log_seconds},
 };
 
 std::set<std::string, std::less<>> NetKeys() {

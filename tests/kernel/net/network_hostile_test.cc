@@ -227,30 +227,38 @@ TEST_F(HostileTest, AHandshakeThatNeverFinishesTimesOut) {
   EXPECT_EQ(net_->half_open(), 0u);
 }
 
-TEST_F(HostileTest, HalfOpenConnectionsAreCapped) {
-  NetOptions o = NoResume();
-  o.max_half_open = 3;
-  o.handshakes_per_address = 1000;
-  Boot(o);
-  const ChannelId say = DeclareSay("chat.Say");
+// A game that crashed and starts again joins afresh: the session its lost link left waiting ends
+// (as the link did) before the new one starts, rather than holding on for the resume window.
+TEST_F(HostileTest, AUserBackWithoutTheirResumeTokenEndsTheSessionTheirLostLinkLeft) {
+  Boot(NetOptions());  // the default window: 30 s
   Listen();
-  std::vector<std::unique_ptr<TestClient>> idle;
-  for (int i = 0; i < 3; ++i) {
-    idle.push_back(std::make_unique<TestClient>(port_));
-  }
-  ASSERT_TRUE(RunUntil([&] { return net_->half_open() == 3; }));  // the three are attached
-  Run([&] {
-    TestClient refused(port_);
-    EXPECT_EQ(refused.WaitClosed(), "closed");  // closed at once, without a word
+  LogEnds();
+  std::vector<std::string> order;
+  Connection starts = net_->sessions().OnSession(
+      [&](Session& s) { order.push_back("start " + std::to_string(s.id())); });
+  Connection ends = kernel_->bus().Subscribe("Kernel.SessionEnd", [&](std::string_view, Args a) {
+    order.push_back("end " + std::to_string(a[0].AsHandle()));
   });
-  idle.clear();  // the three give up
-  ASSERT_TRUE(RunUntil([&] { return net_->half_open() == 0; }));
   Run([&] {
-    TestClient later(port_);
-    ASSERT_EQ(later.Hello("later").type(), w::Body::Welcome);
-    CheckBystander(later, say);
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    TestClient other(port_);
+    ASSERT_EQ(other.Hello("bob").type(), w::Body::Welcome);
+  });  // both links drop without a Bye
+  ASSERT_TRUE(RunUntil([&] { return net_->stats().links_lost == 2; }));
+  Run([&] {
+    TestClient again(port_);
+    Frame f = again.Hello("ada");
+    ASSERT_EQ(f.type(), w::Body::Welcome);
+    EXPECT_FALSE(f.envelope()->body_as_Welcome()->resumed());
+    again.Bye();
   });
-  EXPECT_EQ(net_->stats().refused_half_open, 1u);
+  ASSERT_TRUE(RunUntil([&] { return order.size() == 5; }));
+  EXPECT_EQ(order, (std::vector<std::string>{"start 1", "start 2", "end 1", "start 3", "end 3"}));
+  EXPECT_EQ(ends_, (std::vector<std::string>{"ClientClosed", "ClientClosed"}));
+  EXPECT_EQ(net_->stats().resumes_superseded, 1u);
+  EXPECT_NE(net_->sessions().Get(2), nullptr);  // bob's still waits for him
+  Teardown();                                   // bob's ends while `order` exists
 }
 
 TEST_F(HostileTest, HandshakesPerAddressAreRateLimited) {
@@ -399,6 +407,8 @@ TEST_F(HostileTest, ALostLinkResumesTheSameSessionWithWhatItMissed) {
   EXPECT_EQ(net_->stats().resumes, 1u);
   ASSERT_TRUE(RunUntil([&] { return net_->sessions().Get(id) == nullptr; }));
   EXPECT_EQ(unbound, 1);  // ada's binding ran once, when she said bye (mallory's link waits)
+  Teardown();             // mallory's session ends while the counter its binding writes exists
+  EXPECT_EQ(unbound, 2);
 }
 
 TEST_F(HostileTest, ASessionWhoseClientNeverComesBackEndsWhenTheWindowPasses) {

@@ -48,10 +48,17 @@ struct Frame {
 
 class TestClient {
  public:
-  explicit TestClient(std::uint16_t port, int recv_buffer = 0) {
+  // `from`: a loopback source address other than 127.0.0.1 (another "host").
+  explicit TestClient(std::uint16_t port, int recv_buffer = 0, const char* from = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     if (recv_buffer > 0) {  // a small window makes a slow reader
       ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &recv_buffer, sizeof(recv_buffer));
+    }
+    if (from != nullptr) {
+      sockaddr_in src{};
+      src.sin_family = AF_INET;
+      ::inet_pton(AF_INET, from, &src.sin_addr);
+      ::bind(fd_, reinterpret_cast<sockaddr*>(&src), sizeof(src));
     }
     int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

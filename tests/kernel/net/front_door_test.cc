@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: Apache-2.0
+// The front door on real loopback sockets: handshake slots that idle connections cannot hold
+// (from one address or from many), the handshake timeout against a slow drip, refusals that say
+// why and are logged without flooding the log.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernel/src/core/logger.h"
+#include "net_fixture.h"
+
+namespace molt::kernel::net {
+namespace {
+
+using molt::test::Frame;
+using molt::test::TestClient;
+namespace w = ::molt::wire;
+using namespace std::chrono_literals;
+
+class FrontDoorTest : public NetTest {
+ protected:
+  static NetOptions Slots(std::size_t total, std::size_t per_address) {
+    NetOptions o = NoResume();
+    o.max_half_open = total;
+    o.max_half_open_per_address = per_address;
+    o.handshakes_per_address = 1000;
+    return o;
+  }
+  // Connects from `from` and waits until the server holds it as half-open.
+  std::unique_ptr<TestClient> Idle(const char* from) {
+    const std::size_t before = net_->stats().connections_accepted;
+    auto c = std::make_unique<TestClient>(port_, 0, from);
+    EXPECT_TRUE(RunUntil([&] { return net_->stats().connections_accepted == before + 1; }));
+    return c;
+  }
+  static void ExpectRefused(TestClient& c, w::RefuseReason reason, const std::string& text) {
+    Frame f = c.Next();
+    ASSERT_EQ(f.type(), w::Body::Refuse);
+    EXPECT_EQ(f.envelope()->body_as_Refuse()->reason(), reason);
+    EXPECT_EQ(f.envelope()->body_as_Refuse()->retry_after_ms(), 1000u);
+    EXPECT_EQ(Text(f.envelope()), text);
+    EXPECT_EQ(c.WaitClosed(), "closed");
+  }
+  std::uint64_t dropped(ExitReason r) {
+    return net_->stats().handshakes_dropped[static_cast<std::size_t>(r)];
+  }
+};
+
+TEST_F(FrontDoorTest, TheHalfOpenConnectionThatWaitedLongestMakesRoomForANewOne) {
+  Boot(Slots(3, 16));
+  Listen();
+  auto first = Idle("127.0.0.2");
+  auto second = Idle("127.0.0.3");
+  auto third = Idle("127.0.0.4");
+  ASSERT_EQ(net_->half_open(), 3u);
+  Run([&] {
+    TestClient newcomer(port_);
+    ExpectRefused(*first, w::RefuseReason::ServerFull,
+                  "3 connections are waiting to join (net.max_half_open) and this one waited "
+                  "longest without a hello; retry");
+    EXPECT_EQ(newcomer.Hello("newcomer").type(), w::Body::Welcome);
+  });
+  EXPECT_EQ(net_->stats().half_open_evicted, 1u);
+  EXPECT_EQ(net_->stats().handshakes_refused, 1u);
+  EXPECT_EQ(net_->half_open(), 2u);  // the second and the third still wait
+  EXPECT_EQ(net_->sessions().stats().started, 1u);
+}
+
+TEST_F(FrontDoorTest, OneAddressCannotTakeEveryHandshakeSlot) {
+  Boot(Slots(100, 2));
+  Listen();
+  auto a1 = Idle("127.0.0.2");
+  auto a2 = Idle("127.0.0.2");
+  auto other = Idle("127.0.0.3");
+  Run([&] {
+    TestClient a3(port_, 0, "127.0.0.2");
+    ExpectRefused(*a1, w::RefuseReason::RateLimited,
+                  "2 connections from 127.0.0.2 are waiting to join "
+                  "(net.max_half_open_per_address) and this one waited longest without a "
+                  "hello; retry");
+    EXPECT_EQ(a3.Hello("a3").type(), w::Body::Welcome);
+    EXPECT_EQ(other->Hello("other").type(), w::Body::Welcome);  // another address's was kept
+  });
+  EXPECT_EQ(net_->stats().half_open_evicted, 1u);
+  EXPECT_EQ(net_->half_open(), 1u);  // a2
+}
+
+TEST_F(FrontDoorTest, ASlowDripHelloIsCutAtTheHandshakeTimeout) {
+  NetOptions o = NoResume();
+  o.handshake_timeout_seconds = 0.5;
+  Boot(o);
+  Listen();
+  Run([&] {
+    TestClient c(port_);
+    const std::vector<std::uint8_t> hello = TestClient::HelloFrame("drip");
+    const auto t0 = std::chrono::steady_clock::now();
+    // One byte every 50 ms: the whole hello would take seconds; every byte is progress, and
+    // still the handshake must end at its timeout.
+    for (std::size_t i = 0; i + 1 < hello.size() && std::chrono::steady_clock::now() - t0 < 2s;
+         ++i) {
+      if (!c.SendRaw(std::span(hello.data() + i, 1))) {
+        break;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_EQ(c.WaitClosed(), "TimedOut");
+  });
+  EXPECT_EQ(net_->stats().handshake_timeouts, 1u);
+  EXPECT_EQ(dropped(ExitReason::kTimedOut), 1u);
+  EXPECT_EQ(net_->sessions().stats().started, 0u);
+  EXPECT_EQ(net_->half_open(), 0u);
+}
+
+// Closes that carry no Refuse are counted by reason; a refused one is not counted twice.
+TEST_F(FrontDoorTest, HandshakesThatEndWithoutARefuseAreCountedByReason) {
+  Listen();
+  Run([&] {
+    { TestClient gone(port_); }  // connects and leaves
+    TestClient garbage(port_);
+    garbage.SendRaw("GET / HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(garbage.WaitClosed(), "ProtocolError");
+    TestClient old(port_);
+    EXPECT_EQ(old.Hello("old", 1).type(), w::Body::Refuse);
+  });
+  ASSERT_TRUE(RunUntil([&] { return net_->half_open() == 0; }));
+  EXPECT_EQ(dropped(ExitReason::kClientClosed), 1u);
+  EXPECT_EQ(dropped(ExitReason::kProtocolError), 1u);
+  EXPECT_EQ(net_->stats().handshakes_refused, 1u);
+  const std::string json = net_->StatsJson();
+  EXPECT_NE(json.find(R"("handshakes_dropped":{"ClientClosed":1,"ProtocolError":1})"),
+            std::string::npos)
+      << json;
+}
+
+// An operator sees an attack in a few lines: the first refusal of a reason at once, then one
+// line per interval with how many more there were.
+TEST_F(FrontDoorTest, RefusalsAreLoggedOncePerReasonPerIntervalWithACount) {
+  NetOptions o = NoResume();
+  o.refusal_log_seconds = 0.5;
+  Boot(o);
+  Listen();
+  std::mutex mu;
+  std::vector<std::string> lines;
+  auto sink = Logger::Get().AddSink([&](const LogEntry& e) {
+    if (e.message.find("refused") != std::string_view::npos) {
+      std::lock_guard<std::mutex> lock(mu);
+      lines.emplace_back(e.message);
+    }
+  });
+  Run([&] {
+    for (int i = 0; i < 30; ++i) {
+      TestClient c(port_);
+      EXPECT_EQ(c.Hello("old", 1).type(), w::Body::Refuse);
+    }
+  });
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(lines[0],
+              "refused a connection from 127.0.0.1 (ProtocolVersion): protocol version 1 is not "
+              "supported: this server speaks 2");
+  }
+  ASSERT_TRUE(RunUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return lines.size() == 2;
+  }));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(lines[1],
+            "refused 29 more connection(s) (ProtocolVersion) within 0.5 s "
+            "(net.refusal_log_seconds); the latest from 127.0.0.1: protocol version 1 is not "
+            "supported: this server speaks 2");
+}
+
+// An attacker in a process of its own (its descriptors are its own): it opens `count`
+// connections that never say a word, from 127.0.0.2 up (250 addresses, so the per-address
+// handshake rate lets each one in), then keeps replacing its oldest with a new one until it is
+// killed. The child makes only system calls: its memory is allocated before the fork.
+class Attacker {
+ public:
+  Attacker(std::uint16_t port, int count) : fds_(static_cast<std::size_t>(count), -1) {
+    int p[2];
+    if (::pipe(p) != 0) {
+      return;
+    }
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(p[0]);
+      Child(port, p[1]);
+    }
+    ::close(p[1]);
+    progress_ = p[0];
+    ::fcntl(progress_, F_SETFL, O_NONBLOCK);
+  }
+  ~Attacker() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (progress_ >= 0) {
+      ::close(progress_);
+    }
+  }
+  // How many connections the child has opened so far (a byte per thousand).
+  int opened() {
+    char buf[64];
+    ssize_t n;
+    while ((n = ::read(progress_, buf, sizeof(buf))) > 0) {
+      thousands_ += static_cast<int>(n);
+    }
+    return thousands_ * 1000;
+  }
+
+ private:
+  [[noreturn]] void Child(std::uint16_t port, int progress) {
+    rlimit lim{};
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    auto open = [&](std::size_t n) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in from{};
+      from.sin_family = AF_INET;
+      from.sin_addr.s_addr = htonl(0x7f000002u + static_cast<std::uint32_t>(n % 250));
+      if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+          ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+        if (fd >= 0) {
+          ::close(fd);
+        }
+        return -1;
+      }
+      return fd;
+    };
+    for (std::size_t i = 0; i < fds_.size(); ++i) {
+      fds_[i] = open(i);
+      if ((i + 1) % 1000 == 0 && ::write(progress, "k", 1) != 1) {
+        ::_exit(1);
+      }
+    }
+    for (std::size_t n = fds_.size();; ++n) {  // churn: the oldest goes, a new one comes
+      const std::size_t i = n % fds_.size();
+      if (fds_[i] >= 0) {
+        ::close(fds_[i]);
+      }
+      fds_[i] = open(n);
+    }
+  }
+
+  std::vector<int> fds_;
+  pid_t pid_ = -1;
+  int progress_ = -1;
+  int thousands_ = 0;
+};
+
+TEST_F(FrontDoorTest, TenThousandIdleConnectionsFromManyAddressesKeepNoPlayerOut) {
+  // The server's side of the attack needs descriptors too (the refused ones linger up to 2 s).
+  rlimit lim{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &lim), 0);
+  lim.rlim_cur = lim.rlim_max;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lim), 0);
+  NetOptions o = NoResume();  // the defaults: 1024 slots, 16 per address, 20 handshakes/s
+  Boot(o);
+  const ChannelId say = DeclareSay("chat.Say");
+  Listen();
+  constexpr int kIdle = 10000;
+  Attacker attacker(port_, kIdle);
+  ASSERT_TRUE(RunUntil([&] { return attacker.opened() >= kIdle; }, 120s))
+      << "the attacker opened " << attacker.opened();
+  ASSERT_TRUE(RunUntil([&] { return net_->stats().connections_accepted >= kIdle; }, 60s));
+  EXPECT_EQ(net_->half_open(), o.max_half_open);  // every slot is taken by the attacker
+  std::vector<std::chrono::steady_clock::duration> joins;
+  std::vector<std::unique_ptr<TestClient>> players;
+  Run([&] {
+    for (int i = 0; i < 20; ++i) {  // while the attacker keeps opening more
+      const auto t0 = std::chrono::steady_clock::now();
+      players.push_back(std::make_unique<TestClient>(port_));
+      Frame f = players.back()->Hello("player" + std::to_string(i));
+      ASSERT_EQ(f.type(), w::Body::Welcome) << "player " << i;
+      joins.push_back(std::chrono::steady_clock::now() - t0);
+      players.back()->Intent(say, SayPayload("in"));
+    }
+  });
+  ASSERT_EQ(joins.size(), 20u);
+  const auto slowest = *std::max_element(joins.begin(), joins.end());
+  EXPECT_LT(slowest, 1s) << "the slowest join took "
+                         << std::chrono::duration<double>(slowest).count() << " s";
+  ASSERT_TRUE(RunUntil([&] { return net_->channels().Find(say)->counters().accepted == 20; }));
+  EXPECT_EQ(net_->sessions().count(), 20u);
+  EXPECT_LE(net_->half_open(), o.max_half_open);
+  EXPECT_GT(net_->stats().half_open_evicted, 0u);
+  std::printf("slowest of 20 joins under %d idle connections: %.1f ms; %llu evicted\n", kIdle,
+              std::chrono::duration<double, std::milli>(slowest).count(),
+              static_cast<unsigned long long>(net_->stats().half_open_evicted));
+}
+
+}  // namespace
+}  // namespace molt::kernel::net
