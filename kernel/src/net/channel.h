@@ -66,8 +66,9 @@ enum class Reject : std::uint8_t {
   kRuleViolated = 7,
   kUnguarded = 8,
   kHookRejected = 9,
+  kDuplicateRequest = 10,  // a request id still in flight on the session: never handled twice
 };
-inline constexpr std::size_t kRejectCount = 10;
+inline constexpr std::size_t kRejectCount = 11;
 std::string_view RejectName(Reject reason);  // "flood", "frame_too_large", ...
 
 // The type a rule reads a field as.

@@ -741,6 +741,13 @@ void Network::OnInbound(Peer& peer, bool request, ChannelId id, std::uint32_t re
   if (s == nullptr) {
     return RejectMessage(peer, ch, Reject::kNoSession, request, request_id, 0, "no live session");
   }
+  // A request id still in flight: the first is being handled; this one is not, nor answered
+  // (an answer would carry the same id and settle the client's first request).
+  if (request && in_flight_.count({s->id(), request_id}) != 0) {
+    return RejectMessage(
+        peer, ch, Reject::kDuplicateRequest, request, request_id, 0,
+        fmt::format("request id {} is still in flight on this session", request_id));
+  }
   // 6. The channel's token bucket for this session.
   const TimePoint now = batch_now_;
   TokenBucket& bucket = s->Bucket(*ch, now);
@@ -831,6 +838,7 @@ void Network::OnInbound(Peer& peer, bool request, ChannelId id, std::uint32_t re
         Reply(token, Status::Code::kTimedOut, {});
       },
       Priority::kKernel);
+  in_flight_.emplace(s->id(), request_id);
   pending_.emplace(token, std::move(pending));
   if (!ch->spec().on_request) {
     Reply(token, Status::Code::kUnsupported, {});
@@ -869,7 +877,7 @@ void Network::RejectMessage(Peer& peer, Channel* ch, Reject reason, bool request
                     Value::String(RejectName(reason))};
     kernel_.bus().Publish(rejected_topic_, args);
   }
-  if (request) {
+  if (request && reason != Reject::kDuplicateRequest) {
     if (Session* s = sessions_.Get(peer.session_)) {
       const Status::Code code = reason == Reject::kRateLimited      ? Status::Code::kRateLimited
                                 : reason == Reject::kUnknownChannel ? Status::Code::kNotFound
@@ -925,6 +933,14 @@ void Network::SendResponse(Session& session, std::uint32_t id, Status::Code stat
   SendTo(session, Finish(b, w::Body::Response, resp.Union()));
 }
 
+std::unique_ptr<Network::Pending> Network::TakePending(PendingMap::iterator it) {
+  std::unique_ptr<Pending> p = std::move(it->second);
+  pending_.erase(it);
+  in_flight_.erase({p->session, p->wire_id});
+  p->timeout.Cancel();
+  return p;
+}
+
 Status Network::Reply(RequestToken token, Status::Code status,
                       std::span<const std::uint8_t> payload) {
   auto it = pending_.find(token);
@@ -937,9 +953,7 @@ Status Network::Reply(RequestToken token, Status::Code status,
         "is still open",
         payload.size(), options_.max_frame_bytes));
   }
-  std::unique_ptr<Pending> p = std::move(it->second);
-  pending_.erase(it);
-  p->timeout.Cancel();
+  std::unique_ptr<Pending> p = TakePending(it);
   Session* s = sessions_.Get(p->session);
   if (s == nullptr) {
     return Status::Stale(fmt::format("session {} left before the answer", p->session));
@@ -957,10 +971,7 @@ std::size_t Network::RefusePending(ChannelId channel, Status::Code status, doubl
   }
   std::sort(tokens.begin(), tokens.end());  // in the order they came
   for (RequestToken token : tokens) {
-    auto it = pending_.find(token);
-    std::unique_ptr<Pending> p = std::move(it->second);
-    pending_.erase(it);
-    p->timeout.Cancel();
+    std::unique_ptr<Pending> p = TakePending(pending_.find(token));
     if (Session* s = sessions_.Get(p->session)) {
       SendResponse(*s, p->wire_id, status, {}, retry_after);
     }

@@ -17,7 +17,8 @@
 //   2. frame size cap (net.max_frame_bytes): larger ends the connection (ProtocolError)
 //   3. envelope verification (FlatBuffers verifier, bounded depth and table count)
 //   4. channel lookup: a live channel of the message's kind
-//   5. live session: before the welcome only Hello is accepted
+//   5. live session: before the welcome only Hello is accepted; a request whose id is still in
+//      flight on the session is refused (never handled twice)
 //   6. the channel's token bucket for this session (Net.RateLimited hook and topic)
 //   7. payload verification (the channel's verifier) and its declarative rules
 //   8. no validator (rules or hook handlers) and not Open: reject (fail-closed, warned once)
@@ -59,6 +60,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -247,6 +249,7 @@ class Network {
  private:
   friend class Replicas;  // sends its frames with SendTo
   struct Pending;         // an unanswered request
+  using PendingMap = std::unordered_map<RequestToken, std::unique_ptr<Pending>>;
 
   void Frame(Peer& peer, std::span<const std::uint8_t> frame);
   void OnHello(Peer& peer, const void* hello);
@@ -277,6 +280,8 @@ class Network {
   void SendFrame(Peer& peer, std::span<const std::uint8_t> frame);
   void SendResponse(Session& session, std::uint32_t id, Status::Code status,
                     std::span<const std::uint8_t> payload, double retry_after);
+  // Removes a pending request (and its id from in_flight_), its timeout cancelled.
+  std::unique_ptr<Pending> TakePending(PendingMap::iterator it);
   void Housekeep();
   void ArmHousekeeping();
   void Reap();
@@ -305,7 +310,8 @@ class Network {
   };
   std::map<std::string, RefusalWindow, std::less<>> refusal_log_;
   std::unordered_map<std::string, TokenBucket> handshake_buckets_;
-  std::unordered_map<RequestToken, std::unique_ptr<Pending>> pending_;
+  PendingMap pending_;
+  std::set<std::pair<SessionId, std::uint32_t>> in_flight_;  // (session, wire id) of pending_
   RequestToken next_token_ = 1;
   std::uint64_t housekeeping_ = 0;  // the scheduler task id while peers exist
   TimePoint batch_now_{};           // the clock, read once per Receive for every frame in it

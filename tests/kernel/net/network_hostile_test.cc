@@ -261,6 +261,39 @@ TEST_F(HostileTest, AUserBackWithoutTheirResumeTokenEndsTheSessionTheirLostLinkL
   Teardown();                                   // bob's ends while `order` exists
 }
 
+// A request id still in flight on the session is refused (and not answered: an answer would
+// carry the id and settle the first); once the first is answered the id is free again.
+TEST_F(HostileTest, ADuplicateInFlightRequestIdIsRefusedNotHandledTwice) {
+  std::vector<RequestToken> held;
+  const ChannelId add = DeclareAddRequest(
+      "math.Add", [&](Session&, std::span<Value>, RequestToken t) { held.push_back(t); });
+  Listen();
+  TestClient c(port_);
+  Run([&] {
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Request(add, 5, AddPayload(1));
+    c.Request(add, 5, AddPayload(2));  // the same id while the first is unanswered
+    c.Request(add, 6, AddPayload(3));
+    c.Ping(1, 1);
+    EXPECT_EQ(c.NextOf(w::Body::Pong).type(), w::Body::Pong);
+  });
+  ASSERT_TRUE(RunUntil([&] { return held.size() == 2; }));  // ids 5 and 6, once each
+  Channel* ch = net_->channels().Find(add);
+  EXPECT_EQ(ch->counters().rejected[static_cast<std::size_t>(Reject::kDuplicateRequest)], 1u);
+  EXPECT_NE(net_->StatsJson().find(R"("duplicate_request":1)"), std::string::npos);
+  ASSERT_TRUE(net_->Reply(held[0], Status::Code::kOk, AddPayload(2)).ok());
+  Run([&] {
+    Frame r = c.NextOf(w::Body::Response);
+    ASSERT_EQ(r.type(), w::Body::Response);
+    EXPECT_EQ(r.envelope()->body_as_Response()->id(), 5u);
+    c.Request(add, 5, AddPayload(4));  // answered: the id may be used again
+    c.Ping(2, 1);
+    EXPECT_EQ(c.NextOf(w::Body::Pong).type(), w::Body::Pong);
+  });
+  EXPECT_TRUE(RunUntil([&] { return held.size() == 3; }));
+  EXPECT_EQ(ch->counters().accepted, 3u);
+}
+
 TEST_F(HostileTest, HandshakesPerAddressAreRateLimited) {
   NetOptions o = NoResume();
   o.handshakes_per_address = 1;  // burst 2
