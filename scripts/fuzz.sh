@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Builds and runs the libFuzzer target of the network's inbound pipeline (tests/fuzz/net_fuzz.cc)
-# in its own build directory, build/fuzz: clang, -fsanitize=fuzzer,address,undefined, the kernel
-# instrumented for coverage. Only molt_net_fuzz is built.
+# Builds and runs the libFuzzer targets in their own build directory, build/fuzz: clang,
+# -fsanitize=fuzzer,address,undefined, the code under test instrumented for coverage.
+#   net     the server's inbound pipeline (tests/fuzz/net_fuzz.cc): what a hostile client sends
+#   client  libmolt_client's frame parser (tests/fuzz/client_fuzz.cc): what a hostile server sends
 #
-#   scripts/fuzz.sh                 # fuzz for 60 s from the seed corpus
-#   scripts/fuzz.sh 600 -jobs=2     # 600 s; arguments after the seconds go to libFuzzer
-#   scripts/fuzz.sh --regress       # replay every seed once and exit (ctest runs the same)
+#   scripts/fuzz.sh                   # fuzz the net target for 60 s from its seed corpus
+#   scripts/fuzz.sh client 600 -jobs=2  # the client target, 600 s; then libFuzzer's arguments
+#   scripts/fuzz.sh --regress         # replay every seed of both once and exit (ctest does too)
 #
-# The seeds (tests/fuzz/corpus/net, made by tests/fuzz/make_corpus.py) are only read; inputs the
-# fuzzer finds go to build/fuzz/corpus/net, crashes to build/fuzz/artifacts/. Reproduce a crash
-# with `build/fuzz/tests/fuzz/molt_net_fuzz <file>`.
+# The seeds (tests/fuzz/corpus/<target>, made by tests/fuzz/make_corpus.py) are only read; inputs
+# the fuzzer finds go to build/fuzz/corpus/<target>, crashes to build/fuzz/artifacts/. Reproduce a
+# crash with `build/fuzz/tests/fuzz/molt_<target>_fuzz <file>`.
 source "$(dirname "$0")/common.sh"
 
 build=build/fuzz
-seeds=tests/fuzz/corpus/net
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -24,16 +24,24 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DMOLT_BUILD_TESTS=ON -DMOLT_BUILD_FUZZERS=ON -DMOLT_SANITIZE=ON >/dev/null
 fi
-ninja -C "$build" -j2 molt_net_fuzz
-fuzzer="$build/tests/fuzz/molt_net_fuzz"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 if [ "${1:-}" = "--regress" ]; then
-  exec "$fuzzer" -runs=0 "$seeds"
+  ninja -C "$build" -j2 molt_net_fuzz molt_client_fuzz
+  for target in net client; do
+    "$build/tests/fuzz/molt_${target}_fuzz" -runs=0 "tests/fuzz/corpus/$target"
+  done
+  exit 0
 fi
+target=net
+case "${1:-}" in
+  net | client) target="$1"; shift ;;
+esac
 seconds="${1:-60}"
 shift || true
-mkdir -p "$build/corpus/net" "$build/artifacts"
-exec "$fuzzer" -max_total_time="$seconds" -max_len=4096 -timeout=10 -print_final_stats=1 \
-  -artifact_prefix="$build/artifacts/" "$@" "$build/corpus/net" "$seeds"
+ninja -C "$build" -j2 "molt_${target}_fuzz"
+mkdir -p "$build/corpus/$target" "$build/artifacts"
+exec "$build/tests/fuzz/molt_${target}_fuzz" -max_total_time="$seconds" -max_len=4096 -timeout=10 \
+  -print_final_stats=1 -artifact_prefix="$build/artifacts/" "$@" "$build/corpus/$target" \
+  "tests/fuzz/corpus/$target"

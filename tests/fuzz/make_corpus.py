@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # File: tests/fuzz/make_corpus.py
 #
-# Writes the seed corpus of molt_net_fuzz (tests/fuzz/net_fuzz.cc) to tests/fuzz/corpus/net: one
-# file per scenario, each a 4-byte control header (flags, three cut points; see net_fuzz.cc) and
-# the byte stream of one connection. Frames are real FlatBuffers built by flatc from JSON (so no
+# Writes the seed corpora of molt_net_fuzz (tests/fuzz/net_fuzz.cc) to tests/fuzz/corpus/net and
+# of molt_client_fuzz (tests/fuzz/client_fuzz.cc) to tests/fuzz/corpus/client: one file per
+# scenario, each a 4-byte control header (flags, three cut points; see the targets) and the byte
+# stream of one connection (what the client sends the server, or the server the client). Frames are real FlatBuffers built by flatc from JSON (so no
 # Python FlatBuffers package is needed) against schemas/molt_wire.fbs and the test payload schema,
 # with the channel ids net_fuzz.cc declares. Deterministic: re-running rewrites the same bytes.
 #
@@ -21,7 +22,7 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WIRE = ROOT / "schemas" / "molt_wire.fbs"
 PAYLOADS = ROOT / "tests" / "kernel" / "net" / "test_payloads.fbs"
-OUT = ROOT / "tests" / "fuzz" / "corpus" / "net"
+CORPUS = ROOT / "tests" / "fuzz" / "corpus"
 
 # Channel ids, in net_fuzz.cc's declaration order.
 SAY, ADD, BARE, OPEN, EVENT = 0, 1, 2, 3, 4
@@ -149,16 +150,123 @@ def seeds():
     }
 
 
+# Client seeds (client_fuzz.cc): channel ids of the Welcome it builds, and its control bits.
+C_EVENT, C_ADD, C_SAY = 0, 1, 2
+WELCOMED = 1
+IN_FLIGHT = 2
+C_STEP = 4
+
+
+def channel_info(cid, name, kind, rate=100.0, timeout_ms=0):
+    return {"id": cid, "name": name, "kind": kind, "schema": "fuzz.Say", "rate": rate,
+            "burst": rate, "timeout_ms": timeout_ms}
+
+
+def welcome(resumed=False, channels=None):
+    if channels is None:
+        channels = [channel_info(C_EVENT, "fuzz.Event", "Event"),
+                    channel_info(C_ADD, "fuzz.Add", "Request", timeout_ms=1000),
+                    channel_info(C_SAY, "fuzz.Say", "Intent")]
+    return envelope("Welcome", {"session_id": 1, "tick_rate": 60, "channels": channels,
+                                "max_frame_bytes": 8192, "bytes_per_tick": 8192,
+                                "messages_per_tick": 64, "ping_interval_ms": 1000,
+                                "resume_token": [7] * 16, "resumed": resumed,
+                                "resume_window_ms": 30000, "budget_burst_ticks": 4})
+
+
+def response(request_id, status=0, payload=b"", retry_after_ms=0):
+    return envelope("Response", {"id": request_id, "status": status, "payload": list(payload),
+                                 "retry_after_ms": retry_after_ms})
+
+
+def event(channel, payload):
+    return envelope("Event", {"channel": channel, "payload": list(payload)})
+
+
+def replica(rid, kind, name=None, fields=None, values=None):
+    body = {"id": rid, "kind": kind}
+    if name is not None:
+        body["name"] = name
+    if fields is not None:
+        body["fields"] = fields
+    if values is not None:
+        body["values"] = values
+    return envelope("Replica", body)
+
+
+def client_seeds():
+    rng = random.Random(20261201)
+    garbage = bytes(rng.randrange(256) for _ in range(96))
+    board = replica(9, "Snapshot", "board",
+                    [{"name": "joins", "type": "Int"}, {"name": "heat", "type": "Float"},
+                     {"name": "motd", "type": "Bytes"}],
+                    [{"field": 0, "int_value": 3}, {"field": 1, "float_value": 0.5},
+                     {"field": 2, "bytes": list(b"hello")}])
+    return {
+        # The handshake, from the server's side.
+        "welcome": seed(0, welcome() + event(C_EVENT, say())),
+        "welcome_twice": seed(0, welcome() + welcome()),
+        "refuse_rate_limited": seed(0, envelope("Refuse", {"reason": "RateLimited",
+                                                           "text": "retry later",
+                                                           "retry_after_ms": 1000})),
+        "refuse_unknown_reason": seed(0, envelope("Refuse", {"reason": 9, "text": "?"})),
+        "bye_before_welcome": seed(0, envelope("Bye", {"reason": "ServerShutdown", "text": "bye"})),
+        "event_before_welcome": seed(0, event(C_EVENT, say()) + welcome()),
+        "welcome_duplicate_channel_ids": seed(0, welcome(channels=[
+            channel_info(1, "a", "Intent"), channel_info(1, "b", "Request", timeout_ms=0),
+            channel_info(65535, "", "Event", rate=-1.0)])),
+        # Answers and events once welcomed.
+        "responses": seed(WELCOMED | IN_FLIGHT, response(1, 0, say()) + response(2, -9)
+                          + response(3, -13, retry_after_ms=500) + response(3) + response(99)),
+        "response_split_everywhere": seed(WELCOMED | IN_FLIGHT, response(2, 0, add(4)),
+                                          cuts=(1, 2, 3)),
+        "request_deadline": seed(WELCOMED | IN_FLIGHT | C_STEP, envelope("Ping", {"seq": 1})),
+        "events": seed(WELCOMED, event(C_EVENT, say()) + event(C_ADD, say()) + event(77, b"")
+                       + event(C_EVENT, garbage[:40])),
+        "ping_error_pong": seed(WELCOMED | C_STEP, envelope("Ping", {"seq": 4, "time_ns": 9})
+                                + envelope("Error", {"reason": "RateLimited", "channel": C_SAY,
+                                                     "retry_after_ms": 250, "text": "slow"})
+                                + envelope("Pong", {"seq": 1, "time_ns": 1})),
+        "channels_changed": seed(WELCOMED | IN_FLIGHT, envelope("Channels", {"channels": [
+            channel_info(C_EVENT, "fuzz.Event", "Event"),
+            channel_info(5, "fuzz.New", "Intent")]}) + response(1)),
+        # Replicas.
+        "replica_snapshot_delta_remove": seed(WELCOMED, board
+                                              + replica(9, "Delta", values=[
+                                                  {"field": 0, "int_value": 4},
+                                                  {"field": 7, "int_value": 1}])
+                                              + replica(9, "Remove") + replica(9, "Delta")),
+        "replica_type_mismatch": seed(WELCOMED, board + replica(9, "Delta", values=[
+            {"field": 2, "int_value": 1}, {"field": 0, "bytes": [1, 2]}])),
+        "replica_snapshot_twice": seed(WELCOMED, board + board),
+        # The end, and broken framing.
+        "bye_with_requests": seed(WELCOMED | IN_FLIGHT, envelope("Bye", {"reason": "Kicked"})
+                                  + response(1)),
+        "oversized_length": seed(WELCOMED, struct.pack("<I", 0xFFFFFF00) + garbage),
+        "zero_length": seed(WELCOMED, struct.pack("<I", 0)),
+        "garbage": seed(WELCOMED | IN_FLIGHT, frame(garbage)),
+        "bodiless_bodies": seed(WELCOMED | IN_FLIGHT, b"".join(
+            envelope(k) for k in ("Response", "Event", "Replica", "Channels", "Ping", "Error"))),
+        "truncated": seed(WELCOMED, board[: len(board) // 2]),
+    }
+
+
+def write(out, made):
+    """Rewrites the generated seeds; inputs the fuzzer found (regress_*) stay."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.iterdir():
+        if not old.name.startswith("regress_"):
+            old.unlink()
+    for name, data in sorted(made.items()):
+        (out / name).write_bytes(data)
+    print(f"make_corpus: {len(made)} seeds in {out.relative_to(ROOT)}")
+
+
 def main():
     if shutil.which("flatc") is None:
         sys.exit("make_corpus: flatc is missing (apt-get install flatbuffers-compiler)")
-    OUT.mkdir(parents=True, exist_ok=True)
-    for old in OUT.iterdir():
-        old.unlink()
-    made = seeds()
-    for name, data in sorted(made.items()):
-        (OUT / name).write_bytes(data)
-    print(f"make_corpus: {len(made)} seeds in {OUT.relative_to(ROOT)}")
+    write(CORPUS / "net", seeds())
+    write(CORPUS / "client", client_seeds())
 
 
 if __name__ == "__main__":

@@ -263,7 +263,9 @@ void Connection::OnFrame(std::span<const std::uint8_t> frame) {
       }
       Pending p = std::move(it->second);
       pending_.erase(it);
-      p.done(r->status(), bytes(r->payload()));
+      // Statuses are 0 or negative; a newer server's new error codes pass, a positive number
+      // (found by the fuzzer: an app testing `status < 0` took it for success) does not.
+      p.done(r->status() > 0 ? MOLT_ERR_INTERNAL : r->status(), bytes(r->payload()));
       return;
     }
     case w::Body::Ping: {

@@ -55,6 +55,11 @@ struct molt::kernel::abi::SizedStruct<molt_client_options> {
   static constexpr std::uint32_t kMinSize = 24;
 };
 
+namespace molt::kernel::wire {
+class TlsContext;
+class TlsFilter;
+}  // namespace molt::kernel::wire
+
 namespace molt::kernel::client {
 
 class Connection final : public ClientPort {
@@ -69,7 +74,7 @@ class Connection final : public ClientPort {
 
   // --- The link ---
   // Starts connecting; the handshake proceeds inside Step(). FailedPrecondition while connecting
-  // or connected.
+  // or connected; InvalidArgument when TLS is asked for and its CA file cannot be used.
   Status Connect(std::string host, std::uint16_t port, std::string user,
                  std::span<const std::uint8_t> credentials,
                  std::span<const std::uint8_t> join_data);
@@ -130,7 +135,8 @@ class Connection final : public ClientPort {
   Status ReplicaValue(std::string_view replica, std::string_view field, molt_value* out) override;
 
  private:
-  struct Impl;  // the Asio objects (connection.cc)
+  friend struct ConnectionFuzzer;  // tests/fuzz/client_fuzz.cc: frames in without a socket
+  struct Impl;                     // the Asio objects (connection.cc)
   struct Channel {
     std::string name;
     std::int32_t kind = 0;  // molt::wire::ChannelKind
@@ -183,6 +189,8 @@ class Connection final : public ClientPort {
   // full.
   void Flush();
   enum class WriteState { kDone, kBlocked, kFailed };
+  // TLS: the filter's ciphertext (handshake messages, records) goes after what is being written.
+  void TakeTlsOutput();
   // Writes `writing_`, and what the queue releases now once it is written, until the socket is
   // full (kBlocked), nothing more may go yet (kDone), or a write fails (kFailed: write_error_).
   WriteState WriteReady();
@@ -202,6 +210,12 @@ class Connection final : public ClientPort {
   const std::size_t max_send_queue_;
   const bool reconnect_;
   const double reconnect_max_;
+  const bool tls_wanted_;  // MOLT_CLIENT_TLS
+  const std::string tls_ca_file_;
+  const std::string tls_server_name_;
+  std::shared_ptr<wire::TlsContext> tls_context_;  // made at the first Connect
+  std::unique_ptr<wire::TlsFilter> tls_;           // this link's, once TCP connected
+  std::vector<std::uint8_t> tls_plain_;            // released by the queue, to be encrypted
   // The link.
   std::uint64_t link_ = 0;  // grows with every link; completions of an older one are ignored
   std::int32_t state_ = MOLT_CLIENT_IDLE;
