@@ -9,7 +9,7 @@ packages=(
   libboost1.81-dev libboost-context1.81-dev libboost-json1.81-dev
   libsqlite3-dev sqlite3 libspdlog-dev libcxxopts-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libflatbuffers-dev flatbuffers-compiler libssl-dev
+  libflatbuffers-dev flatbuffers-compiler libssl-dev openssl
   clang libclang-rt-14-dev clang-format-15 pkg-config
 )
 

@@ -247,6 +247,12 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value("bot"))
       ("controllers", "controllers (a .so or a directory of them) for the first client to run, "
        "e.g. build/default/controllers", cxxopts::value<std::string>())
+      ("tls", "connect over TLS, verifying the server's certificate (against the system's CAs, "
+              "or --tls-ca)")
+      ("tls-ca", "with --tls: the CA certificates to trust (PEM)", cxxopts::value<std::string>(),
+       "FILE")
+      ("tls-name", "with --tls: the name the certificate must carry (default: --host)",
+       cxxopts::value<std::string>(), "NAME")
       ("verify", "send numbered messages on the counter plugin's echo channel (counter.Echo, "
                  "echoed on counter.Echoed) at --rate instead, and check every echo comes back "
                  "once and in order")
@@ -264,7 +270,8 @@ int main(int argc, char** argv) {
         << options.help() << "\nExample:\n"
         << "  molt-bot --port 7777 --clients 50 --rate 20 --request scores.Get\n"
         << "  molt-bot --clients 1 --rate 0 --duration 2 --controllers build/default/controllers\n"
-        << "  molt-bot --clients 50 --rate 20 --duration 60 --verify   (then kill -HUP moltd)\n";
+        << "  molt-bot --clients 50 --rate 20 --duration 60 --verify   (then kill -HUP moltd)\n"
+        << "  molt-bot --host game.example.com --tls --tls-ca ca.pem\n";
     return 0;
   }
   const int clients = args["clients"].as<int>();
@@ -305,6 +312,18 @@ int main(int argc, char** argv) {
     std::cerr << "molt-bot: --join-rate must be above 0\n";
     return 2;
   }
+  molt_client_options client_options{};
+  client_options.struct_size = sizeof(client_options);
+  const std::string tls_ca = args.count("tls-ca") ? args["tls-ca"].as<std::string>() : "";
+  const std::string tls_name = args.count("tls-name") ? args["tls-name"].as<std::string>() : "";
+  if (args.count("tls") != 0) {
+    client_options.flags |= MOLT_CLIENT_TLS;
+    client_options.tls_ca_file = tls_ca.empty() ? nullptr : tls_ca.c_str();
+    client_options.tls_server_name = tls_name.empty() ? nullptr : tls_name.c_str();
+  } else if (!tls_ca.empty() || !tls_name.empty()) {
+    std::cerr << "molt-bot: --tls-ca and --tls-name go with --tls\n";
+    return 2;
+  }
   Totals totals;
   std::vector<Bot> bots(static_cast<std::size_t>(clients));
   const std::string host = args["host"].as<std::string>();
@@ -323,7 +342,7 @@ int main(int argc, char** argv) {
     }
     Bot& b = bots[i];
     b.totals = &totals;
-    if (molt_client_create(nullptr, &b.client) != MOLT_OK) {
+    if (molt_client_create(&client_options, &b.client) != MOLT_OK) {
       std::cerr << "molt-bot: cannot create client " << i << "\n";
       return 1;
     }

@@ -73,6 +73,9 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>(), "ADDRESS")
       ("port", "TCP port for clients (default 7777; 0 picks a free one and logs it)",
        cxxopts::value<int>(), "PORT")
+      ("tls-cert", "clients connect over TLS 1.2/1.3 with this PEM certificate chain (with "
+                   "--tls-key; default: plain TCP)", cxxopts::value<std::string>(), "FILE")
+      ("tls-key", "the PEM private key of --tls-cert", cxxopts::value<std::string>(), "FILE")
       ("watch", "development: reload the plugin directory as a new generation whenever a "
                 "library in it changes (once the changes settle)")
       ("version", "print the version and exit")
@@ -89,7 +92,9 @@ int main(int argc, char** argv) {
     std::cout << options.help() << "\nExamples:\n"
               << "  moltd                              the bundled plugins, data in ./data\n"
               << "  moltd -p build/plugins -d /var/lib/molt --log-format json\n"
-              << "  moltd --bind 0.0.0.0 --port 7777   accept clients from other machines\n";
+              << "  moltd --bind 0.0.0.0 --tls-cert cert.pem --tls-key key.pem\n"
+              << "                                     accept clients from other machines, "
+                 "over TLS\n";
     return 0;
   }
   if (args.count("version") != 0) {
@@ -120,6 +125,12 @@ int main(int argc, char** argv) {
   }
   if (args.count("bind") != 0) {
     server.bind_address = args["bind"].as<std::string>();
+  }
+  if (args.count("tls-cert") != 0) {
+    server.tls_cert = args["tls-cert"].as<std::string>();
+  }
+  if (args.count("tls-key") != 0) {
+    server.tls_key = args["tls-key"].as<std::string>();
   }
   if (args.count("port") != 0) {
     server.port = args["port"].as<int>();

@@ -9,6 +9,8 @@
 //   - one client sending intents as fast as the API accepts them on an unlimited channel, paced
 //     by the client to the server's transport budget (DESIGN.md §11: at least 90% of the budget,
 //     0 floods); the app waits on the client (client API 4) whenever the send queue is full.
+// Both run over plain TCP and over TLS (tls/1: a test CA and certificate made at start, the
+// client verifying them), side by side.
 #include <benchmark/benchmark.h>
 #include <molt/client.h>
 #include <sys/socket.h>
@@ -20,6 +22,7 @@
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <string>
@@ -32,6 +35,7 @@
 #include "kernel/src/net/network.h"
 #include "net_fixture.h"
 #include "test_client.h"
+#include "tests/support/test_pki.h"
 
 namespace molt::kernel::net {
 namespace {
@@ -56,8 +60,16 @@ void OnAnswer(void* ud, molt_status_t status, const void*, std::size_t) {
 // what both client benchmarks run against. Channels are declared before Start().
 class LoopbackServer {
  public:
-  explicit LoopbackServer(NetOptions o) {
+  explicit LoopbackServer(NetOptions o, bool tls = false) {
     Logger::Get().SetConsoleEnabled(false);
+    if (tls) {
+      pki_dir_ = "/tmp/molt_bench_pki_" + std::to_string(::getpid());
+      std::filesystem::create_directories(pki_dir_);
+      const test::TestPki pki(pki_dir_);
+      o.tls_cert_file = pki.path("server.pem");
+      o.tls_key_file = pki.path("server.key");
+      ca_file_ = pki.path("ca.pem");
+    }
     auto booted = Kernel::Boot(KernelOptions());
     if (!booted.ok()) {
       error_ = booted.status().ToString();
@@ -73,6 +85,9 @@ class LoopbackServer {
     if (kernel_) {
       (void)kernel_->Shutdown();
     }
+    if (!pki_dir_.empty()) {
+      std::filesystem::remove_all(pki_dir_);
+    }
     Logger::Get().SetConsoleEnabled(true);
   }
   Network& net() { return *net_; }
@@ -86,7 +101,13 @@ class LoopbackServer {
       return false;
     }
     loop_ = std::thread([this] { kernel_->loop().Run(); });
-    molt_client_create(nullptr, &client_);
+    molt_client_options options{};
+    options.struct_size = sizeof(options);
+    if (!ca_file_.empty()) {
+      options.flags = MOLT_CLIENT_TLS;
+      options.tls_ca_file = ca_file_.c_str();
+    }
+    molt_client_create(&options, &client_);
     molt_client_connect(client_, "127.0.0.1", net_->port(), "bench", nullptr, 0, nullptr, 0);
     const auto deadline = Clock::now() + std::chrono::seconds(5);
     while (molt_client_state(client_) == MOLT_CLIENT_CONNECTING && Clock::now() < deadline) {
@@ -117,13 +138,15 @@ class LoopbackServer {
   std::thread loop_;
   molt_client* client_ = nullptr;
   std::string error_;
+  std::string pki_dir_;  // TLS: the test CA and the server's certificate
+  std::string ca_file_;
 };
 
 void BM_ClientRequestRoundTrip(benchmark::State& state) {
   NetOptions o;
   o.messages_per_tick = 1 << 20;  // a spinning client sends ~25k requests/s: not a flood here
   o.bytes_per_tick = 1 << 30;
-  LoopbackServer server(o);
+  LoopbackServer server(o, state.range(0) == 1);
   ChannelSpec spec;
   spec.name = "bench.Echo";
   spec.kind = ChannelKind::kRequest;
@@ -161,7 +184,7 @@ void BM_ClientRequestRoundTrip(benchmark::State& state) {
   state.counters["request_bytes"] =
       static_cast<double>(test::TestClient::RequestFrame(echo, 1, payload).size());
 }
-BENCHMARK(BM_ClientRequestRoundTrip)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ClientRequestRoundTrip)->ArgName("tls")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 // The baseline: raw Asio echo, one blocking client, the same frame size as the request.
 void BM_AsioPingPongBaseline(benchmark::State& state) {
@@ -234,7 +257,7 @@ void BM_ClientPacedIntents(benchmark::State& state) {
     o.bytes_per_tick *= 1000;
   }
   const double budget = o.messages_per_tick * o.tick_rate;  // messages per second
-  LoopbackServer server(o);
+  LoopbackServer server(o, state.range(1) == 1);
   std::atomic<std::int64_t> counted{0};
   ChannelSpec spec;
   spec.name = "bench.Say";
@@ -286,9 +309,10 @@ void BM_ClientPacedIntents(benchmark::State& state) {
   state.counters["floods"] = static_cast<double>(server.net().stats().transport_floods);
 }
 BENCHMARK(BM_ClientPacedIntents)
-    ->ArgName("budget_x1000")
-    ->Arg(0)
-    ->Arg(1)
+    ->ArgNames({"budget_x1000", "tls"})
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({1, 1})
     ->Iterations(4)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);

@@ -17,6 +17,7 @@
 #include "scores_generated.h"
 #include "test_client.h"
 #include "tests/support/child_process.h"
+#include "tests/support/test_pki.h"
 
 namespace {
 
@@ -337,6 +338,48 @@ TEST_F(MoltdTest, MoltBotLoadsItAndReports) {
 // An idle connected client costs nothing: molt-bot sleeps on its clients' sockets and timers
 // (client API 4) and wakes for pings only, about a few times a second, where a frame loop would
 // wake a thousand times.
+// moltd serving TLS from the command line, molt-bot verifying it; the flags' mistakes and a
+// server open to the network without TLS are named.
+TEST_F(MoltdTest, ServesOverTlsToAVerifyingMoltBotAndNamesTlsMistakes) {
+  fs::create_directories(data_ + "-pki");
+  const molt::test::TestPki pki(data_ + "-pki");
+  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0", "--tls-cert",
+             pki.path("server.pem"), "--tls-key", pki.path("server.key")});
+  const std::string port = ServingPort(p);
+  ASSERT_FALSE(port.empty()) << p.output();
+  EXPECT_NE(p.output().find(" (TLS 1.2 and 1.3)"), std::string::npos) << p.output();
+  Process bot({MOLT_BOT_PATH, "--port", port, "--clients", "3", "--duration", "1.2", "--rate", "5",
+               "--request", "scores.Get", "--tls", "--tls-ca", pki.path("ca.pem")});
+  EXPECT_EQ(bot.Wait(), 0) << bot.output();
+  EXPECT_NE(bot.output().find("3/3 clients joined"), std::string::npos) << bot.output();
+  EXPECT_NE(bot.output().find(" 0 rejected 0 limited 0 timed out"), std::string::npos)
+      << bot.output();
+  Process untrusted({MOLT_BOT_PATH, "--port", port, "--clients", "1", "--duration", "0.5",
+                     "--tls"});  // the system's CAs do not know the test CA
+  EXPECT_EQ(untrusted.Wait(), 1) << untrusted.output();
+  EXPECT_NE(untrusted.output().find("TLS: the server's certificate is refused: unable to get "
+                                    "local issuer certificate"),
+            std::string::npos)
+      << untrusted.output();
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+
+  Process half(
+      {kMoltd, "-p", kPlugins, "-d", data_, "--port", "0", "--tls-cert", pki.path("server.pem")});
+  EXPECT_EQ(half.Wait(), 1) << half.output();
+  EXPECT_NE(half.output().find("cannot start: TLS needs both a certificate and its private key"),
+            std::string::npos)
+      << half.output();
+  Process open({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0", "--bind", "0.0.0.0"});
+  ASSERT_TRUE(open.WaitFor("serving 4 plugins")) << open.output();
+  EXPECT_NE(open.output().find("0.0.0.0 is not a loopback address and TLS is off"),
+            std::string::npos)
+      << open.output();
+  open.Signal(SIGTERM);
+  EXPECT_EQ(open.Wait(), 0) << open.output();
+  fs::remove_all(data_ + "-pki");
+}
+
 TEST_F(MoltdTest, AnIdleMoltBotSleepsBetweenPings) {
   Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
   const std::string port = ServingPort(p);

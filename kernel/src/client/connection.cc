@@ -17,6 +17,7 @@
 #include <limits>
 #include <thread>
 
+#include "kernel/src/wire/tls.h"
 #include "kernel/src/wire/wire.h"
 #include "molt_wire_generated.h"
 
@@ -71,6 +72,9 @@ Connection::Connection(const molt_client_options& o)
       max_send_queue_(o.max_send_queue_bytes > 0 ? o.max_send_queue_bytes : kDefaultSendQueue),
       reconnect_((o.flags & MOLT_CLIENT_NO_RECONNECT) == 0),
       reconnect_max_(o.reconnect_max_seconds > 0 ? o.reconnect_max_seconds : kDefaultReconnectMax),
+      tls_wanted_((o.flags & MOLT_CLIENT_TLS) != 0),
+      tls_ca_file_(o.tls_ca_file != nullptr ? o.tls_ca_file : ""),
+      tls_server_name_(o.tls_server_name != nullptr ? o.tls_server_name : ""),
       backoff_(kFirstReconnectDelay) {}
 
 Connection::~Connection() {
@@ -95,6 +99,13 @@ Status Connection::Connect(std::string host, std::uint16_t port, std::string use
   if (state_ == MOLT_CLIENT_CONNECTING || state_ == MOLT_CLIENT_CONNECTED ||
       state_ == MOLT_CLIENT_RECONNECTING) {
     return Status::FailedPrecondition("already connecting or connected: disconnect first");
+  }
+  if (tls_wanted_ && tls_context_ == nullptr) {
+    Result<std::shared_ptr<wire::TlsContext>> context = wire::TlsContext::Client(tls_ca_file_);
+    if (!context.ok()) {
+      return context.status();
+    }
+    tls_context_ = std::move(context).value();
   }
   host_ = std::move(host);
   port_ = port;
@@ -159,8 +170,19 @@ void Connection::OnConnected() {
   auto hello = w::CreateHelloDirect(b, w::kProtocolVersion, 0, user_.c_str(), &credentials_,
                                     &join_data_, &resume_token_);
   const std::span<const std::uint8_t> frame = Finish(b, w::Body::Hello, hello.Union());
-  writing_.assign(frame.begin(), frame.end());
+  writing_.clear();
   written_ = 0;
+  if (tls_context_ != nullptr) {  // the TLS handshake first; the Hello waits inside the filter
+    tls_ = std::make_unique<wire::TlsFilter>(*tls_context_, wire::TlsFilter::kClient,
+                                             tls_server_name_.empty() ? host_ : tls_server_name_);
+    if (Status s = tls_->Begin(); !s.ok()) {
+      return Closed(s.message());
+    }
+    (void)tls_->Send(frame);
+    TakeTlsOutput();
+  } else {
+    writing_.assign(frame.begin(), frame.end());
+  }
   Flush();
   Read();
 }
@@ -177,7 +199,18 @@ void Connection::Read() {
                                              : "connection lost: " + ec.message());
         }
         last_receive_ = Now();
-        rx_.insert(rx_.end(), in_.begin(), in_.begin() + static_cast<std::ptrdiff_t>(n));
+        if (tls_ != nullptr) {
+          const Status s = tls_->Receive(std::span(in_.data(), n), &rx_);
+          if (!s.ok()) {
+            return Closed(s.message());  // a refused certificate does not get better by retrying
+          }
+          if (tls_->has_output()) {  // the handshake's next flight, the Hello once it is done
+            TakeTlsOutput();
+            Flush();
+          }
+        } else {
+          rx_.insert(rx_.end(), in_.begin(), in_.begin() + static_cast<std::ptrdiff_t>(n));
+        }
         Parse(link);
         if (link == link_) {
           Read();
@@ -423,6 +456,7 @@ void Connection::DropTransport() {
   io_->resolver.cancel();
   io_->socket.close(ignored);
   io_->socket = tcp::socket(io_->io);
+  tls_.reset();
   rx_.clear();
   writing_.clear();  // on the wire when the link broke: may be lost
   written_ = 0;
@@ -475,7 +509,15 @@ void Connection::SayBye() {
   const std::span<const std::uint8_t> bye =
       Finish(b, w::Body::Bye, w::CreateByeDirect(b, "ClientClosed", "").Union());
   boost::system::error_code ignored;
-  io_->socket.write_some(asio::buffer(bye.data(), bye.size()), ignored);
+  if (tls_ == nullptr) {
+    io_->socket.write_some(asio::buffer(bye.data(), bye.size()), ignored);
+    return;
+  }
+  std::vector<std::uint8_t> records;  // the Bye, then close_notify
+  (void)tls_->Send(bye);
+  tls_->Shutdown();
+  tls_->TakeOutput(&records);
+  io_->socket.write_some(asio::buffer(records), ignored);
 }
 
 void Connection::FinishWrites() {
@@ -750,7 +792,17 @@ Connection::WriteState Connection::WriteReady() {
     if (written_ == writing_.size()) {
       writing_.clear();
       written_ = 0;
-      if (!welcomed() || queue_.Release(Now(), &writing_) == 0) {
+      if (!welcomed()) {
+        return WriteState::kDone;
+      }
+      if (tls_ != nullptr) {
+        tls_plain_.clear();
+        if (queue_.Release(Now(), &tls_plain_) == 0) {
+          return WriteState::kDone;
+        }
+        (void)tls_->Send(tls_plain_);
+        TakeTlsOutput();
+      } else if (queue_.Release(Now(), &writing_) == 0) {
         return WriteState::kDone;
       }
     }
@@ -767,6 +819,14 @@ Connection::WriteState Connection::WriteReady() {
     }
     written_ += n;
   }
+}
+
+void Connection::TakeTlsOutput() {
+  if (written_ == writing_.size()) {
+    writing_.clear();
+    written_ = 0;
+  }
+  tls_->TakeOutput(&writing_);
 }
 
 void Connection::Flush() {

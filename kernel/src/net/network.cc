@@ -15,6 +15,7 @@
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/transport.h"
+#include "kernel/src/wire/tls.h"
 #include "kernel/src/wire/wire.h"
 #include "molt_wire_generated.h"
 
@@ -127,7 +128,20 @@ Status Network::Listen() {
         "net.auth is \"production\" but no plugin validates Auth.Hello: load an "
         "authentication plugin, or set net.auth = \"dev\" for development");
   }
-  transport_ = std::make_unique<TcpTransport>(*this, kernel_.loop().io());
+  std::shared_ptr<wire::TlsContext> tls;
+  if (options_.tls_cert_file.empty() != options_.tls_key_file.empty()) {
+    return Status::InvalidArgument(
+        "TLS needs both a certificate and its private key: give --tls-cert and --tls-key "
+        "(net.tls_cert, net.tls_key), or neither");
+  }
+  if (!options_.tls_cert_file.empty()) {
+    auto context = wire::TlsContext::Server(options_.tls_cert_file, options_.tls_key_file);
+    if (!context.ok()) {
+      return context.status();
+    }
+    tls = std::move(context).value();
+  }
+  transport_ = std::make_unique<TcpTransport>(*this, kernel_.loop().io(), std::move(tls));
   return transport_->Listen(options_.bind_address, options_.port);
 }
 
@@ -302,6 +316,10 @@ std::vector<std::uint8_t> Network::RefuseOverCapacity(const std::string& address
   const std::span<const std::uint8_t> frame = Finish(b, w::Body::Refuse, refuse.Union());
   stats_.bytes_out += frame.size();
   return {frame.begin(), frame.end()};
+}
+
+void Network::Fail(Peer& peer, std::string_view text) {
+  End(peer, ExitReason::kTransportError, text);
 }
 
 void Network::Detach(Peer& peer, ExitReason reason) {

@@ -107,6 +107,9 @@ struct NetOptions {
   std::uint32_t offender_kick_after = 300;  // spec: 300 refused messages within 10 s
   double error_frame_gap_seconds = 0.25;
   double refusal_log_seconds = 10;  // one log line per refusal reason per interval, with a count
+  // TLS for every client connection when both are set (PEM files; docs/network.md, "TLS").
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 // One connection, as the Network sees it. The transport implements the I/O.
@@ -194,8 +197,10 @@ class Network {
   const NetOptions& options() const { return options_; }
   Kernel& kernel() { return kernel_; }
 
-  // Starts accepting TCP connections on the kernel's io_context. Fails (naming the address and
-  // the fix) when the port is taken, or in production auth mode without an Auth.Hello handler.
+  // Starts accepting TCP connections on the kernel's io_context (over TLS when net.tls_cert and
+  // net.tls_key are set). Fails (naming the address, the file and the fix) when the port is
+  // taken, a TLS file is unreadable or wrong, or in production auth mode without an Auth.Hello
+  // handler.
   Status Listen();
   // The bound port once listening, else 0.
   std::uint16_t port() const;
@@ -223,6 +228,9 @@ class Network {
   // The transport accepted a connection it cannot keep (no descriptor to spare): counted, logged
   // (rate-limited) with `why`, and the Refuse frame (ServerFull, a retry-after) to send it.
   std::vector<std::uint8_t> RefuseOverCapacity(const std::string& address, std::string_view why);
+  // The transport failed under `peer` (a TLS error): the connection ends as TransportError with
+  // `text`, logged, without a word to the client.
+  void Fail(Peer& peer, std::string_view text);
   // The transport closed on its own (EOF, error). `peer` is not used afterwards. The session
   // waits net.resume_window_seconds for its client to come back (resume) before it ends.
   void Detach(Peer& peer, ExitReason reason);

@@ -22,6 +22,7 @@
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/network.h"
+#include "kernel/src/wire/tls.h"
 
 namespace molt::kernel::net {
 namespace {
@@ -38,7 +39,8 @@ constexpr std::size_t kReadBuffer = 16 * 1024;
 class TcpPeer;
 
 struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
-  Impl(Network& n, asio::io_context& i) : net(n), io(i), acceptor(i), retry(i) {}
+  Impl(Network& n, asio::io_context& i, std::shared_ptr<wire::TlsContext> t)
+      : net(n), io(i), tls(std::move(t)), acceptor(i), retry(i) {}
   ~Impl() { CloseSpare(); }
   void Accept();
   // Accept failed for lack of descriptors: refuse what waits, with the descriptor kept spare.
@@ -56,6 +58,7 @@ struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
 
   Network& net;
   asio::io_context& io;
+  std::shared_ptr<wire::TlsContext> tls;  // null: plain TCP
   tcp::acceptor acceptor;
   asio::steady_timer retry;
   bool accepting = false;
@@ -74,7 +77,11 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
         t_(t),
         socket_(std::move(socket)),
         linger_(t.io),
-        in_(kReadBuffer) {}
+        in_(kReadBuffer) {
+    if (t.tls != nullptr) {
+      tls_ = std::make_unique<wire::TlsFilter>(*t.tls, wire::TlsFilter::kServer, "");
+    }
+  }
 
   void Start() { Read(); }
 
@@ -82,7 +89,16 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
     if (done_) {
       return;
     }
-    out_.insert(out_.end(), frame.begin(), frame.end());
+    if (tls_) {
+      (void)tls_->Send(frame);  // waits inside the filter until the handshake is done
+      tls_->TakeOutput(&out_);
+    } else {
+      out_.insert(out_.end(), frame.begin(), frame.end());
+    }
+    PostFlush();
+  }
+
+  void PostFlush() {
     if (!flush_posted_ && !waiting_) {
       flush_posted_ = true;
       asio::post(t_.io, [self = shared_from_this()] {
@@ -101,6 +117,9 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
       return;
     }
     done_ = true;
+    if (flush && tls_ != nullptr) {
+      CloseTls();  // close_notify, or, mid-handshake, Linger finishes the handshake first
+    }
     if (flush && WriteWhatFits() && queued_bytes() == 0) {
       Linger();
       return;
@@ -109,25 +128,53 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
     t_.Forget(this);
   }
 
+  // TLS: once the handshake is done, what waited for it goes out, then close_notify.
+  void CloseTls() {
+    if (!tls_closed_ && tls_->Shutdown()) {
+      tls_closed_ = true;
+    }
+    tls_->TakeOutput(&out_);
+  }
+
   // Everything (the Bye last) is in the kernel's send buffer: send FIN, then read and discard
   // until the client closes too (or 2 s pass), so unread input does not turn the close into a
   // reset that could destroy the Bye in flight.
+  // A TLS connection closed mid-handshake (a refusal at accept) goes on with the handshake here,
+  // so its Refuse is sent encrypted; the FIN follows close_notify.
   void Linger() {
     boost::system::error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    if (tls_ == nullptr || tls_closed_) {
+      socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    }
     linger_.expires_after(std::chrono::seconds(2));
     linger_.async_wait([self = shared_from_this()](boost::system::error_code) { self->Finish(); });
     Drain();
   }
   void Drain() {
-    socket_.async_read_some(asio::buffer(in_),
-                            [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-                              if (ec) {
-                                self->Finish();
-                              } else {
-                                self->Drain();
-                              }
-                            });
+    socket_.async_read_some(asio::buffer(in_), [self = shared_from_this()](
+                                                   boost::system::error_code ec, std::size_t n) {
+      if (ec) {
+        self->Finish();
+        return;
+      }
+      if (self->tls_ != nullptr && !self->tls_closed_) {
+        std::vector<std::uint8_t> ignored;
+        if (!self->tls_->Receive(std::span(self->in_.data(), n), &ignored).ok()) {
+          self->Finish();
+          return;
+        }
+        self->CloseTls();
+        if (!self->WriteWhatFits()) {
+          self->Finish();
+          return;
+        }
+        if (self->tls_closed_ && self->queued_bytes() == 0) {
+          boost::system::error_code ignored_ec;
+          self->socket_.shutdown(tcp::socket::shutdown_send, ignored_ec);
+        }
+      }
+      self->Drain();
+    });
   }
   void Finish() {
     if (finished_) {
@@ -156,21 +203,37 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
 
  private:
   void Read() {
-    socket_.async_read_some(
-        asio::buffer(in_), [self = shared_from_this()](error_code ec, std::size_t n) {
-          if (self->done_) {
-            return;
-          }
-          if (ec) {
-            self->Lost(ec == asio::error::eof ? ExitReason::kClientClosed
-                                              : ExitReason::kTransportError);
-            return;
-          }
-          self->t_.net.Receive(*self, std::span<const std::uint8_t>(self->in_.data(), n));
-          if (!self->done_) {
-            self->Read();
-          }
-        });
+    socket_.async_read_some(asio::buffer(in_),
+                            [self = shared_from_this()](error_code ec, std::size_t n) {
+                              if (self->done_) {
+                                return;
+                              }
+                              if (ec) {
+                                self->Lost(ec == asio::error::eof ? ExitReason::kClientClosed
+                                                                  : ExitReason::kTransportError);
+                                return;
+                              }
+                              std::span<const std::uint8_t> bytes(self->in_.data(), n);
+                              if (self->tls_ != nullptr) {
+                                self->plain_.clear();
+                                const Status s = self->tls_->Receive(bytes, &self->plain_);
+                                if (self->tls_->has_output()) {  // the handshake's answers
+                                  self->tls_->TakeOutput(&self->out_);
+                                  self->PostFlush();
+                                }
+                                if (!s.ok()) {
+                                  self->t_.net.Fail(*self, s.message());
+                                  return;
+                                }
+                                bytes = self->plain_;
+                              }
+                              if (!bytes.empty()) {
+                                self->t_.net.Receive(*self, bytes);
+                              }
+                              if (!self->done_) {
+                                self->Read();
+                              }
+                            });
   }
 
   // The connection failed or the client closed it: tell the Network, then let go.
@@ -223,6 +286,9 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
 
   TcpTransport::Impl& t_;
   tcp::socket socket_;
+  std::unique_ptr<wire::TlsFilter> tls_;  // null: plain TCP
+  std::vector<std::uint8_t> plain_;       // what the last read decrypted to
+  bool tls_closed_ = false;               // close_notify is queued
   asio::steady_timer linger_;
   std::vector<std::uint8_t> in_;
   bool finished_ = false;
@@ -301,7 +367,10 @@ void TcpTransport::Impl::OutOfDescriptors(const error_code& ec) {
   const int fd = ::accept4(acceptor.native_handle(), reinterpret_cast<sockaddr*>(&from), &from_len,
                            SOCK_NONBLOCK | SOCK_CLOEXEC);
   const int accept_errno = fd < 0 ? errno : 0;
-  if (fd >= 0) {
+  if (fd >= 0 && tls != nullptr) {  // a TLS client could not read a plain Refuse
+    ::close(fd);
+    net.RefuseOverCapacity("?", why);
+  } else if (fd >= 0) {
     tcp::endpoint remote;
     std::memcpy(remote.data(), &from, std::min<std::size_t>(from_len, remote.capacity()));
     remote.resize(std::min<std::size_t>(from_len, remote.capacity()));
@@ -330,8 +399,9 @@ void TcpTransport::Impl::OutOfDescriptors(const error_code& ec) {
   AcceptLater();
 }
 
-TcpTransport::TcpTransport(Network& network, asio::io_context& io)
-    : impl_(std::make_shared<Impl>(network, io)) {}
+TcpTransport::TcpTransport(Network& network, asio::io_context& io,
+                           std::shared_ptr<wire::TlsContext> tls)
+    : impl_(std::make_shared<Impl>(network, io, std::move(tls))) {}
 
 TcpTransport::~TcpTransport() {
   StopAccepting();
@@ -372,7 +442,14 @@ Status TcpTransport::Listen(const std::string& address, std::uint16_t port) {
   a.native_non_blocking(true, ec);  // OutOfDescriptors accepts without Asio, and must not block
   impl_->OpenSpare();
   impl_->Accept();
-  kLog.Info("listening on {}:{}", address, this->port());
+  kLog.Info("listening on {}:{}{}", address, this->port(),
+            impl_->tls != nullptr ? " (TLS 1.2 and 1.3)" : "");
+  if (impl_->tls == nullptr && !ip.is_loopback()) {
+    kLog.Warn(
+        "{} is not a loopback address and TLS is off: credentials and game traffic cross the "
+        "network in the clear; give --tls-cert and --tls-key (net.tls_cert, net.tls_key)",
+        address);
+  }
   return Status();
 }
 

@@ -21,13 +21,19 @@ namespace boost::asio {
 class io_context;
 }  // namespace boost::asio
 
+namespace molt::kernel::wire {
+class TlsContext;
+}  // namespace molt::kernel::wire
+
 namespace molt::kernel::net {
 
 class Network;
 
 class TcpTransport {
  public:
-  TcpTransport(Network& network, boost::asio::io_context& io);
+  // `tls`: every connection speaks TLS (server side) with it; null: plain TCP.
+  TcpTransport(Network& network, boost::asio::io_context& io,
+               std::shared_ptr<wire::TlsContext> tls);
   TcpTransport(const TcpTransport&) = delete;
   TcpTransport& operator=(const TcpTransport&) = delete;
   // Closes the listener and every connection.

@@ -57,7 +57,8 @@ const NetNumber kNetNumbers[] = {
 };
 
 std::set<std::string, std::less<>> NetKeys() {
-  std::set<std::string, std::less<>> keys = {"net.bind", "net.port", "net.auth"};
+  std::set<std::string, std::less<>> keys = {"net.bind", "net.port", "net.auth", "net.tls_cert",
+                                             "net.tls_key"};
   for (const NetNumber& n : kNetNumbers) {
     keys.insert(n.key);
   }
@@ -125,6 +126,8 @@ std::optional<std::string> Text(const Config& config, const std::string& key) {
 Status ResolveNet(const ServerOptions& options, const Config& config, net::NetOptions* out) {
   out->bind_address =
       options.bind_address.value_or(Text(config, "net.bind").value_or(out->bind_address));
+  out->tls_cert_file = options.tls_cert.value_or(Text(config, "net.tls_cert").value_or(""));
+  out->tls_key_file = options.tls_key.value_or(Text(config, "net.tls_key").value_or(""));
   double port = out->port;
   if (options.port) {
     port = *options.port;

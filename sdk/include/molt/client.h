@@ -59,7 +59,7 @@ extern "C" {
 #endif
 
 /** @brief The client API version: grows with every append to this header. */
-#define MOLT_CLIENT_API_VERSION 5
+#define MOLT_CLIENT_API_VERSION 6
 
 #if defined(__GNUC__)
 #define MOLT_CLIENT_EXPORT __attribute__((visibility("default")))
@@ -89,9 +89,18 @@ typedef struct molt_client_options {
   uint32_t flags; /**< MOLT_CLIENT_NO_RECONNECT: a lost link closes the client */
   uint32_t reserved2;
   double reconnect_max_seconds; /**< the longest wait between attempts; 0: 8 s (first: 0.1 s) */
+  /* --- client API 6 --- */
+  const char* tls_ca_file;     /**< with MOLT_CLIENT_TLS: the CAs to trust (PEM); NULL: the
+                                    system's store */
+  const char* tls_server_name; /**< with MOLT_CLIENT_TLS: the name the server's certificate must
+                                    carry, also sent as SNI; NULL: the host given to connect */
 } molt_client_options;
 
 #define MOLT_CLIENT_NO_RECONNECT 1u
+/** Client API 6: connect over TLS (1.2 or 1.3) and verify the server's certificate chain and
+ *  name. A certificate that is refused closes the client (MOLT_CLIENT_CLOSED) with the reason,
+ *  e.g. "TLS: the server's certificate is refused: certificate has expired". */
+#define MOLT_CLIENT_TLS 2u
 
 /** @brief The connection changed state; `reason` says why (empty when there is none): the
  *  server's Refuse or Bye text prefixed with its reason name, or the transport's error. */

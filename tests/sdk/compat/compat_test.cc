@@ -219,7 +219,7 @@ class CompatServerTest : public ::testing::Test {
 
 TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
   for (const char* release :
-       {"client-1", "client-2", "client-3", "client-4", "client-5", "client-5-r2"}) {
+       {"client-1", "client-2", "client-3", "client-4", "client-5", "client-5-r2", "client-6"}) {
     const int api = release[7] - '0';
     const std::string out = Run(std::string(release) + "/compat_client");
     EXPECT_NE(out.find("client API " + std::to_string(api) + ": connected"), std::string::npos)

@@ -27,6 +27,8 @@ struct ServerOptions {
   std::optional<double> close_budget_seconds;  // default 25
   std::optional<std::string> bind_address;     // default 127.0.0.1 (net.bind)
   std::optional<int> port;                     // default 7777, 0 picks a free port (net.port)
+  std::optional<std::string> tls_cert;         // PEM certificate chain: clients speak TLS
+  std::optional<std::string> tls_key;          // its PEM private key (net.tls_cert, net.tls_key)
   // Development: reload the plugin directory as a new generation whenever a library in it (or
   // its manifest) is written, moved in or removed, once the changes settle (300 ms).
   bool watch = false;
