@@ -142,7 +142,7 @@ Status Network::Listen() {
     tls = std::move(context).value();
   }
   transport_ = std::make_unique<TcpTransport>(*this, kernel_.loop().io(), std::move(tls));
-  return transport_->Listen(options_.bind_address, options_.port);
+  return transport_->Listen(options_.bind_address, options_.port, options_.descriptor_reserve);
 }
 
 std::uint16_t Network::port() const { return transport_ ? transport_->port() : 0; }

@@ -107,6 +107,10 @@ struct NetOptions {
   std::uint32_t offender_kick_after = 300;  // spec: 300 refused messages within 10 s
   double error_frame_gap_seconds = 0.25;
   double refusal_log_seconds = 10;  // one log line per refusal reason per interval, with a count
+  // Descriptors kept for the server's own files (the database, plugins a swap opens, logs):
+  // connections past RLIMIT_NOFILE less these (and less what was open at Listen) are refused.
+  // 0: no reserve; connections take descriptors until accept itself fails.
+  std::size_t descriptor_reserve = 32;
   // TLS for every client connection when both are set (PEM files; docs/network.md, "TLS").
   std::string tls_cert_file;
   std::string tls_key_file;

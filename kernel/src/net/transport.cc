@@ -14,7 +14,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -45,6 +47,10 @@ struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
   void Accept();
   // Accept failed for lack of descriptors: refuse what waits, with the descriptor kept spare.
   void OutOfDescriptors(const error_code& ec);
+  // Sends `fd` a Refuse (ServerFull; nothing over TLS, which could not read it) and closes it.
+  void RefuseAndClose(int fd, const std::string& address, const std::string& why);
+  // How many connections the descriptor limit leaves room for, keeping the reserve.
+  void ComputeCapacity(std::size_t reserve);
   void AcceptLater();
   void OpenSpare() { spare = ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
   void CloseSpare() {
@@ -66,6 +72,8 @@ struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
   // for a moment to accept the waiting connection and refuse it with a reason, so the queue
   // drains instead of the acceptor waking again and again for a connection it cannot take.
   int spare = -1;
+  std::size_t capacity = SIZE_MAX;  // connections (lingering ones included) before refusing
+  std::size_t reserve = 0;
   TimePoint last_failure_log{};
   std::unordered_map<TcpPeer*, std::shared_ptr<TcpPeer>> peers;
 };
@@ -327,11 +335,24 @@ void TcpTransport::Impl::Accept() {
       return;
     }
     error_code ignored;
+    const auto remote = socket.remote_endpoint(ignored);
+    const std::string address = ignored ? std::string("?") : remote.address().to_string();
+    if (self->peers.size() >= self->capacity) {  // the reserve is the server's: refuse now
+      rlimit limit{};
+      ::getrlimit(RLIMIT_NOFILE, &limit);
+      self->RefuseAndClose(
+          socket.release(ignored), address,
+          fmt::format("{} connections hold every descriptor but the {} kept for the server's own "
+                      "files (RLIMIT_NOFILE {}, net.descriptor_reserve): raise the limit "
+                      "(ulimit -n, LimitNOFILE=)",
+                      self->peers.size(), self->reserve,
+                      static_cast<unsigned long long>(limit.rlim_cur)));
+      self->Accept();
+      return;
+    }
     socket.set_option(tcp::no_delay(true), ignored);
     socket.non_blocking(true, ignored);
-    const auto remote = socket.remote_endpoint(ignored);
-    auto peer = std::make_shared<TcpPeer>(
-        *self, std::move(socket), ignored ? std::string("?") : remote.address().to_string());
+    auto peer = std::make_shared<TcpPeer>(*self, std::move(socket), address);
     self->peers.emplace(peer.get(), peer);
     if (!self->net.Attach(*peer)) {
       peer->Abort();
@@ -367,18 +388,11 @@ void TcpTransport::Impl::OutOfDescriptors(const error_code& ec) {
   const int fd = ::accept4(acceptor.native_handle(), reinterpret_cast<sockaddr*>(&from), &from_len,
                            SOCK_NONBLOCK | SOCK_CLOEXEC);
   const int accept_errno = fd < 0 ? errno : 0;
-  if (fd >= 0 && tls != nullptr) {  // a TLS client could not read a plain Refuse
-    ::close(fd);
-    net.RefuseOverCapacity("?", why);
-  } else if (fd >= 0) {
+  if (fd >= 0) {
     tcp::endpoint remote;
     std::memcpy(remote.data(), &from, std::min<std::size_t>(from_len, remote.capacity()));
     remote.resize(std::min<std::size_t>(from_len, remote.capacity()));
-    const std::vector<std::uint8_t> refuse =
-        net.RefuseOverCapacity(remote.address().to_string(), why);
-    (void)::send(fd, refuse.data(), refuse.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    ::shutdown(fd, SHUT_WR);
-    ::close(fd);
+    RefuseAndClose(fd, remote.address().to_string(), why);
   }
   OpenSpare();
   if (spare >= 0 && (fd >= 0 || accept_errno == EAGAIN || accept_errno == EWOULDBLOCK)) {
@@ -399,6 +413,32 @@ void TcpTransport::Impl::OutOfDescriptors(const error_code& ec) {
   AcceptLater();
 }
 
+void TcpTransport::Impl::RefuseAndClose(int fd, const std::string& address,
+                                        const std::string& why) {
+  const std::vector<std::uint8_t> refuse = net.RefuseOverCapacity(address, why);
+  if (tls == nullptr) {
+    (void)::send(fd, refuse.data(), refuse.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  ::shutdown(fd, SHUT_WR);
+  ::close(fd);
+}
+
+void TcpTransport::Impl::ComputeCapacity(std::size_t keep) {
+  reserve = keep;
+  rlimit limit{};
+  if (keep == 0 || ::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return;
+  }
+  std::size_t open = 0;  // what the process holds now: its files, the acceptor, the spare
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++open;
+  }
+  const std::size_t used = (open > 0 ? open - 1 : 0) + keep;  // less the listing's own
+  capacity = limit.rlim_cur > used ? static_cast<std::size_t>(limit.rlim_cur) - used : 0;
+}
+
 TcpTransport::TcpTransport(Network& network, asio::io_context& io,
                            std::shared_ptr<wire::TlsContext> tls)
     : impl_(std::make_shared<Impl>(network, io, std::move(tls))) {}
@@ -411,7 +451,7 @@ TcpTransport::~TcpTransport() {
   impl_->peers.clear();
 }
 
-Status TcpTransport::Listen(const std::string& address, std::uint16_t port) {
+Status TcpTransport::Listen(const std::string& address, std::uint16_t port, std::size_t reserve) {
   error_code ec;
   const auto ip = asio::ip::make_address(address, ec);
   if (ec) {
@@ -441,6 +481,7 @@ Status TcpTransport::Listen(const std::string& address, std::uint16_t port) {
   impl_->accepting = true;
   a.native_non_blocking(true, ec);  // OutOfDescriptors accepts without Asio, and must not block
   impl_->OpenSpare();
+  impl_->ComputeCapacity(reserve);
   impl_->Accept();
   kLog.Info("listening on {}:{}{}", address, this->port(),
             impl_->tls != nullptr ? " (TLS 1.2 and 1.3)" : "");

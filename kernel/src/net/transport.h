@@ -39,8 +39,10 @@ class TcpTransport {
   // Closes the listener and every connection.
   ~TcpTransport();
 
-  // Binds `address:port` (port 0: any free port) and starts accepting.
-  Status Listen(const std::string& address, std::uint16_t port);
+  // Binds `address:port` (port 0: any free port) and starts accepting. Connections past the
+  // descriptor limit, less what is open now and `reserve`, are refused (Refuse ServerFull);
+  // `reserve` 0: none are, until accept fails for lack of descriptors.
+  Status Listen(const std::string& address, std::uint16_t port, std::size_t reserve);
   std::uint16_t port() const;
   void StopAccepting();
 

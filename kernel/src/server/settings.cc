@@ -54,6 +54,7 @@ const NetNumber kNetNumbers[] = {
     {"net.offender_kick_after", 1, 1e9, nullptr, &net::NetOptions::offender_kick_after},
     {"net.error_frame_gap_seconds", 0, 3600, &net::NetOptions::error_frame_gap_seconds},
     {"net.refusal_log_seconds", 0, 86400, &net::NetOptions::refusal_log_seconds},
+    {"net.descriptor_reserve", 0, 1 << 20, nullptr, nullptr, &net::NetOptions::descriptor_reserve},
 };
 
 std::set<std::string, std::less<>> NetKeys() {
