@@ -54,18 +54,26 @@ bool IsIpAddress(const std::string& name) {
          ::inet_pton(AF_INET6, name.c_str(), &buf) == 1;
 }
 
-void BaseOptions(SSL_CTX* ctx) {
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
-  SSL_CTX_set_cipher_list(ctx, kTls12Ciphers);
-  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-}
-
 }  // namespace
 
 struct TlsContext::Impl {
   SSL_CTX* ctx = nullptr;
   ~Impl() { SSL_CTX_free(ctx); }
+
+  // A context with the policy both ends share (tls.h).
+  static Result<std::unique_ptr<Impl>> New(const SSL_METHOD* method) {
+    ERR_clear_error();
+    auto impl = std::make_unique<Impl>();
+    impl->ctx = SSL_CTX_new(method);
+    if (impl->ctx == nullptr) {
+      return Status::Internal("TLS: cannot create a context: " + OpenSslReason());
+    }
+    SSL_CTX_set_min_proto_version(impl->ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(impl->ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+    SSL_CTX_set_cipher_list(impl->ctx, kTls12Ciphers);
+    SSL_CTX_set_mode(impl->ctx, SSL_MODE_RELEASE_BUFFERS);
+    return impl;
+  }
 };
 
 TlsContext::TlsContext(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -79,13 +87,11 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Server(const std::string& cert_f
       return Status::InvalidArgument(why);
     }
   }
-  ERR_clear_error();
-  auto impl = std::make_unique<Impl>();
-  impl->ctx = SSL_CTX_new(TLS_server_method());
-  if (impl->ctx == nullptr) {
-    return Status::Internal("TLS: cannot create a context: " + OpenSslReason());
+  Result<std::unique_ptr<Impl>> made = Impl::New(TLS_server_method());
+  if (!made.ok()) {
+    return made.status();
   }
-  BaseOptions(impl->ctx);
+  std::unique_ptr<Impl> impl = std::move(made).value();
   SSL_CTX_set_options(impl->ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
   if (SSL_CTX_use_certificate_chain_file(impl->ctx, cert_file.c_str()) != 1) {
     return Status::InvalidArgument(fmt::format(
@@ -111,13 +117,11 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Client(const std::string& ca_fil
       return Status::InvalidArgument(why);
     }
   }
-  ERR_clear_error();
-  auto impl = std::make_unique<Impl>();
-  impl->ctx = SSL_CTX_new(TLS_client_method());
-  if (impl->ctx == nullptr) {
-    return Status::Internal("TLS: cannot create a context: " + OpenSslReason());
+  Result<std::unique_ptr<Impl>> made = Impl::New(TLS_client_method());
+  if (!made.ok()) {
+    return made.status();
   }
-  BaseOptions(impl->ctx);
+  std::unique_ptr<Impl> impl = std::move(made).value();
   SSL_CTX_set_verify(impl->ctx, SSL_VERIFY_PEER, nullptr);
   const int loaded = ca_file.empty()
                          ? SSL_CTX_set_default_verify_paths(impl->ctx)
