@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "client_fixture.h"
+#include "kernel/src/core/logger.h"
 #include "tests/support/child_process.h"
 #include "tests/support/test_pki.h"
 
@@ -138,6 +139,32 @@ TEST_F(TlsTest, ARefusalAtAcceptIsSentInsideTlsAndAPlainClientIsCut) {
   });
   EXPECT_EQ(net_->stats().handshakes_dropped[static_cast<std::size_t>(ExitReason::kTransportError)],
             1u);
+}
+
+// A TLS client that reaches a plain server says so, rather than "connection lost".
+TEST_F(TlsTest, ATlsClientAtAPlainServerSaysTheServerDoesNotSpeakTls) {
+  std::vector<std::string> lines;
+  auto sink = Logger::Get().AddSink([&](const LogEntry& e) {
+    if (e.message.find("refused a connection") != std::string_view::npos) {
+      lines.emplace_back(e.message);
+    }
+  });
+  Listen();  // the fixture's network: plain TCP
+  TlsClient();
+  ASSERT_EQ(molt_client_connect(client_, "127.0.0.1", port_, "ada", nullptr, 0, nullptr, 0),
+            MOLT_OK);
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CLOSED; }));
+  EXPECT_EQ(journal_.states.back().rfind("closed (TLS: the peer does not speak TLS (", 0), 0u)
+      << journal_.states.back();
+  EXPECT_EQ(net_->stats().handshakes_dropped[static_cast<std::size_t>(ExitReason::kProtocolError)],
+            1u);
+  // The operator reads why in the server's log (the client got the same words in a Bye it could
+  // not read).
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0],
+            "refused a connection from 127.0.0.1 (ProtocolError): the client started a TLS "
+            "handshake, but this server speaks plain TCP: give moltd --tls-cert and --tls-key, or "
+            "connect without TLS");
 }
 
 // What a TLS scanner sees: TLS 1.3 by default, 1.2 allowed, 1.1 and older refused.

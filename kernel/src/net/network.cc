@@ -476,10 +476,15 @@ void Network::Receive(Peer& peer, std::span<const std::uint8_t> bytes) {
     // 2. The frame size cap.
     if (size > options_.max_frame_bytes || size == 0) {
       ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kFrameTooLarge)];
+      // A TLS record header (handshake, version 3.x) where a Hello belongs: say what happened.
+      const bool tls = peer.session_ == 0 && (size & 0xffff) == 0x0316;
       End(peer, ExitReason::kProtocolError,
           size == 0 ? std::string("an empty frame")
+          : tls     ? std::string("the client started a TLS handshake, but this server speaks "
+                                      "plain TCP: give moltd --tls-cert and --tls-key, or connect "
+                                      "without TLS")
                     : fmt::format("a frame of {} bytes exceeds the {}-byte cap "
-                                  "(net.max_frame_bytes)",
+                                      "(net.max_frame_bytes)",
                                   size, options_.max_frame_bytes));
       return false;
     }

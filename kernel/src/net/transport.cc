@@ -159,30 +159,33 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
     Drain();
   }
   void Drain() {
-    socket_.async_read_some(asio::buffer(in_), [self = shared_from_this()](
-                                                   boost::system::error_code ec, std::size_t n) {
-      if (ec) {
-        self->Finish();
+    socket_.async_read_some(
+        asio::buffer(in_),
+        [self = shared_from_this()](error_code ec, std::size_t n) { self->OnDrain(ec, n); });
+  }
+
+  void OnDrain(error_code ec, std::size_t n) {
+    if (ec || finished_) {
+      Finish();
+      return;
+    }
+    if (tls_ != nullptr && !tls_closed_) {  // the handshake goes on; its output goes out
+      std::vector<std::uint8_t> ignored;
+      if (!tls_->Receive(std::span(in_.data(), n), &ignored).ok()) {
+        Finish();
         return;
       }
-      if (self->tls_ != nullptr && !self->tls_closed_) {
-        std::vector<std::uint8_t> ignored;
-        if (!self->tls_->Receive(std::span(self->in_.data(), n), &ignored).ok()) {
-          self->Finish();
-          return;
-        }
-        self->CloseTls();
-        if (!self->WriteWhatFits()) {
-          self->Finish();
-          return;
-        }
-        if (self->tls_closed_ && self->queued_bytes() == 0) {
-          boost::system::error_code ignored_ec;
-          self->socket_.shutdown(tcp::socket::shutdown_send, ignored_ec);
-        }
+      CloseTls();
+      if (!WriteWhatFits()) {
+        Finish();
+        return;
       }
-      self->Drain();
-    });
+      if (tls_closed_ && queued_bytes() == 0) {
+        error_code ignored_ec;
+        socket_.shutdown(tcp::socket::shutdown_send, ignored_ec);
+      }
+    }
+    Drain();
   }
   void Finish() {
     if (finished_) {
@@ -213,35 +216,37 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
   void Read() {
     socket_.async_read_some(asio::buffer(in_),
                             [self = shared_from_this()](error_code ec, std::size_t n) {
-                              if (self->done_) {
-                                return;
-                              }
-                              if (ec) {
-                                self->Lost(ec == asio::error::eof ? ExitReason::kClientClosed
-                                                                  : ExitReason::kTransportError);
-                                return;
-                              }
-                              std::span<const std::uint8_t> bytes(self->in_.data(), n);
-                              if (self->tls_ != nullptr) {
-                                self->plain_.clear();
-                                const Status s = self->tls_->Receive(bytes, &self->plain_);
-                                if (self->tls_->has_output()) {  // the handshake's answers
-                                  self->tls_->TakeOutput(&self->out_);
-                                  self->PostFlush();
-                                }
-                                if (!s.ok()) {
-                                  self->t_.net.Fail(*self, s.message());
-                                  return;
-                                }
-                                bytes = self->plain_;
-                              }
-                              if (!bytes.empty()) {
-                                self->t_.net.Receive(*self, bytes);
-                              }
                               if (!self->done_) {
-                                self->Read();
+                                self->OnRead(ec, n);
                               }
                             });
+  }
+
+  void OnRead(error_code ec, std::size_t n) {
+    if (ec) {
+      Lost(ec == asio::error::eof ? ExitReason::kClientClosed : ExitReason::kTransportError);
+      return;
+    }
+    std::span<const std::uint8_t> bytes(in_.data(), n);
+    if (tls_ != nullptr) {
+      plain_.clear();
+      const Status s = tls_->Receive(bytes, &plain_);
+      if (tls_->has_output()) {  // the handshake's answers
+        tls_->TakeOutput(&out_);
+        PostFlush();
+      }
+      if (!s.ok()) {
+        t_.net.Fail(*this, s.message());
+        return;
+      }
+      bytes = plain_;
+    }
+    if (!bytes.empty()) {
+      t_.net.Receive(*this, bytes);
+    }
+    if (!done_) {
+      Read();
+    }
   }
 
   // The connection failed or the client closed it: tell the Network, then let go.
