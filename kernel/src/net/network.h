@@ -225,7 +225,8 @@ class Network {
   void Shutdown();
 
   // --- The transport's side ---
-  // A new connection. False: refused (half-open cap), close it without a word.
+  // A new connection. False: the network is shut down; close it without a word. (Refusals go
+  // through the connection itself: a Refuse frame, then the close.)
   bool Attach(Peer& peer);
   // Bytes arrived on `peer`: frames are parsed and passed through the pipeline.
   void Receive(Peer& peer, std::span<const std::uint8_t> bytes);
