@@ -44,6 +44,13 @@ std::span<const std::uint8_t> Finish(fb::FlatBufferBuilder& b, w::Body type,
   return std::span(b.GetBufferPointer(), b.GetSize());
 }
 
+// A Refuse frame: the reason, its text, and a retry-after where waiting helps.
+std::span<const std::uint8_t> RefuseFrame(fb::FlatBufferBuilder& b, w::RefuseReason reason,
+                                          std::string_view text, double retry_after) {
+  auto refuse = w::CreateRefuseDirect(b, reason, std::string(text).c_str(), Millis(retry_after));
+  return Finish(b, w::Body::Refuse, refuse.Union());
+}
+
 // The channel table as a Welcome or a Channels frame lists it.
 std::vector<fb::Offset<w::ChannelInfo>> ChannelInfos(fb::FlatBufferBuilder& b,
                                                      const ChannelRegistry& channels) {
@@ -311,9 +318,8 @@ std::vector<std::uint8_t> Network::RefuseOverCapacity(const std::string& address
   ++stats_.refused_no_descriptors;
   LogRefusal("OutOfDescriptors", address, why);
   fb::FlatBufferBuilder b(128);
-  auto refuse = w::CreateRefuseDirect(b, w::RefuseReason::ServerFull,
-                                      "the server is at capacity; retry", Millis(5));
-  const std::span<const std::uint8_t> frame = Finish(b, w::Body::Refuse, refuse.Union());
+  const std::span<const std::uint8_t> frame =
+      RefuseFrame(b, w::RefuseReason::ServerFull, "the server is at capacity; retry", 5);
   stats_.bytes_out += frame.size();
   return {frame.begin(), frame.end()};
 }
@@ -443,9 +449,7 @@ void Network::Refuse(Peer& peer, std::uint8_t reason, std::string_view text, dou
   peer.refused_ = true;
   LogRefusal(w::EnumNameRefuseReason(static_cast<w::RefuseReason>(reason)), peer.address(), text);
   fb::FlatBufferBuilder b(128);
-  auto refuse = w::CreateRefuseDirect(b, static_cast<w::RefuseReason>(reason),
-                                      std::string(text).c_str(), Millis(retry_after));
-  SendFrame(peer, Finish(b, w::Body::Refuse, refuse.Union()));
+  SendFrame(peer, RefuseFrame(b, static_cast<w::RefuseReason>(reason), text, retry_after));
   End(peer, ExitReason::kProtocolError, text);
 }
 
