@@ -13,20 +13,41 @@ packages=(
   clang libclang-rt-14-dev clang-format-15 pkg-config
 )
 
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "install-deps: installing ${missing[*]}"
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
   sudo="sudo"
 fi
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  if [ -n "$sudo" ] && ! command -v sudo >/dev/null; then
+    echo "install-deps: need root or sudo to install: ${missing[*]}" >&2
+    exit 1
+  fi
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# promtool checks /metrics in the tests (docs/operations.md). It comes from Debian's prometheus
+# package, unpacked into .cache/ rather than installed: installing it would also set up and start
+# a Prometheus server. No root needed; the package lists must be there (apt-get update above).
+promtool="$root/.cache/promtool/usr/bin/promtool"
+if [ ! -x "$promtool" ]; then
+  echo "install-deps: unpacking promtool from Debian's prometheus package into .cache/promtool"
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  if ! (cd "$work" && apt-get download -qq prometheus 2>/dev/null); then
+    $sudo apt-get update -qq
+    (cd "$work" && apt-get download -qq prometheus)
+  fi
+  mkdir -p "$root/.cache/promtool"
+  dpkg-deb --fsys-tarfile "$work"/prometheus_*.deb | tar -x -C "$root/.cache/promtool" ./usr/bin/promtool
+fi

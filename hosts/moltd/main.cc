@@ -77,6 +77,9 @@ int main(int argc, char** argv) {
       ("tls-cert", "clients connect over TLS 1.2/1.3 with this PEM certificate chain (with "
                    "--tls-key; default: plain TCP)", cxxopts::value<std::string>(), "FILE")
       ("tls-key", "the PEM private key of --tls-cert", cxxopts::value<std::string>(), "FILE")
+      ("admin", "the admin endpoint: the HTTP API, /metrics, /healthz and /readyz "
+                "(default 127.0.0.1:7778; off turns it off; docs/operations.md)",
+       cxxopts::value<std::string>(), "ADDRESS:PORT")
       ("watch", "development: reload the plugin directory as a new generation whenever a "
                 "library in it changes (once the changes settle)")
       ("version", "print the version and exit")
@@ -132,6 +135,9 @@ int main(int argc, char** argv) {
   }
   if (args.count("tls-key") != 0) {
     server.tls_key = args["tls-key"].as<std::string>();
+  }
+  if (args.count("admin") != 0) {
+    server.admin = args["admin"].as<std::string>();
   }
   if (args.count("port") != 0) {
     server.port = args["port"].as<int>();

@@ -26,6 +26,7 @@
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <semaphore>
@@ -34,9 +35,14 @@
 #include <thread>
 #include <vector>
 
+#include "kernel/src/admin/admin_api.h"
+#include "kernel/src/admin/log_ring.h"
+#include "kernel/src/admin/metrics.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
+#include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/network.h"
+#include "kernel/src/store/sqlite_store.h"
 #include "molt_wire_generated.h"
 #include "net_fixture.h"
 #include "test_client.h"
@@ -599,6 +605,66 @@ BENCHMARK(BM_AsioReadParseBaseline)
     ->Iterations(kSocketRounds)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+
+// --- The admin endpoint: one /metrics scrape ----------------------------------------------------
+
+// One scrape (AdminApi::Metrics, on the kernel thread) with `sessions` joined and the reference
+// channel declared, beside the stats JSON the kernel already builds for plugins (Kernel::StatsJson,
+// net and generations sections) on the same server. The HTTP thread's part (parse, write) is not
+// on the kernel thread and not here.
+void RunAdminScrape(benchmark::State& state, bool metrics) {
+  QuietLogs quiet;
+  std::vector<std::unique_ptr<BenchPeer>> peers;  // outlive the network, which closes them
+  BenchNet bench;
+  if (!bench.error().empty() || !bench.DeclareSay([](Session&, std::span<Value>) {}).empty()) {
+    state.SkipWithError("the bench network did not start");
+    return;
+  }
+  Network& net = bench.net();
+  const auto sessions = static_cast<std::size_t>(state.range(0));
+  for (std::size_t i = 0; i < sessions; ++i) {
+    peers.push_back(std::make_unique<BenchPeer>());
+    if (!net.Attach(*peers.back())) {
+      state.SkipWithError("Attach refused a bench peer");
+      return;
+    }
+    net.Receive(*peers.back(), TestClient::HelloFrame("player" + std::to_string(i)));
+  }
+  if (net.sessions().count() != sessions) {
+    state.SkipWithError("not every bench peer joined");
+    return;
+  }
+  const std::string db = std::filesystem::temp_directory_path().string() + "/molt_bench_admin.db";
+  std::filesystem::remove(db);
+  auto store = store::SqliteStore::Open(db, [](std::function<void()> fn) { fn(); });
+  loader::PluginHost plugins(
+      bench.kernel(), std::filesystem::temp_directory_path().string() + "/molt_bench_admin_copies");
+  admin::LogRing logs;
+  admin::AdminApi api({bench.kernel(), net, plugins, **store, logs, [] {}, [] { return false; }},
+                      "bench-token-0123456789");
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    const std::string text = metrics ? api.Metrics() : bench.kernel().StatsJson();
+    bytes = text.size();
+    benchmark::DoNotOptimize(text.data());
+  }
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+void BM_AdminScrape(benchmark::State& state) { RunAdminScrape(state, true); }
+BENCHMARK(BM_AdminScrape)->ArgName("sessions")->Arg(1000)->Unit(benchmark::kMicrosecond);
+void BM_AdminScrapeBaseline_StatsJson(benchmark::State& state) { RunAdminScrape(state, false); }
+BENCHMARK(BM_AdminScrapeBaseline_StatsJson)
+    ->ArgName("sessions")
+    ->Arg(1000)
+    ->Unit(benchmark::kMicrosecond);
+
+// The scrape's other half, on the HTTP thread: this process's figures from /proc and glibc.
+void BM_AdminReadProcessFigures(benchmark::State& state) {
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(admin::ReadProcessFigures());
+  }
+}
+BENCHMARK(BM_AdminReadProcessFigures)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace molt::kernel::net

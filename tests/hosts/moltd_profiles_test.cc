@@ -115,7 +115,8 @@ class MoltdProfilesTest : public ::testing::Test {
     fs::remove_all(data_ + "-b");
   }
   std::unique_ptr<Process> Start(const std::string& data, const std::string& config = "") {
-    std::vector<std::string> args = {kMoltd, "-p", kPlugins, "-d", data, "--port", "0"};
+    std::vector<std::string> args = {kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins,
+                                     "-d",   data,      "--port",      "0"};
     if (!config.empty()) {
       const std::string path = data + ".json";
       std::ofstream(path) << config;
@@ -292,13 +293,13 @@ TEST_F(MoltdProfilesTest, AServerKilledMidSaveLeavesACleanDatabaseAndItsPlayersL
 TEST_F(MoltdProfilesTest, AProfileDatabaseThatIsNotADatabaseStopsTheBootNamingIt) {
   fs::create_directories(data_);
   std::ofstream(data_ + "/profiles.db") << std::string(8192, 'x');
-  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0"});
   EXPECT_EQ(p.Wait(), 1) << p.output();  // kExitBootFailed
   EXPECT_NE(p.output().find("cannot start: the profile database \"" + data_ +
                             "/profiles.db\" cannot be read: file is not a database"),
             std::string::npos)
       << p.output();
-  Process help({kMoltd, "--help"});
+  Process help({kMoltd, "--admin", "127.0.0.1:0", "--help"});
   EXPECT_EQ(help.Wait(), 0);
   EXPECT_NE(help.output().find("DATA/profiles.db"), std::string::npos) << help.output();
 }

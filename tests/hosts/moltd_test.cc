@@ -64,7 +64,8 @@ class MoltdTest : public ::testing::Test {
 };
 
 TEST_F(MoltdTest, ServesTheBundledPluginsAndClosesInReverseBootOrderOnSigterm) {
-  Process p({kMoltd, "--plugins", kPlugins, "--data", data_, "--port", "0"});
+  Process p(
+      {kMoltd, "--admin", "127.0.0.1:0", "--plugins", kPlugins, "--data", data_, "--port", "0"});
   ASSERT_TRUE(p.WaitFor("Server booted 4 services")) << p.output();
   ASSERT_TRUE(p.WaitFor("SIGTERM or SIGINT closes")) << p.output();
   EXPECT_FALSE(fs::is_empty(data_ + "/run"));  // this server's private plugin copies
@@ -91,7 +92,8 @@ TEST_F(MoltdTest, ServesTheBundledPluginsAndClosesInReverseBootOrderOnSigterm) {
 }
 
 TEST_F(MoltdTest, SigintClosesToo) {
-  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--log-format", "json", "--port", "0"});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--log-format", "json",
+             "--port", "0"});
   ASSERT_TRUE(p.WaitFor("Server booted")) << p.output();
   p.Signal(SIGINT);
   EXPECT_EQ(p.Wait(), 0) << p.output();
@@ -102,7 +104,8 @@ TEST_F(MoltdTest, SigintClosesToo) {
 
 TEST_F(MoltdTest, ASecondSignalDuringTheCloseIsIgnored) {
   const std::string config = Config(R"({"plugins": {"fx_sleepy": {"stop_sleep_seconds": 2}}})");
-  Process p({kMoltd, "-p", kFixtures + "/close", "-d", data_, "-c", config, "--port", "0"});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kFixtures + "/close", "-d", data_, "-c",
+             config, "--port", "0"});
   ASSERT_TRUE(p.WaitFor("Server booted 1 services")) << p.output();
   p.Signal(SIGTERM);
   ASSERT_TRUE(p.WaitFor("closing (SIGTERM)")) << p.output();
@@ -118,8 +121,8 @@ TEST_F(MoltdTest, ASecondSignalDuringTheCloseIsIgnored) {
 
 TEST_F(MoltdTest, CloseOverBudgetWarnsAndExitsZero) {
   const std::string config = Config(R"({"plugins": {"fx_sleepy": {"stop_sleep_seconds": 60}}})");
-  Process p({kMoltd, "-p", kFixtures + "/close", "-d", data_, "-c", config, "--close-budget", "0.5",
-             "--port", "0"});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kFixtures + "/close", "-d", data_, "-c",
+             config, "--close-budget", "0.5", "--port", "0"});
   ASSERT_TRUE(p.WaitFor("Server booted 1 services")) << p.output();
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();
@@ -129,7 +132,7 @@ TEST_F(MoltdTest, CloseOverBudgetWarnsAndExitsZero) {
 }
 
 TEST_F(MoltdTest, RefusedPluginsStopTheBootWithEveryReason) {
-  Process p({kMoltd, "-p", kFixtures + "/bad", "-d", data_});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kFixtures + "/bad", "-d", data_});
   EXPECT_EQ(p.Wait(), 1);
   EXPECT_NE(p.output().find("[molt] cannot start: 10 of 10 plugin files refused:"),
             std::string::npos)
@@ -138,13 +141,14 @@ TEST_F(MoltdTest, RefusedPluginsStopTheBootWithEveryReason) {
 }
 
 TEST_F(MoltdTest, ConfigurationTyposAreNamed) {
-  Process p({kMoltd, "-p", kPlugins, "-d", data_, "-c", Config(R"({"server": {"tickrate": 5}})")});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "-c",
+             Config(R"({"server": {"tickrate": 5}})")});
   EXPECT_EQ(p.Wait(), 1);
   EXPECT_NE(p.output().find("cannot start: config file \"" + data_ +
                             ".json\": unknown key \"server.tickrate\" (known: "),
             std::string::npos)
       << p.output();
-  Process q({kMoltd, "-p", kPlugins, "-d", data_, "--log-level", "loud"});
+  Process q({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--log-level", "loud"});
   EXPECT_EQ(q.Wait(), 1);
   EXPECT_NE(q.output().find("log level \"loud\" is unknown: use debug, info, warn, error or off"),
             std::string::npos)
@@ -152,29 +156,29 @@ TEST_F(MoltdTest, ConfigurationTyposAreNamed) {
 }
 
 TEST_F(MoltdTest, HelpExplainsItselfAndBadFlagsExitTwo) {
-  Process help({kMoltd, "--help"});
+  Process help({kMoltd, "--admin", "127.0.0.1:0", "--help"});
   EXPECT_EQ(help.Wait(), 0);
   for (const char* s : {"Usage:", "--plugins", "--data", "--config", "--tick-rate",
                         "--close-budget", "close phase", "Examples:"}) {
     EXPECT_NE(help.output().find(s), std::string::npos) << s;
   }
-  Process version({kMoltd, "--version"});
+  Process version({kMoltd, "--admin", "127.0.0.1:0", "--version"});
   EXPECT_EQ(version.Wait(), 0);
   EXPECT_EQ(version.output(), "moltd " MOLT_VERSION " (plugin ABI 1.4)\n");
-  Process bad({kMoltd, "--frobnicate"});
+  Process bad({kMoltd, "--admin", "127.0.0.1:0", "--frobnicate"});
   EXPECT_EQ(bad.Wait(), 2);
   EXPECT_NE(bad.output().find("Try 'moltd --help'."), std::string::npos) << bad.output();
 }
 
 TEST_F(MoltdTest, AKilledServerLeavesNothingThatBlocksTheNextStart) {
   {
-    Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+    Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0"});
     ASSERT_TRUE(p.WaitFor("Server booted")) << p.output();
     p.Signal(SIGKILL);
     EXPECT_EQ(p.Wait(), 128 + SIGKILL);
   }
   ASSERT_FALSE(fs::is_empty(data_ + "/run"));  // the dead server's plugin copies
-  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0"});
   ASSERT_TRUE(p.WaitFor("Server booted")) << p.output();
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();
@@ -182,7 +186,7 @@ TEST_F(MoltdTest, AKilledServerLeavesNothingThatBlocksTheNextStart) {
 }
 
 TEST_F(MoltdTest, ServesClientsThroughThePluginsChannelsAndSaysGoodbyeOnClose) {
-  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0"});
   const std::string serving = ServingPort(p);
   ASSERT_FALSE(serving.empty()) << p.output();
   EXPECT_NE(p.output().find("security audit: clean"), std::string::npos) << p.output();
@@ -247,7 +251,8 @@ void ExpectDescriptorsRunOutGracefully(MoltdTest& t, int limit, const std::strin
                                        const std::string& why) {
   namespace w = molt::wire;
   const std::string data = t.data();
-  std::vector<std::string> args = {kMoltd, "-p", kPlugins, "-d", data, "--port", "0"};
+  std::vector<std::string> args = {kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins,
+                                   "-d",   data,      "--port",      "0"};
   if (!config.empty()) {
     args.insert(args.end(), {"--config", t.Config(config)});
   }
@@ -338,7 +343,7 @@ TEST_F(MoltdTest, AcceptFailingForLackOfDescriptorsRefusesNewcomersAndServesTheP
 }
 
 TEST_F(MoltdTest, APlainCClientTalksToIt) {
-  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0"});
   const std::string port = ServingPort(p);
   ASSERT_FALSE(port.empty()) << p.output();
   Process client({MOLT_C_CLIENT_PATH, port});
@@ -350,7 +355,7 @@ TEST_F(MoltdTest, APlainCClientTalksToIt) {
 }
 
 TEST_F(MoltdTest, MoltBotLoadsItAndReports) {
-  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0"});
   const std::string port = ServingPort(p);
   ASSERT_FALSE(port.empty()) << p.output();
   Process bot({MOLT_BOT_PATH, "--port", port, "--clients", "4", "--duration", "1.2", "--rate", "5",
@@ -379,8 +384,8 @@ TEST_F(MoltdTest, MoltBotLoadsItAndReports) {
 TEST_F(MoltdTest, ServesOverTlsToAVerifyingMoltBotAndNamesTlsMistakes) {
   fs::create_directories(data_ + "-pki");
   const molt::test::TestPki pki(data_ + "-pki");
-  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0", "--tls-cert",
-             pki.path("server.pem"), "--tls-key", pki.path("server.key")});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0",
+             "--tls-cert", pki.path("server.pem"), "--tls-key", pki.path("server.key")});
   const std::string port = ServingPort(p);
   ASSERT_FALSE(port.empty()) << p.output();
   EXPECT_NE(p.output().find(" (TLS 1.2 and 1.3)"), std::string::npos) << p.output();
@@ -400,13 +405,14 @@ TEST_F(MoltdTest, ServesOverTlsToAVerifyingMoltBotAndNamesTlsMistakes) {
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();
 
-  Process half(
-      {kMoltd, "-p", kPlugins, "-d", data_, "--port", "0", "--tls-cert", pki.path("server.pem")});
+  Process half({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0",
+                "--tls-cert", pki.path("server.pem")});
   EXPECT_EQ(half.Wait(), 1) << half.output();
   EXPECT_NE(half.output().find("cannot start: TLS needs both a certificate and its private key"),
             std::string::npos)
       << half.output();
-  Process open({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0", "--bind", "0.0.0.0"});
+  Process open({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0",
+                "--bind", "0.0.0.0"});
   ASSERT_TRUE(open.WaitFor("serving 4 plugins")) << open.output();
   EXPECT_NE(open.output().find("0.0.0.0 is not a loopback address and TLS is off"),
             std::string::npos)
@@ -417,7 +423,7 @@ TEST_F(MoltdTest, ServesOverTlsToAVerifyingMoltBotAndNamesTlsMistakes) {
 }
 
 TEST_F(MoltdTest, AnIdleMoltBotSleepsBetweenPings) {
-  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0"});
   const std::string port = ServingPort(p);
   ASSERT_FALSE(port.empty()) << p.output();
   Process bot({MOLT_BOT_PATH, "--port", port, "--clients", "1", "--rate", "0", "--duration", "2"});
@@ -437,7 +443,7 @@ TEST_F(MoltdTest, AnIdleMoltBotSleepsBetweenPings) {
 // SIGHUP reloads the plugin directory as a new generation while clients keep talking to it: the
 // swap is logged as one JSON line, and no client is disconnected or left without an answer.
 TEST_F(MoltdTest, SighupSwapsThePluginsUnderLiveClients) {
-  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0"});
   const std::string port = ServingPort(p);
   ASSERT_FALSE(port.empty()) << p.output();
   const std::string first = Label(p.output(), "rounds");
@@ -498,7 +504,7 @@ Footprint FootprintOf(pid_t pid) {
 // growth in mapped copies, descriptors or (outside the sanitizers, whose allocator keeps freed
 // memory) resident memory.
 TEST_F(MoltdTest, HundredSwapsUnderFiftyVerifyingClientsLoseNothing) {
-  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0"});
   const std::string port = ServingPort(p);
   ASSERT_FALSE(port.empty()) << p.output();
   Process bot({MOLT_BOT_PATH, "--port", port, "--clients", "50", "--rate", "10", "--duration",
@@ -540,7 +546,7 @@ TEST_F(MoltdTest, WatchSwapsInARebuiltLibrary) {
   fs::create_directories(dir);
   const std::string v1 = kFixtures + "/gen/v1/fx_gen_v1.so";
   fs::copy_file(v1, dir + "/fx_gen.so");
-  Process p({kMoltd, "-p", dir, "-d", data_, "--port", "0", "--watch"});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", dir, "-d", data_, "--port", "0", "--watch"});
   ASSERT_FALSE(molt::test::ServingPort(p, 1).empty()) << p.output();
   ASSERT_TRUE(p.WaitFor("watching " + dir)) << p.output();
   // "The build": write the new library beside, then move it into place, as a linker would.
@@ -568,14 +574,16 @@ TEST_F(MoltdTest, BootsTheLastKnownGoodBuildWhenThePluginDirectoryFails) {
   }
   const std::string config = Config(R"({"server": {"health_window_seconds": 0.2}})");
   {
-    Process p({kMoltd, "-p", dir, "-d", data_, "--port", "0", "-c", config});
+    Process p(
+        {kMoltd, "--admin", "127.0.0.1:0", "-p", dir, "-d", data_, "--port", "0", "-c", config});
     ASSERT_TRUE(p.WaitFor("is the last known good (kept in")) << p.output();
     p.Signal(SIGTERM);
     EXPECT_EQ(p.Wait(), 0) << p.output();
   }
   EXPECT_TRUE(fs::exists(data_ + "/builds/last-known-good/molt-build.json"));
   fs::copy_file(kFixtures + "/bad/fx_no_entry.so", dir + "/fx_no_entry.so");
-  Process p({kMoltd, "-p", dir, "-d", data_, "--port", "0", "-c", config});
+  Process p(
+      {kMoltd, "--admin", "127.0.0.1:0", "-p", dir, "-d", data_, "--port", "0", "-c", config});
   EXPECT_FALSE(ServingPort(p).empty()) << p.output();
   EXPECT_NE(p.output().find("does not boot: 1 of 5 plugin files refused"), std::string::npos)
       << p.output();
@@ -585,7 +593,8 @@ TEST_F(MoltdTest, BootsTheLastKnownGoodBuildWhenThePluginDirectoryFails) {
   // A directory that loads but does not start: the last known good is swapped in for it.
   fs::remove(dir + "/fx_no_entry.so");
   fs::copy_file(kFixtures + "/gen/fail_start/fx_gen_fail_start.so", dir + "/fx_gen.so");
-  Process q({kMoltd, "-p", dir, "-d", data_, "--port", "0", "-c", config});
+  Process q(
+      {kMoltd, "--admin", "127.0.0.1:0", "-p", dir, "-d", data_, "--port", "0", "-c", config});
   EXPECT_FALSE(ServingPort(q).empty()) << q.output();
   EXPECT_NE(q.output().find("does not boot: service \"fx_gen\": start failed: start refused"),
             std::string::npos)
@@ -602,7 +611,7 @@ TEST_F(MoltdTest, BootsTheLastKnownGoodBuildWhenThePluginDirectoryFails) {
 // the counter_hud controller, which asks for the count (a request waited on in a process), adds
 // its visit (an intent), and logs what the replica then says.
 TEST_F(MoltdTest, TheCounterPairWorksEndToEnd) {
-  Process p({kMoltd, "-p", kPlugins, "-d", data_, "--port", "0"});
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0"});
   const std::string port = ServingPort(p);
   ASSERT_FALSE(port.empty()) << p.output();
   for (const char* visitor : {"#1", "#2"}) {
@@ -619,7 +628,8 @@ TEST_F(MoltdTest, TheCounterPairWorksEndToEnd) {
         << bot.output();
   }
   // moltd refuses a controller in its plugin directory, naming the fix.
-  Process wrong({kMoltd, "-p", MOLT_CONTROLLER_DIR, "-d", data_, "--port", "0"});
+  Process wrong(
+      {kMoltd, "--admin", "127.0.0.1:0", "-p", MOLT_CONTROLLER_DIR, "-d", data_, "--port", "0"});
   EXPECT_NE(wrong.Wait(), 0);
   EXPECT_NE(wrong.output().find("is a controller, but this host loads services only"),
             std::string::npos)

@@ -85,7 +85,7 @@ stop() {  # stop <pid> <log>: SIGTERM, then the exit code must be 0
 }
 
 # The installed moltd, serving the out-of-tree plugins; the app talks to hello_c.
-"$prefix/bin/moltd" -p "$work/plugins" -d "$work/data" --port 0 >"$work/moltd.log" 2>&1 &
+"$prefix/bin/moltd" -p "$work/plugins" -d "$work/data" --port 0 --admin 127.0.0.1:0 >"$work/moltd.log" 2>&1 &
 pids+=($!)
 port=$(port_of "$work/moltd.log")
 for app in "$work/client/hello_client" "$work/hello_client_pc"; do
@@ -104,7 +104,7 @@ grep -q '\[hello@[^]]*\] hello from out of tree' "$work/moltd.log" || fail "hell
 grep -q '\[hello@[^]]*\] goodbye after' "$work/moltd.log" || fail "hello did not stop"
 
 # The installed moltd finds its bundled plugins from its own location.
-"$prefix/bin/moltd" -d "$work/data2" --port 0 >"$work/bundled.log" 2>&1 &
+"$prefix/bin/moltd" -d "$work/data2" --port 0 --admin 127.0.0.1:0 >"$work/bundled.log" 2>&1 &
 pids+=($!)
 port_of "$work/bundled.log" >/dev/null
 grep -q "serving 4 plugins from $prefix/bin/../$libdir/molt/plugins" "$work/bundled.log" ||

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   options.plugin_dir = argv[1];
   options.data_dir = argv[2];
   options.port = std::atoi(argv[3]);
-  options.tick_rate = 30;  // this game needs no more
+  options.tick_rate = 30;         // this game needs no more
+  options.admin = "127.0.0.1:0";  // the admin endpoint on a free port (moltd's is 7778)
   return molt::kernel::RunServer(options);
 }

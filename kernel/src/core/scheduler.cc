@@ -599,7 +599,15 @@ void Scheduler::Run(Duration budget) {
   stats_.last_budget = budget;
   stats_.tasks_run += ran;
   stats_.tasks_deferred = deferred;
+  stats_.steps_deferring += deferred != 0;
   ++stats_.steps;
+  std::size_t bucket = 0;
+  const std::int64_t step_ns = stats_.last_step.count();
+  while (bucket < kStepTimeBounds.size() && step_ns > kStepTimeBounds[bucket]) {
+    ++bucket;
+  }
+  ++stats_.step_times[bucket];
+  stats_.step_time_total += stats_.last_step;
   external_ = Duration::zero();
   in_step_ = false;
 }

@@ -127,6 +127,12 @@ struct TaskError {
   std::string_view message;
 };
 
+// The upper bounds of the step-time histogram's buckets (SchedulerStats::step_times), in
+// nanoseconds: 100 µs to 100 ms; the last bucket holds the steps above them all.
+inline constexpr std::array<std::int64_t, 10> kStepTimeBounds = {
+    100'000,   250'000,    500'000,    1'000'000,  2'500'000,
+    5'000'000, 10'000'000, 25'000'000, 50'000'000, 100'000'000};
+
 struct SchedulerStats {
   Duration last_step{};              // LastStepSeconds
   Duration last_budget{};            // the budget the last step had
@@ -134,6 +140,10 @@ struct SchedulerStats {
   std::uint64_t tasks_deferred = 0;  // ready tasks the last step's budget left waiting
   std::uint64_t steps = 0;
   std::uint64_t errors = 0;
+  // Every step's time: counts per bucket of kStepTimeBounds (non-cumulative), and their sum.
+  std::array<std::uint64_t, kStepTimeBounds.size() + 1> step_times{};
+  Duration step_time_total{};
+  std::uint64_t steps_deferring = 0;  // steps whose budget left ready tasks waiting
 };
 
 struct TaskProfile {

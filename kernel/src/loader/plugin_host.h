@@ -153,6 +153,12 @@ class PluginHost {
   // the serving generation and its plugins with their error counts, the health window, the
   // resident generations, swaps, rollbacks and failed builds.
   std::string StatsJson() const;
+  // Swaps that ended with a new generation serving, swaps that did not, health-window rollbacks,
+  // and the generations resident (serving, on probation, mounted).
+  std::uint64_t swaps() const { return swaps_; }
+  std::uint64_t failed_swaps() const { return failures_; }
+  std::uint64_t rollbacks() const { return rollbacks_; }
+  std::size_t resident_generations() const { return generations_.size(); }
 
  private:
   struct Generation {

@@ -12,6 +12,9 @@
 #include <filesystem>
 #include <set>
 
+#include "kernel/src/admin/admin_api.h"
+#include "kernel/src/admin/http_server.h"
+#include "kernel/src/admin/log_ring.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/loader/plugin_host.h"
@@ -125,6 +128,7 @@ void DrainProfiles(Kernel& kernel, store::ProfileRegistry& profiles, TimePoint d
 }  // namespace
 
 int RunServer(const ServerOptions& options) {
+  admin::LogRing log_ring;  // the newest lines, for the admin API
   LogScope log("molt");
   Config config;
   Settings settings;
@@ -142,6 +146,16 @@ int RunServer(const ServerOptions& options) {
     return kExitBootFailed;
   }
   RaiseDescriptorLimit(settings, log);
+  const std::string token_file = (fs::path(settings.data_dir) / "admin.token").string();
+  std::string admin_token;
+  if (settings.admin_enabled) {
+    Result<std::string> token = admin::LoadAdminToken(token_file, settings.admin_token);
+    if (!token.ok()) {
+      log.Error("cannot start: {}", token.status().message());
+      return kExitBootFailed;
+    }
+    admin_token = std::move(token).value();
+  }
   const fs::path run_root = fs::path(settings.data_dir) / "run";
   RemoveStaleRunDirs(run_root);
   const fs::path copy_dir = run_root / ("moltd-" + std::to_string(::getpid()));
@@ -215,6 +229,35 @@ int RunServer(const ServerOptions& options) {
       });
     });
 
+    // The admin endpoint: its own thread; its answers are built on this one.
+    admin::AdminApi admin_api(
+        {kernel, network, plugins, *profile_db, log_ring,
+         [&plugins, &settings] { plugins.RequestReload(settings.plugin_dir, "admin API"); },
+         [&close_requested] { return close_requested.load(); }},
+        admin_token);
+    std::unique_ptr<admin::HttpServer> admin_server;
+    auto start_admin = [&]() -> Status {
+      if (!settings.admin_enabled) {
+        log.Info("admin endpoint off");
+        return Status::Ok();
+      }
+      Result<std::unique_ptr<admin::HttpServer>> started =
+          admin::HttpServer::Start(settings.admin_address, settings.admin_port, {},
+                                   [&admin_api](admin::HttpRequest req, admin::HttpReply reply) {
+                                     admin_api.Handle(std::move(req), std::move(reply));
+                                   });
+      if (!started.ok()) {
+        return started.status();
+      }
+      admin_server = std::move(started).value();
+      const bool v6 = settings.admin_address.find(':') != std::string::npos;
+      log.Info(
+          "admin endpoint on http://{}{}{}:{}/ (/metrics, /healthz, /readyz; the API's token "
+          "is in {})",
+          v6 ? "[" : "", settings.admin_address, v6 ? "]" : "", admin_server->port(),
+          settings.admin_token.empty() ? token_file : "the configuration's admin.token");
+      return Status::Ok();
+    };
     std::unique_ptr<DirWatcher> watcher;  // --watch; stopped before the plugins unload
     TaskHandle debounce;
     // Never an empty server: when the plugin directory does not load or start, the build that
@@ -249,6 +292,9 @@ int RunServer(const ServerOptions& options) {
       log.Error("cannot start: {}", s.message());
       exit_code = kExitBootFailed;
     } else if (Status s = network.Listen(); !s.ok()) {
+      log.Error("cannot start: {}", s.message());
+      exit_code = kExitBootFailed;
+    } else if (Status s = start_admin(); !s.ok()) {
       log.Error("cannot start: {}", s.message());
       exit_code = kExitBootFailed;
     } else {
@@ -287,6 +333,7 @@ int RunServer(const ServerOptions& options) {
       kernel.loop().Run();
     }
     watcher.reset();
+    admin_server.reset();  // before the kernel's teardown: no request reaches it from here
     if (Status s = kernel.Shutdown(); !s.ok()) {
       log.Error("{}", s.message());
     }

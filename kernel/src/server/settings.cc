@@ -19,6 +19,8 @@ const std::set<std::string, std::less<>> kServerKeys = {
     "server.health_errors", "server.health_window_seconds"};
 const std::set<std::string, std::less<>> kProfileKeys = {
     "profiles.database", "profiles.synchronous", "profiles.drain_seconds"};
+const std::set<std::string, std::less<>> kAdminKeys = {"admin.address", "admin.token",
+                                                       "admin.allow_insecure_remote"};
 const std::set<std::string, std::less<>> kSchedulerKeys = {
     "scheduler.budget_ms", "scheduler.target_frame_ms", "scheduler.profile_tasks",
     "scheduler.stagger_recurring"};
@@ -97,10 +99,15 @@ Status CheckKeys(const Config& config, const std::string& source) {
       return Status::InvalidArgument(source + ": unknown key \"" + key +
                                      "\" (known: " + Join(kProfileKeys) + ")");
     }
+    if (section == "admin" && kAdminKeys.count(key) == 0) {
+      return Status::InvalidArgument(source + ": unknown key \"" + key +
+                                     "\" (known: " + Join(kAdminKeys) + ")");
+    }
     if (section != "server" && section != "scheduler" && section != "net" &&
-        section != "profiles") {
-      return Status::InvalidArgument(source + ": unknown section \"" + section +
-                                     "\" (known: server, scheduler, net, profiles, plugins)");
+        section != "profiles" && section != "admin") {
+      return Status::InvalidArgument(
+          source + ": unknown section \"" + section +
+          "\" (known: server, scheduler, net, profiles, admin, plugins)");
     }
   }
   return Status::Ok();
@@ -171,6 +178,54 @@ Status ResolveNet(const ServerOptions& options, const Config& config, net::NetOp
       out->*n.size = static_cast<std::size_t>(*v);
     }
   }
+  return Status::Ok();
+}
+
+bool IsLoopback(const std::string& address) {
+  return address.rfind("127.", 0) == 0 || address == "::1" || address == "localhost";
+}
+
+// The admin endpoint: "ADDRESS:PORT" ("[::1]:7778" for IPv6) or "off".
+Status ResolveAdmin(const ServerOptions& options, const Config& config, Settings* out) {
+  const std::string where =
+      options.admin.value_or(Text(config, "admin.address").value_or("127.0.0.1:7778"));
+  out->admin_token = Text(config, "admin.token").value_or("");
+  if (!out->admin_token.empty() && out->admin_token.size() < 16) {
+    return Status::InvalidArgument(
+        "admin.token is too short to guard the admin endpoint: use 16 characters or more");
+  }
+  if (const Config::Scalar* v = config.Get("admin.allow_insecure_remote")) {
+    if (!std::holds_alternative<bool>(*v)) {
+      return Status::InvalidArgument(
+          "configuration key \"admin.allow_insecure_remote\" must be true or false");
+    }
+    out->admin_allow_insecure_remote = std::get<bool>(*v);
+  }
+  if (where == "off") {
+    out->admin_enabled = false;
+    return Status::Ok();
+  }
+  const std::size_t colon = where.rfind(':');
+  std::string host = colon == std::string::npos ? "" : where.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string port_text = colon == std::string::npos ? "" : where.substr(colon + 1);
+  char* end = nullptr;
+  const long port = port_text.empty() ? -1 : std::strtol(port_text.c_str(), &end, 10);
+  if (host.empty() || port < 0 || port > 65535 || *end != '\0') {
+    return Status::InvalidArgument("admin endpoint \"" + where +
+                                   "\" is not ADDRESS:PORT (e.g. 127.0.0.1:7778) or off");
+  }
+  if (!IsLoopback(host) && !out->admin_allow_insecure_remote) {
+    return Status::InvalidArgument(
+        "admin endpoint " + where +
+        " is beyond loopback and speaks plain HTTP, so its token would cross the network in "
+        "clear: keep it on 127.0.0.1 and reach it through an SSH tunnel or a TLS proxy, or set "
+        "admin.allow_insecure_remote to true in the configuration if that network is private");
+  }
+  out->admin_address = host == "localhost" ? "127.0.0.1" : host;
+  out->admin_port = static_cast<std::uint16_t>(port);
   return Status::Ok();
 }
 
@@ -299,6 +354,9 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
     out->profiles_drain = *v;
   }
   if (Status s = ResolveNet(options, config, &out->net); !s.ok()) {
+    return s;
+  }
+  if (Status s = ResolveAdmin(options, config, out); !s.ok()) {
     return s;
   }
   out->net.tick_rate = out->tick_rate;

@@ -37,6 +37,13 @@ struct Settings {
   std::string profiles_db;          // profiles.database: <data_dir>/profiles.db by default
   bool profiles_sync_full = false;  // profiles.synchronous = "full"
   double profiles_drain = 27;  // profiles.drain_seconds: the drain ends this long after the close
+  // The admin endpoint: off, or where it listens; its token ("" : the data directory's
+  // admin.token); whether a bind beyond loopback is allowed over plain HTTP.
+  bool admin_enabled = true;
+  std::string admin_address = "127.0.0.1";
+  std::uint16_t admin_port = 7778;
+  std::string admin_token;
+  bool admin_allow_insecure_remote = false;
   LogLevel log_level = LogLevel::kInfo;
   ConsoleFormat log_format = ConsoleFormat::kText;
 };

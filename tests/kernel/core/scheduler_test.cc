@@ -196,6 +196,25 @@ TEST_F(SchedulerTest, BudgetDefersTheRestToTheNextStep) {
   EXPECT_EQ(log_.size(), 5u);
   EXPECT_EQ(s.stats().tasks_deferred, 0u);
   EXPECT_EQ(s.stats().tasks_run, 5u);
+  EXPECT_EQ(s.stats().steps_deferring, 2u);  // the first two steps left tasks waiting
+}
+
+TEST_F(SchedulerTest, EveryStepsTimeLandsInTheStepHistogram) {
+  Scheduler s = Make();
+  s.Schedule([] {});
+  s.Step();  // a quick step: the first bucket (100 µs)
+  s.Schedule([&] { clock_.Advance(milliseconds(3)); });
+  s.Step();  // over 2.5 ms: a bucket above the fifth bound
+  const SchedulerStats& st = s.stats();
+  std::uint64_t total = 0, slow = 0;
+  for (std::size_t i = 0; i < st.step_times.size(); ++i) {
+    total += st.step_times[i];
+    slow += i >= 5 ? st.step_times[i] : 0;  // bounds[4] is 2.5 ms
+  }
+  EXPECT_EQ(total, st.steps);
+  EXPECT_EQ(st.step_times[0], 1u);
+  EXPECT_EQ(slow, 1u);
+  EXPECT_GE(st.step_time_total, milliseconds(3));
 }
 
 TEST_F(SchedulerTest, BudgetIsCheckedBetweenTasksSoALongTaskHoldsTheStep) {

@@ -92,9 +92,9 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
       error(R"({"sever": {}, "server": {"tick_rate": 30}})").find("unknown section \"sever\""),
       std::string::npos)
       << "an empty section has no keys";
-  EXPECT_EQ(error(R"({"sever": {"x": 1}})"),
-            "config file \"" + file_ +
-                "\": unknown section \"sever\" (known: server, scheduler, net, profiles, plugins)");
+  EXPECT_EQ(error(R"({"sever": {"x": 1}})"), "config file \"" + file_ +
+                                                 "\": unknown section \"sever\" (known: server, "
+                                                 "scheduler, net, profiles, admin, plugins)");
   EXPECT_EQ(error(R"({"profiles": {"datbase": "x.db"}})"),
             "config file \"" + file_ +
                 "\": unknown key \"profiles.datbase\" (known: profiles.database, "
@@ -125,6 +125,63 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
   options_.plugin_dir.clear();
   options_.config_file.clear();
   EXPECT_EQ(Resolve().message(), "no plugin directory: pass --plugins DIR");
+}
+
+TEST_F(SettingsTest, TheAdminEndpointDefaultsToLoopbackAndTakesAddressPortOrOff) {
+  ASSERT_TRUE(Resolve().ok());
+  EXPECT_TRUE(settings_.admin_enabled);
+  EXPECT_EQ(settings_.admin_address, "127.0.0.1");
+  EXPECT_EQ(settings_.admin_port, 7778);
+  EXPECT_EQ(settings_.admin_token, "");
+  options_.admin = "127.0.0.2:0";
+  ASSERT_TRUE(Resolve().ok());
+  EXPECT_EQ(settings_.admin_address, "127.0.0.2");
+  EXPECT_EQ(settings_.admin_port, 0);
+  options_.admin = "[::1]:9000";
+  ASSERT_TRUE(Resolve().ok());
+  EXPECT_EQ(settings_.admin_address, "::1");
+  EXPECT_EQ(settings_.admin_port, 9000);
+  options_.admin = "off";
+  ASSERT_TRUE(Resolve().ok());
+  EXPECT_FALSE(settings_.admin_enabled);
+  options_.admin.reset();
+  ASSERT_TRUE(Resolve(R"({"admin": {"address": "localhost:7000",
+                                     "token": "0123456789abcdef0123"}})")
+                  .ok());
+  EXPECT_EQ(settings_.admin_address, "127.0.0.1");
+  EXPECT_EQ(settings_.admin_port, 7000);
+  EXPECT_EQ(settings_.admin_token, "0123456789abcdef0123");
+}
+
+TEST_F(SettingsTest, AdminMistakesAreNamed) {
+  options_.admin = "7778";
+  EXPECT_EQ(Resolve().message(),
+            "admin endpoint \"7778\" is not ADDRESS:PORT (e.g. 127.0.0.1:7778) or off");
+  options_.admin = "127.0.0.1:99999";
+  EXPECT_EQ(Resolve().message(),
+            "admin endpoint \"127.0.0.1:99999\" is not ADDRESS:PORT (e.g. 127.0.0.1:7778) or off");
+  options_.admin.reset();
+  EXPECT_EQ(Resolve(R"({"admin": {"token": "short"}})").message(),
+            "admin.token is too short to guard the admin endpoint: use 16 characters or more");
+  EXPECT_NE(Resolve(R"({"admin": {"adress": "127.0.0.1:1"}})")
+                .message()
+                .find("unknown key \"admin.adress\" (known: admin.address, "
+                      "admin.allow_insecure_remote, admin.token)"),
+            std::string::npos);
+}
+
+TEST_F(SettingsTest, AnAdminEndpointBeyondLoopbackIsRefusedWithoutTheOverride) {
+  options_.admin = "0.0.0.0:7778";
+  const Status s = Resolve();
+  EXPECT_EQ(s.message(),
+            "admin endpoint 0.0.0.0:7778 is beyond loopback and speaks plain HTTP, so its token "
+            "would cross the network in clear: keep it on 127.0.0.1 and reach it through an SSH "
+            "tunnel or a TLS proxy, or set admin.allow_insecure_remote to true in the "
+            "configuration if that network is private");
+  ASSERT_TRUE(Resolve(R"({"admin": {"allow_insecure_remote": true}})").ok());
+  EXPECT_EQ(settings_.admin_address, "0.0.0.0");
+  EXPECT_EQ(Resolve(R"({"admin": {"allow_insecure_remote": "yes"}})").message(),
+            "configuration key \"admin.allow_insecure_remote\" must be true or false");
 }
 
 }  // namespace

@@ -29,6 +29,9 @@ struct ServerOptions {
   std::optional<int> port;                     // default 7777, 0 picks a free port (net.port)
   std::optional<std::string> tls_cert;         // PEM certificate chain: clients speak TLS
   std::optional<std::string> tls_key;          // its PEM private key (net.tls_cert, net.tls_key)
+  // The admin endpoint (docs/operations.md): "ADDRESS:PORT" or "off"; default 127.0.0.1:7778
+  // (admin.address). Port 0 picks a free one and logs it.
+  std::optional<std::string> admin;
   // Development: reload the plugin directory as a new generation whenever a library in it (or
   // its manifest) is written, moved in or removed, once the changes settle (300 ms).
   bool watch = false;

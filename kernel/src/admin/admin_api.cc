@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: Apache-2.0
+// AdminApi: access on the HTTP thread, answers built on the kernel thread.
+#include "kernel/src/admin/admin_api.h"
+
+#include <fcntl.h>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <openssl/rand.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <charconv>
+#include <fstream>
+
+#include "kernel/src/admin/log_ring.h"
+#include "kernel/src/admin/metrics.h"
+#include "kernel/src/core/kernel.h"
+#include "kernel/src/loader/plugin_host.h"
+#include "kernel/src/net/network.h"
+#include "kernel/src/store/profile_store.h"
+
+namespace molt::kernel::admin {
+namespace {
+
+namespace json = boost::json;
+
+constexpr std::string_view kApi = "/api/v1/";
+constexpr std::string_view kText = "text/plain; charset=utf-8";
+constexpr std::size_t kDefaultPage = 100;
+constexpr std::size_t kMaxPage = 1000;
+
+HttpResponse Json(int status, const json::value& body) {
+  return {status, "application/json", json::serialize(body) + "\n", {}};
+}
+HttpResponse Error(int status, std::string message) {
+  return Json(status, json::object{{"error", std::move(message)}});
+}
+
+std::optional<std::uint64_t> Number(std::string_view text) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::string IsoTime(std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch());
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:03}Z",
+                     fmt::gmtime(std::chrono::system_clock::to_time_t(t)), ms.count() % 1000);
+}
+
+}  // namespace
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+Result<std::string> LoadAdminToken(const std::string& path, const std::string& configured) {
+  if (!configured.empty()) {
+    return configured;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if ((st.st_mode & 077) != 0) {
+      return Status::FailedPrecondition(
+          fmt::format("admin token file {} can be read by other users (mode {:04o}): chmod 600 {}",
+                      path, st.st_mode & 0777, path));
+    }
+    std::ifstream in(path);
+    std::string token;
+    std::getline(in, token);
+    if (token.size() < 16) {
+      return Status::FailedPrecondition("admin token file " + path +
+                                        " holds no token of 16 characters or more: delete it "
+                                        "and a new one is made at the next start");
+    }
+    return token;
+  }
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) {
+    return Status::Internal("admin token: no random bytes from OpenSSL");
+  }
+  std::string token;
+  for (unsigned char b : bytes) {
+    token += fmt::format("{:02x}", b);
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return Status::IoError(
+        fmt::format("admin token file {} cannot be created: {}", path, std::strerror(errno)));
+  }
+  const std::string line = token + "\n";
+  const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  ::close(fd);
+  if (!written) {
+    ::unlink(path.c_str());
+    return Status::IoError("admin token file " + path + " cannot be written");
+  }
+  return token;
+}
+
+AdminApi::AdminApi(AdminSources sources, std::string token)
+    : sources_(std::move(sources)), token_(std::move(token)), started_(RealNow()) {}
+
+void AdminApi::Handle(HttpRequest request, HttpReply reply) {
+  const bool open =
+      request.path == "/healthz" || request.path == "/readyz" || request.path == "/metrics";
+  if (!open) {
+    if (request.path.rfind(kApi, 0) != 0) {
+      reply(Error(404, "no such path: " + request.path + " (the API is under /api/v1/)"));
+      return;
+    }
+    constexpr std::string_view kBearer = "Bearer ";
+    const std::string_view auth = request.authorization;
+    if (auth.rfind(kBearer, 0) != 0 || !ConstantTimeEquals(auth.substr(kBearer.size()), token_)) {
+      HttpResponse r = Error(401,
+                             "this needs the admin token: send \"Authorization: Bearer <token>\" "
+                             "(the token is in the data directory's admin.token, or the "
+                             "configuration's admin.token)");
+      r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"moltd\"");
+      reply(std::move(r));
+      return;
+    }
+  }
+  // The process's figures come from /proc: read here, off the kernel thread.
+  ProcessFigures process;
+  if (request.path == "/metrics" || request.path == "/api/v1/status") {
+    process = ReadProcessFigures();
+  }
+  sources_.kernel.loop().Post(
+      [this, request = std::move(request), process, reply = std::move(reply)]() mutable {
+        try {
+          Route(request, process, reply);
+        } catch (const std::exception& e) {
+          reply(Error(500, std::string("internal error: ") + e.what()));
+        }
+      });
+}
+
+void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, HttpReply& reply) {
+  const std::string& path = req.path;
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  auto method_not_allowed = [&](std::string_view allowed) {
+    HttpResponse r = Error(405, fmt::format("{} takes {}", path, allowed));
+    r.headers.emplace_back("Allow", std::string(allowed));
+    reply(std::move(r));
+  };
+  if (path == "/healthz") {
+    reply({200, std::string(kText), "ok\n", {}});
+    return;
+  }
+  if (path == "/readyz") {
+    Ready(std::move(reply));
+    return;
+  }
+  if (path == "/metrics") {
+    MetricsWriter w;
+    WriteProcessMetrics(w, process);
+    reply({200, "text/plain; version=0.0.4; charset=utf-8", w.Take() + Metrics(), {}});
+    return;
+  }
+  const std::string_view rest = std::string_view(path).substr(kApi.size());
+  if (rest == "status" || rest == "plugins" || rest == "channels" || rest == "hooks" ||
+      rest == "logs" || rest == "sessions") {
+    if (!get) {
+      method_not_allowed("GET");
+      return;
+    }
+    if (rest == "status") {
+      reply({200, "application/json", StatusJson(process) + "\n", {}});
+    } else if (rest == "plugins") {
+      reply({200, "application/json", sources_.plugins.StatsJson() + "\n", {}});
+    } else if (rest == "channels") {
+      reply({200, "application/json", ChannelsJson() + "\n", {}});
+    } else if (rest == "hooks") {
+      reply({200, "application/json", HooksJson() + "\n", {}});
+    } else if (rest == "logs") {
+      reply({200, "application/json", LogsJson(req) + "\n", {}});
+    } else {
+      reply(SessionsPage(req));
+    }
+    return;
+  }
+  if (rest == "reload") {
+    if (req.method != "POST") {
+      method_not_allowed("POST");
+      return;
+    }
+    sources_.reload();
+    reply(Json(202, json::object{{"accepted", true},
+                                 {"note",
+                                  "the swap runs on the next steps; its report is logged and "
+                                  "GET /api/v1/plugins shows the generation serving"}}));
+    return;
+  }
+  if (rest.rfind("sessions/", 0) == 0) {
+    std::string_view id = rest.substr(9);
+    const std::size_t slash = id.find('/');
+    if (slash == std::string_view::npos) {
+      if (!get) {
+        method_not_allowed("GET");
+        return;
+      }
+      reply(SessionJson(id));
+      return;
+    }
+    if (id.substr(slash) == "/kick") {
+      if (req.method != "POST") {
+        method_not_allowed("POST");
+        return;
+      }
+      reply(KickSession(id.substr(0, slash), req));
+      return;
+    }
+  }
+  reply(Error(404, "no such path: " + path + " (docs/operations.md lists the API)"));
+}
+
+void AdminApi::Ready(HttpReply reply) {
+  std::vector<std::string> not_ready;
+  if (sources_.closing()) {
+    not_ready.emplace_back("the server is closing");
+  }
+  if (!sources_.network.serving() || sources_.plugins.generation().empty()) {
+    not_ready.emplace_back("no plugin generation serves");
+  }
+  if (sources_.network.port() == 0) {
+    not_ready.emplace_back("clients are not accepted (not listening)");
+  }
+  // The store answers a read of a key nobody has on its own thread: reachable, and not stuck.
+  sources_.store.Read("molt.readyz", [reply = std::move(reply), not_ready = std::move(not_ready)](
+                                         Result<store::Record> r) mutable {
+    if (!r.ok() && r.status().code() != Status::Code::kNotFound) {
+      not_ready.push_back("the profile store failed a read: " + r.status().message());
+    }
+    if (not_ready.empty()) {
+      reply({200, std::string(kText), "ready\n", {}});
+      return;
+    }
+    std::string text = "not ready:";
+    for (const std::string& why : not_ready) {
+      text += " " + why + ";";
+    }
+    text.back() = '\n';
+    reply({503, std::string(kText), std::move(text), {}});
+  });
+}
+
+std::string AdminApi::StatusJson(const ProcessFigures& p) const {
+  Kernel& k = sources_.kernel;
+  const KernelStats ks = k.Stats();
+  json::object o;
+  o["version"] = ks.version;
+  o["role"] = Kernel::RoleName(ks.role);
+  o["uptime_seconds"] = ToSeconds(RealNow() - started_);
+  o["closing"] = sources_.closing();
+  o["generation"] = sources_.plugins.generation();
+  o["sessions"] = sources_.network.sessions().count();
+  o["scheduler"] = {{"steps", ks.scheduler.steps},
+                    {"tasks_run", ks.scheduler.tasks_run},
+                    {"tasks_deferred", ks.scheduler.tasks_deferred},
+                    {"errors", ks.scheduler.errors},
+                    {"last_step_seconds", ToSeconds(ks.scheduler.last_step)},
+                    {"budget_seconds", ToSeconds(ks.scheduler.last_budget)}};
+  o["process"] = {{"resident_bytes", p.resident_bytes},
+                  {"cpu_seconds", p.cpu_seconds},
+                  {"open_fds", p.open_fds},
+                  {"max_fds", p.max_fds},
+                  {"heap_in_use_bytes", p.heap_in_use_bytes}};
+  // Every subsystem's own figures (net, generations), as the stats slot gives plugins.
+  o["stats"] = json::parse(k.StatsJson());
+  return json::serialize(o);
+}
+
+HttpResponse AdminApi::SessionsPage(const HttpRequest& req) const {
+  const std::string offset_text = QueryValue(req.query, "offset");
+  const std::string limit_text = QueryValue(req.query, "limit");
+  const std::optional<std::uint64_t> offset =
+      offset_text.empty() ? std::optional<std::uint64_t>(0) : Number(offset_text);
+  const std::optional<std::uint64_t> limit =
+      limit_text.empty() ? std::optional<std::uint64_t>(kDefaultPage) : Number(limit_text);
+  if (!offset || !limit || *limit == 0 || *limit > kMaxPage) {
+    return Error(400, fmt::format("offset must be a number, and limit 1..{}", kMaxPage));
+  }
+  net::Sessions& sessions = sources_.network.sessions();
+  std::vector<net::SessionId> ids = sessions.ActiveIds();
+  std::sort(ids.begin(), ids.end());
+  json::array list;
+  const TimePoint now = RealNow();
+  for (std::size_t i = static_cast<std::size_t>(std::min<std::uint64_t>(*offset, ids.size()));
+       i < ids.size() && list.size() < *limit; ++i) {
+    const net::Session* s = sessions.Get(ids[i]);
+    list.push_back({{"id", s->id()},
+                    {"user", s->user()},
+                    {"address", s->address()},
+                    {"connected_seconds", ToSeconds(now - s->joined_at())},
+                    {"rtt_seconds", ToSeconds(s->rtt())},
+                    {"link_lost", s->detached()}});
+  }
+  json::object o{{"total", ids.size()}, {"offset", *offset}, {"sessions", std::move(list)}};
+  return Json(200, o);
+}
+
+HttpResponse AdminApi::SessionJson(std::string_view id_text) const {
+  const std::optional<std::uint64_t> id = Number(id_text);
+  const net::Session* s = id ? sources_.network.sessions().Get(*id) : nullptr;
+  if (s == nullptr) {
+    return Error(404, fmt::format("no session {} is connected", id_text));
+  }
+  json::object o{{"id", s->id()},
+                 {"user", s->user()},
+                 {"address", s->address()},
+                 {"connected_seconds", ToSeconds(RealNow() - s->joined_at())},
+                 {"rtt_seconds", ToSeconds(s->rtt())},
+                 {"last_rtt_seconds", ToSeconds(s->last_rtt())},
+                 {"link_lost", s->detached()},
+                 {"queued_bytes", s->peer() != nullptr ? s->peer()->queued_bytes() : 0}};
+  return Json(200, o);
+}
+
+HttpResponse AdminApi::KickSession(std::string_view id_text, const HttpRequest& req) {
+  const std::optional<std::uint64_t> id = Number(id_text);
+  if (!id || sources_.network.sessions().Get(*id) == nullptr) {
+    return Error(404, fmt::format("no session {} is connected", id_text));
+  }
+  std::string text = QueryValue(req.query, "reason");
+  if (text.empty()) {
+    text = "kicked by an operator";
+  }
+  if (text.size() > 200) {
+    return Error(400, "reason is over 200 characters");
+  }
+  if (Status s = sources_.network.Kick(*id, text); !s.ok()) {
+    return Error(409, s.message());
+  }
+  LogScope("Admin").Info("session {} kicked by {}: {}", *id, "an operator", text);
+  return Json(200, json::object{{"kicked", *id}, {"reason", text}});
+}
+
+std::string AdminApi::ChannelsJson() const {
+  json::array list;
+  for (const net::Channel* ch : sources_.network.channels().List()) {
+    const net::ChannelCounters& c = ch->counters();
+    json::object rejected;
+    for (std::size_t i = 0; i < net::kRejectCount; ++i) {
+      if (c.rejected[i] != 0) {
+        rejected[net::RejectName(static_cast<net::Reject>(i))] = c.rejected[i];
+      }
+    }
+    list.push_back({{"id", ch->id()},
+                    {"name", ch->name()},
+                    {"kind", net::ChannelKindName(ch->kind())},
+                    {"rate", ch->rate()},
+                    {"burst", ch->burst()},
+                    {"guarded", ch->guarded(sources_.kernel.hooks())},
+                    {"accepted", c.accepted},
+                    {"rejected", std::move(rejected)},
+                    {"handler_errors", c.handler_errors},
+                    {"events_sent", c.events_sent},
+                    {"timeouts", c.timeouts}});
+  }
+  return json::serialize(json::object{{"channels", std::move(list)}});
+}
+
+std::string AdminApi::HooksJson() const {
+  json::array list;
+  for (const kernel::Hooks::PointInfo& p : sources_.kernel.hooks().ListPoints()) {
+    list.push_back({{"name", p.name},
+                    {"fail_open", p.fail_open},
+                    {"handlers", p.handlers},
+                    {"fired", p.fired},
+                    {"rejected", p.rejected},
+                    {"errors", p.errors}});
+  }
+  return json::serialize(json::object{{"hooks", std::move(list)}});
+}
+
+std::string AdminApi::LogsJson(const HttpRequest& req) const {
+  const std::optional<std::uint64_t> since = Number(QueryValue(req.query, "since"));
+  const LogRing::Page page = sources_.logs.Since(since.value_or(0));
+  json::array lines;
+  for (const LogRing::Line& l : page.lines) {
+    lines.push_back({{"seq", l.seq},
+                     {"time", IsoTime(l.time)},
+                     {"level", LogLevelName(l.level)},
+                     {"scope", l.scope},
+                     {"message", l.message}});
+  }
+  return json::serialize(
+      json::object{{"next", page.next}, {"lost", page.lost}, {"lines", std::move(lines)}});
+}
+
+}  // namespace molt::kernel::admin

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/admin/admin_api.h
+//
+// AdminApi: what the admin endpoint answers (docs/operations.md). It runs in two places: access
+// is decided on the HTTP server's thread (a request without the token never reaches the kernel),
+// and every answer is built on the kernel thread, posted to its loop, in one short slice (the
+// figures are read, never waited for), then handed back to the HTTP thread to be written.
+//
+//   GET  /healthz  /readyz  /metrics           no credentials (orchestrators, Prometheus)
+//   GET  /api/v1/status | sessions | sessions/ID | plugins | channels | hooks | logs?since=N
+//   POST /api/v1/sessions/ID/kick  /api/v1/reload
+//                                              "Authorization: Bearer <token>"
+//
+// /healthz is the kernel thread's watchdog: it answers once the kernel loop ran its probe, and
+// the HTTP server answers 503 when it did not within its handler timeout. /readyz: a generation
+// serves, clients are accepted, the server is not closing, and the profile store answered a read.
+//
+// Thread safety: Handle() on the HTTP thread; the rest on the kernel thread.
+#ifndef MOLT_KERNEL_ADMIN_ADMIN_API_H_
+#define MOLT_KERNEL_ADMIN_ADMIN_API_H_
+
+#include <molt/kernel/status.h>
+
+#include <functional>
+#include <string>
+
+#include "kernel/src/admin/http_server.h"
+#include "kernel/src/admin/metrics.h"
+#include "kernel/src/core/clock.h"
+
+namespace molt::kernel {
+class Kernel;
+namespace net {
+class Network;
+}
+namespace loader {
+class PluginHost;
+}
+namespace store {
+class ProfileStore;
+}
+}  // namespace molt::kernel
+
+namespace molt::kernel::admin {
+
+class LogRing;
+
+struct AdminSources {
+  Kernel& kernel;
+  net::Network& network;
+  loader::PluginHost& plugins;
+  store::ProfileStore& store;
+  const LogRing& logs;
+  std::function<void()> reload;   // swaps in the plugin directory as a new generation
+  std::function<bool()> closing;  // true once the close began
+};
+
+class AdminApi {
+ public:
+  // `token`: the bearer token every /api/ request must carry.
+  AdminApi(AdminSources sources, std::string token);
+
+  // On the HTTP thread: checks access, then builds the answer on the kernel thread.
+  void Handle(HttpRequest request, HttpReply reply);
+
+  // The Prometheus text of the kernel's metrics (the kernel thread); the process's own (memory,
+  // CPU, descriptors: /proc reads) are read on the HTTP thread and written before them.
+  std::string Metrics() const;
+
+ private:
+  // On the kernel thread; `process` was read on the HTTP thread for /metrics and status.
+  void Route(const HttpRequest& request, const ProcessFigures& process, HttpReply& reply);
+  void Ready(HttpReply reply);
+  std::string StatusJson(const ProcessFigures& process) const;
+  HttpResponse SessionsPage(const HttpRequest& request) const;
+  HttpResponse SessionJson(std::string_view id) const;
+  HttpResponse KickSession(std::string_view id, const HttpRequest& request);
+  std::string ChannelsJson() const;
+  std::string HooksJson() const;
+  std::string LogsJson(const HttpRequest& request) const;
+
+  AdminSources sources_;
+  const std::string token_;
+  const TimePoint started_;
+};
+
+// The admin token: `configured` when set; else the one in `path`, created on first start (32
+// random bytes, hex) with owner-only permissions. A token file other users can read is refused
+// (naming the file and the chmod that fixes it).
+Result<std::string> LoadAdminToken(const std::string& path, const std::string& configured);
+
+// Whether two strings are equal, in time that depends only on their lengths.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+}  // namespace molt::kernel::admin
+
+#endif  // MOLT_KERNEL_ADMIN_ADMIN_API_H_

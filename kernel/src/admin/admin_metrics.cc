@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+// AdminApi::Metrics: every figure the kernel keeps, in the Prometheus text format (the names are
+// listed in docs/operations.md). Read on the kernel thread in one pass; nothing is kept for it.
+#include <molt/molt.h>
+
+#include "kernel/src/abi/plugin_instance.h"
+#include "kernel/src/admin/admin_api.h"
+#include "kernel/src/admin/metrics.h"
+#include "kernel/src/core/kernel.h"
+#include "kernel/src/loader/plugin_host.h"
+#include "kernel/src/net/network.h"
+#include "kernel/src/store/profile_store.h"
+
+namespace molt::kernel::admin {
+namespace {
+
+constexpr std::string_view kCounter = "counter";
+constexpr std::string_view kGauge = "gauge";
+
+double Num(std::uint64_t v) { return static_cast<double>(v); }
+
+void SchedulerMetrics(MetricsWriter& w, const SchedulerStats& s) {
+  w.Family("molt_scheduler_steps_total", kCounter,
+           "Scheduler steps (server ticks: its rate is the server's TPS).");
+  w.Add(Num(s.steps));
+  w.Family("molt_scheduler_tasks_total", kCounter, "Tasks the scheduler ran.");
+  w.Add(Num(s.tasks_run));
+  w.Family("molt_scheduler_task_errors_total", kCounter, "Tasks that threw.");
+  w.Add(Num(s.errors));
+  w.Family("molt_scheduler_deferred_tasks", kGauge,
+           "Ready tasks the last step's budget left waiting.");
+  w.Add(Num(s.tasks_deferred));
+  w.Family("molt_scheduler_deferring_steps_total", kCounter,
+           "Steps whose budget left ready tasks waiting.");
+  w.Add(Num(s.steps_deferring));
+  w.Family("molt_scheduler_budget_seconds", kGauge, "The budget of the last step.");
+  w.Add(ToSeconds(s.last_budget));
+  w.Family("molt_scheduler_step_seconds", "histogram", "Time each scheduler step took.");
+  std::array<double, kStepTimeBounds.size()> bounds{};
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
+    bounds[i] = static_cast<double>(kStepTimeBounds[i]) / 1e9;
+  }
+  w.AddHistogram(bounds, s.step_times, ToSeconds(s.step_time_total));
+}
+
+void NetMetrics(MetricsWriter& w, net::Network& network) {
+  const net::NetStats s = network.stats();
+  net::Sessions& sessions = network.sessions();
+  const net::Sessions::Stats ss = sessions.stats();
+  w.Family("molt_sessions", kGauge, "Sessions connected now (links lost and waiting included).");
+  w.Add(Num(ss.active));
+  w.Family("molt_sessions_started_total", kCounter, "Sessions that joined.");
+  w.Add(Num(ss.started));
+  w.Family("molt_sessions_ended_total", kCounter, "Sessions that ended, by reason.");
+  for (std::size_t i = 0; i < net::kExitReasonCount; ++i) {
+    w.Add(Num(ss.by_reason[i]), {{"reason", net::ExitReasonName(static_cast<net::ExitReason>(i))}});
+  }
+  w.Family("molt_sessions_links_lost_total", kCounter,
+           "Sessions whose link was lost (they wait for their client to resume).");
+  w.Add(Num(s.links_lost));
+  w.Family("molt_sessions_resumed_total", kCounter, "Sessions resumed by their client.");
+  w.Add(Num(s.resumes));
+
+  w.Family("molt_net_received_bytes_total", kCounter, "Bytes received from clients.");
+  w.Add(Num(s.bytes_in));
+  w.Family("molt_net_sent_bytes_total", kCounter, "Bytes queued to clients.");
+  w.Add(Num(s.bytes_out));
+  w.Family("molt_net_received_frames_total", kCounter, "Frames received from clients.");
+  w.Add(Num(s.frames_in));
+  w.Family("molt_net_connections_accepted_total", kCounter, "Connections accepted.");
+  w.Add(Num(s.connections_accepted));
+  w.Family("molt_net_half_open_connections", kGauge,
+           "Connections accepted and not yet joined (handshake slots in use).");
+  w.Add(Num(network.half_open()));
+  w.Family("molt_net_handshakes_refused_total", kCounter,
+           "Connections refused with a Refuse frame (every reason, evictions included).");
+  w.Add(Num(s.handshakes_refused));
+  w.Family("molt_net_handshakes_evicted_total", kCounter,
+           "Half-open connections refused to make room for newer ones.");
+  w.Add(Num(s.half_open_evicted));
+  w.Family("molt_net_handshakes_dropped_total", kCounter,
+           "Half-open connections that ended without a Welcome or a Refuse, by reason.");
+  for (std::size_t i = 0; i < net::kExitReasonCount; ++i) {
+    w.Add(Num(s.handshakes_dropped[i]),
+          {{"reason", net::ExitReasonName(static_cast<net::ExitReason>(i))}});
+  }
+  w.Family("molt_net_floods_total", kCounter, "Connections over their byte or message budget.");
+  w.Add(Num(s.transport_floods));
+  w.Family("molt_net_slow_readers_total", kCounter,
+           "Sessions ended for not reading what they were sent.");
+  w.Add(Num(s.slow_readers));
+
+  // Per channel: bounded by the channels declared; the transport's own rejects (frames that
+  // name no channel) under channel="".
+  w.Family("molt_net_messages_accepted_total", kCounter, "Intents and requests accepted.");
+  const std::vector<const net::Channel*> channels = network.channels().List();
+  for (const net::Channel* ch : channels) {
+    w.Add(Num(ch->counters().accepted), {{"channel", ch->name()}});
+  }
+  w.Family("molt_net_messages_rejected_total", kCounter,
+           "Messages rejected, by channel and reason (channel=\"\": before any channel).");
+  for (const net::Channel* ch : channels) {
+    for (std::size_t i = 0; i < net::kRejectCount; ++i) {
+      if (const std::uint64_t n = ch->counters().rejected[i]; n != 0) {
+        w.Add(Num(n),
+              {{"channel", ch->name()}, {"reason", net::RejectName(static_cast<net::Reject>(i))}});
+      }
+    }
+  }
+  for (std::size_t i = 0; i < net::kRejectCount; ++i) {
+    if (s.transport_rejected[i] != 0) {
+      w.Add(Num(s.transport_rejected[i]),
+            {{"channel", ""}, {"reason", net::RejectName(static_cast<net::Reject>(i))}});
+    }
+  }
+  w.Family("molt_net_handler_errors_total", kCounter, "Channel handlers that threw.");
+  for (const net::Channel* ch : channels) {
+    w.Add(Num(ch->counters().handler_errors), {{"channel", ch->name()}});
+  }
+  w.Family("molt_net_events_sent_total", kCounter, "Events queued, counted per recipient.");
+  for (const net::Channel* ch : channels) {
+    if (ch->kind() == net::ChannelKind::kEvent) {
+      w.Add(Num(ch->counters().events_sent), {{"channel", ch->name()}});
+    }
+  }
+  w.Family("molt_net_request_timeouts_total", kCounter, "Requests answered MOLT_ERR_TIMEOUT.");
+  for (const net::Channel* ch : channels) {
+    if (ch->kind() == net::ChannelKind::kRequest) {
+      w.Add(Num(ch->counters().timeouts), {{"channel", ch->name()}});
+    }
+  }
+
+  const net::ReplicaStats r = network.replicas().stats();
+  w.Family("molt_replicas", kGauge, "Replicas live.");
+  w.Add(Num(r.live));
+  w.Family("molt_replica_snapshots_sent_total", kCounter, "Replica snapshots sent (per session).");
+  w.Add(Num(r.snapshots_sent));
+  w.Family("molt_replica_deltas_sent_total", kCounter, "Replica deltas sent (per session).");
+  w.Add(Num(r.deltas_sent));
+  w.Family("molt_replica_sent_bytes_total", kCounter, "Replica bytes sent (frames x recipients).");
+  w.Add(Num(r.bytes_sent));
+}
+
+void HookMetrics(MetricsWriter& w, const Hooks& hooks) {
+  const std::vector<Hooks::PointInfo> points = hooks.ListPoints();
+  w.Family("molt_hook_fires_total", kCounter, "Hook chains run, by hook point.");
+  for (const Hooks::PointInfo& p : points) {
+    w.Add(Num(p.fired), {{"point", p.name}});
+  }
+  w.Family("molt_hook_rejects_total", kCounter, "Hook chains that refused, by hook point.");
+  for (const Hooks::PointInfo& p : points) {
+    w.Add(Num(p.rejected), {{"point", p.name}});
+  }
+  w.Family("molt_hook_errors_total", kCounter, "Hook handlers that threw, by hook point.");
+  for (const Hooks::PointInfo& p : points) {
+    w.Add(Num(p.errors), {{"point", p.name}});
+  }
+}
+
+void PluginMetrics(MetricsWriter& w, const loader::PluginHost& plugins) {
+  w.Family("molt_plugin_errors_total", kCounter,
+           "Callbacks of a plugin that failed, by plugin and generation (the serving one).");
+  for (const loader::PluginHost::Plugin& p : plugins.plugins()) {
+    w.Add(Num(p.instance->callback_errors()),
+          {{"plugin", p.instance->name()}, {"generation", plugins.generation()}});
+  }
+  w.Family("molt_generation_info", kGauge, "The generation serving (its name in a label).");
+  w.Add(1, {{"generation", plugins.generation()}});
+  w.Family("molt_generation_swaps_total", kCounter, "Swaps that left a new generation serving.");
+  w.Add(Num(plugins.swaps()));
+  w.Family("molt_generation_failed_swaps_total", kCounter,
+           "Swaps that failed (the old generation kept serving).");
+  w.Add(Num(plugins.failed_swaps()));
+  w.Family("molt_generation_rollbacks_total", kCounter, "Health-window rollbacks.");
+  w.Add(Num(plugins.rollbacks()));
+  w.Family("molt_generation_on_probation", kGauge,
+           "1 while the serving generation is in its health window.");
+  w.Add(plugins.on_probation() ? 1 : 0);
+  w.Family("molt_generations_resident", kGauge, "Generations loaded (serving, kept, mounted).");
+  w.Add(Num(plugins.resident_generations()));
+}
+
+void StoreMetrics(MetricsWriter& w, const store::StoreStats& s) {
+  w.Family("molt_profile_loads_total", kCounter, "Profile loads (lease taken).");
+  w.Add(Num(s.loads));
+  w.Family("molt_profile_loads_busy_total", kCounter,
+           "Profile loads refused: the lease is held elsewhere.");
+  w.Add(Num(s.busy));
+  w.Family("molt_profile_save_batches_total", kCounter, "Profile write transactions committed.");
+  w.Add(Num(s.batches));
+  w.Family("molt_profile_saves_total", kCounter, "Profiles written.");
+  w.Add(Num(s.writes));
+  w.Family("molt_profile_stale_saves_total", kCounter, "Profile writes refused: lease lost.");
+  w.Add(Num(s.stale));
+  w.Family("molt_profile_store_failures_total", kCounter,
+           "Profile loads and batches that failed (disk, corruption).");
+  w.Add(Num(s.failures));
+  w.Family("molt_profile_store_queue_depth", kGauge, "Operations waiting for the store's thread.");
+  w.Add(Num(s.queued));
+}
+
+}  // namespace
+
+std::string AdminApi::Metrics() const {
+  MetricsWriter w;
+  w.Family("molt_build_info", kGauge, "moltd's version and plugin ABI, in labels.");
+  const std::string abi =
+      std::to_string(MOLT_ABI_VERSION_MAJOR) + "." + std::to_string(MOLT_ABI_VERSION_MINOR);
+  w.Add(1, {{"version", Kernel::Version()}, {"abi", abi}});
+  SchedulerMetrics(w, sources_.kernel.scheduler().stats());
+  NetMetrics(w, sources_.network);
+  HookMetrics(w, sources_.kernel.hooks());
+  PluginMetrics(w, sources_.plugins);
+  StoreMetrics(w, sources_.store.stats());
+  return w.Take();
+}
+
+}  // namespace molt::kernel::admin

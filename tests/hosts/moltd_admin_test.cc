@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: Apache-2.0
+// The admin endpoint of a real moltd (docs/operations.md): health, readiness and metrics without
+// credentials (checked by promtool), the token for everything else, and the API an operator uses
+// against live clients: sessions and kicks, logs, reload.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <string>
+
+#include "scores_generated.h"
+#include "test_client.h"
+#include "tests/support/child_process.h"
+#include "tests/support/http_client.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using molt::test::HttpCall;
+using molt::test::HttpResult;
+using molt::test::Process;
+const std::string kMoltd = MOLTD_PATH;
+const std::string kPlugins = MOLT_PLUGIN_DIR;
+const std::string kFixtures = MOLT_FIXTURE_DIR;
+
+class MoltdAdminTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = ::testing::TempDir() + "moltd_admin_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(data_);
+  }
+  // Starts moltd on free ports; waits until it serves. Returns false (with the output) if not.
+  bool Start(std::vector<std::string> extra = {}, const std::string& plugins = "") {
+    std::vector<std::string> args = {kMoltd, "-p",      plugins.empty() ? kPlugins : plugins,
+                                     "-d",   data_,     "--port",
+                                     "0",    "--admin", "127.0.0.1:0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    moltd_ = std::make_unique<Process>(args);
+    if (!moltd_->WaitFor("SIGTERM or SIGINT closes")) {
+      return false;
+    }
+    const std::string& out = moltd_->output();
+    const std::string admin = "admin endpoint on http://127.0.0.1:";
+    const std::string game = "listening on 127.0.0.1:";
+    admin_port_ = static_cast<std::uint16_t>(std::stoi(out.substr(out.find(admin) + admin.size())));
+    game_port_ = static_cast<std::uint16_t>(std::stoi(out.substr(out.find(game) + game.size())));
+    return true;
+  }
+  std::string Token() const {
+    std::ifstream in(data_ + "/admin.token");
+    std::string token;
+    std::getline(in, token);
+    return token;
+  }
+  HttpResult Get(const std::string& path) { return HttpCall(admin_port_, "GET", path, Token()); }
+  HttpResult Post(const std::string& path) { return HttpCall(admin_port_, "POST", path, Token()); }
+  json::value GetJson(const std::string& path) {
+    HttpResult r = Get(path);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return r.status == 200 ? json::parse(r.body) : json::value();
+  }
+  // Joins as `user` and returns the client (asserting the Welcome); `get` receives the id of the
+  // scores.Get channel when given.
+  std::unique_ptr<molt::test::TestClient> Join(const std::string& user,
+                                               std::uint16_t* get = nullptr) {
+    auto c = std::make_unique<molt::test::TestClient>(game_port_);
+    molt::test::Frame welcome = c->Hello(user);
+    EXPECT_EQ(welcome.type(), molt::wire::Body::Welcome);
+    if (get != nullptr && welcome.type() == molt::wire::Body::Welcome) {
+      for (const auto* ch : *welcome.envelope()->body_as_Welcome()->channels()) {
+        *get = ch->name()->str() == "scores.Get" ? ch->id() : *get;
+      }
+    }
+    return c;
+  }
+
+  std::string data_;
+  std::unique_ptr<Process> moltd_;
+  std::uint16_t admin_port_ = 0;
+  std::uint16_t game_port_ = 0;
+};
+
+TEST_F(MoltdAdminTest, HealthReadinessAndMetricsAnswerWithoutCredentialsAndPassPromtool) {
+  ASSERT_TRUE(Start()) << moltd_->output();
+  std::uint16_t get = 0xffff;
+  auto ada = Join("ada", &get);
+  ASSERT_NE(get, 0xffff);
+  flatbuffers::FlatBufferBuilder b;
+  b.Finish(molt::scores::CreateQuery(b, b.CreateString("")));
+  ada->Request(get, 1, std::span(b.GetBufferPointer(), b.GetSize()));
+  ASSERT_EQ(ada->NextOf(molt::wire::Body::Response).type(), molt::wire::Body::Response);
+
+  HttpResult health = HttpCall(admin_port_, "GET", "/healthz");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.body, "ok\n");
+  HttpResult ready = HttpCall(admin_port_, "GET", "/readyz");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(ready.body, "ready\n");
+  HttpResult metrics = HttpCall(admin_port_, "GET", "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.headers.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
+  const std::string& text = metrics.body;
+  EXPECT_NE(text.find("\nmolt_sessions 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nmolt_net_messages_accepted_total{channel=\"scores.Get\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("molt_scheduler_step_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
+  EXPECT_NE(text.find("molt_build_info{version=\"" MOLT_VERSION "\",abi="), std::string::npos);
+  EXPECT_NE(text.find("molt_plugin_errors_total{plugin=\"scores\",generation=\"local-"),
+            std::string::npos);
+  EXPECT_NE(text.find("\nmolt_process_open_fds "), std::string::npos);
+  EXPECT_NE(text.find("\nmolt_profile_store_queue_depth "), std::string::npos);
+  // Prometheus' own linter: names, suffixes, units, HELP and TYPE.
+  const std::string file = data_ + "/metrics.txt";
+  std::ofstream(file) << text;
+  const std::string lint = molt::test::Shell(std::string(MOLT_PROMTOOL) + " check metrics < " +
+                                             file + " 2>&1; echo \"exit $?\"");
+  EXPECT_EQ(lint, "exit 0\n") << text;
+}
+
+TEST_F(MoltdAdminTest, TheApiNeedsTheTokenMadeOwnerOnlyInTheDataDirectory) {
+  ASSERT_TRUE(Start()) << moltd_->output();
+  struct stat st {};
+  ASSERT_EQ(::stat((data_ + "/admin.token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(Token().size(), 64u);
+  HttpResult none = HttpCall(admin_port_, "GET", "/api/v1/status");
+  EXPECT_EQ(none.status, 401);
+  EXPECT_NE(none.headers.find("WWW-Authenticate: Bearer"), std::string::npos);
+  EXPECT_NE(none.body.find("this needs the admin token"), std::string::npos);
+  EXPECT_EQ(HttpCall(admin_port_, "GET", "/api/v1/status", Token() + "x").status, 401);
+  EXPECT_EQ(HttpCall(admin_port_, "GET", "/api/v1/status", "").status, 401);
+  json::value status = GetJson("/api/v1/status");
+  EXPECT_EQ(status.at("version").as_string(), MOLT_VERSION);
+  EXPECT_EQ(status.at("role").as_string(), "Server");
+  EXPECT_EQ(status.at("closing").as_bool(), false);
+  EXPECT_NE(status.at("generation").as_string().find("local-"), std::string::npos);
+  EXPECT_GT(status.at("process").at("resident_bytes").as_int64(), 0);
+  EXPECT_TRUE(status.at("stats").at("net").is_object());
+  EXPECT_EQ(Get("/nowhere").status, 404);
+  EXPECT_EQ(Get("/api/v1/nowhere").status, 404);
+  EXPECT_EQ(Post("/api/v1/status").status, 405);
+  // The token the configuration gives replaces the file's.
+  moltd_->Signal(SIGTERM);
+  ASSERT_EQ(moltd_->Wait(), 0) << moltd_->output();
+  const std::string config = data_ + ".json";
+  std::ofstream(config) << R"({"admin": {"token": "a-configured-token-0123"}})";
+  ASSERT_TRUE(Start({"-c", config})) << moltd_->output();
+  EXPECT_NE(moltd_->output().find("the API's token is in the configuration's admin.token"),
+            std::string::npos);
+  EXPECT_EQ(HttpCall(admin_port_, "GET", "/api/v1/status", Token()).status, 401);
+  EXPECT_EQ(HttpCall(admin_port_, "GET", "/api/v1/status", "a-configured-token-0123").status, 200);
+}
+
+TEST_F(MoltdAdminTest, SessionsAreListedAndAKickFromTheApiEndsOne) {
+  ASSERT_TRUE(Start()) << moltd_->output();
+  auto ada = Join("ada");
+  auto bob = Join("bob");
+  json::value list = GetJson("/api/v1/sessions");
+  ASSERT_EQ(list.at("total").as_int64(), 2);
+  const json::array& sessions = list.at("sessions").as_array();
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[0].at("user").as_string(), "ada");
+  EXPECT_EQ(sessions[1].at("user").as_string(), "bob");
+  EXPECT_EQ(sessions[1].at("address").as_string(), "127.0.0.1");
+  json::value page = GetJson("/api/v1/sessions?offset=1&limit=1");
+  ASSERT_EQ(page.at("sessions").as_array().size(), 1u);
+  EXPECT_EQ(page.at("sessions").as_array()[0].at("user").as_string(), "bob");
+  EXPECT_EQ(Get("/api/v1/sessions?limit=0").status, 400);
+  const std::string bob_id = std::to_string(sessions[1].at("id").as_int64());
+  EXPECT_EQ(GetJson("/api/v1/sessions/" + bob_id).at("user").as_string(), "bob");
+  EXPECT_EQ(Get("/api/v1/sessions/99999").status, 404);
+  EXPECT_EQ(Get("/api/v1/sessions/" + bob_id + "/kick").status, 405);
+
+  HttpResult kick = Post("/api/v1/sessions/" + bob_id + "/kick?reason=cheating+detected");
+  EXPECT_EQ(kick.status, 200) << kick.body;
+  molt::test::Frame bye = bob->NextOf(molt::wire::Body::Bye);
+  ASSERT_EQ(bye.type(), molt::wire::Body::Bye);
+  EXPECT_EQ(bye.envelope()->body_as_Bye()->reason()->str(), "Kicked");
+  EXPECT_EQ(bye.envelope()->body_as_Bye()->text()->str(), "cheating detected");
+  EXPECT_EQ(GetJson("/api/v1/sessions").at("total").as_int64(), 1);
+  EXPECT_EQ(Post("/api/v1/sessions/" + bob_id + "/kick").status, 404);
+  EXPECT_TRUE(moltd_->WaitFor("[Admin] session " + bob_id + " kicked by an operator"));
+}
+
+TEST_F(MoltdAdminTest, LogsPageBySinceAndReloadSwapsInANewGeneration) {
+  ASSERT_TRUE(Start()) << moltd_->output();
+  json::value logs = GetJson("/api/v1/logs");
+  const json::array& lines = logs.at("lines").as_array();
+  ASSERT_FALSE(lines.empty());
+  bool serving = false;
+  for (const json::value& l : lines) {
+    serving |= l.at("message").as_string().find("serving 4 plugins") != std::string::npos;
+  }
+  EXPECT_TRUE(serving) << logs;
+  const std::int64_t next = logs.at("next").as_int64();
+  EXPECT_EQ(lines.back().at("seq").as_int64(), next);
+  EXPECT_TRUE(GetJson("/api/v1/logs?since=" + std::to_string(next)).at("lines").as_array().empty());
+
+  HttpResult reload = Post("/api/v1/reload");
+  EXPECT_EQ(reload.status, 202) << reload.body;
+  ASSERT_TRUE(moltd_->WaitFor("\"swap\":\"ok\",\"reason\":\"admin API\"")) << moltd_->output();
+  EXPECT_NE(GetJson("/api/v1/plugins").at("serving").as_string().find("#2"), std::string::npos);
+  json::value after = GetJson("/api/v1/logs?since=" + std::to_string(next));
+  bool swap = false;
+  for (const json::value& l : after.at("lines").as_array()) {
+    EXPECT_GT(l.at("seq").as_int64(), next);
+    swap |= l.at("message").as_string().find("admin API") != std::string::npos;
+  }
+  EXPECT_TRUE(swap) << after;
+  EXPECT_EQ(Get("/api/v1/reload").status, 405);
+  json::value channels = GetJson("/api/v1/channels");
+  bool scores = false;
+  for (const json::value& c : channels.at("channels").as_array()) {
+    scores |= c.at("name").as_string() == "scores.Get";
+  }
+  EXPECT_TRUE(scores) << channels;
+  EXPECT_FALSE(GetJson("/api/v1/hooks").at("hooks").as_array().empty());
+}
+
+TEST_F(MoltdAdminTest, HealthzIsTheKernelThreadsWatchdog) {
+  // fx_sleepy's stop() blocks the kernel thread for 4 s in the close.
+  const std::string config = data_ + ".json";
+  fs::create_directories(data_);
+  std::ofstream(config) << R"({"plugins": {"fx_sleepy": {"stop_sleep_seconds": 4}}})";
+  ASSERT_TRUE(Start({"-c", config}, kFixtures + "/close")) << moltd_->output();
+  EXPECT_EQ(HttpCall(admin_port_, "GET", "/healthz").status, 200);
+  moltd_->Signal(SIGTERM);
+  ASSERT_TRUE(moltd_->WaitFor("closing (SIGTERM)")) << moltd_->output();
+  // Both at once: each waits its 2 s for the blocked kernel thread.
+  std::future<HttpResult> ready =
+      std::async(std::launch::async, [&] { return HttpCall(admin_port_, "GET", "/readyz"); });
+  HttpResult stuck = HttpCall(admin_port_, "GET", "/healthz");
+  EXPECT_EQ(stuck.status, 503);
+  EXPECT_EQ(stuck.body, "the kernel thread did not answer within 2000 ms\n");
+  EXPECT_EQ(ready.get().status, 503);
+  EXPECT_EQ(moltd_->Wait(), 0) << moltd_->output();
+}
+
+TEST_F(MoltdAdminTest, OffMeansNoEndpointAndATakenPortStopsTheBoot) {
+  ASSERT_TRUE(Start()) << moltd_->output();
+  Process off({kMoltd, "-p", kPlugins, "-d", data_ + "-off", "--port", "0", "--admin", "off"});
+  ASSERT_TRUE(off.WaitFor("SIGTERM or SIGINT closes")) << off.output();
+  EXPECT_NE(off.output().find("[molt] admin endpoint off"), std::string::npos);
+  EXPECT_FALSE(fs::exists(data_ + "-off/admin.token"));
+  Process taken({kMoltd, "-p", kPlugins, "-d", data_ + "-taken", "--port", "0", "--admin",
+                 "127.0.0.1:" + std::to_string(admin_port_)});
+  EXPECT_EQ(taken.Wait(), 1);
+  EXPECT_NE(taken.output().find("cannot start: admin endpoint: cannot listen on 127.0.0.1:" +
+                                std::to_string(admin_port_) + ": Address already in use"),
+            std::string::npos)
+      << taken.output();
+  Process remote({kMoltd, "-p", kPlugins, "-d", data_ + "-remote", "--admin", "0.0.0.0:0"});
+  EXPECT_EQ(remote.Wait(), 1);
+  EXPECT_NE(remote.output().find("cannot start: admin endpoint 0.0.0.0:0 is beyond loopback and "
+                                 "speaks plain HTTP"),
+            std::string::npos)
+      << remote.output();
+  off.Signal(SIGTERM);
+  EXPECT_EQ(off.Wait(), 0);
+  fs::remove_all(data_ + "-off");
+  fs::remove_all(data_ + "-taken");
+}
+
+}  // namespace

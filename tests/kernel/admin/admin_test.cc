@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: Apache-2.0
+// The admin endpoint's parts in one process: the Prometheus writer, the logs ring, the token,
+// and the HTTP server's bounds over real loopback sockets.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "kernel/src/admin/admin_api.h"
+#include "kernel/src/admin/http_server.h"
+#include "kernel/src/admin/log_ring.h"
+#include "kernel/src/admin/metrics.h"
+#include "tests/support/http_client.h"
+
+namespace molt::kernel::admin {
+namespace {
+
+namespace fs = std::filesystem;
+using test::HttpCall;
+using test::HttpRaw;
+
+TEST(MetricsWriterTest, WritesFamiliesWithHelpTypeAndEscapedLabels) {
+  MetricsWriter w;
+  w.Family("molt_x_total", "counter", "Things, with a \\ and\na newline.");
+  w.Add(3);
+  w.Add(0.5, {{"channel", "chat\"Say\\\n"}, {"reason", "flood"}});
+  EXPECT_EQ(w.Take(),
+            "# HELP molt_x_total Things, with a \\\\ and\\na newline.\n"
+            "# TYPE molt_x_total counter\n"
+            "molt_x_total 3\n"
+            "molt_x_total{channel=\"chat\\\"Say\\\\\\n\",reason=\"flood\"} 0.5\n");
+}
+
+TEST(MetricsWriterTest, HistogramBucketsAreCumulativeWithInfSumAndCount) {
+  MetricsWriter w;
+  w.Family("molt_step_seconds", "histogram", "Steps.");
+  const double bounds[] = {0.001, 0.01};
+  const std::uint64_t counts[] = {2, 3, 1};
+  w.AddHistogram(bounds, counts, 0.125);
+  EXPECT_EQ(w.Take(),
+            "# HELP molt_step_seconds Steps.\n"
+            "# TYPE molt_step_seconds histogram\n"
+            "molt_step_seconds_bucket{le=\"0.001\"} 2\n"
+            "molt_step_seconds_bucket{le=\"0.01\"} 5\n"
+            "molt_step_seconds_bucket{le=\"+Inf\"} 6\n"
+            "molt_step_seconds_sum 0.125\n"
+            "molt_step_seconds_count 6\n");
+}
+
+TEST(ProcessFiguresTest, ReadsThisProcess) {
+  const ProcessFigures f = ReadProcessFigures();
+  EXPECT_GT(f.resident_bytes, 1u << 20);
+  EXPECT_GE(f.virtual_bytes, f.resident_bytes);
+  EXPECT_GT(f.cpu_seconds, 0);
+  EXPECT_GE(f.open_fds, 3u);  // stdin, stdout, stderr
+  EXPECT_GT(f.max_fds, f.open_fds);
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_LE(f.start_time_seconds, now);
+  EXPECT_GT(f.start_time_seconds, now - 3600);
+}
+
+TEST(LogRingTest, KeepsTheNewestLinesNumberedAndPagesBySince) {
+  LogRing ring(3);
+  LogScope log("ring");
+  for (int i = 1; i <= 5; ++i) {
+    log.Info("line {}", i);
+  }
+  LogRing::Page all = ring.Since(0);
+  ASSERT_EQ(all.lines.size(), 3u);
+  EXPECT_EQ(all.lines[0].message, "line 3");
+  EXPECT_EQ(all.lines[0].seq, 3u);
+  EXPECT_EQ(all.lines[2].message, "line 5");
+  EXPECT_EQ(all.lines[2].scope, "ring");
+  EXPECT_EQ(all.lost, 2u);  // lines 1 and 2 were pushed out
+  EXPECT_EQ(all.next, 5u);
+  LogRing::Page after = ring.Since(4);
+  ASSERT_EQ(after.lines.size(), 1u);
+  EXPECT_EQ(after.lines[0].message, "line 5");
+  EXPECT_EQ(after.lost, 0u);
+  EXPECT_TRUE(ring.Since(5).lines.empty());
+  EXPECT_EQ(ring.Since(5).next, 5u);
+  log.Debug("below the level: not kept");
+  EXPECT_TRUE(ring.Since(5).lines.empty());
+}
+
+TEST(AdminTokenTest, IsMadeOnceWithOwnerOnlyPermissionsAndKept) {
+  const std::string path = ::testing::TempDir() + "molt_admin_token_" + std::to_string(::getpid());
+  fs::remove(path);
+  Result<std::string> made = LoadAdminToken(path, "");
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  EXPECT_EQ(made->size(), 64u);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  Result<std::string> again = LoadAdminToken(path, "");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *made);
+  Result<std::string> configured = LoadAdminToken(path, "from-the-configuration");
+  EXPECT_EQ(*configured, "from-the-configuration");
+
+  ::chmod(path.c_str(), 0644);
+  Result<std::string> open = LoadAdminToken(path, "");
+  EXPECT_EQ(
+      open.status().message(),
+      "admin token file " + path + " can be read by other users (mode 0644): chmod 600 " + path);
+  ::chmod(path.c_str(), 0600);
+  std::ofstream(path) << "short\n";
+  EXPECT_NE(LoadAdminToken(path, "").status().message().find("holds no token"), std::string::npos);
+  fs::remove(path);
+}
+
+TEST(AdminTokenTest, ComparisonIsExact) {
+  EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abd"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "ab"));
+  EXPECT_FALSE(ConstantTimeEquals("", "a"));
+}
+
+TEST(QueryValueTest, FindsAndDecodes) {
+  EXPECT_EQ(QueryValue("a=1&reason=too+many%21&b=", "reason"), "too many!");
+  EXPECT_EQ(QueryValue("a=1&b=", "b"), "");
+  EXPECT_EQ(QueryValue("a=1", "c"), "");
+  EXPECT_EQ(QueryValue("x=%zz%4", "x"), "%zz%4");
+}
+
+// A server whose handler echoes the request, or never answers for /stall.
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void Start(HttpLimits limits = {}) {
+    Result<std::unique_ptr<HttpServer>> s =
+        HttpServer::Start("127.0.0.1", 0, limits, [this](HttpRequest req, HttpReply reply) {
+          ++handled_;
+          if (req.path == "/stall") {
+            stalled_ = std::move(reply);  // answered never, or after the server is gone
+            return;
+          }
+          reply({200,
+                 "text/plain",
+                 req.method + " " + req.path + "?" + req.query + " [" + req.authorization + "] " +
+                     req.body,
+                 {}});
+        });
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    server_ = std::move(s).value();
+  }
+  std::uint16_t port() const { return server_->port(); }
+
+  std::unique_ptr<HttpServer> server_;
+  std::atomic<int> handled_{0};
+  HttpReply stalled_;
+};
+
+TEST_F(HttpServerTest, AnswersAndKeepsTheConnectionAliveBetweenRequests) {
+  Start();
+  test::HttpResult r = HttpCall(port(), "POST", "/x?y=1", "tok", "hello");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "POST /x?y=1 [Bearer tok] hello");
+  EXPECT_NE(r.headers.find("Cache-Control: no-store"), std::string::npos);
+  // Two requests on one connection, the second after the first's answer.
+  const int fd = test::HttpConnect(port());
+  const std::string req = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+  ::send(fd, req.data(), req.size(), 0);
+  std::string first;
+  char buf[512];
+  while (first.find("GET /a?") == std::string::npos) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0);
+    first.append(buf, static_cast<std::size_t>(n));
+  }
+  const std::string last = "GET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ::send(fd, last.data(), last.size(), 0);
+  EXPECT_EQ(test::HttpParse(test::HttpReadAll(fd)).body, "GET /b? [] ");
+  ::close(fd);
+}
+
+TEST_F(HttpServerTest, OversizedHeadersTooManyFieldsAndBigBodiesAreRefused) {
+  HttpLimits limits;
+  limits.max_header_bytes = 1024;
+  limits.max_headers = 8;
+  limits.max_body_bytes = 100;
+  Start(limits);
+  test::HttpResult big =
+      HttpRaw(port(), "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(2000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(big.status, 431);
+  EXPECT_EQ(big.body, "the request's header is over 1024 bytes\n");
+  std::string many = "GET / HTTP/1.1\r\nHost: x\r\n";
+  for (int i = 0; i < 10; ++i) {
+    many += "X-" + std::to_string(i) + ": 1\r\n";
+  }
+  test::HttpResult fields = HttpRaw(port(), many + "\r\n");
+  EXPECT_EQ(fields.status, 431);
+  EXPECT_EQ(fields.body, "the request has more than 8 header fields\n");
+  test::HttpResult body = HttpCall(port(), "POST", "/", "", std::string(500, 'b'));
+  EXPECT_EQ(body.status, 413);
+  EXPECT_EQ(body.body, "the request's body is over 100 bytes\n");
+  test::HttpResult bad = HttpRaw(port(), "NOT HTTP AT ALL\r\n\r\n");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(handled_, 0) << "no bad request reaches the handler";
+  EXPECT_EQ(HttpCall(port(), "GET", "/fine").status, 200);
+}
+
+TEST_F(HttpServerTest, ASlowClientIsCutAndOthersAreServedMeanwhile) {
+  HttpLimits limits;
+  limits.read_timeout = std::chrono::milliseconds(300);
+  Start(limits);
+  const int slow = test::HttpConnect(port());
+  ::send(slow, "GET / HT", 8, 0);  // and nothing more
+  EXPECT_EQ(HttpCall(port(), "GET", "/other").status, 200);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(test::HttpReadAll(slow, 10000), "");  // closed without an answer
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(9));
+  ::close(slow);
+}
+
+TEST_F(HttpServerTest, ConnectionsPastTheLimitAreClosedAndTheHeldOnesServed) {
+  HttpLimits limits;
+  limits.max_connections = 2;
+  Start(limits);
+  const int a = test::HttpConnect(port());
+  const int b = test::HttpConnect(port());
+  // Give the server the two first (accepted in order); the third is closed at once.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const int c = test::HttpConnect(port());
+  EXPECT_EQ(test::HttpReadAll(c, 10000), "");
+  const std::string req = "GET /held HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ::send(a, req.data(), req.size(), 0);
+  EXPECT_EQ(test::HttpParse(test::HttpReadAll(a)).status, 200);
+  ::close(a);
+  ::close(b);
+  ::close(c);
+}
+
+TEST_F(HttpServerTest, AHandlerThatDoesNotAnswerIsAnswered503AndALateReplyIsDropped) {
+  HttpLimits limits;
+  limits.handler_timeout = std::chrono::milliseconds(200);
+  Start(limits);
+  test::HttpResult r = HttpCall(port(), "GET", "/stall");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.body, "the kernel thread did not answer within 200 ms\n");
+  EXPECT_NE(r.headers.find("Retry-After: 1"), std::string::npos);
+  ASSERT_TRUE(stalled_);
+  stalled_({200, "text/plain", "late", {}});  // the connection is gone: nothing happens
+  HttpCall(port(), "GET", "/stall");
+  server_.reset();
+  stalled_({200, "text/plain", "after the server", {}});  // safe: dropped
+}
+
+TEST(HttpServerStartTest, ATakenPortOrABadAddressIsNamed) {
+  Result<std::unique_ptr<HttpServer>> first =
+      HttpServer::Start("127.0.0.1", 0, {}, [](HttpRequest, HttpReply) {});
+  ASSERT_TRUE(first.ok());
+  const std::uint16_t port = (*first)->port();
+  Result<std::unique_ptr<HttpServer>> second =
+      HttpServer::Start("127.0.0.1", port, {}, [](HttpRequest, HttpReply) {});
+  EXPECT_EQ(second.status().message(),
+            "admin endpoint: cannot listen on 127.0.0.1:" + std::to_string(port) +
+                ": Address already in use (another moltd runs there? pass --admin "
+                "ADDRESS:PORT, or --admin off)");
+  EXPECT_EQ(HttpServer::Start("nowhere", 0, {}, [](HttpRequest, HttpReply) {}).status().message(),
+            "admin endpoint: \"nowhere\" is not an IP address (use e.g. 127.0.0.1)");
+}
+
+}  // namespace
+}  // namespace molt::kernel::admin
