@@ -80,6 +80,9 @@ int main(int argc, char** argv) {
       ("admin", "the admin endpoint: the HTTP API, /metrics, /healthz and /readyz "
                 "(default 127.0.0.1:7778; off turns it off; docs/operations.md)",
        cxxopts::value<std::string>(), "ADDRESS:PORT")
+      ("check", "the gate before a deploy: load and start the plugins (nothing listens, a scratch "
+                "profile database), run the security audit and the fuzz gate, print a report and "
+                "exit 0, or 3 on a High finding or a validator that throws")
       ("watch", "development: reload the plugin directory as a new generation whenever a "
                 "library in it changes (once the changes settle)")
       ("version", "print the version and exit")
@@ -93,12 +96,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (args.count("help") != 0) {
-    std::cout << options.help() << "\nExamples:\n"
-              << "  moltd                              the bundled plugins, data in ./data\n"
-              << "  moltd -p build/plugins -d /var/lib/molt --log-format json\n"
-              << "  moltd --bind 0.0.0.0 --tls-cert cert.pem --tls-key key.pem\n"
-              << "                                     accept clients from other machines, "
-                 "over TLS\n";
+    std::cout
+        << options.help() << "\nExamples:\n"
+        << "  moltd                              the bundled plugins, data in ./data\n"
+        << "  moltd -p build/plugins -d /var/lib/molt --log-format json\n"
+        << "  moltd --check -p build/plugins      audit and fuzz a build before deploying it\n"
+        << "  moltd --bind 0.0.0.0 --tls-cert cert.pem --tls-key key.pem\n"
+        << "                                     accept clients from other machines, "
+           "over TLS\n";
     return 0;
   }
   if (args.count("version") != 0) {
@@ -146,5 +151,6 @@ int main(int argc, char** argv) {
     server.close_budget_seconds = args["close-budget"].as<double>();
   }
   server.watch = args.count("watch") != 0;
+  server.check = args.count("check") != 0;
   return molt::kernel::RunServer(server);
 }

@@ -269,3 +269,48 @@ TEST_F(MoltdAdminTest, OffMeansNoEndpointAndATakenPortStopsTheBoot) {
 }
 
 }  // namespace
+
+namespace {
+
+// moltd --check: the gate an operator runs before deploying a build.
+TEST_F(MoltdAdminTest, CheckPassesTheBundledPluginsWithoutTouchingTheLiveData) {
+  Process p({kMoltd, "--check", "-p", kPlugins, "-d", data_});
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+  const std::string& out = p.output();
+  EXPECT_NE(out.find("moltd --check " + kPlugins + "\n  plugins: 4 loaded and started ("),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("\n  security audit: clean\n"), std::string::npos) << out;
+  EXPECT_NE(out.find(" 0 validator error(s)\ncheck passed\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("listening on"), std::string::npos) << "nothing listens in a check";
+  EXPECT_FALSE(fs::exists(data_ + "/admin.token"));
+  EXPECT_FALSE(fs::exists(data_ + "/profiles.db")) << "the live database is not opened";
+  EXPECT_TRUE(fs::is_empty(data_ + "/run")) << "the scratch database is removed";
+}
+
+TEST_F(MoltdAdminTest, CheckFailsOnAnUnguardedChannelAndAValidatorThatThrows) {
+  Process p({kMoltd, "--check", "-p", kFixtures + "/unsafe", "-d", data_});
+  EXPECT_EQ(p.Wait(), 3) << p.output();
+  const std::string& out = p.output();
+  EXPECT_NE(out.find("  security audit: 1 finding(s)\n    [High] UnguardedChannel (intent "
+                     "fx.Grant): "),
+            std::string::npos)
+      << out;
+  // Each distinct error once, with its count.
+  const std::size_t error = out.find(
+      "    channel \"fx.Say\": hook \"Intent.fx.Say\": handler threw: plugin \"fx_unsafe@local-");
+  ASSERT_NE(error, std::string::npos) << out;
+  EXPECT_NE(out.find("my buffer is too small (x", error), std::string::npos) << out;
+  EXPECT_EQ(out.find("    channel \"fx.Say\"", error + 1), std::string::npos) << out;
+  EXPECT_NE(out.find("check failed: 1 High finding(s), validators threw on 1 channel(s)\n"),
+            std::string::npos)
+      << out;
+  // The same plugin with both fixed passes: each failure was its own.
+  const std::string config = data_ + ".json";
+  std::ofstream(config) << R"({"plugins": {"fx_unsafe": {"unguarded": false, "throwing": false}}})";
+  Process fixed({kMoltd, "--check", "-p", kFixtures + "/unsafe", "-d", data_, "-c", config});
+  EXPECT_EQ(fixed.Wait(), 0) << fixed.output();
+  EXPECT_NE(fixed.output().find("check passed\n"), std::string::npos) << fixed.output();
+}
+
+}  // namespace

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -125,6 +126,61 @@ void DrainProfiles(Kernel& kernel, store::ProfileRegistry& profiles, TimePoint d
   });
 }
 
+// --check: the security audit and the fuzz gate over what the plugins declared, as a report on
+// stdout. Fails on a High finding or a validator that throws.
+int Check(const std::string& plugin_dir, const loader::PluginHost& plugins, net::Network& network,
+          Kernel& kernel) {
+  std::string loaded;
+  for (const loader::PluginHost::Plugin& p : plugins.plugins()) {
+    loaded += fmt::format("{}{} {}", loaded.empty() ? "" : ", ", p.instance->name(),
+                          p.instance->info().version);
+  }
+  std::string report = fmt::format("moltd --check {}\n  plugins: {} loaded and started ({})\n",
+                                   plugin_dir, plugins.plugins().size(), loaded);
+  const std::vector<net::AuditFinding> findings =
+      net::SecurityAudit(network.channels(), kernel.hooks());
+  std::size_t high = 0;
+  report += findings.empty() ? "  security audit: clean\n"
+                             : fmt::format("  security audit: {} finding(s)\n", findings.size());
+  for (const net::AuditFinding& f : findings) {
+    high += f.severity == net::AuditFinding::Severity::kHigh;
+    report += "    " + net::FormatFinding(f) + "\n";
+  }
+  const net::FuzzReport fuzz = net::Fuzz(network.channels(), kernel.hooks(), 0);
+  report += fmt::format(
+      "  fuzz gate: {} channel(s), {} hostile payloads: {} passed, {} rejected, {} validator "
+      "error(s)\n",
+      fuzz.channels, fuzz.cases, fuzz.passed, fuzz.rejected, fuzz.validator_errors.size());
+  // Each distinct error once, with how often it happened.
+  std::vector<std::pair<const net::FuzzReport::Error*, std::size_t>> distinct;
+  std::set<std::string> failing_channels;
+  for (const net::FuzzReport::Error& e : fuzz.validator_errors) {
+    failing_channels.insert(e.channel);
+    auto same = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) {
+      return d.first->channel == e.channel && d.first->error == e.error;
+    });
+    if (same != distinct.end()) {
+      ++same->second;
+    } else {
+      distinct.emplace_back(&e, 1);
+    }
+  }
+  for (const auto& [e, count] : distinct) {
+    report += fmt::format("    channel \"{}\": {}{} (validators must reject, not throw)\n",
+                          e->channel, e->error, count > 1 ? fmt::format(" (x{})", count) : "");
+  }
+  const bool passed = high == 0 && failing_channels.empty();
+  if (passed) {
+    report += "check passed\n";
+  } else {
+    report += fmt::format("check failed: {} High finding(s), validators threw on {} channel(s)\n",
+                          high, failing_channels.size());
+  }
+  std::fputs(report.c_str(), stdout);
+  std::fflush(stdout);
+  return passed ? kExitOk : kExitCheckFailed;
+}
+
 }  // namespace
 
 int RunServer(const ServerOptions& options) {
@@ -148,7 +204,7 @@ int RunServer(const ServerOptions& options) {
   RaiseDescriptorLimit(settings, log);
   const std::string token_file = (fs::path(settings.data_dir) / "admin.token").string();
   std::string admin_token;
-  if (settings.admin_enabled) {
+  if (settings.admin_enabled && !options.check) {
     Result<std::string> token = admin::LoadAdminToken(token_file, settings.admin_token);
     if (!token.ok()) {
       log.Error("cannot start: {}", token.status().message());
@@ -159,6 +215,10 @@ int RunServer(const ServerOptions& options) {
   const fs::path run_root = fs::path(settings.data_dir) / "run";
   RemoveStaleRunDirs(run_root);
   const fs::path copy_dir = run_root / ("moltd-" + std::to_string(::getpid()));
+  if (options.check) {  // nothing of the live server is touched: a scratch database
+    fs::create_directories(run_root, ec);
+    settings.profiles_db = copy_dir.string() + "-check.db";
+  }
 
   KernelOptions ko;
   ko.role = Role::kServer;
@@ -189,7 +249,9 @@ int RunServer(const ServerOptions& options) {
     loader::PluginHost plugins(kernel, copy_dir.string());
     abi::AttachNetwork(plugins.shared(), &network);
     abi::AttachProfiles(plugins.shared(), profiles);
-    profiles.ReclaimAbandoned();  // a killed predecessor's leases: queued before any load
+    if (!options.check) {
+      profiles.ReclaimAbandoned();  // a killed predecessor's leases: queued before any load
+    }
     plugins.set_health(static_cast<std::uint32_t>(settings.health_errors),
                        Seconds(settings.health_window));
     const std::string last_known_good =
@@ -262,7 +324,8 @@ int RunServer(const ServerOptions& options) {
     TaskHandle debounce;
     // Never an empty server: when the plugin directory does not load or start, the build that
     // last passed its health window boots instead (loaded, or swapped in for the failed set).
-    const bool have_good = fs::exists(fs::path(last_known_good) / loader::kBuildManifest, ec);
+    const bool have_good =
+        !options.check && fs::exists(fs::path(last_known_good) / loader::kBuildManifest, ec);
     auto fall_back = [&](const Status& why) {
       log.Error("the plugin directory {} does not boot: {}", settings.plugin_dir, why.message());
       log.Warn("booting the last known good build from {} instead", last_known_good);
@@ -285,6 +348,8 @@ int RunServer(const ServerOptions& options) {
     if (Status s = booted; !s.ok()) {
       log.Error("cannot start: {}", s.message());
       exit_code = kExitBootFailed;
+    } else if (options.check) {
+      exit_code = Check(settings.plugin_dir, plugins, network, kernel);
     } else if (Status s = settings.net.auth == net::AuthMode::kDev
                               ? net::FuzzGate(network.channels(), kernel.hooks())
                               : Status::Ok();
@@ -340,6 +405,11 @@ int RunServer(const ServerOptions& options) {
     plugins.UnloadAll();
   }
   fs::remove_all(copy_dir, ec);
+  if (options.check) {
+    for (const char* suffix : {"-check.db", "-check.db-wal", "-check.db-shm"}) {
+      fs::remove(copy_dir.string() + suffix, ec);
+    }
+  }
   if (exit_code == kExitOk) {
     log.Info("exited cleanly");
   }

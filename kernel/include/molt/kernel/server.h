@@ -35,11 +35,16 @@ struct ServerOptions {
   // Development: reload the plugin directory as a new generation whenever a library in it (or
   // its manifest) is written, moved in or removed, once the changes settle (300 ms).
   bool watch = false;
+  // The gate an operator runs before deploying: load and start the plugins (beside a scratch
+  // profile database, nothing listening), run the security audit and the fuzz gate, print a
+  // report to stdout, stop them and return kExitOk or kExitCheckFailed.
+  bool check = false;
 };
 
 // Exit codes of RunServer.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitBootFailed = 1;  // bad configuration, refused plugins, failed boot
+inline constexpr int kExitBootFailed = 1;   // bad configuration, refused plugins, failed boot
+inline constexpr int kExitCheckFailed = 3;  // check: a High audit finding or a validator threw
 
 // Runs the server; returns kExitOk after a clean close, kExitBootFailed (with the reason logged)
 // when it could not start. When the close phase overruns its budget the process exits with 0 from
