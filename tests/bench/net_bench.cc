@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "kernel/src/admin/admin_api.h"
+#include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/log_ring.h"
 #include "kernel/src/admin/metrics.h"
 #include "kernel/src/core/kernel.h"
@@ -640,8 +641,10 @@ void RunAdminScrape(benchmark::State& state, bool metrics) {
   loader::PluginHost plugins(
       bench.kernel(), std::filesystem::temp_directory_path().string() + "/molt_bench_admin_copies");
   admin::LogRing logs;
-  admin::AdminApi api({bench.kernel(), net, plugins, **store, logs, [] {}, [] { return false; }},
-                      "bench-token-0123456789");
+  admin::Diagnostics diagnostics(bench.kernel(), {});
+  admin::AdminApi api(
+      {bench.kernel(), net, plugins, **store, logs, diagnostics, [] {}, [] { return false; }},
+      "bench-token-0123456789");
   std::size_t bytes = 0;
   for (auto _ : state) {
     const std::string text = metrics ? api.Metrics() : bench.kernel().StatsJson();

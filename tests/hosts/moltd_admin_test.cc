@@ -11,6 +11,7 @@
 #include <fstream>
 #include <future>
 #include <string>
+#include <thread>
 
 #include "scores_generated.h"
 #include "test_client.h"
@@ -222,6 +223,29 @@ TEST_F(MoltdAdminTest, LogsPageBySinceAndReloadSwapsInANewGeneration) {
   }
   EXPECT_TRUE(scores) << channels;
   EXPECT_FALSE(GetJson("/api/v1/hooks").at("hooks").as_array().empty());
+}
+
+TEST_F(MoltdAdminTest, DiagnosticsCloseAWindowEveryIntervalWithTheNetworksFigures) {
+  fs::create_directories(data_);
+  const std::string config = data_ + ".json";
+  std::ofstream(config) << R"({"server": {"diagnostics_seconds": 0.2}})";
+  ASSERT_TRUE(Start({"-c", config})) << moltd_->output();
+  auto ada = Join("ada");
+  json::value d;
+  for (int i = 0; i < 100; ++i) {  // a window closes every 0.2 s
+    d = GetJson("/api/v1/diagnostics");
+    if (d.is_object() && d.at("window").as_int64() >= 2) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(d.is_object());
+  EXPECT_GE(d.at("window").as_int64(), 2) << d;
+  EXPECT_GT(d.at("seconds").as_double(), 0) << d;
+  EXPECT_EQ(d.at("sessions").as_double(), 1) << d;
+  EXPECT_GT(d.at("resident_bytes").as_int64(), 0) << d;
+  EXPECT_EQ(d.at("overload").as_bool(), false) << d;
+  EXPECT_TRUE(d.at("net_in_bytes_per_second").is_double()) << d;
 }
 
 TEST_F(MoltdAdminTest, HealthzIsTheKernelThreadsWatchdog) {

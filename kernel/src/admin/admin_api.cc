@@ -13,6 +13,7 @@
 #include <charconv>
 #include <fstream>
 
+#include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/log_ring.h"
 #include "kernel/src/admin/metrics.h"
 #include "kernel/src/core/kernel.h"
@@ -170,14 +171,16 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
     return;
   }
   const std::string_view rest = std::string_view(path).substr(kApi.size());
-  if (rest == "status" || rest == "plugins" || rest == "channels" || rest == "hooks" ||
-      rest == "logs" || rest == "sessions") {
+  if (rest == "status" || rest == "diagnostics" || rest == "plugins" || rest == "channels" ||
+      rest == "hooks" || rest == "logs" || rest == "sessions") {
     if (!get) {
       method_not_allowed("GET");
       return;
     }
     if (rest == "status") {
       reply({200, "application/json", StatusJson(process) + "\n", {}});
+    } else if (rest == "diagnostics") {
+      reply({200, "application/json", sources_.diagnostics.Json() + "\n", {}});
     } else if (rest == "plugins") {
       reply({200, "application/json", sources_.plugins.StatsJson() + "\n", {}});
     } else if (rest == "channels") {

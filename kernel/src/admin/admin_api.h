@@ -7,7 +7,8 @@
 // figures are read, never waited for), then handed back to the HTTP thread to be written.
 //
 //   GET  /healthz  /readyz  /metrics           no credentials (orchestrators, Prometheus)
-//   GET  /api/v1/status | sessions | sessions/ID | plugins | channels | hooks | logs?since=N
+//   GET  /api/v1/status | diagnostics | sessions | sessions/ID | plugins | channels | hooks
+//        /api/v1/logs?since=N
 //   POST /api/v1/sessions/ID/kick  /api/v1/reload
 //                                              "Authorization: Bearer <token>"
 //
@@ -43,6 +44,7 @@ class ProfileStore;
 
 namespace molt::kernel::admin {
 
+class Diagnostics;
 class LogRing;
 
 struct AdminSources {
@@ -51,6 +53,7 @@ struct AdminSources {
   loader::PluginHost& plugins;
   store::ProfileStore& store;
   const LogRing& logs;
+  const Diagnostics& diagnostics;
   std::function<void()> reload;   // swaps in the plugin directory as a new generation
   std::function<bool()> closing;  // true once the close began
 };

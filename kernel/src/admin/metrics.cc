@@ -109,7 +109,7 @@ void MetricsWriter::AddHistogram(std::span<const double> bounds,
   Sample("_count", labels, {}, {}, static_cast<double>(cumulative));
 }
 
-ProcessFigures ReadProcessFigures() {
+ProcessFigures ReadMemoryFigures() {
   ProcessFigures f;
   const long page = ::sysconf(_SC_PAGESIZE);
   if (std::ifstream statm("/proc/self/statm"); statm) {
@@ -118,6 +118,15 @@ ProcessFigures ReadProcessFigures() {
     f.virtual_bytes = size * static_cast<std::uint64_t>(page);
     f.resident_bytes = resident * static_cast<std::uint64_t>(page);
   }
+  const struct mallinfo2 m = ::mallinfo2();
+  f.heap_in_use_bytes = m.uordblks + m.hblkhd;
+  f.heap_free_bytes = m.fordblks;
+  f.heap_mapped_bytes = m.hblkhd;
+  return f;
+}
+
+ProcessFigures ReadProcessFigures() {
+  ProcessFigures f = ReadMemoryFigures();
   rusage usage{};
   if (::getrusage(RUSAGE_SELF, &usage) == 0) {
     auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
@@ -151,10 +160,6 @@ ProcessFigures ReadProcessFigures() {
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     f.start_time_seconds = std::floor(now - up + started_after_boot);
   }
-  const struct mallinfo2 m = ::mallinfo2();
-  f.heap_in_use_bytes = m.uordblks + m.hblkhd;
-  f.heap_free_bytes = m.fordblks;
-  f.heap_mapped_bytes = m.hblkhd;
   return f;
 }
 

@@ -65,6 +65,9 @@ struct ProcessFigures {
   std::uint64_t heap_mapped_bytes = 0;
 };
 ProcessFigures ReadProcessFigures();
+// Only the memory figures (resident, virtual, the allocator's): no descriptor count, so cheap
+// enough for the kernel thread (diagnostics).
+ProcessFigures ReadMemoryFigures();
 // The molt_process_* and molt_heap_* families of `figures`.
 void WriteProcessMetrics(MetricsWriter& w, const ProcessFigures& figures);
 

@@ -600,6 +600,8 @@ void Scheduler::Run(Duration budget) {
   stats_.tasks_run += ran;
   stats_.tasks_deferred = deferred;
   stats_.steps_deferring += deferred != 0;
+  stats_.tasks_deferred_total += deferred;
+  stats_.step_time_max = std::max(stats_.step_time_max, stats_.last_step);
   ++stats_.steps;
   std::size_t bucket = 0;
   const std::int64_t step_ns = stats_.last_step.count();

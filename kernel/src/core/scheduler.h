@@ -143,7 +143,9 @@ struct SchedulerStats {
   // Every step's time: counts per bucket of kStepTimeBounds (non-cumulative), and their sum.
   std::array<std::uint64_t, kStepTimeBounds.size() + 1> step_times{};
   Duration step_time_total{};
-  std::uint64_t steps_deferring = 0;  // steps whose budget left ready tasks waiting
+  Duration step_time_max{};                // the longest step since ResetStepMax()
+  std::uint64_t steps_deferring = 0;       // steps whose budget left ready tasks waiting
+  std::uint64_t tasks_deferred_total = 0;  // tasks_deferred summed over every step
 };
 
 struct TaskProfile {
@@ -248,6 +250,8 @@ class Scheduler {
   Signal<const TaskError&>& OnError() { return on_error_; }
 
   const SchedulerStats& stats() const { return stats_; }
+  // Starts a new window for stats().step_time_max (diagnostics, once per window).
+  void ResetStepMax() { stats_.step_time_max = Duration::zero(); }
   // Queued and timed tasks (entries that are idle excluded).
   std::size_t pending() const { return live_queued_ + heap_.size(); }
 

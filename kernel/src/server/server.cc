@@ -14,6 +14,7 @@
 #include <set>
 
 #include "kernel/src/admin/admin_api.h"
+#include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/http_server.h"
 #include "kernel/src/admin/log_ring.h"
 #include "kernel/src/core/kernel.h"
@@ -291,9 +292,28 @@ int RunServer(const ServerOptions& options) {
       });
     });
 
+    // Windowed health (Kernel.Overload), with the network's rates.
+    admin::DiagnosticsOptions diag_options;
+    diag_options.interval = Seconds(settings.diagnostics_seconds);
+    diag_options.extend = [&network, last = net::NetStats(), at = RealNow()](
+                              std::vector<std::pair<std::string, double>>& out) mutable {
+      const net::NetStats now = network.stats();
+      const TimePoint t = RealNow();
+      const double seconds = std::max(ToSeconds(t - at), 1e-9);
+      out.emplace_back("sessions", static_cast<double>(network.sessions().count()));
+      out.emplace_back("net_in_bytes_per_second",
+                       static_cast<double>(now.bytes_in - last.bytes_in) / seconds);
+      out.emplace_back("net_out_bytes_per_second",
+                       static_cast<double>(now.bytes_out - last.bytes_out) / seconds);
+      out.emplace_back("net_rejected",
+                       static_cast<double>(now.intents_rejected + now.requests_rejected));
+      last = now;
+      at = t;
+    };
+    admin::Diagnostics diagnostics(kernel, std::move(diag_options));
     // The admin endpoint: its own thread; its answers are built on this one.
     admin::AdminApi admin_api(
-        {kernel, network, plugins, *profile_db, log_ring,
+        {kernel, network, plugins, *profile_db, log_ring, diagnostics,
          [&plugins, &settings] { plugins.RequestReload(settings.plugin_dir, "admin API"); },
          [&close_requested] { return close_requested.load(); }},
         admin_token);

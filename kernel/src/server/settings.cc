@@ -13,10 +13,11 @@ namespace molt::kernel {
 namespace {
 
 const std::set<std::string, std::less<>> kServerKeys = {
-    "server.tick_rate",     "server.log_level",
-    "server.log_format",    "server.close_budget_seconds",
-    "server.plugin_dir",    "server.data_dir",
-    "server.health_errors", "server.health_window_seconds"};
+    "server.tick_rate",          "server.log_level",
+    "server.log_format",         "server.close_budget_seconds",
+    "server.plugin_dir",         "server.data_dir",
+    "server.health_errors",      "server.health_window_seconds",
+    "server.diagnostics_seconds"};
 const std::set<std::string, std::less<>> kProfileKeys = {
     "profiles.database", "profiles.synchronous", "profiles.drain_seconds"};
 const std::set<std::string, std::less<>> kAdminKeys = {"admin.address", "admin.token",
@@ -268,10 +269,13 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
     return Status::InvalidArgument("close budget must be a number of seconds above 0");
   }
   out->close_budget = *budget;
-  // The health window a build gets when its manifest sets none (docs/generations.md).
+  // The health window a build gets when its manifest sets none (docs/generations.md), and the
+  // diagnostics window (1 s in development: --watch).
+  out->diagnostics_seconds = options.watch ? 1 : 5;
   for (auto [key, lo, hi, field] :
        {std::tuple{"server.health_errors", 1.0, 100.0, &out->health_errors},
-        std::tuple{"server.health_window_seconds", 0.1, 3600.0, &out->health_window}}) {
+        std::tuple{"server.health_window_seconds", 0.1, 3600.0, &out->health_window},
+        std::tuple{"server.diagnostics_seconds", 0.1, 3600.0, &out->diagnostics_seconds}}) {
     if (config.Get(key) == nullptr) {
       continue;
     }

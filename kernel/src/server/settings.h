@@ -30,6 +30,8 @@ struct Settings {
   double close_budget = ToSeconds(kCloseBudget);
   double health_errors = 3;   // server.health_errors
   double health_window = 30;  // server.health_window_seconds
+  // server.diagnostics_seconds: the diagnostics window (docs/operations.md); 5 s, 1 s with --watch
+  double diagnostics_seconds = 5;
   SchedulerConfig scheduler;
   std::string plugin_dir;
   std::string data_dir;

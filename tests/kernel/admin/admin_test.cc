@@ -10,9 +10,11 @@
 #include <thread>
 
 #include "kernel/src/admin/admin_api.h"
+#include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/http_server.h"
 #include "kernel/src/admin/log_ring.h"
 #include "kernel/src/admin/metrics.h"
+#include "kernel/src/core/kernel.h"
 #include "tests/support/http_client.h"
 
 namespace molt::kernel::admin {
@@ -125,6 +127,82 @@ TEST(QueryValueTest, FindsAndDecodes) {
   EXPECT_EQ(QueryValue("a=1&b=", "b"), "");
   EXPECT_EQ(QueryValue("a=1", "c"), "");
   EXPECT_EQ(QueryValue("x=%zz%4", "x"), "%zz%4");
+}
+
+// Diagnostics on a kernel with a manual clock: each heavy task takes 1 ms of a 1.5 ms budget.
+class DiagnosticsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KernelOptions o;
+    o.clock = &clock_;
+    o.scheduler.budget = std::chrono::microseconds(1500);
+    kernel_ = std::move(Kernel::Boot(std::move(o))).value();
+    overloads_ = kernel_->bus().Subscribe("Kernel.Overload", [this](std::string_view, Args a) {
+      snapshots_.emplace_back(a[0].AsString());
+    });
+  }
+  void TearDown() override {
+    overloads_.Disconnect();
+    (void)kernel_->Shutdown();
+  }
+  // One window: `heavy` tasks of 1 ms queued at its start (a step runs two, the rest wait), then
+  // the clock moves to the window's end and the step that closes it runs.
+  void Window(int heavy) {
+    for (int i = 0; i < heavy; ++i) {
+      kernel_->scheduler().Schedule([this] { clock_.Advance(std::chrono::milliseconds(1)); },
+                                    Priority::kNormal);
+    }
+    while (kernel_->scheduler().pending() > 1) {  // the diagnostics task stays queued
+      kernel_->scheduler().Step();
+      clock_.Advance(std::chrono::milliseconds(20));
+    }
+    clock_.Set(next_);
+    next_ += std::chrono::seconds(1);
+    kernel_->scheduler().Step();
+  }
+
+  ManualClock clock_;
+  std::unique_ptr<Kernel> kernel_;
+  Connection overloads_;
+  std::vector<std::string> snapshots_;
+  TimePoint next_ = clock_.Now() + std::chrono::seconds(1);
+};
+
+TEST_F(DiagnosticsTest, WindowsSumDeferralAndTheThirdDeferringWindowPublishesOverload) {
+  Diagnostics diag(
+      *kernel_, {std::chrono::seconds(1), [](auto& extra) { extra.emplace_back("sessions", 7); }});
+  Window(5);
+  ASSERT_EQ(diag.last().number, 1u);
+  EXPECT_EQ(diag.last().deferred, 3u + 1u);  // 3 after the first step, 1 after the second
+  EXPECT_EQ(diag.last().deferring_windows, 1u);
+  EXPECT_FALSE(diag.last().overload);
+  EXPECT_EQ(diag.last().tasks_run, 5u);
+  EXPECT_NEAR(diag.last().step_max_ms, 2.0, 1e-9);  // two tasks of 1 ms
+  EXPECT_NEAR(diag.last().budget_ms, 1.5, 1e-9);
+  EXPECT_GT(diag.last().tps, 0);
+  EXPECT_EQ(diag.last().extra, (std::vector<std::pair<std::string, double>>{{"sessions", 7}}));
+  ASSERT_FALSE(diag.last().hot_tasks.empty());
+  EXPECT_GT(diag.last().resident_bytes, 0u);
+  Window(5);
+  EXPECT_TRUE(snapshots_.empty());
+  Window(5);  // the third in a row
+  ASSERT_EQ(snapshots_.size(), 1u);
+  EXPECT_TRUE(diag.last().overload);
+  EXPECT_EQ(diag.last().deferring_windows, 3u);
+  EXPECT_NE(snapshots_[0].find("\"overload\":true"), std::string::npos) << snapshots_[0];
+  EXPECT_NE(snapshots_[0].find("\"sessions\":7"), std::string::npos) << snapshots_[0];
+  EXPECT_EQ(snapshots_[0], diag.Json());
+  Window(5);  // every window while it lasts
+  EXPECT_EQ(snapshots_.size(), 2u);
+  Window(1);  // one task fits the budget: no deferral, the overload ends
+  EXPECT_FALSE(diag.last().overload);
+  EXPECT_EQ(diag.last().deferring_windows, 0u);
+  EXPECT_EQ(diag.last().deferred, 0u);
+  Window(5);
+  Window(5);
+  EXPECT_EQ(snapshots_.size(), 2u) << "the count starts over";
+  Window(5);
+  EXPECT_EQ(snapshots_.size(), 3u);
 }
 
 // A server whose handler echoes the request, or never answers for /stall.

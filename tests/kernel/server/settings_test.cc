@@ -84,7 +84,8 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
   EXPECT_EQ(error(R"({"server": {"tick_rat": 30}})"),
             "config file \"" + file_ +
                 "\": unknown key \"server.tick_rat\" (known: server.close_budget_seconds, "
-                "server.data_dir, server.health_errors, server.health_window_seconds, "
+                "server.data_dir, server.diagnostics_seconds, server.health_errors, "
+                "server.health_window_seconds, "
                 "server.log_format, server.log_level, server.plugin_dir, server.tick_rate)");
   EXPECT_EQ(error(R"({"server": {"health_errors": 0}})"),
             "configuration key \"server.health_errors\" is 0: use 1 to 100");
@@ -151,6 +152,18 @@ TEST_F(SettingsTest, TheAdminEndpointDefaultsToLoopbackAndTakesAddressPortOrOff)
   EXPECT_EQ(settings_.admin_address, "127.0.0.1");
   EXPECT_EQ(settings_.admin_port, 7000);
   EXPECT_EQ(settings_.admin_token, "0123456789abcdef0123");
+}
+
+TEST_F(SettingsTest, TheDiagnosticsWindowIsFiveSecondsOrOneInDevelopment) {
+  ASSERT_TRUE(Resolve().ok());
+  EXPECT_EQ(settings_.diagnostics_seconds, 5);
+  options_.watch = true;
+  ASSERT_TRUE(Resolve().ok());
+  EXPECT_EQ(settings_.diagnostics_seconds, 1);
+  ASSERT_TRUE(Resolve(R"({"server": {"diagnostics_seconds": 0.5}})").ok());
+  EXPECT_EQ(settings_.diagnostics_seconds, 0.5);
+  EXPECT_EQ(Resolve(R"({"server": {"diagnostics_seconds": 0}})").message(),
+            "configuration key \"server.diagnostics_seconds\" is 0: use 0.1 to 3600");
 }
 
 TEST_F(SettingsTest, AdminMistakesAreNamed) {
