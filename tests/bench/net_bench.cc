@@ -39,6 +39,7 @@
 #include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/log_ring.h"
 #include "kernel/src/admin/metrics.h"
+#include "kernel/src/core/error_watch.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/loader/plugin_host.h"
@@ -642,9 +643,10 @@ void RunAdminScrape(benchmark::State& state, bool metrics) {
       bench.kernel(), std::filesystem::temp_directory_path().string() + "/molt_bench_admin_copies");
   admin::LogRing logs;
   admin::Diagnostics diagnostics(bench.kernel(), {});
-  admin::AdminApi api(
-      {bench.kernel(), net, plugins, **store, logs, diagnostics, [] {}, [] { return false; }},
-      "bench-token-0123456789");
+  ErrorWatch errors(bench.kernel());
+  admin::AdminApi api({bench.kernel(), net, plugins, **store, logs, diagnostics, errors, [] {},
+                       [] { return false; }},
+                      "bench-token-0123456789");
   std::size_t bytes = 0;
   for (auto _ : state) {
     const std::string text = metrics ? api.Metrics() : bench.kernel().StatsJson();

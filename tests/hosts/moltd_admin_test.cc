@@ -144,6 +144,10 @@ TEST_F(MoltdAdminTest, TheApiNeedsTheTokenMadeOwnerOnlyInTheDataDirectory) {
   EXPECT_NE(status.at("generation").as_string().find("local-"), std::string::npos);
   EXPECT_GT(status.at("process").at("resident_bytes").as_int64(), 0);
   EXPECT_TRUE(status.at("stats").at("net").is_object());
+  json::value errors = GetJson("/api/v1/errors");
+  EXPECT_EQ(errors.at("window_seconds").as_double(), 30) << errors;
+  EXPECT_TRUE(errors.at("recent").is_array()) << errors;
+  EXPECT_TRUE(errors.at("merged").is_number()) << errors;
   EXPECT_EQ(Get("/nowhere").status, 404);
   EXPECT_EQ(Get("/api/v1/nowhere").status, 404);
   EXPECT_EQ(Post("/api/v1/status").status, 405);
@@ -326,6 +330,15 @@ TEST_F(MoltdAdminTest, CheckFailsOnAnUnguardedChannelAndAValidatorThatThrows) {
   ASSERT_NE(error, std::string::npos) << out;
   EXPECT_NE(out.find("my buffer is too small (x", error), std::string::npos) << out;
   EXPECT_EQ(out.find("    channel \"fx.Say\"", error + 1), std::string::npos) << out;
+  // The validator's warnings, merged by ErrorWatch: the first, then one line with the count.
+  const std::string warning = "[Hooks] hook \"Intent.fx.Say\": handler (priority 100) threw:";
+  const std::size_t first = out.find(warning);
+  ASSERT_NE(first, std::string::npos) << out;
+  const std::size_t summary = out.find(warning, first + 1);
+  ASSERT_NE(summary, std::string::npos) << out;
+  EXPECT_EQ(out.find(warning, summary + 1), std::string::npos) << out;
+  EXPECT_NE(out.find("my buffer is too small (x", summary), std::string::npos) << out;
+  EXPECT_NE(out.find(" in 30 s)", summary), std::string::npos) << out;
   EXPECT_NE(out.find("check failed: 1 High finding(s), validators threw on 1 channel(s)\n"),
             std::string::npos)
       << out;

@@ -11,11 +11,13 @@
 
 #include <boost/json.hpp>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 
 #include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/log_ring.h"
 #include "kernel/src/admin/metrics.h"
+#include "kernel/src/core/error_watch.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/network.h"
@@ -171,8 +173,8 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
     return;
   }
   const std::string_view rest = std::string_view(path).substr(kApi.size());
-  if (rest == "status" || rest == "diagnostics" || rest == "plugins" || rest == "channels" ||
-      rest == "hooks" || rest == "logs" || rest == "sessions") {
+  if (rest == "status" || rest == "diagnostics" || rest == "errors" || rest == "plugins" ||
+      rest == "channels" || rest == "hooks" || rest == "logs" || rest == "sessions") {
     if (!get) {
       method_not_allowed("GET");
       return;
@@ -181,6 +183,8 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
       reply({200, "application/json", StatusJson(process) + "\n", {}});
     } else if (rest == "diagnostics") {
       reply({200, "application/json", sources_.diagnostics.Json() + "\n", {}});
+    } else if (rest == "errors") {
+      reply({200, "application/json", ErrorsJson() + "\n", {}});
     } else if (rest == "plugins") {
       reply({200, "application/json", sources_.plugins.StatsJson() + "\n", {}});
     } else if (rest == "channels") {
@@ -401,6 +405,26 @@ std::string AdminApi::LogsJson(const HttpRequest& req) const {
   }
   return json::serialize(
       json::object{{"next", page.next}, {"lost", page.lost}, {"lines", std::move(lines)}});
+}
+
+std::string AdminApi::ErrorsJson() const {
+  const ErrorWatch& watch = sources_.errors;
+  const ErrorWatch::Counts counts = watch.counts();
+  json::array recent;
+  for (const ErrorWatch::Entry& e : watch.Recent()) {
+    recent.push_back({{"scope", e.scope},
+                      {"message", e.message},
+                      {"level", LogLevelName(e.level)},
+                      {"count", e.count},
+                      {"first", IsoTime(e.first)},
+                      {"last", IsoTime(e.last)}});
+  }
+  return json::serialize(
+      json::object{{"window_seconds", std::round(ToSeconds(watch.window()) * 1000) / 1000},
+                   {"warnings", counts.warnings},
+                   {"errors", counts.errors},
+                   {"merged", counts.merged},
+                   {"recent", std::move(recent)}});
 }
 
 }  // namespace molt::kernel::admin

@@ -7,8 +7,8 @@
 // figures are read, never waited for), then handed back to the HTTP thread to be written.
 //
 //   GET  /healthz  /readyz  /metrics           no credentials (orchestrators, Prometheus)
-//   GET  /api/v1/status | diagnostics | sessions | sessions/ID | plugins | channels | hooks
-//        /api/v1/logs?since=N
+//   GET  /api/v1/status | diagnostics | errors | sessions | sessions/ID | plugins | channels
+//        /api/v1/hooks | logs?since=N
 //   POST /api/v1/sessions/ID/kick  /api/v1/reload
 //                                              "Authorization: Bearer <token>"
 //
@@ -30,6 +30,7 @@
 #include "kernel/src/core/clock.h"
 
 namespace molt::kernel {
+class ErrorWatch;
 class Kernel;
 namespace net {
 class Network;
@@ -54,6 +55,7 @@ struct AdminSources {
   store::ProfileStore& store;
   const LogRing& logs;
   const Diagnostics& diagnostics;
+  const ErrorWatch& errors;
   std::function<void()> reload;   // swaps in the plugin directory as a new generation
   std::function<bool()> closing;  // true once the close began
 };
@@ -81,6 +83,7 @@ class AdminApi {
   std::string ChannelsJson() const;
   std::string HooksJson() const;
   std::string LogsJson(const HttpRequest& request) const;
+  std::string ErrorsJson() const;
 
   AdminSources sources_;
   const std::string token_;

@@ -6,6 +6,7 @@
 #include "kernel/src/abi/plugin_instance.h"
 #include "kernel/src/admin/admin_api.h"
 #include "kernel/src/admin/metrics.h"
+#include "kernel/src/core/error_watch.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/network.h"
@@ -212,6 +213,13 @@ std::string AdminApi::Metrics() const {
   HookMetrics(w, sources_.kernel.hooks());
   PluginMetrics(w, sources_.plugins);
   StoreMetrics(w, sources_.store.stats());
+  const ErrorWatch::Counts logged = sources_.errors.counts();
+  w.Family("molt_log_messages_total", kCounter, "Warnings and errors logged, repeats included.");
+  w.Add(Num(logged.warnings), {{"level", "warn"}});
+  w.Add(Num(logged.errors), {{"level", "error"}});
+  w.Family("molt_log_merged_total", kCounter,
+           "Repeated warnings and errors merged into a per-window count (ErrorWatch).");
+  w.Add(Num(logged.merged));
   return w.Take();
 }
 

@@ -82,11 +82,18 @@ struct Logger::State {
   std::shared_ptr<const std::vector<std::shared_ptr<SinkSlot>>> sinks =
       std::make_shared<std::vector<std::shared_ptr<SinkSlot>>>();
   std::vector<std::shared_ptr<CaptureSlot>> captures;
+  std::shared_ptr<const Gate> gate;
+  std::uint64_t gate_id = 0;
   ConsoleFormat format = ConsoleFormat::kText;
   std::shared_ptr<spdlog::logger> console;
 
   void Remove(std::uint64_t id) {
     std::lock_guard lock(mu);
+    if (id == gate_id) {
+      gate.reset();
+      gate_id = 0;
+      return;
+    }
     auto copy = std::make_shared<std::vector<std::shared_ptr<SinkSlot>>>(*sinks);
     auto it = std::find_if(copy->begin(), copy->end(), [&](auto& s) { return s->id == id; });
     if (it != copy->end()) {
@@ -158,6 +165,13 @@ Logger::Registration Logger::AddSink(Sink sink) {
   return Registration(slot->id);
 }
 
+Logger::Registration Logger::SetGate(Gate gate) {
+  std::lock_guard lock(state_->mu);
+  state_->gate = std::make_shared<const Gate>(std::move(gate));
+  state_->gate_id = state_->next_id++;
+  return Registration(state_->gate_id);
+}
+
 Logger::Registration Logger::Capture(CaptureFn fn) {
   std::lock_guard lock(state_->mu);
   auto slot = std::make_shared<CaptureSlot>();
@@ -191,6 +205,7 @@ void Logger::Emit(std::string_view scope, LogLevel level, std::string_view messa
   const LogEntry entry{scope, level, message, std::chrono::system_clock::now()};
   std::shared_ptr<const std::vector<std::shared_ptr<SinkSlot>>> sinks;
   std::shared_ptr<CaptureSlot> capture;
+  std::shared_ptr<const Gate> gate;
   ConsoleFormat format;
   {
     std::lock_guard lock(state_->mu);
@@ -198,7 +213,19 @@ void Logger::Emit(std::string_view scope, LogLevel level, std::string_view messa
     if (!state_->captures.empty()) {
       capture = state_->captures.back();
     }
+    gate = state_->gate;
     format = state_->format;
+  }
+  if (gate) {
+    bool pass = true;
+    try {
+      pass = (*gate)(entry);
+    } catch (...) {
+      // A broken gate drops nothing.
+    }
+    if (!pass) {
+      return;
+    }
   }
   for (const auto& sink : *sinks) {
     if (!sink->alive.load(std::memory_order_relaxed)) {

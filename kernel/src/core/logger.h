@@ -51,6 +51,9 @@ enum class ConsoleFormat { kText, kJson };
 class Logger {
  public:
   using Sink = std::function<void(const LogEntry&)>;
+  // Decides, before any sink or the console, whether an entry is emitted at all (false drops
+  // it). One gate at a time: ErrorWatch's deduplication.
+  using Gate = std::function<bool(const LogEntry&)>;
   // A console line ("[scope] message") and its level.
   using CaptureFn = std::function<void(std::string_view line, LogLevel level)>;
 
@@ -86,6 +89,9 @@ class Logger {
 
   // Adds a sink that receives every entry at or above the level.
   Registration AddSink(Sink sink);
+  // Installs `gate` (replacing any other) until the guard is destroyed. It runs on the emitting
+  // thread, must be thread-safe and must not log; an exception from it lets the entry through.
+  Registration SetGate(Gate gate);
   // Routes console lines to `fn` instead of the console until the guard is destroyed. Captures
   // nest: the newest one receives the lines.
   Registration Capture(CaptureFn fn);

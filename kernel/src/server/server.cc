@@ -17,6 +17,7 @@
 #include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/http_server.h"
 #include "kernel/src/admin/log_ring.h"
+#include "kernel/src/core/error_watch.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/loader/plugin_host.h"
@@ -245,6 +246,8 @@ int RunServer(const ServerOptions& options) {
   const std::unique_ptr<store::SqliteStore> profile_db = std::move(opened).value();
   int exit_code = kExitOk;
   {
+    // Repeated warnings and errors become one line per window, and Kernel.ScriptError.
+    ErrorWatch error_watch(kernel, Seconds(settings.error_window_seconds));
     net::Network network(kernel, settings.net);
     store::ProfileRegistry profiles(kernel, network, *profile_db, store::HostId());
     loader::PluginHost plugins(kernel, copy_dir.string());
@@ -313,7 +316,7 @@ int RunServer(const ServerOptions& options) {
     admin::Diagnostics diagnostics(kernel, std::move(diag_options));
     // The admin endpoint: its own thread; its answers are built on this one.
     admin::AdminApi admin_api(
-        {kernel, network, plugins, *profile_db, log_ring, diagnostics,
+        {kernel, network, plugins, *profile_db, log_ring, diagnostics, error_watch,
          [&plugins, &settings] { plugins.RequestReload(settings.plugin_dir, "admin API"); },
          [&close_requested] { return close_requested.load(); }},
         admin_token);

@@ -13,11 +13,11 @@ namespace molt::kernel {
 namespace {
 
 const std::set<std::string, std::less<>> kServerKeys = {
-    "server.tick_rate",          "server.log_level",
-    "server.log_format",         "server.close_budget_seconds",
-    "server.plugin_dir",         "server.data_dir",
-    "server.health_errors",      "server.health_window_seconds",
-    "server.diagnostics_seconds"};
+    "server.tick_rate",           "server.log_level",
+    "server.log_format",          "server.close_budget_seconds",
+    "server.plugin_dir",          "server.data_dir",
+    "server.health_errors",       "server.health_window_seconds",
+    "server.diagnostics_seconds", "server.error_window_seconds"};
 const std::set<std::string, std::less<>> kProfileKeys = {
     "profiles.database", "profiles.synchronous", "profiles.drain_seconds"};
 const std::set<std::string, std::less<>> kAdminKeys = {"admin.address", "admin.token",
@@ -275,7 +275,8 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
   for (auto [key, lo, hi, field] :
        {std::tuple{"server.health_errors", 1.0, 100.0, &out->health_errors},
         std::tuple{"server.health_window_seconds", 0.1, 3600.0, &out->health_window},
-        std::tuple{"server.diagnostics_seconds", 0.1, 3600.0, &out->diagnostics_seconds}}) {
+        std::tuple{"server.diagnostics_seconds", 0.1, 3600.0, &out->diagnostics_seconds},
+        std::tuple{"server.error_window_seconds", 0.1, 3600.0, &out->error_window_seconds}}) {
     if (config.Get(key) == nullptr) {
       continue;
     }

@@ -32,6 +32,7 @@ struct Settings {
   double health_window = 30;  // server.health_window_seconds
   // server.diagnostics_seconds: the diagnostics window (docs/operations.md); 5 s, 1 s with --watch
   double diagnostics_seconds = 5;
+  double error_window_seconds = 30;  // server.error_window_seconds: ErrorWatch's window
   SchedulerConfig scheduler;
   std::string plugin_dir;
   std::string data_dir;

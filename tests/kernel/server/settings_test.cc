@@ -84,7 +84,8 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
   EXPECT_EQ(error(R"({"server": {"tick_rat": 30}})"),
             "config file \"" + file_ +
                 "\": unknown key \"server.tick_rat\" (known: server.close_budget_seconds, "
-                "server.data_dir, server.diagnostics_seconds, server.health_errors, "
+                "server.data_dir, server.diagnostics_seconds, server.error_window_seconds, "
+                "server.health_errors, "
                 "server.health_window_seconds, "
                 "server.log_format, server.log_level, server.plugin_dir, server.tick_rate)");
   EXPECT_EQ(error(R"({"server": {"health_errors": 0}})"),
