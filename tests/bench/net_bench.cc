@@ -644,9 +644,10 @@ void RunAdminScrape(benchmark::State& state, bool metrics) {
   admin::LogRing logs;
   admin::Diagnostics diagnostics(bench.kernel(), {});
   ErrorWatch errors(bench.kernel());
-  admin::AdminApi api({bench.kernel(), net, plugins, **store, logs, diagnostics, errors, [] {},
-                       [] { return false; }},
-                      "bench-token-0123456789");
+  admin::AdminApi api(
+      {bench.kernel(), net, plugins, **store, logs, diagnostics, errors, [] {},
+       [](std::string_view) -> Result<std::string> { return std::string(); }, [] { return false; }},
+      "bench-token-0123456789");
   std::size_t bytes = 0;
   for (auto _ : state) {
     const std::string text = metrics ? api.Metrics() : bench.kernel().StatsJson();

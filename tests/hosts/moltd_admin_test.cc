@@ -252,6 +252,61 @@ TEST_F(MoltdAdminTest, DiagnosticsCloseAWindowEveryIntervalWithTheNetworksFigure
   EXPECT_TRUE(d.at("net_in_bytes_per_second").is_double()) << d;
 }
 
+TEST_F(MoltdAdminTest, ADebugBundleOnDemandHasTheLogsAndStatsAndNoSecrets) {
+  fs::create_directories(data_);
+  const std::string config = data_ + ".json";
+  std::ofstream(config) << R"({"admin": {"token": "do-not-leak-this-token-42"},
+                              "plugins": {"scores": {"api_secret": "hunter2", "top": 5}}})";
+  ASSERT_TRUE(Start({"-c", config})) << moltd_->output();
+  HttpResult r = HttpCall(admin_port_, "POST", "/api/v1/bundle?reason=support+ticket",
+                          "do-not-leak-this-token-42");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string path = json::parse(r.body).at("path").as_string().c_str();
+  EXPECT_EQ(path.find(data_ + "/bundles/bundle-"), 0u) << path;
+  EXPECT_NE(path.find("-support-ticket.json"), std::string::npos) << path;
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("do-not-leak-this-token-42"), std::string::npos);
+  EXPECT_EQ(text.find("hunter2"), std::string::npos);
+  json::value bundle = json::parse(text);
+  EXPECT_EQ(bundle.at("reason").as_string(), "support ticket");
+  EXPECT_EQ(bundle.at("configuration").at("admin.token").as_string(), "<redacted>");
+  EXPECT_EQ(bundle.at("configuration").at("plugins.scores.api_secret").as_string(), "<redacted>");
+  EXPECT_EQ(bundle.at("configuration").at("plugins.scores.top").as_int64(), 5);
+  EXPECT_EQ(bundle.at("status").at("version").as_string(), MOLT_VERSION);
+  EXPECT_TRUE(bundle.at("generations").at("plugins").is_array());
+  bool serving = false;
+  for (const json::value& l : bundle.at("logs").at("lines").as_array()) {
+    serving |= l.at("message").as_string().find("serving 4 plugins") != std::string::npos;
+  }
+  EXPECT_TRUE(serving) << text;
+  EXPECT_EQ(HttpCall(admin_port_, "GET", "/api/v1/bundle", "do-not-leak-this-token-42").status,
+            405);
+}
+
+TEST_F(MoltdAdminTest, AFatalSignalLeavesACrashBundle) {
+  ASSERT_TRUE(Start()) << moltd_->output();
+  auto ada = Join("ada");
+  moltd_->Signal(SIGSEGV);
+  EXPECT_EQ(moltd_->Wait(), 128 + SIGSEGV) << "the signal stays the exit status";
+  const std::string path = data_ + "/bundles/crash-" + std::to_string(moltd_->pid()) + ".json";
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << path << "\n" << moltd_->output();
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  json::value crash = json::parse(text);
+  EXPECT_EQ(crash.at("reason").as_string(), "fatal signal 11 (SIGSEGV)");
+  const json::value& snapshot = crash.at("snapshot");
+  EXPECT_EQ(snapshot.at("status").at("version").as_string(), MOLT_VERSION);
+  bool serving = false;
+  for (const json::value& l : snapshot.at("logs").at("lines").as_array()) {
+    serving |= l.at("message").as_string().find("serving 4 plugins") != std::string::npos;
+  }
+  EXPECT_TRUE(serving) << text;
+}
+
 TEST_F(MoltdAdminTest, HealthzIsTheKernelThreadsWatchdog) {
   // fx_sleepy's stop() blocks the kernel thread for 4 s in the close.
   const std::string config = data_ + ".json";

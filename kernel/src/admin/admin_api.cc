@@ -14,6 +14,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "kernel/src/admin/debug_bundle.h"
 #include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/log_ring.h"
 #include "kernel/src/admin/metrics.h"
@@ -196,6 +197,21 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
     } else {
       reply(SessionsPage(req));
     }
+    return;
+  }
+  if (rest == "bundle") {
+    if (req.method != "POST") {
+      method_not_allowed("POST");
+      return;
+    }
+    std::string reason = QueryValue(req.query, "reason");
+    Result<std::string> path = sources_.write_bundle(reason.empty() ? "manual" : reason);
+    if (!path.ok()) {
+      reply(Error(500, path.status().message()));
+      return;
+    }
+    LogScope("Admin").Info("debug bundle written to {}", *path);
+    reply(Json(200, json::object{{"path", *path}}));
     return;
   }
   if (rest == "reload") {
@@ -405,6 +421,21 @@ std::string AdminApi::LogsJson(const HttpRequest& req) const {
   }
   return json::serialize(
       json::object{{"next", page.next}, {"lost", page.lost}, {"lines", std::move(lines)}});
+}
+
+std::string AdminApi::BundleJson(std::string_view reason) const {
+  const auto now = std::chrono::system_clock::now();
+  std::string out = fmt::format("{{\"v\":1,\"reason\":{},\"time\":{},\"pid\":{}",
+                                json::serialize(json::string(reason)),
+                                json::serialize(json::string(IsoTime(now))), ::getpid());
+  out += ",\"status\":" + StatusJson(ReadMemoryFigures());
+  out += ",\"diagnostics\":" + sources_.diagnostics.Json();
+  out += ",\"errors\":" + ErrorsJson();
+  out += ",\"generations\":" + sources_.plugins.StatsJson();
+  out += ",\"channels\":" + ChannelsJson();
+  out += ",\"configuration\":" + RedactedConfigJson(sources_.kernel.config());
+  out += ",\"logs\":" + LogsJson({});
+  return out + "}";
 }
 
 std::string AdminApi::ErrorsJson() const {

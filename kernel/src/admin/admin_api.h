@@ -9,7 +9,7 @@
 //   GET  /healthz  /readyz  /metrics           no credentials (orchestrators, Prometheus)
 //   GET  /api/v1/status | diagnostics | errors | sessions | sessions/ID | plugins | channels
 //        /api/v1/hooks | logs?since=N
-//   POST /api/v1/sessions/ID/kick  /api/v1/reload
+//   POST /api/v1/sessions/ID/kick  /api/v1/reload  /api/v1/bundle
 //                                              "Authorization: Bearer <token>"
 //
 // /healthz is the kernel thread's watchdog: it answers once the kernel loop ran its probe, and
@@ -56,7 +56,9 @@ struct AdminSources {
   const LogRing& logs;
   const Diagnostics& diagnostics;
   const ErrorWatch& errors;
-  std::function<void()> reload;   // swaps in the plugin directory as a new generation
+  std::function<void()> reload;  // swaps in the plugin directory as a new generation
+  // Writes a debug bundle (debug_bundle.h) and returns its path.
+  std::function<Result<std::string>(std::string_view reason)> write_bundle;
   std::function<bool()> closing;  // true once the close began
 };
 
@@ -67,6 +69,10 @@ class AdminApi {
 
   // On the HTTP thread: checks access, then builds the answer on the kernel thread.
   void Handle(HttpRequest request, HttpReply reply);
+
+  // A debug bundle's JSON (debug_bundle.h): status, diagnostics, errors, generations, the logs
+  // ring and the configuration without its secrets (the kernel thread).
+  std::string BundleJson(std::string_view reason) const;
 
   // The Prometheus text of the kernel's metrics (the kernel thread); the process's own (memory,
   // CPU, descriptors: /proc reads) are read on the HTTP thread and written before them.

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "kernel/src/admin/admin_api.h"
+#include "kernel/src/admin/debug_bundle.h"
 #include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/http_server.h"
 #include "kernel/src/admin/log_ring.h"
@@ -314,12 +315,19 @@ int RunServer(const ServerOptions& options) {
       at = t;
     };
     admin::Diagnostics diagnostics(kernel, std::move(diag_options));
+    // Debug bundles: on demand (the API), and from the last snapshot on a fatal signal.
+    admin::AdminApi* api = nullptr;
+    admin::DebugBundles bundles(
+        (fs::path(settings.data_dir) / "bundles").string(),
+        [&api](std::string_view reason) { return api->BundleJson(reason); });
     // The admin endpoint: its own thread; its answers are built on this one.
     admin::AdminApi admin_api(
         {kernel, network, plugins, *profile_db, log_ring, diagnostics, error_watch,
          [&plugins, &settings] { plugins.RequestReload(settings.plugin_dir, "admin API"); },
+         [&bundles](std::string_view reason) { return bundles.Write(reason); },
          [&close_requested] { return close_requested.load(); }},
         admin_token);
+    api = &admin_api;
     std::unique_ptr<admin::HttpServer> admin_server;
     auto start_admin = [&]() -> Status {
       if (!settings.admin_enabled) {
@@ -388,6 +396,9 @@ int RunServer(const ServerOptions& options) {
     } else {
       net::LogSecurityAudit(net::SecurityAudit(network.channels(), kernel.hooks()));
       plugins.BeginHealthWindow();
+      kernel.scheduler().Every(
+          Seconds(settings.diagnostics_seconds), [&bundles] { bundles.RefreshCrashSnapshot(); },
+          Priority::kLow, TaskOrigin::Named("crash snapshot"));
       // --watch: the watcher's thread posts each change; the reload waits until they settle.
       if (options.watch) {
         Result<std::unique_ptr<DirWatcher>> w =
@@ -418,6 +429,7 @@ int RunServer(const ServerOptions& options) {
           "reloads them, SIGTERM or SIGINT closes",
           plugins.plugins().size(), settings.plugin_dir, plugins.generation(), settings.data_dir,
           settings.profiles_db, profiles.host());
+      bundles.RefreshCrashSnapshot();  // installs the fatal-signal writer
       kernel.loop().Run();
     }
     watcher.reset();

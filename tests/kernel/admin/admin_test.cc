@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "kernel/src/admin/admin_api.h"
+#include "kernel/src/admin/debug_bundle.h"
 #include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/http_server.h"
 #include "kernel/src/admin/log_ring.h"
@@ -203,6 +204,49 @@ TEST_F(DiagnosticsTest, WindowsSumDeferralAndTheThirdDeferringWindowPublishesOve
   EXPECT_EQ(snapshots_.size(), 2u) << "the count starts over";
   Window(5);
   EXPECT_EQ(snapshots_.size(), 3u);
+}
+
+TEST(DebugBundlesTest, WritesOwnerOnlyFilesAndKeepsTheNewestTen) {
+  const std::string dir = ::testing::TempDir() + "molt_bundles_" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  DebugBundles bundles(
+      dir, [](std::string_view reason) { return "{\"reason\":\"" + std::string(reason) + "\"}"; });
+  std::vector<std::string> paths;
+  for (int i = 0; i < 12; ++i) {
+    Result<std::string> p = bundles.Write("take " + std::to_string(i));
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    paths.push_back(*p);
+  }
+  EXPECT_NE(paths[0].find("-take-0.json"), std::string::npos) << paths[0];
+  std::size_t left = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    (void)e;
+    ++left;
+  }
+  EXPECT_EQ(left, DebugBundles::kKept);
+  EXPECT_FALSE(fs::exists(paths[0]));
+  EXPECT_FALSE(fs::exists(paths[1]));
+  std::ifstream in(paths[11]);
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ(text, "{\"reason\":\"take 11\"}");
+  struct stat st {};
+  ASSERT_EQ(::stat(paths[11].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  fs::remove_all(dir);
+}
+
+TEST(DebugBundlesTest, SecretsOfTheConfigurationAreRedacted) {
+  Config c;
+  c.Set("admin.token", std::string("abc"));
+  c.Set("plugins.shop.PaymentPassword", std::string("x"));
+  c.Set("plugins.shop.private_key_file", std::string("/k.pem"));
+  c.Set("net.port", std::int64_t{7777});
+  c.Set("net.tls_cert", std::string("/c.pem"));
+  EXPECT_EQ(RedactedConfigJson(c),
+            "{\"admin.token\":\"<redacted>\",\"net.port\":7777,\"net.tls_cert\":\"/c.pem\","
+            "\"plugins.shop.PaymentPassword\":\"<redacted>\","
+            "\"plugins.shop.private_key_file\":\"<redacted>\"}");
 }
 
 // A server whose handler echoes the request, or never answers for /stall.
