@@ -307,6 +307,31 @@ TEST_F(MoltdAdminTest, AFatalSignalLeavesACrashBundle) {
   EXPECT_TRUE(serving) << text;
 }
 
+TEST_F(MoltdAdminTest, AProfileIsReadWithoutItsLeaseAndTheStoreFiguresShown) {
+  ASSERT_TRUE(Start()) << moltd_->output();
+  auto ada = Join("ada");  // the scores plugin loads ada's profile on join
+  json::value profile;
+  for (int i = 0; i < 100 && !profile.is_object(); ++i) {
+    HttpResult r = Get("/api/v1/profiles/scores/ada");
+    if (r.status == 200) {
+      profile = json::parse(r.body);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ASSERT_TRUE(profile.is_object());
+  EXPECT_EQ(profile.at("key").as_string(), "scores/ada");
+  EXPECT_FALSE(profile.at("lease").at("owner").as_string().empty()) << profile;
+  EXPECT_TRUE(profile.at("backups").is_array()) << profile;
+  EXPECT_GE(GetJson("/api/v1/profiles").at("loads").as_int64(), 1);
+  HttpResult none = Get("/api/v1/profiles/scores/nobody");
+  EXPECT_EQ(none.status, 404) << none.body;
+  EXPECT_NE(none.body.find("no profile scores/nobody is stored"), std::string::npos);
+  EXPECT_EQ(Get("/api/v1/profiles/ada").status, 400);
+  // Reading it took no lease: ada is still served, and her profile is still hers.
+  EXPECT_EQ(GetJson("/api/v1/sessions").at("total").as_int64(), 1);
+}
+
 TEST_F(MoltdAdminTest, HealthzIsTheKernelThreadsWatchdog) {
   // fx_sleepy's stop() blocks the kernel thread for 4 s in the close.
   const std::string config = data_ + ".json";

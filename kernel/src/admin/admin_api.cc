@@ -175,7 +175,8 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
   }
   const std::string_view rest = std::string_view(path).substr(kApi.size());
   if (rest == "status" || rest == "diagnostics" || rest == "errors" || rest == "plugins" ||
-      rest == "channels" || rest == "hooks" || rest == "logs" || rest == "sessions") {
+      rest == "channels" || rest == "hooks" || rest == "logs" || rest == "sessions" ||
+      rest == "profiles") {
     if (!get) {
       method_not_allowed("GET");
       return;
@@ -184,6 +185,8 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
       reply({200, "application/json", StatusJson(process) + "\n", {}});
     } else if (rest == "diagnostics") {
       reply({200, "application/json", sources_.diagnostics.Json() + "\n", {}});
+    } else if (rest == "profiles") {
+      reply({200, "application/json", ProfilesJson() + "\n", {}});
     } else if (rest == "errors") {
       reply({200, "application/json", ErrorsJson() + "\n", {}});
     } else if (rest == "plugins") {
@@ -224,6 +227,14 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
                                  {"note",
                                   "the swap runs on the next steps; its report is logged and "
                                   "GET /api/v1/plugins shows the generation serving"}}));
+    return;
+  }
+  if (rest.rfind("profiles/", 0) == 0) {
+    if (!get) {
+      method_not_allowed("GET");
+      return;
+    }
+    Profile(std::string(rest.substr(9)), std::move(reply));
     return;
   }
   if (rest.rfind("sessions/", 0) == 0) {
@@ -436,6 +447,57 @@ std::string AdminApi::BundleJson(std::string_view reason) const {
   out += ",\"configuration\":" + RedactedConfigJson(sources_.kernel.config());
   out += ",\"logs\":" + LogsJson({});
   return out + "}";
+}
+
+std::string AdminApi::ProfilesJson() const {
+  const store::StoreStats s = sources_.store.stats();
+  return json::serialize(json::object{{"loads", s.loads},
+                                      {"busy", s.busy},
+                                      {"batches", s.batches},
+                                      {"writes", s.writes},
+                                      {"stale", s.stale},
+                                      {"failures", s.failures},
+                                      {"queued", s.queued}});
+}
+
+void AdminApi::Profile(std::string key, HttpReply reply) {
+  if (key.empty() || key.find('/') == std::string::npos) {
+    reply(Error(400, "name a profile as profiles/STORE/USER (e.g. profiles/scores/ada)"));
+    return;
+  }
+  store::ProfileStore& store = sources_.store;
+  store.Read(key, [&store, key, reply = std::move(reply)](Result<store::Record> r) mutable {
+    if (!r.ok()) {
+      reply(r.status().code() == Status::Code::kNotFound
+                ? Error(404, "no profile " + key + " is stored")
+                : Error(500,
+                        "the profile store failed to read " + key + ": " + r.status().message()));
+      return;
+    }
+    json::object o{
+        {"key", r->key},
+        {"schema_version", r->schema_version},
+        {"revision", r->revision},
+        {"updated_ms", r->updated},
+        {"lease",
+         {{"owner", r->lease.owner}, {"token", r->lease.token}, {"expires_ms", r->lease.expires}}}};
+    boost::system::error_code ec;
+    json::value data = r->data ? json::parse(*r->data, ec) : json::value();
+    o["data"] = ec ? json::value(*r->data) : std::move(data);
+    store.ListBackups(key, [o = std::move(o), reply = std::move(reply)](
+                               Result<std::vector<store::Backup>> backups) mutable {
+      json::array list;
+      for (const store::Backup& b : backups.ok() ? *backups : std::vector<store::Backup>()) {
+        list.push_back(
+            {{"slot", b.slot == store::kMirrorSlot ? json::value("mirror") : json::value(b.slot)},
+             {"revision", b.revision},
+             {"schema_version", b.schema_version},
+             {"taken_ms", b.taken}});
+      }
+      o["backups"] = std::move(list);
+      reply(Json(200, o));
+    });
+  });
 }
 
 std::string AdminApi::ErrorsJson() const {

@@ -8,7 +8,7 @@
 //
 //   GET  /healthz  /readyz  /metrics           no credentials (orchestrators, Prometheus)
 //   GET  /api/v1/status | diagnostics | errors | sessions | sessions/ID | plugins | channels
-//        /api/v1/hooks | logs?since=N
+//        /api/v1/hooks | logs?since=N | profiles | profiles/STORE/USER
 //   POST /api/v1/sessions/ID/kick  /api/v1/reload  /api/v1/bundle
 //                                              "Authorization: Bearer <token>"
 //
@@ -90,6 +90,9 @@ class AdminApi {
   std::string HooksJson() const;
   std::string LogsJson(const HttpRequest& request) const;
   std::string ErrorsJson() const;
+  std::string ProfilesJson() const;
+  // One profile, read without a lease, with its backups; answers when the store does.
+  void Profile(std::string key, HttpReply reply);
 
   AdminSources sources_;
   const std::string token_;

@@ -27,7 +27,8 @@ ErrorWatch::ErrorWatch(Kernel& kernel, Duration window)
       task_(kernel.scheduler().Every(
           window, [this] { CloseWindow(true); }, Priority::kKernel,
           TaskOrigin::Named("error watch"))),
-      gate_(Logger::Get().SetGate([this](const LogEntry& e) { return Gate(e); })) {}
+      gate_(
+          Logger::Get().SetGate([state = state_](const LogEntry& e) { return Gate(*state, e); })) {}
 
 ErrorWatch::~ErrorWatch() {
   task_.Cancel();
@@ -35,38 +36,38 @@ ErrorWatch::~ErrorWatch() {
   CloseWindow(/*publish=*/false);  // the kernel may be shut down: only the log lines
 }
 
-bool ErrorWatch::Gate(const LogEntry& e) {
+bool ErrorWatch::Gate(State& state, const LogEntry& e) {
   if (e.level < LogLevel::kWarn || t_summarizing) {
     return true;
   }
-  std::lock_guard lock(mu_);
-  (e.level == LogLevel::kError ? counts_.errors : counts_.warnings)++;
+  std::lock_guard lock(state.mu);
+  (e.level == LogLevel::kError ? state.counts.errors : state.counts.warnings)++;
   std::string key;
   key.reserve(e.scope.size() + 1 + e.message.size());
   key.append(e.scope).push_back('\0');
   key.append(e.message);
-  auto it = open_.find(key);
-  if (it == open_.end()) {
-    if (open_.size() < kMaxKeys) {
-      open_.emplace(std::move(key), Entry{std::string(e.scope), std::string(e.message), e.level, 1,
-                                          e.time, e.time});
+  auto it = state.open.find(key);
+  if (it == state.open.end()) {
+    if (state.open.size() < kMaxKeys) {
+      state.open.emplace(std::move(key), Entry{std::string(e.scope), std::string(e.message),
+                                               e.level, 1, e.time, e.time});
     }
     return true;
   }
   ++it->second.count;
   it->second.last = e.time;
-  ++counts_.merged;
+  ++state.counts.merged;
   return false;
 }
 
 void ErrorWatch::CloseWindow(bool publish) {
   std::vector<Entry> window;
   {
-    std::lock_guard lock(mu_);
-    for (auto& [key, entry] : open_) {
+    std::lock_guard lock(state_->mu);
+    for (auto& [key, entry] : state_->open) {
       window.push_back(std::move(entry));
     }
-    open_.clear();
+    state_->open.clear();
   }
   std::sort(window.begin(), window.end(),
             [](const Entry& a, const Entry& b) { return a.first < b.first; });
@@ -85,26 +86,26 @@ void ErrorWatch::CloseWindow(bool publish) {
                           Value::Int(static_cast<std::int64_t>(e.count))};
     kernel_.bus().Publish("Kernel.ScriptError", args);
   }
-  std::lock_guard lock(mu_);
-  closed_ = std::move(window);
+  std::lock_guard lock(state_->mu);
+  state_->closed = std::move(window);
 }
 
 std::vector<ErrorWatch::Entry> ErrorWatch::Recent() const {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(state_->mu);
   std::vector<Entry> open;
-  for (const auto& [key, entry] : open_) {
+  for (const auto& [key, entry] : state_->open) {
     open.push_back(entry);
   }
   std::sort(open.begin(), open.end(),
             [](const Entry& a, const Entry& b) { return a.first > b.first; });
   std::vector<Entry> out = std::move(open);
-  out.insert(out.end(), closed_.rbegin(), closed_.rend());
+  out.insert(out.end(), state_->closed.rbegin(), state_->closed.rend());
   return out;
 }
 
 ErrorWatch::Counts ErrorWatch::counts() const {
-  std::lock_guard lock(mu_);
-  return counts_;
+  std::lock_guard lock(state_->mu);
+  return state_->counts;
 }
 
 }  // namespace molt::kernel

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -64,18 +65,23 @@ class ErrorWatch {
   Duration window() const { return window_; }
 
  private:
-  bool Gate(const LogEntry& entry);
+  // What the gate touches: shared with it, so a thread inside the gate while the watch is
+  // destroyed still finds it.
+  struct State {
+    std::mutex mu;
+    std::map<std::string, Entry> open;  // by scope + '\0' + message
+    std::vector<Entry> closed;          // the last closed window
+    Counts counts;
+  };
+  static bool Gate(State& state, const LogEntry& entry);
   // Logs a summary line for each repeated pair; publishes Kernel.ScriptError when `publish`.
   void CloseWindow(bool publish);
 
   Kernel& kernel_;
   const Duration window_;
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> open_;  // by scope + '\0' + message
-  std::vector<Entry> closed_;          // the last closed window
-  Counts counts_;
+  std::shared_ptr<State> state_ = std::make_shared<State>();
   TaskHandle task_;
-  Logger::Registration gate_;  // last: removed before the state above goes
+  Logger::Registration gate_;
 };
 
 }  // namespace molt::kernel
