@@ -250,6 +250,11 @@ TEST_F(MoltdAdminTest, DiagnosticsCloseAWindowEveryIntervalWithTheNetworksFigure
   EXPECT_GT(d.at("resident_bytes").as_int64(), 0) << d;
   EXPECT_EQ(d.at("overload").as_bool(), false) << d;
   EXPECT_TRUE(d.at("net_in_bytes_per_second").is_double()) << d;
+  json::value tasks = GetJson("/api/v1/tasks");
+  EXPECT_TRUE(tasks.at("profiling").as_bool()) << tasks;
+  EXPECT_TRUE(tasks.at("tasks").is_array()) << tasks;
+  EXPECT_GE(tasks.at("since_seconds").as_double(), 0) << tasks;
+  EXPECT_TRUE(GetJson("/api/v1/status").at("tps").is_number());
 }
 
 TEST_F(MoltdAdminTest, ADebugBundleOnDemandHasTheLogsAndStatsAndNoSecrets) {

@@ -176,7 +176,7 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
   const std::string_view rest = std::string_view(path).substr(kApi.size());
   if (rest == "status" || rest == "diagnostics" || rest == "errors" || rest == "plugins" ||
       rest == "channels" || rest == "hooks" || rest == "logs" || rest == "sessions" ||
-      rest == "profiles") {
+      rest == "profiles" || rest == "tasks") {
     if (!get) {
       method_not_allowed("GET");
       return;
@@ -185,6 +185,8 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
       reply({200, "application/json", StatusJson(process) + "\n", {}});
     } else if (rest == "diagnostics") {
       reply({200, "application/json", sources_.diagnostics.Json() + "\n", {}});
+    } else if (rest == "tasks") {
+      reply({200, "application/json", TasksJson() + "\n", {}});
     } else if (rest == "profiles") {
       reply({200, "application/json", ProfilesJson() + "\n", {}});
     } else if (rest == "errors") {
@@ -300,6 +302,7 @@ std::string AdminApi::StatusJson(const ProcessFigures& p) const {
   o["closing"] = sources_.closing();
   o["generation"] = sources_.plugins.generation();
   o["sessions"] = sources_.network.sessions().count();
+  o["tps"] = sources_.diagnostics.last().tps;  // over the last diagnostics window
   o["scheduler"] = {{"steps", ks.scheduler.steps},
                     {"tasks_run", ks.scheduler.tasks_run},
                     {"tasks_deferred", ks.scheduler.tasks_deferred},
@@ -447,6 +450,19 @@ std::string AdminApi::BundleJson(std::string_view reason) const {
   out += ",\"configuration\":" + RedactedConfigJson(sources_.kernel.config());
   out += ",\"logs\":" + LogsJson({});
   return out + "}";
+}
+
+std::string AdminApi::TasksJson() const {
+  json::array tasks;
+  for (const TaskProfile& t : sources_.kernel.scheduler().TopTasks(20)) {
+    tasks.push_back({{"origin", t.key},
+                     {"calls", t.calls},
+                     {"total_ms", ToSeconds(t.time) * 1000},
+                     {"max_ms", ToSeconds(t.max) * 1000}});
+  }
+  return json::serialize(json::object{{"profiling", sources_.kernel.scheduler().profile_tasks()},
+                                      {"since_seconds", ToSeconds(sources_.diagnostics.open_for())},
+                                      {"tasks", std::move(tasks)}});
 }
 
 std::string AdminApi::ProfilesJson() const {

@@ -8,7 +8,7 @@
 //
 //   GET  /healthz  /readyz  /metrics           no credentials (orchestrators, Prometheus)
 //   GET  /api/v1/status | diagnostics | errors | sessions | sessions/ID | plugins | channels
-//        /api/v1/hooks | logs?since=N | profiles | profiles/STORE/USER
+//        /api/v1/hooks | tasks | logs?since=N | profiles | profiles/STORE/USER
 //   POST /api/v1/sessions/ID/kick  /api/v1/reload  /api/v1/bundle
 //                                              "Authorization: Bearer <token>"
 //
@@ -91,6 +91,7 @@ class AdminApi {
   std::string LogsJson(const HttpRequest& request) const;
   std::string ErrorsJson() const;
   std::string ProfilesJson() const;
+  std::string TasksJson() const;
   // One profile, read without a lease, with its backups; answers when the store does.
   void Profile(std::string key, HttpReply reply);
 

@@ -92,6 +92,8 @@ void Diagnostics::CloseWindow() {
   }
 }
 
+Duration Diagnostics::open_for() const { return kernel_.scheduler().Now() - window_start_; }
+
 std::string Diagnostics::Json() const {
   const DiagnosticsWindow& w = last_;
   boost::json::object o{{"window", w.number},

@@ -79,6 +79,8 @@ class Diagnostics {
 
   // The last closed window (all zero before the first).
   const DiagnosticsWindow& last() const { return last_; }
+  // How long the open window has run (the task profiler's totals cover it).
+  Duration open_for() const;
   // last() as one JSON object (the Kernel.Overload argument, the admin API's answer).
   std::string Json() const;
 
