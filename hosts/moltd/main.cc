@@ -49,12 +49,17 @@ int main(int argc, char** argv) {
       "the plugin directory does not (docs/generations.md).\n"
       "Clients connect over TCP (default 127.0.0.1:7777), or TLS with --tls-cert and\n"
       "--tls-key; docs/network.md has the limits and refusals.\n"
+      "Operators reach it on 127.0.0.1:7778 (--admin): /healthz, /readyz, Prometheus\n"
+      "/metrics, and a JSON API (sessions, kicks, logs, reload, debug bundles) guarded by the\n"
+      "token in DATA/admin.token. Repeated errors are merged into one line per 30 s, and a\n"
+      "crash leaves DATA/bundles/crash-PID.json (docs/operations.md).\n"
       "Flags override the configuration file's \"server\" and \"net\" sections; the file may\n"
       "also hold a \"scheduler\" section (budget_ms, target_frame_ms, profile_tasks,\n"
       "stagger_recurring), network limits under \"net\" (max_frame_bytes, bytes_per_tick,\n"
       "auth, ...), the profile database under \"profiles\" (database, synchronous: normal or\n"
-      "full, drain_seconds) and per-plugin sections under \"plugins\" that plugins read with\n"
-      "config_get.\n");
+      "full, drain_seconds), the admin endpoint under \"admin\" (address, token,\n"
+      "allow_insecure_remote) and per-plugin sections under \"plugins\" that plugins read\n"
+      "with config_get.\n");
   options.set_width(100);
   // clang-format off
   options.add_options()
@@ -96,14 +101,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (args.count("help") != 0) {
-    std::cout
-        << options.help() << "\nExamples:\n"
-        << "  moltd                              the bundled plugins, data in ./data\n"
-        << "  moltd -p build/plugins -d /var/lib/molt --log-format json\n"
-        << "  moltd --check -p build/plugins      audit and fuzz a build before deploying it\n"
-        << "  moltd --bind 0.0.0.0 --tls-cert cert.pem --tls-key key.pem\n"
-        << "                                     accept clients from other machines, "
-           "over TLS\n";
+    std::cout << options.help() << "\nExamples:\n"
+              << "  moltd                              the bundled plugins, data in ./data\n"
+              << "  moltd -p build/plugins -d /var/lib/molt --log-format json\n"
+              << "  moltd --check -p build/plugins     audit and fuzz a build before deploying it\n"
+              << "  moltd --bind 0.0.0.0 --tls-cert cert.pem --tls-key key.pem\n"
+              << "                                     accept clients from other machines, "
+                 "over TLS\n";
     return 0;
   }
   if (args.count("version") != 0) {

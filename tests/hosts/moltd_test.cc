@@ -158,8 +158,9 @@ TEST_F(MoltdTest, ConfigurationTyposAreNamed) {
 TEST_F(MoltdTest, HelpExplainsItselfAndBadFlagsExitTwo) {
   Process help({kMoltd, "--admin", "127.0.0.1:0", "--help"});
   EXPECT_EQ(help.Wait(), 0);
-  for (const char* s : {"Usage:", "--plugins", "--data", "--config", "--tick-rate",
-                        "--close-budget", "close phase", "Examples:"}) {
+  for (const char* s :
+       {"Usage:", "--plugins", "--data", "--config", "--tick-rate", "--close-budget", "close phase",
+        "--admin", "--check", "DATA/admin.token", "Examples:"}) {
     EXPECT_NE(help.output().find(s), std::string::npos) << s;
   }
   Process version({kMoltd, "--admin", "127.0.0.1:0", "--version"});
