@@ -117,6 +117,9 @@ TEST_F(MoltdAdminTest, HealthReadinessAndMetricsAnswerWithoutCredentialsAndPassP
             std::string::npos);
   EXPECT_NE(text.find("\nmolt_process_open_fds "), std::string::npos);
   EXPECT_NE(text.find("\nmolt_profile_store_queue_depth "), std::string::npos);
+  EXPECT_NE(text.find("\nmolt_profile_store_latency_seconds_bucket{op=\"load\",le=\"+Inf\"} "),
+            std::string::npos)
+      << text;
   // Prometheus' own linter: names, suffixes, units, HELP and TYPE.
   const std::string file = data_ + "/metrics.txt";
   std::ofstream(file) << text;

@@ -198,6 +198,12 @@ void StoreMetrics(MetricsWriter& w, const store::StoreStats& s) {
   w.Add(Num(s.failures));
   w.Family("molt_profile_store_queue_depth", kGauge, "Operations waiting for the store's thread.");
   w.Add(Num(s.queued));
+  w.Family("molt_profile_store_latency_seconds", "histogram",
+           "Profile loads and write batches, from the call to the result (queue and transaction).");
+  w.AddHistogram(store::kStoreLatencyBounds, s.load_latency.counts, s.load_latency.sum_seconds,
+                 {{"op", "load"}});
+  w.AddHistogram(store::kStoreLatencyBounds, s.write_latency.counts, s.write_latency.sum_seconds,
+                 {{"op", "write"}});
 }
 
 }  // namespace

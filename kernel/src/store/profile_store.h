@@ -29,6 +29,7 @@
 
 #include <molt/kernel/status.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -104,6 +105,15 @@ struct WriteResult {
   std::uint64_t revision = 0;  // the revision now stored
 };
 
+// How long operations took, from the call to the result being ready (the queue's wait and the
+// transaction): counts per bucket of kStoreLatencyBounds (seconds), the last above them all.
+inline constexpr std::array<double, 11> kStoreLatencyBounds = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
+struct StoreLatency {
+  std::array<std::uint64_t, kStoreLatencyBounds.size() + 1> counts{};
+  double sum_seconds = 0;
+};
+
 struct StoreStats {
   std::uint64_t loads = 0;
   std::uint64_t busy = 0;      // loads refused by a lease held elsewhere
@@ -112,6 +122,8 @@ struct StoreStats {
   std::uint64_t stale = 0;     // writes refused: the lease was lost
   std::uint64_t failures = 0;  // loads and batches that failed (disk, corruption)
   std::size_t queued = 0;      // operations waiting for the store's thread
+  StoreLatency load_latency;   // each load, lease taken or refused
+  StoreLatency write_latency;  // each write batch (autosaves, the drain, transactions)
 };
 
 class ProfileStore {

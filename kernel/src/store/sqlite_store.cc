@@ -149,6 +149,34 @@ struct LoadRequest {
   std::string owner;
   std::chrono::milliseconds ttl{};
   Callback<void(LoadResult)> done;
+  std::chrono::steady_clock::time_point called{};
+};
+
+// StoreLatency, kept by the store's thread and read from any: atomics.
+struct LatencyCounters {
+  std::array<std::atomic<std::uint64_t>, kStoreLatencyBounds.size() + 1> counts{};
+  std::atomic<std::uint64_t> sum_ns{0};
+
+  void Observe(std::chrono::steady_clock::time_point since) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - since)
+                        .count();
+    const double seconds = static_cast<double>(ns) / 1e9;
+    std::size_t i = 0;
+    while (i < kStoreLatencyBounds.size() && seconds > kStoreLatencyBounds[i]) {
+      ++i;
+    }
+    ++counts[i];
+    sum_ns += static_cast<std::uint64_t>(ns);
+  }
+  StoreLatency Read() const {
+    StoreLatency l;
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      l.counts[i] = counts[i];
+    }
+    l.sum_seconds = static_cast<double>(sum_ns.load()) / 1e9;
+    return l;
+  }
 };
 
 // The connection and its statements; used by the store's thread only.
@@ -723,6 +751,7 @@ class SqliteStore::Worker {
   void Post(std::function<void()> fn) { deliver_(std::move(fn)); }
 
   std::atomic<std::uint64_t> loads{0}, busy{0}, batches{0}, writes{0}, stale{0}, failures{0};
+  LatencyCounters load_latency, write_latency;
   std::size_t queued() const {
     std::lock_guard lock(mu_);
     return queued_;
@@ -789,6 +818,7 @@ class SqliteStore::Worker {
     std::vector<LoadResult> results = db_->LoadMany(requests);
     for (std::size_t i = 0; i < requests.size(); ++i) {
       ++loads;
+      load_latency.Observe(requests[i].called);
       if (results[i].busy()) {
         ++busy;
       } else if (!results[i].status.ok()) {
@@ -829,16 +859,18 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, 
 
 void SqliteStore::Load(std::string key, std::string owner, std::chrono::milliseconds ttl,
                        Callback<void(LoadResult)> done) {
-  worker_->PushLoad(LoadRequest{std::move(key), std::move(owner), ttl, std::move(done)});
+  worker_->PushLoad(LoadRequest{std::move(key), std::move(owner), ttl, std::move(done),
+                                std::chrono::steady_clock::now()});
 }
 
 void SqliteStore::Write(std::vector<store::Write> batch,
                         Callback<void(Status, std::vector<WriteResult>)> done) {
   auto cb = std::make_shared<Callback<void(Status, std::vector<WriteResult>)>>(std::move(done));
   auto ops = std::make_shared<std::vector<store::Write>>(std::move(batch));
-  worker_->Push([this, ops, cb](Db& db) {
+  worker_->Push([this, ops, cb, called = std::chrono::steady_clock::now()](Db& db) {
     auto results = std::make_shared<std::vector<WriteResult>>();
     auto s = std::make_shared<Status>(db.Write(*ops, *results));
+    worker_->write_latency.Observe(called);
     if (s->ok()) {
       ++worker_->batches;
       for (const WriteResult& w : *results) {
@@ -871,15 +903,17 @@ void SqliteStore::Transact(std::string id, std::vector<store::Write> batch,
                            Callback<void(Status, std::vector<WriteResult>)> done) {
   auto cb = std::make_shared<Callback<void(Status, std::vector<WriteResult>)>>(std::move(done));
   auto ops = std::make_shared<std::vector<store::Write>>(std::move(batch));
-  worker_->Push([this, id = std::move(id), ops, cb](Db& db) {
-    auto results = std::make_shared<std::vector<WriteResult>>();
-    auto s = std::make_shared<Status>(db.Transact(id, *ops, *results));
-    if (s->ok()) {
-      ++worker_->batches;
-      worker_->writes += ops->size();
-    }
-    worker_->Post([cb, s, results] { (*cb)(std::move(*s), std::move(*results)); });
-  });
+  worker_->Push(
+      [this, id = std::move(id), ops, cb, called = std::chrono::steady_clock::now()](Db& db) {
+        auto results = std::make_shared<std::vector<WriteResult>>();
+        auto s = std::make_shared<Status>(db.Transact(id, *ops, *results));
+        worker_->write_latency.Observe(called);
+        if (s->ok()) {
+          ++worker_->batches;
+          worker_->writes += ops->size();
+        }
+        worker_->Post([cb, s, results] { (*cb)(std::move(*s), std::move(*results)); });
+      });
 }
 
 void SqliteStore::ReleaseAbandoned(
@@ -902,6 +936,8 @@ StoreStats SqliteStore::stats() const {
   s.stale = worker_->stale;
   s.failures = worker_->failures;
   s.queued = worker_->queued();
+  s.load_latency = worker_->load_latency.Read();
+  s.write_latency = worker_->write_latency.Read();
   return s;
 }
 

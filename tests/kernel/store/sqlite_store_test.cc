@@ -198,6 +198,19 @@ TEST_F(SqliteStoreTest, ABatchCommitsTogetherEachWriteOnItsOwnLease) {
   EXPECT_EQ(ReadNow(*store, "k3").status().code(), Status::Code::kNotFound);
   EXPECT_EQ(store->stats().batches, 1u);
   EXPECT_EQ(store->stats().writes, 2u);
+  // Every load and batch lands in one latency bucket, the sum is their time.
+  auto total = [](const StoreLatency& l) {
+    std::uint64_t n = 0;
+    for (std::uint64_t c : l.counts) {
+      n += c;
+    }
+    return n;
+  };
+  const StoreStats st = store->stats();
+  EXPECT_EQ(total(st.load_latency), 2u);
+  EXPECT_EQ(total(st.write_latency), 1u);
+  EXPECT_GT(st.load_latency.sum_seconds, 0);
+  EXPECT_GT(st.write_latency.sum_seconds, 0);
 }
 
 TEST_F(SqliteStoreTest, RenewalsExtendTheLeaseAndAReleaseEndsIt) {
