@@ -196,8 +196,9 @@ class CompatServerTest : public ::testing::Test {
     data_ = ::testing::TempDir() + "molt_compat_server_" + std::to_string(::getpid());
     fs::remove_all(data_);
     // Today's moltd serving the compat plugin (built against today's headers).
-    server_ = std::make_unique<Process>(std::vector<std::string>{
-        MOLTD_PATH, "-p", kCompat + "/abi-1.3/c", "-d", data_, "--port", "0"});
+    server_ = std::make_unique<Process>(
+        std::vector<std::string>{MOLTD_PATH, "-p", kCompat + "/abi-1.3/c", "-d", data_, "--port",
+                                 "0", "--admin", "127.0.0.1:0"});
     port_ = molt::test::ServingPort(*server_, 1);
     ASSERT_FALSE(port_.empty()) << server_->output();
   }
