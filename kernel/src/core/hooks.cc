@@ -33,6 +33,9 @@ class Hooks::Point {
   std::uint64_t fired = 0;
   std::uint64_t rejected = 0;
   std::uint64_t errors = 0;
+  std::uint64_t timed = 0;
+  Duration time_total{};
+  Duration time_max{};
 };
 
 Hooks::Hooks(Options options) : options_(options) {}
@@ -148,6 +151,8 @@ HookResult Hooks::Fire(Point* point, HookContext& ctx) {
   ++depth_;
   const std::shared_ptr<Node>* chain = point->chain.data();  // survives edits: see Modify
   const std::size_t n = point->chain.size();
+  const bool timed = timing_ && n > 0;
+  const std::uint64_t started = timed ? RealTicks() : 0;  // the TSC where it is steady
   for (std::size_t i = 0; i < n; ++i) {
     Node* node = chain[i].get();
     if (!node->connected) {
@@ -180,6 +185,13 @@ HookResult Hooks::Fire(Point* point, HookContext& ctx) {
       break;
     }
   }
+  if (timed) {
+    const Duration took(static_cast<Duration::rep>(static_cast<double>(RealTicks() - started) *
+                                                   1e9 / RealTicksPerSecond()));
+    ++point->timed;
+    point->time_total += took;
+    point->time_max = std::max(point->time_max, took);
+  }
   if (--depth_ == 0 && !retired_.empty()) {
     for (auto& chain_copy : retired_) {
       for (auto& node : chain_copy) {
@@ -197,8 +209,8 @@ std::vector<Hooks::PointInfo> Hooks::ListPoints() const {
   std::vector<PointInfo> out;
   out.reserve(points_.size());
   for (const auto& [name, p] : points_) {
-    out.push_back(
-        {p->name, p->mode == Mode::kFailOpen, p->chain.size(), p->fired, p->rejected, p->errors});
+    out.push_back({p->name, p->mode == Mode::kFailOpen, p->chain.size(), p->fired, p->rejected,
+                   p->errors, p->timed, p->time_total, p->time_max});
   }
   std::sort(out.begin(), out.end(),
             [](const PointInfo& a, const PointInfo& b) { return a.name < b.name; });

@@ -165,5 +165,44 @@ TEST_F(HooksTest, PreResolvedPointFiresTheSameChain) {
   EXPECT_FALSE(hooks_.fail_open(point));
 }
 
+// Chain cost is measured only while timing is on (the wire inspector turns it on): the fires it
+// timed, their total and longest chain; points without handlers are never timed.
+TEST_F(HooksTest, ChainsAreTimedOnlyWhileTimingIsOn) {
+  Connection c = hooks_.On("Intent.Slow", [](HookContext&) {
+    const TimePoint until = RealNow() + std::chrono::microseconds(200);
+    while (RealNow() < until) {
+    }
+    return true;
+  });
+  auto info = [&](std::string_view name) {
+    for (const Hooks::PointInfo& p : hooks_.ListPoints()) {
+      if (p.name == name) {
+        return p;
+      }
+    }
+    ADD_FAILURE() << name;
+    return Hooks::PointInfo{};
+  };
+  hooks_.Fire("Intent.Slow", ctx_);
+  EXPECT_FALSE(hooks_.timing());
+  EXPECT_EQ(info("Intent.Slow").timed, 0u);
+  EXPECT_EQ(info("Intent.Slow").time_total.count(), 0);
+
+  hooks_.SetTiming(true);
+  hooks_.Fire("Intent.Slow", ctx_);
+  hooks_.Fire("Intent.Slow", ctx_);
+  hooks_.Resolve("Intent.Empty");
+  hooks_.Fire("Intent.Empty", ctx_);
+  hooks_.SetTiming(false);
+  hooks_.Fire("Intent.Slow", ctx_);
+  const Hooks::PointInfo slow = info("Intent.Slow");
+  EXPECT_EQ(slow.fired, 4u);
+  EXPECT_EQ(slow.timed, 2u);
+  EXPECT_GE(slow.time_max, std::chrono::microseconds(200));
+  EXPECT_GE(slow.time_total, 2 * std::chrono::microseconds(200));
+  EXPECT_GE(slow.time_total, slow.time_max);
+  EXPECT_EQ(info("Intent.Empty").timed, 0u);
+}
+
 }  // namespace
 }  // namespace molt::kernel
