@@ -3,6 +3,7 @@
 #include "kernel/src/loader/plugin_host.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <molt/scope_exit.h>
 
 #include <algorithm>
@@ -96,10 +97,10 @@ std::string PluginHost::StatsJson() const {
   return fmt::format(
       "{{\"serving\":{},\"build\":{},\"plugins\":[{}],\"on_probation\":{},"
       "\"window_errors\":{},\"resident\":{},\"swaps\":{},\"failed_swaps\":{},"
-      "\"rollbacks\":{},\"failed_builds\":[{}]}}",
+      "\"rollbacks\":{},\"failed_builds\":[{}],\"history\":[{}]}}",
       text(serving_->name), text(serving_->build_id), plugins, probation_.has_value(),
       probation_ ? probation_->errors : 0, generations_.size(), swaps_, failures_, rollbacks_,
-      failed);
+      failed, fmt::join(history_, ","));
 }
 
 PluginHost::Generation& PluginHost::Boot(const std::string& build_id) {
@@ -662,11 +663,18 @@ SwapReport PluginHost::Finish(SwapReport& r) {
   r.serving = kernel_.services().state() == ServiceManager::State::kFailed ? "" : serving_->name;
   ++(r.ok ? swaps_ : failures_);
   rollbacks_ += r.rollback && r.ok ? 1 : 0;
+  const std::string json = r.Json();
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  history_.push_front(fmt::format("{{\"time_ms\":{},\"report\":{}}}", now.count(), json));
+  if (history_.size() > kHistory) {
+    history_.pop_back();
+  }
   LogScope log("Generations");
   if (r.ok) {
-    log.Info("{}", r.Json());
+    log.Info("{}", json);
   } else {
-    log.Error("{}", r.Json());
+    log.Error("{}", json);
   }
   return r;
 }

@@ -33,6 +33,7 @@
 
 #include <molt/kernel/status.h>
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -151,7 +152,8 @@ class PluginHost {
   abi::AbiShared& shared() { return shared_; }
   // The "generations" section of the kernel's stats (Kernel::StatsJson, the stats_json slot):
   // the serving generation and its plugins with their error counts, the health window, the
-  // resident generations, swaps, rollbacks and failed builds.
+  // resident generations, swaps, rollbacks, failed builds, and the newest kHistory swap reports
+  // ("history": newest first, each {"time_ms", "report"}).
   std::string StatsJson() const;
   // Swaps that ended with a new generation serving, swaps that did not, health-window rollbacks,
   // and the generations resident (serving, on probation, mounted).
@@ -159,6 +161,7 @@ class PluginHost {
   std::uint64_t failed_swaps() const { return failures_; }
   std::uint64_t rollbacks() const { return rollbacks_; }
   std::size_t resident_generations() const { return generations_.size(); }
+  static constexpr std::size_t kHistory = 20;
 
  private:
   struct Generation {
@@ -251,9 +254,10 @@ class PluginHost {
   SwapReport mount_report_;
   std::optional<Request> queued_;
   bool reload_scheduled_ = false;
-  std::uint64_t swaps_ = 0;      // that ended with a new generation serving
-  std::uint64_t failures_ = 0;   // swaps that did not
-  std::uint64_t rollbacks_ = 0;  // health-window rollbacks
+  std::uint64_t swaps_ = 0;          // that ended with a new generation serving
+  std::uint64_t failures_ = 0;       // swaps that did not
+  std::uint64_t rollbacks_ = 0;      // health-window rollbacks
+  std::deque<std::string> history_;  // the newest swap reports' JSON, newest first
   bool in_swap_ = false;
   bool closing_ = false;
 };

@@ -610,6 +610,15 @@ TEST_F(GenerationsTest, ErrorsInTheHealthWindowRollBackToThePreviousBuildWithThe
       << stats;
   EXPECT_NE(stats.find("\"swaps\":2,\"failed_swaps\":0,\"rollbacks\":1"), std::string::npos)
       << stats;
+  // The swap history (the dashboard's), newest first: the rollback, then the swap to v2.
+  const std::size_t history = stats.find("\"history\":[{\"time_ms\":");
+  ASSERT_NE(history, std::string::npos) << stats;
+  const std::size_t rollback = stats.find("\"rollback\":true", history);
+  const std::size_t swap = stats.find("\"rollback\":false", history);
+  EXPECT_LT(rollback, swap) << stats;
+  EXPECT_NE(swap, std::string::npos) << stats;
+  EXPECT_EQ(stats.find("\"report\":", swap), std::string::npos)
+      << "two reports, no more: " << stats;
 }
 
 TEST_F(GenerationsTest, ABuildThatPassesItsWindowIsKeptAsLastKnownGood) {
