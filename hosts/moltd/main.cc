@@ -49,9 +49,10 @@ int main(int argc, char** argv) {
       "the plugin directory does not (docs/generations.md).\n"
       "Clients connect over TCP (default 127.0.0.1:7777), or TLS with --tls-cert and\n"
       "--tls-key; docs/network.md has the limits and refusals.\n"
-      "Operators reach it on 127.0.0.1:7778 (--admin): /healthz, /readyz, Prometheus\n"
-      "/metrics, and a JSON API (sessions, kicks, logs, reload, debug bundles) guarded by the\n"
-      "token in DATA/admin.token. Repeated errors are merged into one line per 30 s, and a\n"
+      "Operators reach it on 127.0.0.1:7778 (--admin): a live dashboard at /, /healthz,\n"
+      "/readyz, Prometheus /metrics, and a JSON API (sessions, kicks, logs, reload, debug\n"
+      "bundles, the wire inspector) guarded by the token in DATA/admin.token (the dashboard\n"
+      "takes it as /#token=TOKEN). Repeated errors are merged into one line per 30 s, and a\n"
       "crash leaves DATA/bundles/crash-PID.json (docs/operations.md).\n"
       "Flags override the configuration file's \"server\" and \"net\" sections; the file may\n"
       "also hold a \"scheduler\" section (budget_ms, target_frame_ms, profile_tasks,\n"
@@ -82,7 +83,7 @@ int main(int argc, char** argv) {
       ("tls-cert", "clients connect over TLS 1.2/1.3 with this PEM certificate chain (with "
                    "--tls-key; default: plain TCP)", cxxopts::value<std::string>(), "FILE")
       ("tls-key", "the PEM private key of --tls-cert", cxxopts::value<std::string>(), "FILE")
-      ("admin", "the admin endpoint: the HTTP API, /metrics, /healthz and /readyz "
+      ("admin", "the admin endpoint: the dashboard, the HTTP API, /metrics, /healthz and /readyz "
                 "(default 127.0.0.1:7778; off turns it off; docs/operations.md)",
        cxxopts::value<std::string>(), "ADDRESS:PORT")
       ("check", "the gate before a deploy: load and start the plugins (nothing listens, a scratch "

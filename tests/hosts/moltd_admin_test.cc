@@ -214,7 +214,13 @@ TEST_F(MoltdAdminTest, LogsPageBySinceAndReloadSwapsInANewGeneration) {
   HttpResult reload = Post("/api/v1/reload");
   EXPECT_EQ(reload.status, 202) << reload.body;
   ASSERT_TRUE(moltd_->WaitFor("\"swap\":\"ok\",\"reason\":\"admin API\"")) << moltd_->output();
-  EXPECT_NE(GetJson("/api/v1/plugins").at("serving").as_string().find("#2"), std::string::npos);
+  const json::value plugins = GetJson("/api/v1/plugins");
+  EXPECT_NE(plugins.at("serving").as_string().find("#2"), std::string::npos);
+  // The swap history the dashboard shows: this one swap, with its report.
+  ASSERT_EQ(plugins.at("history").as_array().size(), 1u) << plugins;
+  const json::value& report = plugins.at("history").as_array()[0].at("report");
+  EXPECT_EQ(report.at("reason").as_string(), "admin API");
+  EXPECT_TRUE(report.at("ok").as_bool());
   json::value after = GetJson("/api/v1/logs?since=" + std::to_string(next));
   bool swap = false;
   for (const json::value& l : after.at("lines").as_array()) {
@@ -313,6 +319,44 @@ TEST_F(MoltdAdminTest, AFatalSignalLeavesACrashBundle) {
     serving |= l.at("message").as_string().find("serving 4 plugins") != std::string::npos;
   }
   EXPECT_TRUE(serving) << text;
+}
+
+// The dashboard page needs no token (it has no secret and asks for one) and loads nothing from
+// elsewhere; the wire inspector's API needs the token and records while it is read.
+TEST_F(MoltdAdminTest, TheDashboardIsSelfContainedAndTheWireInspectorRecordsWhileRead) {
+  ASSERT_TRUE(Start()) << moltd_->output();
+  HttpResult page = HttpCall(admin_port_, "GET", "/");
+  ASSERT_EQ(page.status, 200) << page.body;
+  EXPECT_NE(page.headers.find("Content-Type: text/html; charset=utf-8"), std::string::npos);
+  EXPECT_NE(page.headers.find("Content-Security-Policy: default-src 'none'"), std::string::npos)
+      << page.headers;
+  EXPECT_NE(page.body.find("<title>moltd</title>"), std::string::npos);
+  EXPECT_EQ(page.body.find("://"), std::string::npos) << "the page names no other site";
+  EXPECT_EQ(HttpCall(admin_port_, "POST", "/").status, 405);
+  EXPECT_EQ(HttpCall(admin_port_, "GET", "/api/v1/wire").status, 401);
+
+  std::uint16_t get = 0;
+  auto ada = Join("ada", &get);
+  ASSERT_NE(get, 0);
+  json::value wire = GetJson("/api/v1/wire");
+  EXPECT_TRUE(wire.at("capturing").as_bool());
+  EXPECT_TRUE(GetJson("/api/v1/hooks").at("timing").as_bool());
+  const std::int64_t next = wire.at("next").as_int64();
+  flatbuffers::FlatBufferBuilder b;
+  b.Finish(molt::scores::CreateQuery(b, b.CreateString("")));
+  ada->Request(get, 1, std::span(b.GetBufferPointer(), b.GetSize()));
+  ASSERT_EQ(ada->NextOf(molt::wire::Body::Response).type(), molt::wire::Body::Response);
+  json::value after = GetJson("/api/v1/wire?since=" + std::to_string(next));
+  const json::array& frames = after.at("frames").as_array();
+  ASSERT_EQ(frames.size(), 2u) << after;
+  EXPECT_EQ(frames[0].at("direction").as_string(), "in");
+  EXPECT_EQ(frames[0].at("kind").as_string(), "request");
+  EXPECT_EQ(frames[0].at("channel_name").as_string(), "scores.Get");
+  EXPECT_EQ(frames[0].at("verdict").as_string(), "accepted");
+  EXPECT_EQ(frames[1].at("direction").as_string(), "out");
+  EXPECT_EQ(frames[1].at("kind").as_string(), "response");
+  EXPECT_EQ(frames[1].at("verdict").as_string(), "OK");
+  EXPECT_TRUE(moltd_->WaitFor("wire inspector on: recording messages and timing hook chains"));
 }
 
 TEST_F(MoltdAdminTest, AProfileIsReadWithoutItsLeaseAndTheStoreFiguresShown) {

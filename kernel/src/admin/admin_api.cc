@@ -14,6 +14,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "kernel/src/admin/dashboard.h"
 #include "kernel/src/admin/debug_bundle.h"
 #include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/log_ring.h"
@@ -33,6 +34,21 @@ constexpr std::string_view kApi = "/api/v1/";
 constexpr std::string_view kText = "text/plain; charset=utf-8";
 constexpr std::size_t kDefaultPage = 100;
 constexpr std::size_t kMaxPage = 1000;
+// How long the wire inspector records after each read of /api/v1/wire.
+constexpr Duration kInspectLease = std::chrono::seconds(10);
+
+HttpResponse DashboardPage() {
+  return {200,
+          "text/html; charset=utf-8",
+          std::string(kDashboardHtml),
+          {{"Content-Security-Policy",
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+            "img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+            "frame-ancestors 'none'"},
+           {"X-Content-Type-Options", "nosniff"},
+           {"Referrer-Policy", "no-referrer"},
+           {"Cache-Control", "no-store"}}};
+}
 
 HttpResponse Json(int status, const json::value& body) {
   return {status, "application/json", json::serialize(body) + "\n", {}};
@@ -117,6 +133,18 @@ AdminApi::AdminApi(AdminSources sources, std::string token)
     : sources_(std::move(sources)), token_(std::move(token)), started_(RealNow()) {}
 
 void AdminApi::Handle(HttpRequest request, HttpReply reply) {
+  if (request.path == "/" || request.path == "/index.html") {
+    // The dashboard: a page with no secret in it (it asks for the token), answered here so it
+    // loads even while the kernel thread is stuck.
+    if (request.method != "GET" && request.method != "HEAD") {
+      HttpResponse r = Error(405, "/ takes GET");
+      r.headers.emplace_back("Allow", "GET");
+      reply(std::move(r));
+      return;
+    }
+    reply(DashboardPage());
+    return;
+  }
   const bool open =
       request.path == "/healthz" || request.path == "/readyz" || request.path == "/metrics";
   if (!open) {
@@ -176,7 +204,7 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
   const std::string_view rest = std::string_view(path).substr(kApi.size());
   if (rest == "status" || rest == "diagnostics" || rest == "errors" || rest == "plugins" ||
       rest == "channels" || rest == "hooks" || rest == "logs" || rest == "sessions" ||
-      rest == "profiles" || rest == "tasks") {
+      rest == "profiles" || rest == "tasks" || rest == "wire") {
     if (!get) {
       method_not_allowed("GET");
       return;
@@ -185,6 +213,8 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
       reply({200, "application/json", StatusJson(process) + "\n", {}});
     } else if (rest == "diagnostics") {
       reply({200, "application/json", sources_.diagnostics.Json() + "\n", {}});
+    } else if (rest == "wire") {
+      reply({200, "application/json", WireJson(req) + "\n", {}});
     } else if (rest == "tasks") {
       reply({200, "application/json", TasksJson() + "\n", {}});
     } else if (rest == "profiles") {
@@ -411,22 +441,61 @@ std::string AdminApi::ChannelsJson() const {
 
 std::string AdminApi::HooksJson() const {
   json::array list;
-  for (const kernel::Hooks::PointInfo& p : sources_.kernel.hooks().ListPoints()) {
-    list.push_back({{"name", p.name},
-                    {"fail_open", p.fail_open},
-                    {"handlers", p.handlers},
-                    {"fired", p.fired},
-                    {"rejected", p.rejected},
-                    {"errors", p.errors}});
+  const kernel::Hooks& hooks = sources_.kernel.hooks();
+  for (const kernel::Hooks::PointInfo& p : hooks.ListPoints()) {
+    list.push_back(
+        {{"name", p.name},
+         {"fail_open", p.fail_open},
+         {"handlers", p.handlers},
+         {"fired", p.fired},
+         {"rejected", p.rejected},
+         {"errors", p.errors},
+         {"timed", p.timed},
+         {"average_chain_us",
+          p.timed == 0 ? 0.0 : ToSeconds(p.time_total) * 1e6 / static_cast<double>(p.timed)},
+         {"max_chain_us", ToSeconds(p.time_max) * 1e6}});
   }
-  return json::serialize(json::object{{"hooks", std::move(list)}});
+  return json::serialize(json::object{{"timing", hooks.timing()}, {"hooks", std::move(list)}});
+}
+
+std::string AdminApi::WireJson(const HttpRequest& req) {
+  net::Network& network = sources_.network;
+  network.Inspect(kInspectLease);
+  const std::optional<std::uint64_t> since = Number(QueryValue(req.query, "since"));
+  const net::WireTap::Page page = network.tap().Since(since.value_or(0));
+  json::array frames;
+  for (const net::WireFrame& f : page.items) {
+    std::string hex;
+    hex.reserve(f.head.size() * 2);
+    for (std::uint8_t b : f.head) {
+      hex += fmt::format("{:02x}", b);
+    }
+    frames.push_back({{"seq", f.seq},
+                      {"time", IsoTime(f.time)},
+                      {"direction", f.inbound ? "in" : "out"},
+                      {"kind", f.kind},
+                      {"channel", f.channel},
+                      {"channel_name", f.channel_name},
+                      {"session", f.session},
+                      {"recipients", f.recipients},
+                      {"bytes", f.bytes},
+                      {"head_hex", std::move(hex)},
+                      {"verdict", f.verdict},
+                      {"detail", f.detail},
+                      {"took_us", ToSeconds(f.took) * 1e6}});
+  }
+  return json::serialize(json::object{{"capturing", network.tap().on()},
+                                      {"lease_seconds", ToSeconds(kInspectLease)},
+                                      {"next", page.next},
+                                      {"lost", page.lost},
+                                      {"frames", std::move(frames)}});
 }
 
 std::string AdminApi::LogsJson(const HttpRequest& req) const {
   const std::optional<std::uint64_t> since = Number(QueryValue(req.query, "since"));
   const LogRing::Page page = sources_.logs.Since(since.value_or(0));
   json::array lines;
-  for (const LogRing::Line& l : page.lines) {
+  for (const LogRing::Line& l : page.items) {
     lines.push_back({{"seq", l.seq},
                      {"time", IsoTime(l.time)},
                      {"level", LogLevelName(l.level)},

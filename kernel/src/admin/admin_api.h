@@ -6,9 +6,9 @@
 // and every answer is built on the kernel thread, posted to its loop, in one short slice (the
 // figures are read, never waited for), then handed back to the HTTP thread to be written.
 //
-//   GET  /healthz  /readyz  /metrics           no credentials (orchestrators, Prometheus)
+//   GET  /  (the dashboard)  /healthz  /readyz  /metrics   no credentials
 //   GET  /api/v1/status | diagnostics | errors | sessions | sessions/ID | plugins | channels
-//        /api/v1/hooks | tasks | logs?since=N | profiles | profiles/STORE/USER
+//        /api/v1/hooks | tasks | logs?since=N | wire?since=N | profiles | profiles/STORE/USER
 //   POST /api/v1/sessions/ID/kick  /api/v1/reload  /api/v1/bundle
 //                                              "Authorization: Bearer <token>"
 //
@@ -92,6 +92,8 @@ class AdminApi {
   std::string ErrorsJson() const;
   std::string ProfilesJson() const;
   std::string TasksJson() const;
+  // The wire inspector's frames after `since`; each read keeps it recording (Network::Inspect).
+  std::string WireJson(const HttpRequest& request);
   // One profile, read without a lease, with its backups; answers when the store does.
   void Profile(std::string key, HttpReply reply);
 

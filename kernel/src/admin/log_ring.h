@@ -7,7 +7,7 @@
 // lines after the last number it saw (`since`), so a dashboard tails the log without repeats:
 //
 //   LogRing ring(500);
-//   LogRing::Page page = ring.Since(last_seen);   // page.lines, page.next (the next cursor)
+//   LogRing::Page page = ring.Since(last_seen);   // page.items, page.next (the next cursor)
 //
 // Thread safety: every member is safe from any thread (a mutex; the sink runs on the emitting
 // thread and copies one line).
@@ -16,12 +16,12 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "kernel/src/core/logger.h"
+#include "kernel/src/core/seq_ring.h"
 
 namespace molt::kernel::admin {
 
@@ -36,11 +36,7 @@ class LogRing {
     std::string scope;
     std::string message;
   };
-  struct Page {
-    std::vector<Line> lines;  // oldest first
-    std::uint64_t next = 0;   // pass as `since` to get only what came after
-    std::uint64_t lost = 0;   // lines after `since` already pushed out of the ring
-  };
+  using Page = SeqRing<Line>::Page;  // page.items: the lines, oldest first
 
   // Registers itself as a sink of the process-wide Logger until destroyed.
   explicit LogRing(std::size_t capacity = kDefaultCapacity);
@@ -53,10 +49,8 @@ class LogRing {
  private:
   void Add(const LogEntry& entry);
 
-  const std::size_t capacity_;
   mutable std::mutex mu_;
-  std::deque<Line> lines_;
-  std::uint64_t next_seq_ = 1;
+  SeqRing<Line> lines_;
   Logger::Registration sink_;  // last: removed before the lines go
 };
 

@@ -567,12 +567,21 @@ void Network::Frame(Peer& peer, std::span<const std::uint8_t> frame) {
   // The verifier accepts a union type without its table: that is no message either.
   if (env == nullptr || env->body() == nullptr || env->body_type() == w::Body::NONE) {
     ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kBadEnvelope)];
+    const std::string_view text =
+        env == nullptr ? "the envelope failed verification" : "the envelope has no message";
+    if (tap_.on()) {
+      WireFrame f;
+      f.kind = "envelope";
+      f.session = peer.session_;
+      f.bytes = static_cast<std::uint32_t>(frame.size());
+      f.verdict = RejectName(Reject::kBadEnvelope);
+      f.detail = text;
+      tap_.Record(std::move(f), frame);
+    }
     if (handshake) {
       End(peer, ExitReason::kProtocolError, "the first frame is not a valid hello");
     } else {
-      Offence(peer, nullptr, Reject::kBadEnvelope, 0,
-              env == nullptr ? "the envelope failed verification" : "the envelope has no message",
-              false);
+      Offence(peer, nullptr, Reject::kBadEnvelope, 0, text, false);
     }
     return;
   }
@@ -756,6 +765,40 @@ void Network::OnHello(Peer& peer, const void* raw) {
 
 void Network::OnInbound(Peer& peer, bool request, ChannelId id, std::uint32_t request_id,
                         std::span<const std::uint8_t> payload) {
+  if (!tap_.on()) {
+    Inbound(peer, request, id, request_id, payload);
+    return;
+  }
+  const TimePoint started = RealNow();
+  const std::uint64_t rejections = rejections_;
+  const Channel* ch = channels_.Find(id);
+  const std::uint64_t errors = ch != nullptr ? ch->counters().handler_errors : 0;
+  WireFrame f;
+  f.inbound = true;
+  f.kind = request ? "request" : "intent";
+  f.channel = id;
+  f.channel_name = ch != nullptr ? ch->name() : "";
+  f.session = peer.session_;
+  f.bytes = static_cast<std::uint32_t>(payload.size());
+  // Recorded first, so it comes before the events and the response it causes.
+  const std::uint64_t seq = tap_.Record(std::move(f), payload);
+  Inbound(peer, request, id, request_id, payload);
+  WireFrame* done = tap_.Find(seq);
+  if (done == nullptr) {
+    return;  // pushed out by what the handler sent
+  }
+  done->took = RealNow() - started;
+  if (rejections_ != rejections) {
+    done->verdict = RejectName(last_reject_);
+    done->detail = std::move(reject_text_);
+  } else {
+    done->verdict =
+        ch != nullptr && ch->counters().handler_errors != errors ? "handler_error" : "accepted";
+  }
+}
+
+void Network::Inbound(Peer& peer, bool request, ChannelId id, std::uint32_t request_id,
+                      std::span<const std::uint8_t> payload) {
   // 4. Channel lookup.
   Channel* ch = channels_.Find(id);
   if (ch == nullptr || ch->kind() != (request ? ChannelKind::kRequest : ChannelKind::kIntent)) {
@@ -887,6 +930,11 @@ void Network::OnInbound(Peer& peer, bool request, ChannelId id, std::uint32_t re
 void Network::RejectMessage(Peer& peer, Channel* ch, Reject reason, bool request,
                             std::uint32_t request_id, double retry_after, std::string_view text) {
   const auto r = static_cast<std::size_t>(reason);
+  last_reject_ = reason;
+  ++rejections_;
+  if (tap_.on()) {
+    reject_text_ = text;
+  }
   if (ch != nullptr) {
     ++ch->counters().rejected[r];
   } else {
@@ -913,7 +961,7 @@ void Network::RejectMessage(Peer& peer, Channel* ch, Reject reason, bool request
       if (ch != nullptr) {
         payload = ch->spec().reject_payload;
       }
-      SendResponse(*s, request_id, code, payload, retry_after);
+      SendResponse(*s, ch != nullptr ? ch->id() : 0, request_id, code, payload, retry_after);
     }
   }
   Offence(peer, ch, reason, retry_after, text, request);
@@ -951,8 +999,22 @@ void Network::Offence(Peer& peer, Channel* ch, Reject reason, double retry_after
 
 // --- Outbound ----------------------------------------------------------------------------------
 
-void Network::SendResponse(Session& session, std::uint32_t id, Status::Code status,
-                           std::span<const std::uint8_t> payload, double retry_after) {
+void Network::SendResponse(Session& session, ChannelId channel, std::uint32_t id,
+                           Status::Code status, std::span<const std::uint8_t> payload,
+                           double retry_after) {
+  if (tap_.on()) {
+    WireFrame f;
+    f.inbound = false;
+    f.kind = "response";
+    f.channel = channel;
+    if (const Channel* ch = channels_.Find(channel)) {
+      f.channel_name = ch->name();
+    }
+    f.session = session.id();
+    f.bytes = static_cast<std::uint32_t>(payload.size());
+    f.verdict = Status::CodeName(status);
+    tap_.Record(std::move(f), payload);
+  }
   fb::FlatBufferBuilder b(64 + payload.size());
   auto bytes = w::PayloadVector(b, payload);
   auto resp =
@@ -985,7 +1047,7 @@ Status Network::Reply(RequestToken token, Status::Code status,
   if (s == nullptr) {
     return Status::Stale(fmt::format("session {} left before the answer", p->session));
   }
-  SendResponse(*s, p->wire_id, status, payload, 0);
+  SendResponse(*s, p->channel, p->wire_id, status, payload, 0);
   return Status();
 }
 
@@ -1000,7 +1062,7 @@ std::size_t Network::RefusePending(ChannelId channel, Status::Code status, doubl
   for (RequestToken token : tokens) {
     std::unique_ptr<Pending> p = TakePending(pending_.find(token));
     if (Session* s = sessions_.Get(p->session)) {
-      SendResponse(*s, p->wire_id, status, {}, retry_after);
+      SendResponse(*s, p->channel, p->wire_id, status, {}, retry_after);
     }
   }
   return tokens.size();
@@ -1026,11 +1088,25 @@ Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
   auto frame = Finish(b, w::Body::Event, w::CreateEvent(b, channel, bytes).Union());
   ChannelRegistry::Hold hold(channels_);  // an ending session's hooks may remove the channel
   Sessions::Hold sessions_hold(sessions_);
+  std::uint32_t sent = 0;
   for (SessionId id : sessions) {
     if (Session* s = sessions_.Get(id)) {
       ++ch->counters().events_sent;
+      ++sent;
       SendTo(*s, frame);  // a session whose link is lost gets it when it resumes
     }
+  }
+  if (tap_.on()) {
+    WireFrame f;
+    f.inbound = false;
+    f.kind = "event";
+    f.channel = channel;
+    f.channel_name = ch->name();
+    f.session = sessions.size() == 1 ? sessions[0] : 0;
+    f.recipients = sent;
+    f.bytes = static_cast<std::uint32_t>(payload.size());
+    f.verdict = "sent";
+    tap_.Record(std::move(f), payload);
   }
   return Status();
 }
@@ -1088,8 +1164,25 @@ void Network::ArmHousekeeping() {
                       .id();
 }
 
+void Network::Inspect(Duration lease) {
+  const TimePoint now = kernel_.scheduler().Now();
+  ExpireInspection(now);
+  if (tap_.Lease(now, lease)) {
+    kernel_.hooks().SetTiming(true);
+    kLog.Info("wire inspector on: recording messages and timing hook chains while it is read");
+  }
+}
+
+void Network::ExpireInspection(TimePoint now) {
+  if (tap_.Expire(now)) {
+    kernel_.hooks().SetTiming(false);
+    kLog.Info("wire inspector off: nobody read it for its lease");
+  }
+}
+
 void Network::Housekeep() {
   const TimePoint now = kernel_.scheduler().Now();
+  ExpireInspection(now);
   const std::vector<Peer*> peers = peers_;
   for (Peer* p : peers) {
     if (p->closed_) {

@@ -72,6 +72,7 @@
 #include "kernel/src/net/channel.h"
 #include "kernel/src/net/replica.h"
 #include "kernel/src/net/session.h"
+#include "kernel/src/net/wire_tap.h"
 
 namespace molt::kernel {
 class Kernel;
@@ -254,6 +255,12 @@ class Network {
   // Ends a session with Kicked; `text` goes to the client in the Bye frame.
   Status Kick(SessionId session, std::string_view text);
 
+  // --- The wire inspector (wire_tap.h) ---
+  // An operator watches: capture messages, and time hook chains, for `lease` more. Both stop on
+  // their own once a lease passes unrenewed (checked by the housekeeping and each Inspect).
+  void Inspect(Duration lease);
+  const WireTap& tap() const { return tap_; }
+
   NetStats stats() const { return stats_; }
   std::size_t peers() const { return peers_.size(); }
   std::size_t half_open() const { return half_open_.size(); }
@@ -266,8 +273,12 @@ class Network {
 
   void Frame(Peer& peer, std::span<const std::uint8_t> frame);
   void OnHello(Peer& peer, const void* hello);
+  // Steps 4-10 of the pipeline; OnInbound records them for the wire inspector when it watches.
   void OnInbound(Peer& peer, bool request, ChannelId channel, std::uint32_t request_id,
                  std::span<const std::uint8_t> payload);
+  void Inbound(Peer& peer, bool request, ChannelId channel, std::uint32_t request_id,
+               std::span<const std::uint8_t> payload);
+  void ExpireInspection(TimePoint now);
   void RejectMessage(Peer& peer, Channel* channel, Reject reason, bool request,
                      std::uint32_t request_id, double retry_after, std::string_view text);
   void Offence(Peer& peer, Channel* channel, Reject reason, double retry_after,
@@ -291,7 +302,8 @@ class Network {
   // Queues `frame` for `s`: to its peer, or to its outbox while the link is lost.
   void SendTo(Session& s, std::span<const std::uint8_t> frame);
   void SendFrame(Peer& peer, std::span<const std::uint8_t> frame);
-  void SendResponse(Session& session, std::uint32_t id, Status::Code status,
+  // `channel`: the request's (0 when it named none), for the wire inspector.
+  void SendResponse(Session& session, ChannelId channel, std::uint32_t id, Status::Code status,
                     std::span<const std::uint8_t> payload, double retry_after);
   // Removes a pending request (and its id from in_flight_), its timeout cancelled.
   std::unique_ptr<Pending> TakePending(PendingMap::iterator it);
@@ -331,6 +343,12 @@ class Network {
   std::vector<std::uint64_t> frame_scratch_;    // an aligned copy of a misaligned frame
   std::vector<std::uint64_t> payload_scratch_;  // ... and of a misaligned payload
   NetStats stats_;
+  WireTap tap_;
+  // The last rejection RejectMessage counted, and its text while the tap is on: what OnInbound
+  // records as the message's verdict.
+  Reject last_reject_ = Reject::kFlood;
+  std::uint64_t rejections_ = 0;
+  std::string reject_text_;
   bool shut_down_ = false;
   bool closing_ = false;  // StopAccepting()
   bool serving_ = true;

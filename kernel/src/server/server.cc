@@ -345,8 +345,8 @@ int RunServer(const ServerOptions& options) {
       admin_server = std::move(started).value();
       const bool v6 = settings.admin_address.find(':') != std::string::npos;
       log.Info(
-          "admin endpoint on http://{}{}{}:{}/ (/metrics, /healthz, /readyz; the API's token "
-          "is in {})",
+          "admin endpoint on http://{}{}{}:{}/ (the dashboard; /metrics, /healthz, /readyz; the "
+          "API's token is in {})",
           v6 ? "[" : "", settings.admin_address, v6 ? "]" : "", admin_server->port(),
           settings.admin_token.empty() ? token_file : "the configuration's admin.token");
       return Status::Ok();

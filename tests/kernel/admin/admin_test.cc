@@ -73,21 +73,21 @@ TEST(LogRingTest, KeepsTheNewestLinesNumberedAndPagesBySince) {
     log.Info("line {}", i);
   }
   LogRing::Page all = ring.Since(0);
-  ASSERT_EQ(all.lines.size(), 3u);
-  EXPECT_EQ(all.lines[0].message, "line 3");
-  EXPECT_EQ(all.lines[0].seq, 3u);
-  EXPECT_EQ(all.lines[2].message, "line 5");
-  EXPECT_EQ(all.lines[2].scope, "ring");
+  ASSERT_EQ(all.items.size(), 3u);
+  EXPECT_EQ(all.items[0].message, "line 3");
+  EXPECT_EQ(all.items[0].seq, 3u);
+  EXPECT_EQ(all.items[2].message, "line 5");
+  EXPECT_EQ(all.items[2].scope, "ring");
   EXPECT_EQ(all.lost, 2u);  // lines 1 and 2 were pushed out
   EXPECT_EQ(all.next, 5u);
   LogRing::Page after = ring.Since(4);
-  ASSERT_EQ(after.lines.size(), 1u);
-  EXPECT_EQ(after.lines[0].message, "line 5");
+  ASSERT_EQ(after.items.size(), 1u);
+  EXPECT_EQ(after.items[0].message, "line 5");
   EXPECT_EQ(after.lost, 0u);
-  EXPECT_TRUE(ring.Since(5).lines.empty());
+  EXPECT_TRUE(ring.Since(5).items.empty());
   EXPECT_EQ(ring.Since(5).next, 5u);
   log.Debug("below the level: not kept");
-  EXPECT_TRUE(ring.Since(5).lines.empty());
+  EXPECT_TRUE(ring.Since(5).items.empty());
 }
 
 TEST(AdminTokenTest, IsMadeOnceWithOwnerOnlyPermissionsAndKept) {
