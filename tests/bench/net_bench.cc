@@ -618,7 +618,8 @@ BENCHMARK(BM_AsioReadParseBaseline)
 // channel declared, beside the stats JSON the kernel already builds for plugins (Kernel::StatsJson,
 // net and generations sections) on the same server. The HTTP thread's part (parse, write) is not
 // on the kernel thread and not here.
-void RunAdminScrape(benchmark::State& state, bool metrics) {
+enum class AdminWork { kMetrics, kStatsJson, kCrashSnapshot };
+void RunAdminScrape(benchmark::State& state, AdminWork work) {
   QuietLogs quiet;
   std::vector<std::unique_ptr<BenchPeer>> peers;  // outlive the network, which closes them
   BenchNet bench;
@@ -654,19 +655,31 @@ void RunAdminScrape(benchmark::State& state, bool metrics) {
       "bench-token-0123456789");
   std::size_t bytes = 0;
   for (auto _ : state) {
-    const std::string text = metrics ? api.Metrics() : bench.kernel().StatsJson();
+    const std::string text = work == AdminWork::kMetrics     ? api.Metrics()
+                             : work == AdminWork::kStatsJson ? bench.kernel().StatsJson()
+                                                             : api.BundleJson("snapshot");
     bytes = text.size();
     benchmark::DoNotOptimize(text.data());
   }
   state.counters["bytes"] = static_cast<double>(bytes);
 }
-void BM_AdminScrape(benchmark::State& state) { RunAdminScrape(state, true); }
+void BM_AdminScrape(benchmark::State& state) { RunAdminScrape(state, AdminWork::kMetrics); }
 BENCHMARK(BM_AdminScrape)->ArgName("sessions")->Arg(1000)->Unit(benchmark::kMicrosecond);
-void BM_AdminScrapeBaseline_StatsJson(benchmark::State& state) { RunAdminScrape(state, false); }
+void BM_AdminScrapeBaseline_StatsJson(benchmark::State& state) {
+  RunAdminScrape(state, AdminWork::kStatsJson);
+}
 BENCHMARK(BM_AdminScrapeBaseline_StatsJson)
     ->ArgName("sessions")
     ->Arg(1000)
     ->Unit(benchmark::kMicrosecond);
+
+// The crash snapshot the diagnostics window rebuilds at low priority (debug_bundle.h): the whole
+// bundle but the log lines this process logged (the ring is quiet here; each line adds ~150 bytes
+// of JSON).
+void BM_AdminCrashSnapshot(benchmark::State& state) {
+  RunAdminScrape(state, AdminWork::kCrashSnapshot);
+}
+BENCHMARK(BM_AdminCrashSnapshot)->ArgName("sessions")->Arg(1000)->Unit(benchmark::kMicrosecond);
 
 // The scrape's other half, on the HTTP thread: this process's figures from /proc and glibc.
 void BM_AdminReadProcessFigures(benchmark::State& state) {

@@ -570,13 +570,9 @@ void Network::Frame(Peer& peer, std::span<const std::uint8_t> frame) {
     const std::string_view text =
         env == nullptr ? "the envelope failed verification" : "the envelope has no message";
     if (tap_.on()) {
-      WireFrame f;
-      f.kind = "envelope";
-      f.session = peer.session_;
-      f.bytes = static_cast<std::uint32_t>(frame.size());
-      f.verdict = RejectName(Reject::kBadEnvelope);
-      f.detail = text;
-      tap_.Record(std::move(f), frame);
+      tap_.Find(Tap(true, "envelope", 0, nullptr, peer.session_, frame,
+                    std::string(RejectName(Reject::kBadEnvelope))))
+          ->detail = text;
     }
     if (handshake) {
       End(peer, ExitReason::kProtocolError, "the first frame is not a valid hello");
@@ -773,15 +769,9 @@ void Network::OnInbound(Peer& peer, bool request, ChannelId id, std::uint32_t re
   const std::uint64_t rejections = rejections_;
   const Channel* ch = channels_.Find(id);
   const std::uint64_t errors = ch != nullptr ? ch->counters().handler_errors : 0;
-  WireFrame f;
-  f.inbound = true;
-  f.kind = request ? "request" : "intent";
-  f.channel = id;
-  f.channel_name = ch != nullptr ? ch->name() : "";
-  f.session = peer.session_;
-  f.bytes = static_cast<std::uint32_t>(payload.size());
   // Recorded first, so it comes before the events and the response it causes.
-  const std::uint64_t seq = tap_.Record(std::move(f), payload);
+  const std::uint64_t seq =
+      Tap(true, request ? "request" : "intent", id, ch, peer.session_, payload, "");
   Inbound(peer, request, id, request_id, payload);
   WireFrame* done = tap_.Find(seq);
   if (done == nullptr) {
@@ -1003,17 +993,8 @@ void Network::SendResponse(Session& session, ChannelId channel, std::uint32_t id
                            Status::Code status, std::span<const std::uint8_t> payload,
                            double retry_after) {
   if (tap_.on()) {
-    WireFrame f;
-    f.inbound = false;
-    f.kind = "response";
-    f.channel = channel;
-    if (const Channel* ch = channels_.Find(channel)) {
-      f.channel_name = ch->name();
-    }
-    f.session = session.id();
-    f.bytes = static_cast<std::uint32_t>(payload.size());
-    f.verdict = Status::CodeName(status);
-    tap_.Record(std::move(f), payload);
+    Tap(false, "response", channel, channels_.Find(channel), session.id(), payload,
+        std::string(Status::CodeName(status)));
   }
   fb::FlatBufferBuilder b(64 + payload.size());
   auto bytes = w::PayloadVector(b, payload);
@@ -1097,16 +1078,9 @@ Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
     }
   }
   if (tap_.on()) {
-    WireFrame f;
-    f.inbound = false;
-    f.kind = "event";
-    f.channel = channel;
-    f.channel_name = ch->name();
-    f.session = sessions.size() == 1 ? sessions[0] : 0;
-    f.recipients = sent;
-    f.bytes = static_cast<std::uint32_t>(payload.size());
-    f.verdict = "sent";
-    tap_.Record(std::move(f), payload);
+    tap_.Find(Tap(false, "event", channel, ch, sessions.size() == 1 ? sessions[0] : 0, payload,
+                  "sent"))
+        ->recipients = sent;
   }
   return Status();
 }
@@ -1162,6 +1136,20 @@ void Network::ArmHousekeeping() {
                       .Every(
                           Seconds(period), [this] { Housekeep(); }, Priority::kKernel)
                       .id();
+}
+
+std::uint64_t Network::Tap(bool inbound, std::string_view kind, ChannelId id, const Channel* ch,
+                           SessionId session, std::span<const std::uint8_t> payload,
+                           std::string verdict) {
+  WireFrame f;
+  f.inbound = inbound;
+  f.kind = kind;
+  f.channel = id;
+  f.channel_name = ch != nullptr ? ch->name() : "";
+  f.session = session;
+  f.bytes = static_cast<std::uint32_t>(payload.size());
+  f.verdict = std::move(verdict);
+  return tap_.Record(std::move(f), payload);
 }
 
 void Network::Inspect(Duration lease) {

@@ -279,6 +279,9 @@ class Network {
   void Inbound(Peer& peer, bool request, ChannelId channel, std::uint32_t request_id,
                std::span<const std::uint8_t> payload);
   void ExpireInspection(TimePoint now);
+  // Records a message for the wire inspector (the caller checked tap_.on()); returns its number.
+  std::uint64_t Tap(bool inbound, std::string_view kind, ChannelId id, const Channel* ch,
+                    SessionId session, std::span<const std::uint8_t> payload, std::string verdict);
   void RejectMessage(Peer& peer, Channel* channel, Reject reason, bool request,
                      std::uint32_t request_id, double retry_after, std::string_view text);
   void Offence(Peer& peer, Channel* channel, Reject reason, double retry_after,
