@@ -11,7 +11,8 @@
 //   json::value n = browser.Evaluate("moltDashboard.polls");
 //
 // Chromium runs with --no-sandbox: test machines run as root or in containers without the user
-// namespaces its sandbox needs, and the page it loads is our own, on loopback.
+// namespaces its sandbox needs, and the page it loads is our own, on loopback. It keeps its
+// shared memory in /tmp (--disable-dev-shm-usage): containers often give /dev/shm 64 MB.
 #ifndef MOLT_TESTS_SUPPORT_DEVTOOLS_CLIENT_H_
 #define MOLT_TESTS_SUPPORT_DEVTOOLS_CLIENT_H_
 
@@ -38,8 +39,8 @@ class Browser {
           const std::string& window_size = "1400,2000") {
     std::filesystem::remove_all(profile_dir);
     process_ = std::make_unique<Process>(std::vector<std::string>{
-        chromium, "--no-sandbox", "--disable-gpu", "--log-level=3", "--no-first-run",
-        "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
+        chromium, "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--log-level=3",
+        "--no-first-run", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
         "--user-data-dir=" + profile_dir, "--window-size=" + window_size, url});
     const std::string listening = "DevTools listening on ws://127.0.0.1:";
     if (!process_->WaitFor(listening)) {
