@@ -119,6 +119,7 @@ Network::Network(Kernel& kernel, NetOptions options)
 
 Network::~Network() {
   Shutdown();
+  inspection_end_.Cancel();
   for (auto& [token, p] : pending_) {
     p->timeout.Cancel();
   }
@@ -1154,23 +1155,31 @@ std::uint64_t Network::Tap(bool inbound, std::string_view kind, ChannelId id, co
 
 void Network::Inspect(Duration lease) {
   const TimePoint now = kernel_.scheduler().Now();
-  ExpireInspection(now);
   if (tap_.Lease(now, lease)) {
     kernel_.hooks().SetTiming(true);
     kLog.Info("wire inspector on: recording messages and timing hook chains while it is read");
   }
+  ArmInspectionEnd(now);
 }
 
-void Network::ExpireInspection(TimePoint now) {
-  if (tap_.Expire(now)) {
-    kernel_.hooks().SetTiming(false);
-    kLog.Info("wire inspector off: nobody read it for its lease");
-  }
+void Network::ArmInspectionEnd(TimePoint now) {
+  inspection_end_.Cancel();
+  inspection_end_ = kernel_.scheduler().After(
+      tap_.until() - now,
+      [this] {
+        const TimePoint at = kernel_.scheduler().Now();
+        if (tap_.Expire(at)) {
+          kernel_.hooks().SetTiming(false);
+          kLog.Info("wire inspector off: nobody read it for its lease");
+        } else if (tap_.on()) {
+          ArmInspectionEnd(at);
+        }
+      },
+      Priority::kKernel);
 }
 
 void Network::Housekeep() {
   const TimePoint now = kernel_.scheduler().Now();
-  ExpireInspection(now);
   const std::vector<Peer*> peers = peers_;
   for (Peer* p : peers) {
     if (p->closed_) {

@@ -68,6 +68,7 @@
 #include <vector>
 
 #include "kernel/src/core/clock.h"
+#include "kernel/src/core/scheduler.h"
 #include "kernel/src/core/token_bucket.h"
 #include "kernel/src/net/channel.h"
 #include "kernel/src/net/replica.h"
@@ -257,7 +258,7 @@ class Network {
 
   // --- The wire inspector (wire_tap.h) ---
   // An operator watches: capture messages, and time hook chains, for `lease` more. Both stop on
-  // their own once a lease passes unrenewed (checked by the housekeeping and each Inspect).
+  // their own once a lease passes unrenewed (a kernel task at the lease's end).
   void Inspect(Duration lease);
   const WireTap& tap() const { return tap_; }
 
@@ -278,7 +279,8 @@ class Network {
                  std::span<const std::uint8_t> payload);
   void Inbound(Peer& peer, bool request, ChannelId channel, std::uint32_t request_id,
                std::span<const std::uint8_t> payload);
-  void ExpireInspection(TimePoint now);
+  // Ends the inspection when its lease passes unrenewed (a one-shot task, moved by each lease).
+  void ArmInspectionEnd(TimePoint now);
   // Records a message for the wire inspector (the caller checked tap_.on()); returns its number.
   std::uint64_t Tap(bool inbound, std::string_view kind, ChannelId id, const Channel* ch,
                     SessionId session, std::span<const std::uint8_t> payload, std::string verdict);
@@ -347,6 +349,7 @@ class Network {
   std::vector<std::uint64_t> payload_scratch_;  // ... and of a misaligned payload
   NetStats stats_;
   WireTap tap_;
+  TaskHandle inspection_end_;  // the one-shot task that ends an unrenewed inspection
   // The last rejection RejectMessage counted, and its text while the tap is on: what OnInbound
   // records as the message's verdict.
   Reject last_reject_ = Reject::kFlood;

@@ -55,6 +55,7 @@ class WireTap {
   WireTap() : frames_(kCapacity) {}
 
   bool on() const { return on_; }
+  TimePoint until() const { return until_; }  // the lease's end
   // Capture on (or kept on) until `now + lease`. Returns true when it was off.
   bool Lease(TimePoint now, Duration lease);
   // Capture off once its lease passed. Returns true when it turned off now.

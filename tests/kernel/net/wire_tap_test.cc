@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "kernel/src/core/logger.h"
 #include "net_fixture.h"
 
 namespace molt::kernel::net {
@@ -129,6 +131,27 @@ TEST_F(NetTest, TheWireInspectorRecordsMessagesWithVerdictsOnlyWhileAnOperatorWa
   EXPECT_EQ(frames[5].head, SayPayload("priced"));
   expect(6, false, "response", price, "OK");
   EXPECT_LT(frames[0].seq, frames[6].seq);
+}
+
+// Nobody reads it for its lease: it stops recording and timing on its own, and says so.
+TEST_F(NetTest, TheWireInspectorTurnsItselfOffWhenItsLeaseIsNotRenewed) {
+  std::vector<std::string> lines;
+  Logger::Registration capture =
+      Logger::Get().Capture([&](std::string_view line, LogLevel) { lines.emplace_back(line); });
+  net_->Inspect(50ms);
+  net_->Inspect(100ms);  // renewed: the end moves
+  EXPECT_TRUE(net_->tap().on());
+  Run([] { std::this_thread::sleep_for(300ms); });
+  EXPECT_FALSE(net_->tap().on());
+  EXPECT_FALSE(kernel_->hooks().timing());
+  std::size_t on = 0;
+  std::size_t off = 0;
+  for (const std::string& l : lines) {
+    on += l.find("wire inspector on") != std::string::npos;
+    off += l.find("wire inspector off: nobody read it for its lease") != std::string::npos;
+  }
+  EXPECT_EQ(on, 1u);
+  EXPECT_EQ(off, 1u);
 }
 
 }  // namespace
