@@ -582,6 +582,10 @@ TEST_F(GenerationsTest, ErrorsInTheHealthWindowRollBackToThePreviousBuildWithThe
     TestClient c(port_);
     ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
     c.Intent(Id("gen.Add"), AddPayload(1));
+    // A round trip: v1 handled the first intent before the swap (else it could reach the faulty
+    // build, whose two errors would then roll back before the third intent).
+    c.Request(Id("gen.Total"), 9, AddPayload(0));
+    ASSERT_EQ(c.NextOf(w::Body::Response).type(), w::Body::Response);
     OnKernel([&] { EXPECT_TRUE(plugins_->Reload(Build("v2_faulty"), "test").ok); });
     // Two failing intents in the window: the rollback runs as its own kernel task.
     c.Intent(Id("gen.Add"), AddPayload(2));
