@@ -13,7 +13,7 @@
 namespace molt::kernel {
 namespace {
 
-constexpr std::int64_t kBatch = 1000;
+constexpr std::int64_t kPublishBatch = 1000;
 
 struct BenchVtable {
   molt_status_t (*publish_n)(void* self, std::int64_t n);
@@ -58,9 +58,9 @@ class AbiRig {
 void BM_Abi_PublishFromPluginThroughTheTable(benchmark::State& state) {
   AbiRig rig;
   for (auto _ : state) {
-    rig.vtable_->publish_n(rig.self_, kBatch);
+    rig.vtable_->publish_n(rig.self_, kPublishBatch);
   }
-  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.SetItemsProcessed(state.iterations() * kPublishBatch);
   benchmark::DoNotOptimize(rig.sum_);
 }
 BENCHMARK(BM_Abi_PublishFromPluginThroughTheTable);
@@ -69,11 +69,11 @@ void BM_Abi_BaselinePublishDirectlyInTheKernel(benchmark::State& state) {
   AbiRig rig;
   const Value args[] = {Value::Int(1)};
   for (auto _ : state) {
-    for (std::int64_t i = 0; i < kBatch; ++i) {
+    for (std::int64_t i = 0; i < kPublishBatch; ++i) {
       rig.kernel_->bus().Publish(rig.topic_, args);
     }
   }
-  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.SetItemsProcessed(state.iterations() * kPublishBatch);
   benchmark::DoNotOptimize(rig.sum_);
 }
 BENCHMARK(BM_Abi_BaselinePublishDirectlyInTheKernel);

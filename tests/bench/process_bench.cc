@@ -12,7 +12,7 @@
 namespace molt::kernel {
 namespace {
 
-constexpr int kBatch = 64;
+constexpr int kProcessBatch = 64;
 
 SchedulerOptions Unbudgeted() {
   SchedulerOptions o;
@@ -25,7 +25,7 @@ SchedulerOptions Unbudgeted() {
 void BM_Process_YieldRoundTrip(benchmark::State& state) {
   Scheduler scheduler(Unbudgeted());
   std::vector<std::shared_ptr<Process>> procs;
-  for (int i = 0; i < kBatch; ++i) {
+  for (int i = 0; i < kProcessBatch; ++i) {
     procs.push_back(Process::Create(scheduler, [] {
       for (;;) {
         Process::Yield();
@@ -37,7 +37,7 @@ void BM_Process_YieldRoundTrip(benchmark::State& state) {
   for (auto _ : state) {
     scheduler.Step();
   }
-  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.SetItemsProcessed(state.iterations() * kProcessBatch);
   for (auto& p : procs) {
     p->Kill();
   }
@@ -47,8 +47,8 @@ BENCHMARK(BM_Process_YieldRoundTrip);
 // Baseline: the same 64 steps as reusable scheduler entries that re-queue themselves, no fiber.
 void BM_Process_BaselineEntryRequeue(benchmark::State& state) {
   Scheduler scheduler(Unbudgeted());
-  std::vector<std::uint64_t> entries(kBatch);
-  for (int i = 0; i < kBatch; ++i) {
+  std::vector<std::uint64_t> entries(kProcessBatch);
+  for (int i = 0; i < kProcessBatch; ++i) {
     std::uint64_t* self = &entries[i];
     entries[i] = scheduler.CreateEntry([&scheduler, self] { scheduler.QueueEntry(*self); },
                                        Priority::kNormal, TaskOrigin());
@@ -57,7 +57,7 @@ void BM_Process_BaselineEntryRequeue(benchmark::State& state) {
   for (auto _ : state) {
     scheduler.Step();
   }
-  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.SetItemsProcessed(state.iterations() * kProcessBatch);
 }
 BENCHMARK(BM_Process_BaselineEntryRequeue);
 
@@ -81,7 +81,7 @@ void BM_Process_SpawnRunFinish(benchmark::State& state) {
   Scheduler scheduler(Unbudgeted());
   std::int64_t done = 0;
   for (auto _ : state) {
-    for (int i = 0; i < kBatch; ++i) {
+    for (int i = 0; i < kProcessBatch; ++i) {
       auto p = Process::Create(scheduler, [&done] {
         ++done;
         return std::string();
@@ -90,7 +90,7 @@ void BM_Process_SpawnRunFinish(benchmark::State& state) {
     }
     scheduler.Step();
   }
-  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.SetItemsProcessed(state.iterations() * kProcessBatch);
   benchmark::DoNotOptimize(done);
 }
 BENCHMARK(BM_Process_SpawnRunFinish);

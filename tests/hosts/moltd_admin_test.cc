@@ -17,6 +17,7 @@
 #include "test_client.h"
 #include "tests/support/child_process.h"
 #include "tests/support/http_client.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -24,10 +25,10 @@ namespace fs = std::filesystem;
 namespace json = boost::json;
 using molt::test::HttpCall;
 using molt::test::HttpResult;
+using molt::test::kFixtures;
+using molt::test::kMoltd;
+using molt::test::kPlugins;
 using molt::test::Process;
-const std::string kMoltd = MOLTD_PATH;
-const std::string kPlugins = MOLT_PLUGIN_DIR;
-const std::string kFixtures = MOLT_FIXTURE_DIR;
 
 class MoltdAdminTest : public ::testing::Test {
  protected:

@@ -17,6 +17,7 @@
 #include "scores_generated.h"
 #include "test_client.h"
 #include "tests/support/child_process.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -24,8 +25,8 @@ namespace fs = std::filesystem;
 using molt::test::Process;
 using molt::test::TestClient;
 namespace w = ::molt::wire;
-const std::string kMoltd = MOLTD_PATH;
-const std::string kPlugins = MOLT_PLUGIN_DIR;
+using molt::test::kMoltd;
+using molt::test::kPlugins;
 
 using molt::test::Shell;
 

@@ -18,15 +18,16 @@
 #include "scores_generated.h"
 #include "test_client.h"
 #include "tests/support/child_process.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/test_pki.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using molt::test::kFixtures;
+using molt::test::kMoltd;
+using molt::test::kPlugins;
 using molt::test::Process;
-const std::string kMoltd = MOLTD_PATH;
-const std::string kPlugins = MOLT_PLUGIN_DIR;
-const std::string kFixtures = MOLT_FIXTURE_DIR;
 
 class MoltdTest : public ::testing::Test {
  protected:

@@ -31,12 +31,12 @@ CycleCalibration Calibrate() {
 #if defined(__x86_64__) || defined(__i386__)
   // 5 ms against steady_clock gives a rate within about 1e-5: ample for budgets and profiles.
   const auto t0 = std::chrono::steady_clock::now();
-  const std::uint64_t c0 = __rdtsc();
+  const std::uint64_t c0 = __builtin_ia32_rdtsc();
   auto t1 = t0;
   while (t1 - t0 < std::chrono::milliseconds(5)) {
     t1 = std::chrono::steady_clock::now();
   }
-  const std::uint64_t c1 = __rdtsc();
+  const std::uint64_t c1 = __builtin_ia32_rdtsc();
   const double seconds = std::chrono::duration<double>(t1 - t0).count();
   if (c1 <= c0 || seconds <= 0) {
     return {false, 1e9};

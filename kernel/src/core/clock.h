@@ -15,10 +15,6 @@
 #include <chrono>
 #include <cstdint>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
-
 namespace molt::kernel {
 
 using Duration = std::chrono::nanoseconds;
@@ -47,7 +43,7 @@ inline std::uint64_t RealTicks() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool use_tsc = internal::Calibration().use_tsc;
   if (use_tsc) {
-    return __rdtsc();
+    return __builtin_ia32_rdtsc();  // the compiler's builtin: <x86intrin.h> costs every includer
   }
 #endif
   return static_cast<std::uint64_t>(RealNow().time_since_epoch().count());

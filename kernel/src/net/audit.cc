@@ -13,13 +13,12 @@
 #include "kernel/src/core/hooks.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/channel.h"
+#include "kernel/src/net/net_log.h"
 
 namespace molt::kernel::net {
 namespace {
 
 namespace fb = ::flatbuffers;
-
-const LogScope kLog("net");
 
 }  // namespace
 
@@ -204,14 +203,14 @@ FuzzReport Fuzz(ChannelRegistry& channels, Hooks& hooks, SessionId session,
 
 void LogSecurityAudit(const std::vector<AuditFinding>& findings) {
   if (findings.empty()) {
-    kLog.Info("security audit: clean");
+    kNetLog.Info("security audit: clean");
     return;
   }
   std::string text = fmt::format("security audit: {} finding(s)", findings.size());
   for (const AuditFinding& f : findings) {
     text += "\n  " + FormatFinding(f);
   }
-  kLog.Warn("{}", text);
+  kNetLog.Warn("{}", text);
 }
 
 Status FuzzGate(ChannelRegistry& channels, Hooks& hooks) {

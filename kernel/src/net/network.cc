@@ -14,6 +14,7 @@
 
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
+#include "kernel/src/net/net_log.h"
 #include "kernel/src/net/transport.h"
 #include "kernel/src/wire/tls.h"
 #include "kernel/src/wire/wire.h"
@@ -24,8 +25,6 @@ namespace {
 
 namespace fb = ::flatbuffers;
 namespace w = ::molt::wire;
-
-const LogScope kLog("net");
 
 constexpr std::size_t kMaxUserId = 64;
 
@@ -163,7 +162,7 @@ void Network::StopAccepting() {
   if (transport_) {
     transport_->StopAccepting();
   }
-  kLog.Info(
+  kNetLog.Info(
       "no new connections: the server is closing ({} sessions stay until the services "
       "stopped)",
       sessions_.count());
@@ -179,8 +178,8 @@ void Network::Shutdown() {
   }
   const std::vector<Peer*> peers = peers_;
   if (!peers.empty()) {
-    kLog.Info("ending {} connection(s) ({} sessions): the server is shutting down", peers.size(),
-              sessions_.count());
+    kNetLog.Info("ending {} connection(s) ({} sessions): the server is shutting down", peers.size(),
+                 sessions_.count());
   }
   for (Peer* p : peers) {
     End(*p, ExitReason::kServerShutdown, "the server is shutting down");
@@ -288,7 +287,7 @@ void Network::LogRefusal(std::string_view reason, const std::string& address,
   }
   RefusalWindow& window = it->second;
   if (window.count == 0 && now >= window.quiet_until) {
-    kLog.Warn("refused a connection from {} ({}): {}", address, reason, text);
+    kNetLog.Warn("refused a connection from {} ({}): {}", address, reason, text);
     window.quiet_until = now + Seconds(options_.refusal_log_seconds);
     return;
   }
@@ -302,7 +301,7 @@ void Network::FlushRefusalLog(bool all) {
   const TimePoint now = kernel_.scheduler().Now();
   for (auto& [reason, window] : refusal_log_) {
     if (window.count > 0 && (all || now >= window.quiet_until)) {
-      kLog.Warn(
+      kNetLog.Warn(
           "refused {} more connection(s) ({}) within {} s (net.refusal_log_seconds); the "
           "latest from {}: {}",
           window.count, reason, options_.refusal_log_seconds, window.address, window.text);
@@ -419,8 +418,8 @@ void Network::End(Peer& peer, ExitReason reason, std::string_view text) {
   }
   if (reason != ExitReason::kClientClosed && reason != ExitReason::kServerShutdown) {
     if (id != 0) {
-      kLog.Info("session {} ({}) ended: {}{}{}", id, peer.address(), ExitReasonName(reason),
-                text.empty() ? "" : ": ", text);
+      kNetLog.Info("session {} ({}) ended: {}{}{}", id, peer.address(), ExitReasonName(reason),
+                   text.empty() ? "" : ": ", text);
     } else if (!peer.refused_) {  // a handshake the server ended: rate-limited
       LogRefusal(ExitReasonName(reason), peer.address(), text);
     }
@@ -681,7 +680,7 @@ void Network::OnHello(Peer& peer, const void* raw) {
     HookResult r = kernel_.hooks().Fire(auth_point_, ctx);
     if (!r.passed) {
       if (!r.error.empty()) {
-        kLog.Warn("Auth.Hello threw for {} from {}: {}", user, peer.address(), r.error);
+        kNetLog.Warn("Auth.Hello threw for {} from {}: {}", user, peer.address(), r.error);
       }
       return refuse(w::RefuseReason::AuthFailed, "authentication failed");
     }
@@ -842,7 +841,7 @@ void Network::Inbound(Peer& peer, bool request, ChannelId id, std::uint32_t requ
   const bool has_hooks = hooks.handler_count(ch->point()) > 0;
   if (!has_hooks && ch->spec().rules.empty() && !ch->spec().open) {
     if (ch->FirstUnguardedReject()) {
-      kLog.Warn(
+      kNetLog.Warn(
           "{} \"{}\" rejected a payload: it has no validator and is not Open, so it is "
           "fail-closed; add a validator (a {}.{} hook handler, or rules), or declare it Open",
           ChannelKindName(ch->kind()), ch->name(), request ? "Request" : "Intent", ch->name());
@@ -869,10 +868,11 @@ void Network::Inbound(Peer& peer, bool request, ChannelId id, std::uint32_t requ
         ch->spec().on_intent(*s, args);
       } catch (const std::exception& e) {
         ++ch->counters().handler_errors;
-        kLog.Error("intent \"{}\" handler threw for session {}: {}", ch->name(), s->id(), e.what());
+        kNetLog.Error("intent \"{}\" handler threw for session {}: {}", ch->name(), s->id(),
+                      e.what());
       } catch (...) {
         ++ch->counters().handler_errors;
-        kLog.Error("intent \"{}\" handler threw for session {}", ch->name(), s->id());
+        kNetLog.Error("intent \"{}\" handler threw for session {}", ch->name(), s->id());
       }
     }
     Value topic_args[] = {Value::Handle(s->id()), args[0]};
@@ -909,11 +909,11 @@ void Network::Inbound(Peer& peer, bool request, ChannelId id, std::uint32_t requ
     ch->spec().on_request(*s, args, token);
   } catch (const std::exception& e) {
     ++ch->counters().handler_errors;
-    kLog.Error("request \"{}\" handler threw for session {}: {}", ch->name(), s->id(), e.what());
+    kNetLog.Error("request \"{}\" handler threw for session {}: {}", ch->name(), s->id(), e.what());
     Reply(token, Status::Code::kInternal, {});
   } catch (...) {
     ++ch->counters().handler_errors;
-    kLog.Error("request \"{}\" handler threw for session {}", ch->name(), s->id());
+    kNetLog.Error("request \"{}\" handler threw for session {}", ch->name(), s->id());
     Reply(token, Status::Code::kInternal, {});
   }
 }
@@ -1157,7 +1157,7 @@ void Network::Inspect(Duration lease) {
   const TimePoint now = kernel_.scheduler().Now();
   if (tap_.Lease(now, lease)) {
     kernel_.hooks().SetTiming(true);
-    kLog.Info("wire inspector on: recording messages and timing hook chains while it is read");
+    kNetLog.Info("wire inspector on: recording messages and timing hook chains while it is read");
   }
   ArmInspectionEnd(now);
 }
@@ -1170,7 +1170,7 @@ void Network::ArmInspectionEnd(TimePoint now) {
         const TimePoint at = kernel_.scheduler().Now();
         if (tap_.Expire(at)) {
           kernel_.hooks().SetTiming(false);
-          kLog.Info("wire inspector off: nobody read it for its lease");
+          kNetLog.Info("wire inspector off: nobody read it for its lease");
         } else if (tap_.on()) {
           ArmInspectionEnd(at);
         }

@@ -23,6 +23,7 @@
 
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/logger.h"
+#include "kernel/src/net/net_log.h"
 #include "kernel/src/net/network.h"
 #include "kernel/src/wire/tls.h"
 
@@ -33,7 +34,6 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
-const LogScope kLog("net");
 constexpr std::size_t kReadBuffer = 16 * 1024;
 
 }  // namespace
@@ -334,7 +334,7 @@ void TcpTransport::Impl::Accept() {
       if (const TimePoint now = RealNow();
           now - self->last_failure_log > std::chrono::seconds(10)) {
         self->last_failure_log = now;
-        kLog.Warn("accept failed: {}; retrying every 100 ms", ec.message());
+        kNetLog.Warn("accept failed: {}; retrying every 100 ms", ec.message());
       }
       self->AcceptLater();
       return;
@@ -413,7 +413,7 @@ void TcpTransport::Impl::OutOfDescriptors(const error_code& ec) {
   // No descriptor to spare (something else took it): wait, then try again.
   if (const TimePoint now = RealNow(); now - last_failure_log > std::chrono::seconds(10)) {
     last_failure_log = now;
-    kLog.Warn("{}; no descriptor is left even to refuse them: retrying every 100 ms", why);
+    kNetLog.Warn("{}; no descriptor is left even to refuse them: retrying every 100 ms", why);
   }
   AcceptLater();
 }
@@ -488,10 +488,10 @@ Status TcpTransport::Listen(const std::string& address, std::uint16_t port, std:
   impl_->OpenSpare();
   impl_->ComputeCapacity(reserve);
   impl_->Accept();
-  kLog.Info("listening on {}:{}{}", address, this->port(),
-            impl_->tls != nullptr ? " (TLS 1.2 and 1.3)" : "");
+  kNetLog.Info("listening on {}:{}{}", address, this->port(),
+               impl_->tls != nullptr ? " (TLS 1.2 and 1.3)" : "");
   if (impl_->tls == nullptr && !ip.is_loopback()) {
-    kLog.Warn(
+    kNetLog.Warn(
         "{} is not a loopback address and TLS is off: credentials and game traffic cross the "
         "network in the clear; give --tls-cert and --tls-key (net.tls_cert, net.tls_key)",
         address);

@@ -8,10 +8,12 @@
 #include <iterator>
 #include <random>
 
+#include "tests/support/test_paths.h"
+
 namespace molt::kernel::loader {
 namespace {
 
-const std::string kFixtures = MOLT_FIXTURE_DIR;
+using molt::test::kFixtures;
 
 bool Has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();

@@ -7,12 +7,13 @@
 #include <filesystem>
 
 #include "kernel/src/core/logger.h"
+#include "tests/support/test_paths.h"
 
 namespace molt::kernel::loader {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kFixtures = MOLT_FIXTURE_DIR;
+using molt::test::kFixtures;
 
 class LibraryTest : public ::testing::Test {
  protected:

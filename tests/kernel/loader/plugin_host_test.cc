@@ -12,13 +12,14 @@
 
 #include "kernel/src/net/net_api.h"
 #include "kernel/src/net/network.h"
+#include "tests/support/test_paths.h"
 
 namespace molt::kernel::loader {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kFixtures = MOLT_FIXTURE_DIR;
-const std::string kPlugins = MOLT_PLUGIN_DIR;
+using molt::test::kFixtures;
+using molt::test::kPlugins;
 
 class PluginHostTest : public ::testing::Test {
  protected:

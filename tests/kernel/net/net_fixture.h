@@ -46,6 +46,11 @@ inline std::vector<std::uint8_t> AddPayload(std::int32_t amount) {
   return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
 }
 
+// Rejections the network counted before a channel was known (transport, envelope, lookup).
+inline std::uint64_t Rejected(const Network& net, Reject r) {
+  return net.stats().transport_rejected[static_cast<std::size_t>(r)];
+}
+
 inline std::string Text(const molt::wire::Envelope* e) {
   if (auto* r = e->body_as_Refuse()) {
     return r->text() ? r->text()->str() : "";

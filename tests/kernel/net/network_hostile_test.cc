@@ -16,10 +16,6 @@ using molt::test::TestClient;
 namespace w = ::molt::wire;
 using namespace std::chrono_literals;
 
-std::uint64_t Rejected(const Network& net, Reject r) {
-  return net.stats().transport_rejected[static_cast<std::size_t>(r)];
-}
-
 class HostileTest : public NetTest {
  protected:
   // A bystander that joined first and must still get its intents through afterwards.

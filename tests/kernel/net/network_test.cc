@@ -18,10 +18,6 @@ using molt::test::TestClient;
 namespace w = ::molt::wire;
 using namespace std::chrono_literals;
 
-std::uint64_t Rejected(const Network& net, Reject r) {
-  return net.stats().transport_rejected[static_cast<std::size_t>(r)];
-}
-
 std::uint64_t Rejected(Network& net, ChannelId id, Reject r) {
   return net.channels().Find(id)->counters().rejected[static_cast<std::size_t>(r)];
 }
