@@ -24,6 +24,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/json/serialize.hpp>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -39,6 +40,7 @@
 #include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/log_ring.h"
 #include "kernel/src/admin/metrics.h"
+#include "kernel/src/admin/stats_json.h"
 #include "kernel/src/core/error_watch.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
@@ -222,7 +224,9 @@ void BM_NetInboundPipeline(benchmark::State& state) {
   const NetStats stats = net.stats();
   if (peer.closed() || handled != static_cast<std::uint64_t>(frames) ||
       stats.intents_rejected != 0) {
-    state.SkipWithError(("not every intent reached the handler: " + net.StatsJson()).c_str());
+    state.SkipWithError(("not every intent reached the handler: " +
+                         boost::json::serialize(admin::NetJson(net.Snapshot())))
+                            .c_str());
   }
   ReportPerFrame(state, frames);
   state.counters["frame_bytes"] = static_cast<double>(batch.size()) / kFramesPerBatch;
@@ -449,7 +453,9 @@ void BM_NetLoopbackIntents(benchmark::State& state) {
   kernel_thread.join();
   const NetStats stats = bench.net().stats();
   if (ready && (stats.intents_rejected != 0 || stats.transport_floods != 0)) {
-    state.SkipWithError(("intents were rejected: " + bench.net().StatsJson()).c_str());
+    state.SkipWithError(
+        ("intents were rejected: " + boost::json::serialize(admin::NetJson(bench.net().Snapshot())))
+            .c_str());
   }
 }
 BENCHMARK(BM_NetLoopbackIntents)
@@ -646,6 +652,9 @@ void RunAdminScrape(benchmark::State& state, AdminWork work) {
   auto store = store::SqliteStore::Open(db, [](std::function<void()> fn) { fn(); });
   loader::PluginHost plugins(
       bench.kernel(), std::filesystem::temp_directory_path().string() + "/molt_bench_admin_copies");
+  // The stats the server gives plugins carry the network's section (kernel/src/server).
+  bench.kernel().AddStatsSection(
+      "net", [&net](boost::json::object& section) { section = admin::NetJson(net.Snapshot()); });
   admin::LogRing logs;
   admin::Diagnostics diagnostics(bench.kernel(), {});
   ErrorWatch errors(bench.kernel());

@@ -793,9 +793,9 @@ TEST_F(ClientReplicaTest, BadSpecsAndWritesAreRefusedWithTheReason) {
   EXPECT_EQ(rs.Destroy(999).message(), "destroy: replica 999 does not exist (destroyed?)");
   EXPECT_EQ(rs.RemoveSession(id, 1).message(),
             "replica \"score\" goes to everyone; it has no session list");
-  // The counters are in the kernel's stats.
-  EXPECT_NE(kernel_->StatsJson().find("\"replicas\":{\"live\":1"), std::string::npos)
-      << kernel_->StatsJson();
+  // The counters are in the network's stats.
+  EXPECT_NE(NetStatsJson(*net_).find("\"replicas\":{\"live\":1"), std::string::npos)
+      << NetStatsJson(*net_);
 }
 
 // A server that accepts one client, reads its Hello, sends `script` and waits for the close.

@@ -19,6 +19,7 @@
 #include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/log_ring.h"
 #include "kernel/src/admin/metrics.h"
+#include "kernel/src/admin/stats_json.h"
 #include "kernel/src/core/error_watch.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/loader/plugin_host.h"
@@ -210,25 +211,25 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
       return;
     }
     if (rest == "status") {
-      reply({200, "application/json", StatusJson(process) + "\n", {}});
+      reply(Json(200, StatusJson(process)));
     } else if (rest == "diagnostics") {
-      reply({200, "application/json", sources_.diagnostics.Json() + "\n", {}});
+      reply(Json(200, sources_.diagnostics.ToJson()));
     } else if (rest == "wire") {
-      reply({200, "application/json", WireJson(req) + "\n", {}});
+      reply(Json(200, WireJson(req)));
     } else if (rest == "tasks") {
-      reply({200, "application/json", TasksJson() + "\n", {}});
+      reply(Json(200, TasksJson()));
     } else if (rest == "profiles") {
-      reply({200, "application/json", ProfilesJson() + "\n", {}});
+      reply(Json(200, StoreJson(sources_.store.stats())));
     } else if (rest == "errors") {
-      reply({200, "application/json", ErrorsJson() + "\n", {}});
+      reply(Json(200, ErrorsJson()));
     } else if (rest == "plugins") {
-      reply({200, "application/json", sources_.plugins.StatsJson() + "\n", {}});
+      reply(Json(200, sources_.plugins.StatsObject()));
     } else if (rest == "channels") {
-      reply({200, "application/json", ChannelsJson() + "\n", {}});
+      reply(Json(200, json::object{{"channels", ChannelsJson(sources_.network.Snapshot())}}));
     } else if (rest == "hooks") {
-      reply({200, "application/json", HooksJson() + "\n", {}});
+      reply(Json(200, HooksJson()));
     } else if (rest == "logs") {
-      reply({200, "application/json", LogsJson(req) + "\n", {}});
+      reply(Json(200, LogsJson(req)));
     } else {
       reply(SessionsPage(req));
     }
@@ -322,7 +323,7 @@ void AdminApi::Ready(HttpReply reply) {
   });
 }
 
-std::string AdminApi::StatusJson(const ProcessFigures& p) const {
+json::object AdminApi::StatusJson(const ProcessFigures& p) const {
   Kernel& k = sources_.kernel;
   const KernelStats ks = k.Stats();
   json::object o;
@@ -345,8 +346,8 @@ std::string AdminApi::StatusJson(const ProcessFigures& p) const {
                   {"max_fds", p.max_fds},
                   {"heap_in_use_bytes", p.heap_in_use_bytes}};
   // Every subsystem's own figures (net, generations), as the stats slot gives plugins.
-  o["stats"] = json::parse(k.StatsJson());
-  return json::serialize(o);
+  o["stats"] = k.StatsObject();
+  return o;
 }
 
 HttpResponse AdminApi::SessionsPage(const HttpRequest& req) const {
@@ -414,32 +415,7 @@ HttpResponse AdminApi::KickSession(std::string_view id_text, const HttpRequest& 
   return Json(200, json::object{{"kicked", *id}, {"reason", text}});
 }
 
-std::string AdminApi::ChannelsJson() const {
-  json::array list;
-  for (const net::Channel* ch : sources_.network.channels().List()) {
-    const net::ChannelCounters& c = ch->counters();
-    json::object rejected;
-    for (std::size_t i = 0; i < net::kRejectCount; ++i) {
-      if (c.rejected[i] != 0) {
-        rejected[net::RejectName(static_cast<net::Reject>(i))] = c.rejected[i];
-      }
-    }
-    list.push_back({{"id", ch->id()},
-                    {"name", ch->name()},
-                    {"kind", net::ChannelKindName(ch->kind())},
-                    {"rate", ch->rate()},
-                    {"burst", ch->burst()},
-                    {"guarded", ch->guarded(sources_.kernel.hooks())},
-                    {"accepted", c.accepted},
-                    {"rejected", std::move(rejected)},
-                    {"handler_errors", c.handler_errors},
-                    {"events_sent", c.events_sent},
-                    {"timeouts", c.timeouts}});
-  }
-  return json::serialize(json::object{{"channels", std::move(list)}});
-}
-
-std::string AdminApi::HooksJson() const {
+json::object AdminApi::HooksJson() const {
   json::array list;
   const kernel::Hooks& hooks = sources_.kernel.hooks();
   for (const kernel::Hooks::PointInfo& p : hooks.ListPoints()) {
@@ -455,10 +431,10 @@ std::string AdminApi::HooksJson() const {
           p.timed == 0 ? 0.0 : ToSeconds(p.time_total) * 1e6 / static_cast<double>(p.timed)},
          {"max_chain_us", ToSeconds(p.time_max) * 1e6}});
   }
-  return json::serialize(json::object{{"timing", hooks.timing()}, {"hooks", std::move(list)}});
+  return {{"timing", hooks.timing()}, {"hooks", std::move(list)}};
 }
 
-std::string AdminApi::WireJson(const HttpRequest& req) {
+json::object AdminApi::WireJson(const HttpRequest& req) {
   net::Network& network = sources_.network;
   network.Inspect(kInspectLease);
   const std::optional<std::uint64_t> since = Number(QueryValue(req.query, "since"));
@@ -484,14 +460,14 @@ std::string AdminApi::WireJson(const HttpRequest& req) {
                       {"detail", f.detail},
                       {"took_us", ToSeconds(f.took) * 1e6}});
   }
-  return json::serialize(json::object{{"capturing", network.tap().on()},
-                                      {"lease_seconds", ToSeconds(kInspectLease)},
-                                      {"next", page.next},
-                                      {"lost", page.lost},
-                                      {"frames", std::move(frames)}});
+  return {{"capturing", network.tap().on()},
+          {"lease_seconds", ToSeconds(kInspectLease)},
+          {"next", page.next},
+          {"lost", page.lost},
+          {"frames", std::move(frames)}};
 }
 
-std::string AdminApi::LogsJson(const HttpRequest& req) const {
+json::object AdminApi::LogsJson(const HttpRequest& req) const {
   const std::optional<std::uint64_t> since = Number(QueryValue(req.query, "since"));
   const LogRing::Page page = sources_.logs.Since(since.value_or(0));
   json::array lines;
@@ -502,26 +478,25 @@ std::string AdminApi::LogsJson(const HttpRequest& req) const {
                      {"scope", l.scope},
                      {"message", l.message}});
   }
-  return json::serialize(
-      json::object{{"next", page.next}, {"lost", page.lost}, {"lines", std::move(lines)}});
+  return {{"next", page.next}, {"lost", page.lost}, {"lines", std::move(lines)}};
 }
 
 std::string AdminApi::BundleJson(std::string_view reason) const {
-  const auto now = std::chrono::system_clock::now();
-  std::string out = fmt::format("{{\"v\":1,\"reason\":{},\"time\":{},\"pid\":{}",
-                                json::serialize(json::string(reason)),
-                                json::serialize(json::string(IsoTime(now))), ::getpid());
-  out += ",\"status\":" + StatusJson(ReadMemoryFigures());
-  out += ",\"diagnostics\":" + sources_.diagnostics.Json();
-  out += ",\"errors\":" + ErrorsJson();
-  out += ",\"generations\":" + sources_.plugins.StatsJson();
-  out += ",\"channels\":" + ChannelsJson();
-  out += ",\"configuration\":" + RedactedConfigJson(sources_.kernel.config());
-  out += ",\"logs\":" + LogsJson({});
-  return out + "}";
+  const json::object bundle{{"v", 1},
+                            {"reason", reason},
+                            {"time", IsoTime(std::chrono::system_clock::now())},
+                            {"pid", ::getpid()},
+                            {"status", StatusJson(ReadMemoryFigures())},
+                            {"diagnostics", sources_.diagnostics.ToJson()},
+                            {"errors", ErrorsJson()},
+                            {"generations", sources_.plugins.StatsObject()},
+                            {"channels", ChannelsJson(sources_.network.Snapshot())},
+                            {"configuration", RedactedConfigJson(sources_.kernel.config())},
+                            {"logs", LogsJson({})}};
+  return json::serialize(bundle);
 }
 
-std::string AdminApi::TasksJson() const {
+json::object AdminApi::TasksJson() const {
   json::array tasks;
   for (const TaskProfile& t : sources_.kernel.scheduler().TopTasks(20)) {
     tasks.push_back({{"origin", t.key},
@@ -529,20 +504,9 @@ std::string AdminApi::TasksJson() const {
                      {"total_ms", ToSeconds(t.time) * 1000},
                      {"max_ms", ToSeconds(t.max) * 1000}});
   }
-  return json::serialize(json::object{{"profiling", sources_.kernel.scheduler().profile_tasks()},
-                                      {"since_seconds", ToSeconds(sources_.diagnostics.open_for())},
-                                      {"tasks", std::move(tasks)}});
-}
-
-std::string AdminApi::ProfilesJson() const {
-  const store::StoreStats s = sources_.store.stats();
-  return json::serialize(json::object{{"loads", s.loads},
-                                      {"busy", s.busy},
-                                      {"batches", s.batches},
-                                      {"writes", s.writes},
-                                      {"stale", s.stale},
-                                      {"failures", s.failures},
-                                      {"queued", s.queued}});
+  return {{"profiling", sources_.kernel.scheduler().profile_tasks()},
+          {"since_seconds", ToSeconds(sources_.diagnostics.open_for())},
+          {"tasks", std::move(tasks)}};
 }
 
 void AdminApi::Profile(std::string key, HttpReply reply) {
@@ -585,7 +549,7 @@ void AdminApi::Profile(std::string key, HttpReply reply) {
   });
 }
 
-std::string AdminApi::ErrorsJson() const {
+json::object AdminApi::ErrorsJson() const {
   const ErrorWatch& watch = sources_.errors;
   const ErrorWatch::Counts counts = watch.counts();
   json::array recent;
@@ -597,12 +561,11 @@ std::string AdminApi::ErrorsJson() const {
                       {"first", IsoTime(e.first)},
                       {"last", IsoTime(e.last)}});
   }
-  return json::serialize(
-      json::object{{"window_seconds", std::round(ToSeconds(watch.window()) * 1000) / 1000},
-                   {"warnings", counts.warnings},
-                   {"errors", counts.errors},
-                   {"merged", counts.merged},
-                   {"recent", std::move(recent)}});
+  return {{"window_seconds", std::round(ToSeconds(watch.window()) * 1000) / 1000},
+          {"warnings", counts.warnings},
+          {"errors", counts.errors},
+          {"merged", counts.merged},
+          {"recent", std::move(recent)}};
 }
 
 }  // namespace molt::kernel::admin

@@ -22,6 +22,7 @@
 
 #include <molt/kernel/status.h>
 
+#include <boost/json/fwd.hpp>
 #include <functional>
 #include <string>
 
@@ -82,18 +83,16 @@ class AdminApi {
   // On the kernel thread; `process` was read on the HTTP thread for /metrics and status.
   void Route(const HttpRequest& request, const ProcessFigures& process, HttpReply& reply);
   void Ready(HttpReply reply);
-  std::string StatusJson(const ProcessFigures& process) const;
+  boost::json::object StatusJson(const ProcessFigures& process) const;
   HttpResponse SessionsPage(const HttpRequest& request) const;
   HttpResponse SessionJson(std::string_view id) const;
   HttpResponse KickSession(std::string_view id, const HttpRequest& request);
-  std::string ChannelsJson() const;
-  std::string HooksJson() const;
-  std::string LogsJson(const HttpRequest& request) const;
-  std::string ErrorsJson() const;
-  std::string ProfilesJson() const;
-  std::string TasksJson() const;
+  boost::json::object HooksJson() const;
+  boost::json::object LogsJson(const HttpRequest& request) const;
+  boost::json::object ErrorsJson() const;
+  boost::json::object TasksJson() const;
   // The wire inspector's frames after `since`; each read keeps it recording (Network::Inspect).
-  std::string WireJson(const HttpRequest& request);
+  boost::json::object WireJson(const HttpRequest& request);
   // One profile, read without a lease, with its backups; answers when the store does.
   void Profile(std::string key, HttpReply reply);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // AdminApi::Metrics: every figure the kernel keeps, in the Prometheus text format (the names are
-// listed in docs/operations.md). Read on the kernel thread in one pass; nothing is kept for it.
+// listed in docs/operations.md), from the subsystems' snapshots: the same ones stats_json.cc
+// renders as JSON. Read on the kernel thread in one pass; nothing is kept for it.
 #include <molt/molt.h>
 
 #include "kernel/src/abi/plugin_instance.h"
@@ -44,10 +45,9 @@ void SchedulerMetrics(MetricsWriter& w, const SchedulerStats& s) {
   w.AddHistogram(bounds, s.step_times, ToSeconds(s.step_time_total));
 }
 
-void NetMetrics(MetricsWriter& w, net::Network& network) {
-  const net::NetStats s = network.stats();
-  net::Sessions& sessions = network.sessions();
-  const net::Sessions::Stats ss = sessions.stats();
+void NetMetrics(MetricsWriter& w, const net::NetSnapshot& net) {
+  const net::NetStats& s = net.counters;
+  const net::Sessions::Stats& ss = net.sessions;
   w.Family("molt_sessions", kGauge, "Sessions connected now (links lost and waiting included).");
   w.Add(Num(ss.active));
   w.Family("molt_sessions_started_total", kCounter, "Sessions that joined.");
@@ -72,7 +72,7 @@ void NetMetrics(MetricsWriter& w, net::Network& network) {
   w.Add(Num(s.connections_accepted));
   w.Family("molt_net_half_open_connections", kGauge,
            "Connections accepted and not yet joined (handshake slots in use).");
-  w.Add(Num(network.half_open()));
+  w.Add(Num(net.half_open));
   w.Family("molt_net_handshakes_refused_total", kCounter,
            "Connections refused with a Refuse frame (every reason, evictions included).");
   w.Add(Num(s.handshakes_refused));
@@ -94,17 +94,16 @@ void NetMetrics(MetricsWriter& w, net::Network& network) {
   // Per channel: bounded by the channels declared; the transport's own rejects (frames that
   // name no channel) under channel="".
   w.Family("molt_net_messages_accepted_total", kCounter, "Intents and requests accepted.");
-  const std::vector<const net::Channel*> channels = network.channels().List();
-  for (const net::Channel* ch : channels) {
-    w.Add(Num(ch->counters().accepted), {{"channel", ch->name()}});
+  for (const net::ChannelSnapshot& ch : net.channels) {
+    w.Add(Num(ch.counters.accepted), {{"channel", ch.name}});
   }
   w.Family("molt_net_messages_rejected_total", kCounter,
            "Messages rejected, by channel and reason (channel=\"\": before any channel).");
-  for (const net::Channel* ch : channels) {
+  for (const net::ChannelSnapshot& ch : net.channels) {
     for (std::size_t i = 0; i < net::kRejectCount; ++i) {
-      if (const std::uint64_t n = ch->counters().rejected[i]; n != 0) {
+      if (const std::uint64_t n = ch.counters.rejected[i]; n != 0) {
         w.Add(Num(n),
-              {{"channel", ch->name()}, {"reason", net::RejectName(static_cast<net::Reject>(i))}});
+              {{"channel", ch.name}, {"reason", net::RejectName(static_cast<net::Reject>(i))}});
       }
     }
   }
@@ -115,23 +114,23 @@ void NetMetrics(MetricsWriter& w, net::Network& network) {
     }
   }
   w.Family("molt_net_handler_errors_total", kCounter, "Channel handlers that threw.");
-  for (const net::Channel* ch : channels) {
-    w.Add(Num(ch->counters().handler_errors), {{"channel", ch->name()}});
+  for (const net::ChannelSnapshot& ch : net.channels) {
+    w.Add(Num(ch.counters.handler_errors), {{"channel", ch.name}});
   }
   w.Family("molt_net_events_sent_total", kCounter, "Events queued, counted per recipient.");
-  for (const net::Channel* ch : channels) {
-    if (ch->kind() == net::ChannelKind::kEvent) {
-      w.Add(Num(ch->counters().events_sent), {{"channel", ch->name()}});
+  for (const net::ChannelSnapshot& ch : net.channels) {
+    if (ch.kind == net::ChannelKind::kEvent) {
+      w.Add(Num(ch.counters.events_sent), {{"channel", ch.name}});
     }
   }
   w.Family("molt_net_request_timeouts_total", kCounter, "Requests answered MOLT_ERR_TIMEOUT.");
-  for (const net::Channel* ch : channels) {
-    if (ch->kind() == net::ChannelKind::kRequest) {
-      w.Add(Num(ch->counters().timeouts), {{"channel", ch->name()}});
+  for (const net::ChannelSnapshot& ch : net.channels) {
+    if (ch.kind == net::ChannelKind::kRequest) {
+      w.Add(Num(ch.counters.timeouts), {{"channel", ch.name}});
     }
   }
 
-  const net::ReplicaStats r = network.replicas().stats();
+  const net::ReplicaStats& r = net.replicas;
   w.Family("molt_replicas", kGauge, "Replicas live.");
   w.Add(Num(r.live));
   w.Family("molt_replica_snapshots_sent_total", kCounter, "Replica snapshots sent (per session).");
@@ -215,7 +214,7 @@ std::string AdminApi::Metrics() const {
       std::to_string(MOLT_ABI_VERSION_MAJOR) + "." + std::to_string(MOLT_ABI_VERSION_MINOR);
   w.Add(1, {{"version", Kernel::Version()}, {"abi", abi}});
   SchedulerMetrics(w, sources_.kernel.scheduler().stats());
-  NetMetrics(w, sources_.network);
+  NetMetrics(w, sources_.network.Snapshot());
   HookMetrics(w, sources_.kernel.hooks());
   PluginMetrics(w, sources_.plugins);
   StoreMetrics(w, sources_.store.stats());

@@ -97,7 +97,7 @@ void OnFatalSignal(int signo) {
 
 }  // namespace
 
-std::string RedactedConfigJson(const Config& config) {
+boost::json::object RedactedConfigJson(const Config& config) {
   boost::json::object o;
   for (const std::string& key : config.Keys()) {
     const Config::Scalar* v = config.Get(key);
@@ -110,7 +110,7 @@ std::string RedactedConfigJson(const Config& config) {
       std::visit([&](const auto& x) { o[key] = boost::json::value_from(x); }, *v);
     }
   }
-  return boost::json::serialize(o);
+  return o;
 }
 
 DebugBundles::DebugBundles(std::string dir,

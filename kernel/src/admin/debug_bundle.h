@@ -19,6 +19,7 @@
 
 #include <molt/kernel/status.h>
 
+#include <boost/json/fwd.hpp>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -29,7 +30,7 @@ namespace molt::kernel::admin {
 
 // `config` as a JSON object of its keys, secrets (a key naming a token, secret, password,
 // passwd, credential or private key) replaced by "<redacted>".
-std::string RedactedConfigJson(const Config& config);
+boost::json::object RedactedConfigJson(const Config& config);
 
 class DebugBundles {
  public:

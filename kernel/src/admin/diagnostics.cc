@@ -94,7 +94,9 @@ void Diagnostics::CloseWindow() {
 
 Duration Diagnostics::open_for() const { return kernel_.scheduler().Now() - window_start_; }
 
-std::string Diagnostics::Json() const {
+std::string Diagnostics::Json() const { return boost::json::serialize(ToJson()); }
+
+boost::json::object Diagnostics::ToJson() const {
   const DiagnosticsWindow& w = last_;
   boost::json::object o{{"window", w.number},
                         {"seconds", w.seconds},
@@ -121,7 +123,7 @@ std::string Diagnostics::Json() const {
   for (const auto& [name, value] : w.extra) {
     o[name] = value;
   }
-  return boost::json::serialize(o);
+  return o;
 }
 
 }  // namespace molt::kernel::admin

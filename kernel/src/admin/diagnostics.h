@@ -20,6 +20,7 @@
 #ifndef MOLT_KERNEL_ADMIN_DIAGNOSTICS_H_
 #define MOLT_KERNEL_ADMIN_DIAGNOSTICS_H_
 
+#include <boost/json/fwd.hpp>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -83,6 +84,7 @@ class Diagnostics {
   Duration open_for() const;
   // last() as one JSON object (the Kernel.Overload argument, the admin API's answer).
   std::string Json() const;
+  boost::json::object ToJson() const;  // Json(), before it is serialized
 
  private:
   void CloseWindow();

@@ -17,9 +17,8 @@
 #include <limits>
 #include <thread>
 
+#include "kernel/src/wire/envelope.h"
 #include "kernel/src/wire/tls.h"
-#include "kernel/src/wire/wire.h"
-#include "molt_wire_generated.h"
 
 namespace molt::kernel::client {
 namespace {
@@ -48,13 +47,6 @@ std::vector<const w::ChannelInfo*> List(const fb::Vector<fb::Offset<w::ChannelIn
     return {};
   }
   return {infos->begin(), infos->end()};
-}
-
-// `b` finished as a size-prefixed envelope holding `body`.
-std::span<const std::uint8_t> Finish(fb::FlatBufferBuilder& b, w::Body type,
-                                     fb::Offset<void> body) {
-  b.FinishSizePrefixed(w::CreateEnvelope(b, type, body));
-  return {b.GetBufferPointer(), b.GetSize()};
 }
 
 }  // namespace
@@ -169,7 +161,7 @@ void Connection::OnConnected() {
   fb::FlatBufferBuilder b(256);
   auto hello = w::CreateHelloDirect(b, w::kProtocolVersion, 0, user_.c_str(), &credentials_,
                                     &join_data_, &resume_token_);
-  const std::span<const std::uint8_t> frame = Finish(b, w::Body::Hello, hello.Union());
+  const std::span<const std::uint8_t> frame = w::FinishFrame(b, w::Body::Hello, hello.Union());
   writing_.clear();
   written_ = 0;
   if (tls_context_ != nullptr) {  // the TLS handshake first; the Hello waits inside the filter
@@ -307,7 +299,7 @@ void Connection::OnFrame(std::span<const std::uint8_t> frame) {
       }
       const w::Ping* m = env->body_as_Ping();
       fb::FlatBufferBuilder b(64);
-      Queue(Finish(b, w::Body::Pong, w::CreatePong(b, m->seq(), m->time_ns()).Union()),
+      Queue(w::FinishFrame(b, w::Body::Pong, w::CreatePong(b, m->seq(), m->time_ns()).Union()),
             std::nullopt);
       return;
     }
@@ -507,7 +499,7 @@ void Connection::SayBye() {
   }
   fb::FlatBufferBuilder b(64);
   const std::span<const std::uint8_t> bye =
-      Finish(b, w::Body::Bye, w::CreateByeDirect(b, "ClientClosed", "").Union());
+      w::FinishFrame(b, w::Body::Bye, w::CreateByeDirect(b, "ClientClosed", "").Union());
   boost::system::error_code ignored;
   if (tls_ == nullptr) {
     io_->socket.write_some(asio::buffer(bye.data(), bye.size()), ignored);
@@ -603,7 +595,7 @@ void Connection::Timers() {
     next_ping_ = now + ping_period_;
     fb::FlatBufferBuilder b(64);
     const auto t = static_cast<std::uint64_t>(now.time_since_epoch().count());
-    Queue(Finish(b, w::Body::Ping, w::CreatePing(b, ++ping_seq_, t).Union()), std::nullopt);
+    Queue(w::FinishFrame(b, w::Body::Ping, w::CreatePing(b, ++ping_seq_, t).Union()), std::nullopt);
   }
   Flush();  // paced frames whose time came
 }
@@ -752,7 +744,7 @@ Status Connection::SendIntent(std::uint16_t channel, std::span<const std::uint8_
   }
   fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
   auto bytes = w::PayloadVector(b, payload);
-  Queue(Finish(b, w::Body::Intent, w::CreateIntent(b, channel, bytes).Union()), channel);
+  Queue(w::FinishFrame(b, w::Body::Intent, w::CreateIntent(b, channel, bytes).Union()), channel);
   return Status::Ok();
 }
 
@@ -773,7 +765,8 @@ Status Connection::SendRequest(std::uint16_t channel, std::span<const std::uint8
   pending_.emplace(id, Pending{std::move(done), Now() + Within(timeout)});
   fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
   auto bytes = w::PayloadVector(b, payload);
-  Queue(Finish(b, w::Body::Request, w::CreateRequest(b, channel, id, bytes).Union()), channel);
+  Queue(w::FinishFrame(b, w::Body::Request, w::CreateRequest(b, channel, id, bytes).Union()),
+        channel);
   return Status::Ok();
 }
 

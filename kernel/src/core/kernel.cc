@@ -3,7 +3,6 @@
 #include "kernel/src/core/kernel.h"
 
 #include <boost/json/object.hpp>
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <chrono>
 #include <cmath>
@@ -164,8 +163,8 @@ void Kernel::RemoveShutdownStep(std::string_view name) {
   std::erase_if(shutdown_steps_, [&](const ShutdownStep& s) { return s.name == name; });
 }
 
-void Kernel::AddStatsSection(std::string name, Callback<std::string()> json) {
-  stats_sections_.emplace_back(std::move(name), std::move(json));
+void Kernel::AddStatsSection(std::string name, Callback<void(boost::json::object&)> fill) {
+  stats_sections_.emplace_back(std::move(name), std::move(fill));
 }
 
 void Kernel::RemoveStatsSection(std::string_view name) {
@@ -248,7 +247,7 @@ KernelStats Kernel::Stats() const {
   return s;
 }
 
-std::string Kernel::StatsJson() const {
+boost::json::object Kernel::StatsObject() const {
   const KernelStats s = Stats();
   auto ms = [](Duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
   boost::json::object root;
@@ -272,10 +271,12 @@ std::string Kernel::StatsJson() const {
     timings.push_back(std::move(o));
   }
   root["service_timings"] = std::move(timings);
-  for (const auto& [name, json] : stats_sections_) {
-    root[name] = boost::json::parse(json());
+  for (const auto& [name, fill] : stats_sections_) {
+    fill(root[name].emplace_object());
   }
-  return boost::json::serialize(root);
+  return root;
 }
+
+std::string Kernel::StatsJson() const { return boost::json::serialize(StatsObject()); }
 
 }  // namespace molt::kernel

@@ -21,6 +21,7 @@
 
 #include <molt/kernel/status.h>
 
+#include <boost/json/fwd.hpp>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -129,12 +130,16 @@ class Kernel {
   void OnShutdown(ShutdownStage stage, std::string name, Callback<Status()> step);
   // Removes the teardown steps named `name` (their subsystem went away first).
   void RemoveShutdownStep(std::string_view name);
-  // Adds `name` to StatsJson(): `json` returns one JSON value (a subsystem's counters).
-  void AddStatsSection(std::string name, Callback<std::string()> json);
+  // Adds `name` to StatsObject(): `fill` writes a subsystem's figures into the object it is given
+  // (its snapshot, rendered by whoever renders that subsystem: admin/ for the server's).
+  void AddStatsSection(std::string name, Callback<void(boost::json::object&)> fill);
   void RemoveStatsSection(std::string_view name);
 
   KernelStats Stats() const;
-  // Stats() as one JSON object.
+  // Stats() as one JSON object, with every section: what the stats_json slot gives plugins and
+  // the admin API's status embeds. (Callers include <boost/json/object.hpp>.)
+  boost::json::object StatsObject() const;
+  // StatsObject(), serialized.
   std::string StatsJson() const;
 
   bool started() const { return started_; }
@@ -161,7 +166,7 @@ class Kernel {
     Callback<Status()> run;
   };
   std::vector<ShutdownStep> shutdown_steps_;
-  std::vector<std::pair<std::string, Callback<std::string()>>> stats_sections_;
+  std::vector<std::pair<std::string, Callback<void(boost::json::object&)>>> stats_sections_;
   std::vector<std::weak_ptr<Process>> processes_;
   bool started_ = false;
   bool shutting_down_ = false;

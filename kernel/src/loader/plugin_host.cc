@@ -7,9 +7,11 @@
 #include <molt/scope_exit.h>
 
 #include <algorithm>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
-#include <boost/json/string.hpp>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -31,31 +33,38 @@ std::string_view KindText(std::int32_t kind) {
 
 abi::PluginInstance* InstanceOf(Service* s) { return dynamic_cast<abi::PluginInstance*>(s); }
 
-// `v` as a JSON string literal, quotes and escapes included.
-std::string JsonText(const std::string& v) {
-  return boost::json::serialize(boost::json::string(v));
+boost::json::array Strings(const std::vector<std::string>& items) {
+  return boost::json::array(items.begin(), items.end());
 }
+
+// Milliseconds to the microsecond: what a report's reader needs of a duration.
+double Ms(double ms) { return std::round(ms * 1000) / 1000; }
 
 }  // namespace
 
-std::string SwapReport::Json() const {
-  const auto list = [](const std::vector<std::string>& items) {
-    std::string out;
-    for (const std::string& i : items) {
-      out += (out.empty() ? "" : ",") + JsonText(i);
-    }
-    return out;
-  };
-  const auto text = JsonText;
-  return fmt::format(
-      "{{\"swap\":\"{}\",\"reason\":{},\"build\":{},\"generation\":{},\"previous\":{},"
-      "\"serving\":{},\"ok\":{},\"stage\":\"{}\",\"load_ms\":{:.3f},\"init_ms\":{:.3f},"
-      "\"stop_ms\":{:.3f},\"hard_stopped\":[{}],\"swap_ms\":{:.3f},\"hold_ms\":{:.3f},"
-      "\"error\":{},\"restored\":{},\"rollback\":{},\"retired\":[{}],\"retired_libraries\":{}}}",
-      ok ? "ok" : "failed", text(reason), text(build), text(generation), text(previous),
-      text(serving), ok, stage, load_ms, init_ms, stop_ms, list(hard_stopped), swap_ms, hold_ms(),
-      text(error), restored, rollback, list(retired), retired_libraries);
+boost::json::object SwapReport::ToJson() const {
+  return {{"swap", ok ? "ok" : "failed"},
+          {"reason", reason},
+          {"build", build},
+          {"generation", generation},
+          {"previous", previous},
+          {"serving", serving},
+          {"ok", ok},
+          {"stage", stage},
+          {"load_ms", Ms(load_ms)},
+          {"init_ms", Ms(init_ms)},
+          {"stop_ms", Ms(stop_ms)},
+          {"hard_stopped", Strings(hard_stopped)},
+          {"swap_ms", Ms(swap_ms)},
+          {"hold_ms", Ms(hold_ms())},
+          {"error", error},
+          {"restored", restored},
+          {"rollback", rollback},
+          {"retired", Strings(retired)},
+          {"retired_libraries", retired_libraries}};
 }
+
+std::string SwapReport::Json() const { return boost::json::serialize(ToJson()); }
 
 PluginHost::PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind)
     : kernel_(kernel), copy_dir_(std::move(copy_dir)), kind_(kind), shared_(kernel) {
@@ -69,7 +78,8 @@ PluginHost::PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind)
     RequestReload(serving_->dir, std::move(reason));
     return Status::Ok();
   });
-  kernel_.AddStatsSection("generations", [this] { return StatsJson(); });
+  kernel_.AddStatsSection("generations",
+                          [this](boost::json::object& section) { section = StatsObject(); });
 }
 
 PluginHost::~PluginHost() {
@@ -77,30 +87,33 @@ PluginHost::~PluginHost() {
   UnloadAll();
 }
 
-std::string PluginHost::StatsJson() const {
-  const auto text = JsonText;
-  std::string plugins;
+boost::json::object PluginHost::StatsObject() const {
+  boost::json::array plugins;
   for (const Plugin& p : serving_->plugins) {
-    std::string uses;
+    boost::json::array uses;
     for (const auto& [service, name] : p.instance->interfaces_used()) {
-      uses += fmt::format("{}{{\"service\":{},\"interface\":{}}}", uses.empty() ? "" : ",",
-                          text(service), text(name));
+      uses.push_back({{"service", service}, {"interface", name}});
     }
-    plugins += fmt::format("{}{{\"name\":{},\"version\":{},\"errors\":{},\"uses\":[{}]}}",
-                           plugins.empty() ? "" : ",", text(p.instance->name()),
-                           text(p.instance->info().version), p.instance->callback_errors(), uses);
+    plugins.push_back({{"name", p.instance->name()},
+                       {"version", p.instance->info().version},
+                       {"errors", p.instance->callback_errors()},
+                       {"uses", std::move(uses)}});
   }
-  std::string failed;
-  for (const std::string& b : failed_builds_) {
-    failed += (failed.empty() ? "" : ",") + text(b);
+  boost::json::array history;
+  for (const SwapRecord& r : history_) {
+    history.push_back({{"time_ms", r.time_ms}, {"report", r.report.ToJson()}});
   }
-  return fmt::format(
-      "{{\"serving\":{},\"build\":{},\"plugins\":[{}],\"on_probation\":{},"
-      "\"window_errors\":{},\"resident\":{},\"swaps\":{},\"failed_swaps\":{},"
-      "\"rollbacks\":{},\"failed_builds\":[{}],\"history\":[{}]}}",
-      text(serving_->name), text(serving_->build_id), plugins, probation_.has_value(),
-      probation_ ? probation_->errors : 0, generations_.size(), swaps_, failures_, rollbacks_,
-      failed, fmt::join(history_, ","));
+  return {{"serving", serving_->name},
+          {"build", serving_->build_id},
+          {"plugins", std::move(plugins)},
+          {"on_probation", probation_.has_value()},
+          {"window_errors", probation_ ? probation_->errors : 0},
+          {"resident", generations_.size()},
+          {"swaps", swaps_},
+          {"failed_swaps", failures_},
+          {"rollbacks", rollbacks_},
+          {"failed_builds", boost::json::array(failed_builds_.begin(), failed_builds_.end())},
+          {"history", std::move(history)}};
 }
 
 PluginHost::Generation& PluginHost::Boot(const std::string& build_id) {
@@ -666,7 +679,7 @@ SwapReport PluginHost::Finish(SwapReport& r) {
   const std::string json = r.Json();
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::system_clock::now().time_since_epoch());
-  history_.push_front(fmt::format("{{\"time_ms\":{},\"report\":{}}}", now.count(), json));
+  history_.push_front({now.count(), r});
   if (history_.size() > kHistory) {
     history_.pop_back();
   }

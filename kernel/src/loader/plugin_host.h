@@ -33,6 +33,7 @@
 
 #include <molt/kernel/status.h>
 
+#include <boost/json/fwd.hpp>
 #include <deque>
 #include <map>
 #include <memory>
@@ -70,6 +71,8 @@ struct SwapReport {
   std::size_t retired_libraries = 0;  // libraries kept mapped (they could not be unloaded)
 
   double hold_ms() const { return swap_ms; }
+  // The report as one JSON object (the swap's log line, the swap history); Json() serialized.
+  boost::json::object ToJson() const;
   std::string Json() const;
 };
 
@@ -150,11 +153,12 @@ class PluginHost {
   // Build ids that failed here (not retried automatically; an explicit reload may).
   const std::set<std::string>& failed_builds() const { return failed_builds_; }
   abi::AbiShared& shared() { return shared_; }
-  // The "generations" section of the kernel's stats (Kernel::StatsJson, the stats_json slot):
-  // the serving generation and its plugins with their error counts, the health window, the
-  // resident generations, swaps, rollbacks, failed builds, and the newest kHistory swap reports
-  // ("history": newest first, each {"time_ms", "report"}).
-  std::string StatsJson() const;
+  // The "generations" section of the kernel's stats (Kernel::StatsObject, the stats_json slot,
+  // the admin API's plugins): the serving generation and its plugins with their error counts,
+  // the health window, the resident generations, swaps, rollbacks, failed builds, and the newest
+  // kHistory swap reports ("history": newest first, each {"time_ms", "report"}). Both roles
+  // render it (moltd and libmolt_client swap generations), so it is rendered here, once.
+  boost::json::object StatsObject() const;
   // Swaps that ended with a new generation serving, swaps that did not, health-window rollbacks,
   // and the generations resident (serving, on probation, mounted).
   std::uint64_t swaps() const { return swaps_; }
@@ -254,10 +258,14 @@ class PluginHost {
   SwapReport mount_report_;
   std::optional<Request> queued_;
   bool reload_scheduled_ = false;
-  std::uint64_t swaps_ = 0;          // that ended with a new generation serving
-  std::uint64_t failures_ = 0;       // swaps that did not
-  std::uint64_t rollbacks_ = 0;      // health-window rollbacks
-  std::deque<std::string> history_;  // the newest swap reports' JSON, newest first
+  std::uint64_t swaps_ = 0;      // that ended with a new generation serving
+  std::uint64_t failures_ = 0;   // swaps that did not
+  std::uint64_t rollbacks_ = 0;  // health-window rollbacks
+  struct SwapRecord {
+    std::int64_t time_ms;  // when it ended, Unix time
+    SwapReport report;
+  };
+  std::deque<SwapRecord> history_;  // the newest swap reports, newest first
   bool in_swap_ = false;
   bool closing_ = false;
 };

@@ -49,6 +49,11 @@
 // The transport is a Peer: the TCP one lives in transport.cc (Asio stays out of this header);
 // benchmarks and the fuzzer drive Receive() with a Peer of their own.
 //
+// One class, its jobs in files of their own: front_door.cc (admission, handshake slots, the
+// Hello, resume), inbound.cc (the numbered pipeline, from bytes to the handler), requests.cc
+// (pending requests and their answers), network.cc (the composition: listening, links, outbound
+// frames, housekeeping, the wire inspector, the snapshot admin/ renders).
+//
 // Thread safety: REQUIRES the kernel thread.
 #ifndef MOLT_KERNEL_NET_NETWORK_H_
 #define MOLT_KERNEL_NET_NETWORK_H_
@@ -58,20 +63,19 @@
 #include <array>
 #include <cstdint>
 #include <list>
-#include <map>
 #include <memory>
-#include <set>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/scheduler.h"
 #include "kernel/src/core/token_bucket.h"
 #include "kernel/src/net/channel.h"
+#include "kernel/src/net/front_door.h"
 #include "kernel/src/net/replica.h"
+#include "kernel/src/net/requests.h"
 #include "kernel/src/net/session.h"
 #include "kernel/src/net/wire_tap.h"
 
@@ -140,6 +144,7 @@ class Peer {
 
  private:
   friend class Network;
+  friend class HandshakeSlots;
   std::string address_;
   SessionId session_ = 0;
   bool closed_ = false;
@@ -155,7 +160,7 @@ class Peer {
   TimePoint last_error_frame_{};
   std::uint32_t ping_seq_ = 0;
   bool refused_ = false;       // a Refuse frame was sent: the close is accounted for
-  bool in_handshake_ = false;  // in Network::half_open_, at waiting_
+  bool in_handshake_ = false;  // in the network's HandshakeSlots, at waiting_
   std::list<Peer*>::iterator waiting_{};
 };
 
@@ -188,6 +193,29 @@ struct NetStats {
   std::uint64_t intents_rate_limited = 0;
   std::uint64_t requests_accepted = 0;
   std::uint64_t requests_rejected = 0;
+};
+
+// One channel as an operator sees it: its declaration and its counters.
+struct ChannelSnapshot {
+  ChannelId id = 0;
+  std::string name;
+  ChannelKind kind = ChannelKind::kIntent;
+  double rate = 0;
+  double burst = 0;
+  bool guarded = false;  // it has a validator: rules, or a handler on its hook point
+  ChannelCounters counters;
+};
+
+// Everything the network counts, read at once on the kernel thread; admin/ renders it (the
+// stats JSON's "net" section, the API's channels, /metrics).
+struct NetSnapshot {
+  std::uint16_t port = 0;
+  std::size_t half_open = 0;
+  std::size_t waiting_resume = 0;  // sessions whose link is lost, waiting for their client
+  NetStats counters;
+  Sessions::Stats sessions;
+  ReplicaStats replicas;
+  std::vector<ChannelSnapshot> channels;  // in the registry's order
 };
 
 class Network {
@@ -264,57 +292,59 @@ class Network {
 
   NetStats stats() const { return stats_; }
   std::size_t peers() const { return peers_.size(); }
-  std::size_t half_open() const { return half_open_.size(); }
-  std::string StatsJson() const;
+  std::size_t half_open() const { return slots_.size(); }
+  NetSnapshot Snapshot() const;
 
  private:
   friend class Replicas;  // sends its frames with SendTo
-  struct Pending;         // an unanswered request
-  using PendingMap = std::unordered_map<RequestToken, std::unique_ptr<Pending>>;
 
-  void Frame(Peer& peer, std::span<const std::uint8_t> frame);
+  // --- front_door.cc: admission and the Hello ---
   void OnHello(Peer& peer, const void* hello);
-  // Steps 4-10 of the pipeline; OnInbound records them for the wire inspector when it watches.
+  // Makes room for one more half-open connection from `address`: refuses the oldest of that
+  // address when it has its share, then the oldest of all when the total is reached.
+  void MakeHandshakeRoom(const std::string& address);
+  void Refuse(Peer& peer, std::uint8_t reason, std::string_view text, double retry_after);
+  // A handshake failed (`reason`: a RefuseReason or ExitReason name): logged at most once per
+  // reason per net.refusal_log_seconds, the others counted into the next line.
+  void LogRefusal(std::string_view reason, const std::string& address, std::string_view text);
+  // The session that `token` (a Hello's resume token) names, waiting for its client; or nullptr.
+  Session* Resumable(std::span<const std::uint8_t> token, std::string_view user);
+
+  // --- inbound.cc: the pipeline, steps 3-10 (Receive holds 1-2) ---
+  void Frame(Peer& peer, std::span<const std::uint8_t> frame);
+  // Steps 4-10; OnInbound records them for the wire inspector when it watches.
   void OnInbound(Peer& peer, bool request, ChannelId channel, std::uint32_t request_id,
                  std::span<const std::uint8_t> payload);
   void Inbound(Peer& peer, bool request, ChannelId channel, std::uint32_t request_id,
                std::span<const std::uint8_t> payload);
-  // Ends the inspection when its lease passes unrenewed (a one-shot task, moved by each lease).
-  void ArmInspectionEnd(TimePoint now);
-  // Records a message for the wire inspector (the caller checked tap_.on()); returns its number.
-  std::uint64_t Tap(bool inbound, std::string_view kind, ChannelId id, const Channel* ch,
-                    SessionId session, std::span<const std::uint8_t> payload, std::string verdict);
   void RejectMessage(Peer& peer, Channel* channel, Reject reason, bool request,
                      std::uint32_t request_id, double retry_after, std::string_view text);
   void Offence(Peer& peer, Channel* channel, Reject reason, double retry_after,
                std::string_view text, bool answered);
   void Flood(Peer& peer, std::size_t bytes, std::size_t budget);
-  void Refuse(Peer& peer, std::uint8_t reason, std::string_view text, double retry_after);
-  // Makes room for one more half-open connection from `address`: refuses the oldest of that
-  // address when it has its share, then the oldest of all when the total is reached.
-  void MakeHandshakeRoom(const std::string& address);
-  // A handshake failed (`reason`: a RefuseReason or ExitReason name): logged at most once per
-  // reason per net.refusal_log_seconds, the others counted into the next line.
-  void LogRefusal(std::string_view reason, const std::string& address, std::string_view text);
-  void FlushRefusalLog(bool all);
-  // `peer` leaves the half-open list (joined or closed).
-  void LeaveHandshake(Peer& peer);
-  void End(Peer& peer, ExitReason reason, std::string_view text);
-  // Unlinks `peer` from the network; its session ends, or waits for a resume when `resumable`.
-  void Unlink(Peer& peer, ExitReason reason, bool resumable);
-  // The session that `token` (a Hello's resume token) names, waiting for its client; or nullptr.
-  Session* Resumable(std::span<const std::uint8_t> token, std::string_view user);
-  // Queues `frame` for `s`: to its peer, or to its outbox while the link is lost.
-  void SendTo(Session& s, std::span<const std::uint8_t> frame);
-  void SendFrame(Peer& peer, std::span<const std::uint8_t> frame);
+
+  // --- requests.cc ---
+  // Step 10 for a request: opened as pending (with its timeout), then handed to the handler.
+  void OpenRequest(Session& session, Channel& channel, std::uint32_t request_id,
+                   std::span<Value> args);
   // `channel`: the request's (0 when it named none), for the wire inspector.
   void SendResponse(Session& session, ChannelId channel, std::uint32_t id, Status::Code status,
                     std::span<const std::uint8_t> payload, double retry_after);
-  // Removes a pending request (and its id from in_flight_), its timeout cancelled.
-  std::unique_ptr<Pending> TakePending(PendingMap::iterator it);
+
+  // --- network.cc: links, outbound frames, housekeeping, the inspector ---
+  void End(Peer& peer, ExitReason reason, std::string_view text);
+  // Unlinks `peer` from the network; its session ends, or waits for a resume when `resumable`.
+  void Unlink(Peer& peer, ExitReason reason, bool resumable);
+  // Queues `frame` for `s`: to its peer, or to its outbox while the link is lost.
+  void SendTo(Session& s, std::span<const std::uint8_t> frame);
+  void SendFrame(Peer& peer, std::span<const std::uint8_t> frame);
   void Housekeep();
   void ArmHousekeeping();
-  void Reap();
+  // Ends the inspection when its lease passes unrenewed (a one-shot task, moved by each lease).
+  void ArmInspectionEnd(TimePoint now);
+  // Records a message for the wire inspector (the caller checked tap_.on()); returns its number.
+  std::uint64_t Tap(bool inbound, std::string_view kind, ChannelId id, const Channel* ch,
+                    SessionId session, std::span<const std::uint8_t> payload, std::string verdict);
 
   Kernel& kernel_;
   NetOptions options_;
@@ -331,18 +361,9 @@ class Network {
   std::unique_ptr<TcpTransport> transport_;
   std::vector<Peer*> peers_;         // attached and not closed
   std::vector<SessionId> detached_;  // sessions waiting for a resume
-  std::list<Peer*> half_open_;       // oldest first
-  std::unordered_map<std::string, std::uint32_t> half_open_by_address_;
-  struct RefusalWindow {
-    TimePoint quiet_until{};
-    std::uint64_t count = 0;  // refusals since the last line
-    std::string address, text;
-  };
-  std::map<std::string, RefusalWindow, std::less<>> refusal_log_;
-  std::unordered_map<std::string, TokenBucket> handshake_buckets_;
-  PendingMap pending_;
-  std::set<std::pair<SessionId, std::uint32_t>> in_flight_;  // (session, wire id) of pending_
-  RequestToken next_token_ = 1;
+  HandshakeSlots slots_;
+  RefusalLog refusals_;
+  PendingRequests requests_;
   std::uint64_t housekeeping_ = 0;  // the scheduler task id while peers exist
   TimePoint batch_now_{};           // the clock, read once per Receive for every frame in it
   std::vector<std::uint64_t> frame_scratch_;    // an aligned copy of a misaligned frame
@@ -358,7 +379,6 @@ class Network {
   bool shut_down_ = false;
   bool closing_ = false;  // StopAccepting()
   bool serving_ = true;
-  int dispatching_ = 0;
 };
 
 }  // namespace molt::kernel::net

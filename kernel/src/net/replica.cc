@@ -10,7 +10,7 @@
 
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/net/network.h"
-#include "molt_wire_generated.h"
+#include "kernel/src/wire/envelope.h"
 
 namespace molt::kernel::net {
 
@@ -60,12 +60,6 @@ std::string_view TypeName(ReplicaFieldType t) {
       return "bytes";
   }
   return "?";
-}
-
-std::span<const std::uint8_t> FinishFrame(fb::FlatBufferBuilder& b, w::Body type,
-                                          fb::Offset<void> body) {
-  b.FinishSizePrefixed(w::CreateEnvelope(b, type, body));
-  return std::span(b.GetBufferPointer(), b.GetSize());
 }
 
 }  // namespace
@@ -409,7 +403,7 @@ void Replicas::Flush(ReplicaId id) {
                                               r.name.c_str(), &infos, &values)
                      : w::CreateReplicaDirect(b, r.id, w::ReplicaUpdateKind::Delta, nullptr,
                                               nullptr, &values);
-    return FinishFrame(b, w::Body::Replica, body.Union());
+    return w::FinishFrame(b, w::Body::Replica, body.Union());
   };
   const auto snap_frame = snapshot.empty() ? std::span<const std::uint8_t>() : encode(snap_b, true);
   const auto delta_frame = delta.empty() ? std::span<const std::uint8_t>() : encode(delta_b, false);
@@ -434,7 +428,7 @@ void Replicas::SendRemove(const Replica& r, std::span<const SessionId> sessions)
     return;
   }
   fb::FlatBufferBuilder b(64);
-  const auto frame = FinishFrame(
+  const auto frame = w::FinishFrame(
       b, w::Body::Replica, w::CreateReplicaDirect(b, r.id, w::ReplicaUpdateKind::Remove).Union());
   Sessions& all = network_.sessions();
   Sessions::Hold hold(all);

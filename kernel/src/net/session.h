@@ -172,7 +172,7 @@ class Sessions {
     std::size_t active = 0;
     std::uint64_t started = 0;
     std::uint64_t ended = 0;
-    std::uint64_t by_reason[9] = {};  // ended, per ExitReason
+    std::uint64_t by_reason[kExitReasonCount] = {};  // ended, per ExitReason
   };
 
   // Keeps ended sessions alive while it exists (a dispatch holding a Session& across handlers).

@@ -2,6 +2,7 @@
 // RunServer: settings, kernel, plugins, signals, close phase, teardown.
 #include <fmt/format.h>
 #include <molt/kernel/server.h>
+#include <molt/scope_exit.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "kernel/src/admin/diagnostics.h"
 #include "kernel/src/admin/http_server.h"
 #include "kernel/src/admin/log_ring.h"
+#include "kernel/src/admin/stats_json.h"
 #include "kernel/src/core/error_watch.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
@@ -250,6 +252,10 @@ int RunServer(const ServerOptions& options) {
     // Repeated warnings and errors become one line per window, and Kernel.ScriptError.
     ErrorWatch error_watch(kernel, Seconds(settings.error_window_seconds));
     net::Network network(kernel, settings.net);
+    kernel.AddStatsSection("net", [&network](boost::json::object& section) {
+      section = admin::NetJson(network.Snapshot());
+    });
+    ScopeExit drop_net_stats = [&kernel]() noexcept { kernel.RemoveStatsSection("net"); };
     store::ProfileRegistry profiles(kernel, network, *profile_db, store::HostId());
     loader::PluginHost plugins(kernel, copy_dir.string());
     abi::AttachNetwork(plugins.shared(), &network);

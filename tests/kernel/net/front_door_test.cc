@@ -134,7 +134,7 @@ TEST_F(FrontDoorTest, HandshakesThatEndWithoutARefuseAreCountedByReason) {
   EXPECT_EQ(dropped(ExitReason::kClientClosed), 1u);
   EXPECT_EQ(dropped(ExitReason::kProtocolError), 1u);
   EXPECT_EQ(net_->stats().handshakes_refused, 1u);
-  const std::string json = net_->StatsJson();
+  const std::string json = NetStatsJson(*net_);
   EXPECT_NE(json.find(R"("handshakes_dropped":{"ClientClosed":1,"ProtocolError":1})"),
             std::string::npos)
       << json;

@@ -11,10 +11,12 @@
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/json/serialize.hpp>
 #include <functional>
 #include <memory>
 #include <thread>
 
+#include "kernel/src/admin/stats_json.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/net/network.h"
 #include "test_client.h"
@@ -44,6 +46,11 @@ inline std::vector<std::uint8_t> AddPayload(std::int32_t amount) {
   flatbuffers::FlatBufferBuilder b;
   b.Finish(molt::test::CreateAdd(b, amount));
   return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+}
+
+// The network's stats as the server renders them (the "net" section, admin/stats_json.h).
+inline std::string NetStatsJson(const Network& net) {
+  return boost::json::serialize(admin::NetJson(net.Snapshot()));
 }
 
 // Rejections the network counted before a channel was known (transport, envelope, lookup).

@@ -276,7 +276,7 @@ TEST_F(HostileTest, ADuplicateInFlightRequestIdIsRefusedNotHandledTwice) {
   ASSERT_TRUE(RunUntil([&] { return held.size() == 2; }));  // ids 5 and 6, once each
   Channel* ch = net_->channels().Find(add);
   EXPECT_EQ(ch->counters().rejected[static_cast<std::size_t>(Reject::kDuplicateRequest)], 1u);
-  EXPECT_NE(net_->StatsJson().find(R"("duplicate_request":1)"), std::string::npos);
+  EXPECT_NE(NetStatsJson(*net_).find(R"("duplicate_request":1)"), std::string::npos);
   ASSERT_TRUE(net_->Reply(held[0], Status::Code::kOk, AddPayload(2)).ok());
   Run([&] {
     Frame r = c.NextOf(w::Body::Response);

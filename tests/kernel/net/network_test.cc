@@ -63,10 +63,8 @@ TEST_F(NetTest, HandshakeWelcomesWithTheChannelTable) {
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->user(), "ada");
   EXPECT_EQ(s->address(), "127.0.0.1");
-  EXPECT_NE(
-      kernel_->StatsJson().find("\"net\":{\"port\":" + std::to_string(port_) + ",\"sessions\":1,"),
-      std::string::npos)
-      << kernel_->StatsJson();
+  EXPECT_EQ(NetStatsJson(*net_).find("{\"port\":" + std::to_string(port_) + ",\"sessions\":1,"), 0u)
+      << NetStatsJson(*net_);
   // The client goes away (the socket closes): the session ends as ClientClosed.
   c.Close();
   ASSERT_TRUE(RunUntil([&] { return net_->sessions().count() == 0; }));
@@ -231,7 +229,7 @@ TEST_F(NetTest, EveryRejectionIsCountedByChannelAndReasonAndTheClientStaysServed
   EXPECT_EQ(net_->channels().Find(guarded)->counters().accepted, 1u);
   EXPECT_EQ(handled, 1);
   EXPECT_EQ(net_->stats().intents_rejected, 7u);
-  const std::string json = net_->StatsJson();
+  const std::string json = NetStatsJson(*net_);
   EXPECT_NE(json.find("\"chat.Say\":{\"id\":0,\"kind\":\"intent\",\"accepted\":1,\"rejected\":2"),
             std::string::npos)
       << json;

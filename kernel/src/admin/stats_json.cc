@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// The server's snapshots as JSON (stats_json.h).
+#include "kernel/src/admin/stats_json.h"
+
+#include <array>
+#include <cstdint>
+
+namespace molt::kernel::admin {
+namespace {
+
+namespace json = boost::json;
+
+// The reasons with a count, by name.
+json::object RejectCounts(const std::array<std::uint64_t, net::kRejectCount>& counts) {
+  json::object o;
+  for (std::size_t i = 0; i < net::kRejectCount; ++i) {
+    if (counts[i] != 0) {
+      o[net::RejectName(static_cast<net::Reject>(i))] = counts[i];
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+json::object NetJson(const net::NetSnapshot& net) {
+  const net::NetStats& s = net.counters;
+  json::object root;
+  root["port"] = net.port;
+  root["sessions"] = net.sessions.active;
+  root["half_open"] = net.half_open;
+  root["connections_accepted"] = s.connections_accepted;
+  root["half_open_evicted"] = s.half_open_evicted;
+  root["refused_handshake_rate"] = s.refused_handshake_rate;
+  root["handshake_timeouts"] = s.handshake_timeouts;
+  root["handshakes_refused"] = s.handshakes_refused;
+  root["refused_no_descriptors"] = s.refused_no_descriptors;
+  root["transport_floods"] = s.transport_floods;
+  root["transport_flood_bytes"] = s.transport_flood_bytes;
+  root["slow_readers"] = s.slow_readers;
+  root["bytes_in"] = s.bytes_in;
+  root["bytes_out"] = s.bytes_out;
+  root["frames_in"] = s.frames_in;
+  root["error_frames"] = s.error_frames;
+  root["sessions_waiting_resume"] = net.waiting_resume;
+  root["links_lost"] = s.links_lost;
+  root["resumes"] = s.resumes;
+  root["resumes_expired"] = s.resumes_expired;
+  root["resumes_superseded"] = s.resumes_superseded;
+  root["intents_accepted"] = s.intents_accepted;
+  root["intents_rejected"] = s.intents_rejected;
+  root["intents_rate_limited"] = s.intents_rate_limited;
+  root["requests_accepted"] = s.requests_accepted;
+  root["requests_rejected"] = s.requests_rejected;
+  root["replicas"] = {{"live", net.replicas.live},
+                      {"snapshots_sent", net.replicas.snapshots_sent},
+                      {"deltas_sent", net.replicas.deltas_sent},
+                      {"removes_sent", net.replicas.removes_sent},
+                      {"bytes_sent", net.replicas.bytes_sent}};
+  root["transport_rejected"] = RejectCounts(s.transport_rejected);
+  json::object dropped;  // handshakes that ended without a Welcome or a Refuse
+  for (std::size_t i = 0; i < net::kExitReasonCount; ++i) {
+    if (s.handshakes_dropped[i] != 0) {
+      dropped[net::ExitReasonName(static_cast<net::ExitReason>(i))] = s.handshakes_dropped[i];
+    }
+  }
+  root["handshakes_dropped"] = std::move(dropped);
+  json::object channels;
+  for (const net::ChannelSnapshot& ch : net.channels) {
+    const net::ChannelCounters& c = ch.counters;
+    channels[ch.name] = {
+        {"id", ch.id},
+        {"kind", net::ChannelKindName(ch.kind)},
+        {"accepted", c.accepted},
+        {"rejected", c.rejected_total()},
+        {"rate_limited", c.rejected[static_cast<std::size_t>(net::Reject::kRateLimited)]},
+        {"rejected_by_reason", RejectCounts(c.rejected)},
+        {"handler_errors", c.handler_errors},
+        {"events_sent", c.events_sent},
+        {"timeouts", c.timeouts}};
+  }
+  root["channels"] = std::move(channels);
+  return root;
+}
+
+json::array ChannelsJson(const net::NetSnapshot& net) {
+  json::array list;
+  for (const net::ChannelSnapshot& ch : net.channels) {
+    const net::ChannelCounters& c = ch.counters;
+    list.push_back({{"id", ch.id},
+                    {"name", ch.name},
+                    {"kind", net::ChannelKindName(ch.kind)},
+                    {"rate", ch.rate},
+                    {"burst", ch.burst},
+                    {"guarded", ch.guarded},
+                    {"accepted", c.accepted},
+                    {"rejected", RejectCounts(c.rejected)},
+                    {"handler_errors", c.handler_errors},
+                    {"events_sent", c.events_sent},
+                    {"timeouts", c.timeouts}});
+  }
+  return list;
+}
+
+json::object StoreJson(const store::StoreStats& s) {
+  return {{"loads", s.loads},   {"busy", s.busy},   {"batches", s.batches},
+          {"writes", s.writes}, {"stale", s.stale}, {"failures", s.failures},
+          {"queued", s.queued}};
+}
+
+}  // namespace molt::kernel::admin
