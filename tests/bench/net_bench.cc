@@ -38,10 +38,10 @@
 
 #include "kernel/src/admin/admin_api.h"
 #include "kernel/src/admin/diagnostics.h"
+#include "kernel/src/admin/error_watch.h"
 #include "kernel/src/admin/log_ring.h"
 #include "kernel/src/admin/metrics.h"
 #include "kernel/src/admin/stats_json.h"
-#include "kernel/src/core/error_watch.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/loader/plugin_host.h"
@@ -657,7 +657,7 @@ void RunAdminScrape(benchmark::State& state, AdminWork work) {
       "net", [&net](boost::json::object& section) { section = admin::NetJson(net.Snapshot()); });
   admin::LogRing logs;
   admin::Diagnostics diagnostics(bench.kernel(), {});
-  ErrorWatch errors(bench.kernel());
+  admin::ErrorWatch errors(bench.kernel());
   admin::AdminApi api(
       {bench.kernel(), net, plugins, **store, logs, diagnostics, errors, [] {},
        [](std::string_view) -> Result<std::string> { return std::string(); }, [] { return false; }},

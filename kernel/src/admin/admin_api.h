@@ -31,7 +31,6 @@
 #include "kernel/src/core/clock.h"
 
 namespace molt::kernel {
-class ErrorWatch;
 class Kernel;
 namespace net {
 class Network;
@@ -47,6 +46,7 @@ class ProfileStore;
 namespace molt::kernel::admin {
 
 class Diagnostics;
+class ErrorWatch;
 class LogRing;
 
 struct AdminSources {

@@ -6,8 +6,8 @@
 
 #include "kernel/src/abi/plugin_instance.h"
 #include "kernel/src/admin/admin_api.h"
+#include "kernel/src/admin/error_watch.h"
 #include "kernel/src/admin/metrics.h"
-#include "kernel/src/core/error_watch.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/network.h"

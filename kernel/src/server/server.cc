@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// RunServer: settings, kernel, plugins, signals, close phase, teardown.
+// Server: boot, serve, close (server.h); RunServer, the one call a host makes.
+#include "kernel/src/server/server.h"
+
 #include <fmt/format.h>
-#include <molt/kernel/server.h>
-#include <molt/scope_exit.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cmath>
+#include <boost/json/object.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -17,10 +16,10 @@
 #include "kernel/src/admin/admin_api.h"
 #include "kernel/src/admin/debug_bundle.h"
 #include "kernel/src/admin/diagnostics.h"
+#include "kernel/src/admin/error_watch.h"
 #include "kernel/src/admin/http_server.h"
 #include "kernel/src/admin/log_ring.h"
 #include "kernel/src/admin/stats_json.h"
-#include "kernel/src/core/error_watch.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/loader/plugin_host.h"
@@ -29,7 +28,6 @@
 #include "kernel/src/net/network.h"
 #include "kernel/src/server/close_phase.h"
 #include "kernel/src/server/dir_watcher.h"
-#include "kernel/src/server/settings.h"
 #include "kernel/src/server/signal_watcher.h"
 #include "kernel/src/store/profile_api.h"
 #include "kernel/src/store/profile_registry.h"
@@ -39,6 +37,8 @@ namespace molt::kernel {
 namespace {
 
 namespace fs = std::filesystem;
+
+const LogScope kLog("molt");
 
 // --watch: how long the plugin directory must stay quiet before a reload (a build writes several
 // files, and a linker writes one in several steps).
@@ -89,46 +89,6 @@ void RemoveStaleRunDirs(const fs::path& run_root) {
       fs::remove_all(e.path(), ec);
     }
   }
-}
-
-// The close drain: every profile's final save and lease release, then `done`; at `deadline` (the
-// drain's budget, counted from the close) `done` runs anyway, naming what is still unsaved.
-void DrainProfiles(Kernel& kernel, store::ProfileRegistry& profiles, TimePoint deadline,
-                   std::function<void()> done) {
-  struct State {
-    std::function<void()> done;
-    TaskHandle timer;
-    bool finished = false;
-  };
-  auto state = std::make_shared<State>();
-  state->done = std::move(done);
-  auto finish = [state] {
-    if (!std::exchange(state->finished, true)) {
-      state->timer.Cancel();
-      state->done();
-    }
-  };
-  const TimePoint t0 = RealNow();
-  const Duration left = std::max<Duration>(deadline - t0, Duration::zero());
-  state->timer = kernel.scheduler().After(
-      left,
-      [finish, left] {
-        LogScope("Profiles")
-            .Error(
-                "the close drain did not finish in its {:.1f} s: the server exits now and the "
-                "profiles not yet written keep only their last autosave (raise "
-                "profiles.drain_seconds, or free the database's disk)",
-                ToSeconds(left));
-        finish();
-      },
-      Priority::kKernel, TaskOrigin::Named("profile drain deadline"));
-  profiles.Drain([finish, t0](std::size_t saved, std::size_t failed) {
-    LogScope("Profiles")
-        .Info("close drain done in {:.1f}ms: {} profiles saved{}", ToSeconds(RealNow() - t0) * 1000,
-              saved,
-              failed > 0 ? fmt::format(", {} refused (their leases were lost)", failed) : "");
-    finish();
-  });
 }
 
 // --check: the security audit and the fuzz gate over what the plugins declared, as a report on
@@ -188,273 +148,334 @@ int Check(const std::string& plugin_dir, const loader::PluginHost& plugins, net:
 
 }  // namespace
 
-int RunServer(const ServerOptions& options) {
-  admin::LogRing log_ring;  // the newest lines, for the admin API
-  LogScope log("molt");
-  Config config;
-  Settings settings;
-  if (Status s = ResolveSettings(options, config, &settings); !s.ok()) {
-    log.Error("cannot start: {}", s.message());
-    return kExitBootFailed;
-  }
-  Logger::Get().SetLevel(settings.log_level);
-  Logger::Get().SetConsoleFormat(settings.log_format);
-  std::error_code ec;
-  fs::create_directories(settings.data_dir, ec);
-  if (ec) {
-    log.Error("cannot start: data directory \"{}\" cannot be created: {}", settings.data_dir,
-              ec.message());
-    return kExitBootFailed;
-  }
-  RaiseDescriptorLimit(settings, log);
-  const std::string token_file = (fs::path(settings.data_dir) / "admin.token").string();
-  std::string admin_token;
-  if (settings.admin_enabled && !options.check) {
-    Result<std::string> token = admin::LoadAdminToken(token_file, settings.admin_token);
-    if (!token.ok()) {
-      log.Error("cannot start: {}", token.status().message());
-      return kExitBootFailed;
-    }
-    admin_token = std::move(token).value();
-  }
-  const fs::path run_root = fs::path(settings.data_dir) / "run";
-  RemoveStaleRunDirs(run_root);
-  const fs::path copy_dir = run_root / ("moltd-" + std::to_string(::getpid()));
-  if (options.check) {  // nothing of the live server is touched: a scratch database
-    fs::create_directories(run_root, ec);
-    settings.profiles_db = copy_dir.string() + "-check.db";
-  }
+int RunServer(const ServerOptions& options) { return Server(options).Run(); }
 
-  KernelOptions ko;
-  ko.role = Role::kServer;
-  ko.scheduler = settings.scheduler;
-  ko.tick_rate = settings.tick_rate;
-  ko.config = std::move(config);
-  Result<std::unique_ptr<Kernel>> booted = Kernel::Boot(std::move(ko));
-  if (!booted.ok()) {
-    log.Error("cannot start: {}", booted.status().message());
-    return kExitBootFailed;
+Server::Server(ServerOptions options)
+    : options_(std::move(options)), log_ring_(std::make_unique<admin::LogRing>()) {}
+
+Server::~Server() {
+  if (kernel_ != nullptr && network_ != nullptr) {
+    kernel_->RemoveStatsSection("net");
   }
-  Kernel& kernel = **booted;
-  // The profile database, on its own thread; its results come back through the kernel loop.
-  store::SqliteOptions so;
-  so.synchronous_full = settings.profiles_sync_full;
-  Result<std::unique_ptr<store::SqliteStore>> opened = store::SqliteStore::Open(
-      settings.profiles_db,
-      [&kernel](std::function<void()> fn) { kernel.loop().Post(std::move(fn)); }, so);
-  if (!opened.ok()) {
-    log.Error("cannot start: {}", opened.status().message());
-    return kExitBootFailed;
+}
+
+int Server::Run() {
+  Status booted = Prepare();
+  if (booted.ok()) {
+    booted = Assemble();
   }
-  const std::unique_ptr<store::SqliteStore> profile_db = std::move(opened).value();
+  if (booted.ok()) {
+    booted = LoadPlugins();
+  }
   int exit_code = kExitOk;
-  {
-    // Repeated warnings and errors become one line per window, and Kernel.ScriptError.
-    ErrorWatch error_watch(kernel, Seconds(settings.error_window_seconds));
-    net::Network network(kernel, settings.net);
-    kernel.AddStatsSection("net", [&network](boost::json::object& section) {
-      section = admin::NetJson(network.Snapshot());
-    });
-    ScopeExit drop_net_stats = [&kernel]() noexcept { kernel.RemoveStatsSection("net"); };
-    store::ProfileRegistry profiles(kernel, network, *profile_db, store::HostId());
-    loader::PluginHost plugins(kernel, copy_dir.string());
-    abi::AttachNetwork(plugins.shared(), &network);
-    abi::AttachProfiles(plugins.shared(), profiles);
-    if (!options.check) {
-      profiles.ReclaimAbandoned();  // a killed predecessor's leases: queued before any load
-    }
-    plugins.set_health(static_cast<std::uint32_t>(settings.health_errors),
-                       Seconds(settings.health_window));
-    const std::string last_known_good =
-        (fs::path(settings.data_dir) / "builds" / "last-known-good").string();
-    plugins.set_last_known_good_dir(last_known_good);
-    ClosePhase close(kernel, Seconds(settings.close_budget), [] { std::_Exit(kExitOk); });
-    // Signals arrive on the watcher's thread: the first one posts the close to the kernel
-    // thread; later ones are logged there and then, even while a stop() blocks the loop.
-    std::atomic<bool> close_requested{false};
-    SignalWatcher signals([&](int signo) {
-      if (signo == SIGHUP) {  // reload the plugin directory as a new generation
-        kernel.loop().Post(
-            [&plugins, &settings] { plugins.RequestReload(settings.plugin_dir, "SIGHUP"); });
-        return;
-      }
-      const std::string reason = signo == SIGTERM ? "SIGTERM" : "SIGINT";
-      if (close_requested.exchange(true)) {
-        LogScope("molt").Warn(
-            "close ({}) ignored: a close is already running (SIGKILL forces "
-            "an exit)",
-            reason);
-        return;
-      }
-      kernel.loop().Post([&kernel, &close, &plugins, &network, &profiles, &settings, reason] {
-        plugins.Close();
-        // The close order: Kernel.Closing (new connections refused from here), every service
-        // stops (a stop() may still reach the connected players), Kernel.Stopped, the final
-        // saves of every profile (the drain), and only then do the sessions end: nothing a
-        // service writes in stop() can miss a final save.
-        const TimePoint closing = RealNow();
-        close.Begin(reason, [&kernel, &network, &profiles, &settings, closing] {
-          DrainProfiles(kernel, profiles, closing + Seconds(settings.profiles_drain), [&] {
-            network.Shutdown();
-            kernel.loop().Stop();
-          });
-        });
-      });
-    });
-
-    // Windowed health (Kernel.Overload), with the network's rates.
-    admin::DiagnosticsOptions diag_options;
-    diag_options.interval = Seconds(settings.diagnostics_seconds);
-    diag_options.extend = [&network, last = net::NetStats(), at = RealNow()](
-                              std::vector<std::pair<std::string, double>>& out) mutable {
-      const net::NetStats now = network.stats();
-      const TimePoint t = RealNow();
-      const double seconds = std::max(ToSeconds(t - at), 1e-9);
-      out.emplace_back("sessions", static_cast<double>(network.sessions().count()));
-      out.emplace_back("net_in_bytes_per_second",
-                       static_cast<double>(now.bytes_in - last.bytes_in) / seconds);
-      out.emplace_back("net_out_bytes_per_second",
-                       static_cast<double>(now.bytes_out - last.bytes_out) / seconds);
-      out.emplace_back("net_rejected",
-                       static_cast<double>(now.intents_rejected + now.requests_rejected));
-      last = now;
-      at = t;
-    };
-    admin::Diagnostics diagnostics(kernel, std::move(diag_options));
-    // Debug bundles: on demand (the API), and from the last snapshot on a fatal signal.
-    admin::AdminApi* api = nullptr;
-    admin::DebugBundles bundles(
-        (fs::path(settings.data_dir) / "bundles").string(),
-        [&api](std::string_view reason) { return api->BundleJson(reason); });
-    // The admin endpoint: its own thread; its answers are built on this one.
-    admin::AdminApi admin_api(
-        {kernel, network, plugins, *profile_db, log_ring, diagnostics, error_watch,
-         [&plugins, &settings] { plugins.RequestReload(settings.plugin_dir, "admin API"); },
-         [&bundles](std::string_view reason) { return bundles.Write(reason); },
-         [&close_requested] { return close_requested.load(); }},
-        admin_token);
-    api = &admin_api;
-    std::unique_ptr<admin::HttpServer> admin_server;
-    auto start_admin = [&]() -> Status {
-      if (!settings.admin_enabled) {
-        log.Info("admin endpoint off");
-        return Status::Ok();
-      }
-      Result<std::unique_ptr<admin::HttpServer>> started =
-          admin::HttpServer::Start(settings.admin_address, settings.admin_port, {},
-                                   [&admin_api](admin::HttpRequest req, admin::HttpReply reply) {
-                                     admin_api.Handle(std::move(req), std::move(reply));
-                                   });
-      if (!started.ok()) {
-        return started.status();
-      }
-      admin_server = std::move(started).value();
-      const bool v6 = settings.admin_address.find(':') != std::string::npos;
-      log.Info(
-          "admin endpoint on http://{}{}{}:{}/ (the dashboard; /metrics, /healthz, /readyz; the "
-          "API's token is in {})",
-          v6 ? "[" : "", settings.admin_address, v6 ? "]" : "", admin_server->port(),
-          settings.admin_token.empty() ? token_file : "the configuration's admin.token");
-      return Status::Ok();
-    };
-    std::unique_ptr<DirWatcher> watcher;  // --watch; stopped before the plugins unload
-    TaskHandle debounce;
-    // Never an empty server: when the plugin directory does not load or start, the build that
-    // last passed its health window boots instead (loaded, or swapped in for the failed set).
-    const bool have_good =
-        !options.check && fs::exists(fs::path(last_known_good) / loader::kBuildManifest, ec);
-    auto fall_back = [&](const Status& why) {
-      log.Error("the plugin directory {} does not boot: {}", settings.plugin_dir, why.message());
-      log.Warn("booting the last known good build from {} instead", last_known_good);
-    };
-    Status booted = plugins.LoadDirectory(settings.plugin_dir);
-    bool from_good = false;
-    if (!booted.ok() && have_good) {
-      fall_back(booted);
-      booted = plugins.LoadDirectory(last_known_good);
-      from_good = true;
-    }
-    if (booted.ok()) {
-      booted = kernel.Start();
-      if (!booted.ok() && have_good && !from_good) {
-        fall_back(booted);
-        const loader::SwapReport r = plugins.Reload(last_known_good, "boot: last known good");
-        booted = r.ok ? Status::Ok() : Status::FailedPrecondition(r.error);
-      }
-    }
-    if (Status s = booted; !s.ok()) {
-      log.Error("cannot start: {}", s.message());
-      exit_code = kExitBootFailed;
-    } else if (options.check) {
-      exit_code = Check(settings.plugin_dir, plugins, network, kernel);
-    } else if (Status s = settings.net.auth == net::AuthMode::kDev
-                              ? net::FuzzGate(network.channels(), kernel.hooks())
-                              : Status::Ok();
-               !s.ok()) {
-      log.Error("cannot start: {}", s.message());
-      exit_code = kExitBootFailed;
-    } else if (Status s = network.Listen(); !s.ok()) {
-      log.Error("cannot start: {}", s.message());
-      exit_code = kExitBootFailed;
-    } else if (Status s = start_admin(); !s.ok()) {
-      log.Error("cannot start: {}", s.message());
-      exit_code = kExitBootFailed;
-    } else {
-      net::LogSecurityAudit(net::SecurityAudit(network.channels(), kernel.hooks()));
-      plugins.BeginHealthWindow();
-      kernel.scheduler().Every(
-          Seconds(settings.diagnostics_seconds), [&bundles] { bundles.RefreshCrashSnapshot(); },
-          Priority::kLow, TaskOrigin::Named("crash snapshot"));
-      // --watch: the watcher's thread posts each change; the reload waits until they settle.
-      if (options.watch) {
-        Result<std::unique_ptr<DirWatcher>> w =
-            DirWatcher::Start(settings.plugin_dir, [&](std::string file) {
-              kernel.loop().Post([&, file = std::move(file)] {
-                debounce.Cancel();
-                debounce = kernel.scheduler().After(
-                    kWatchSettle,
-                    [&plugins, &settings, file] {
-                      plugins.RequestReload(settings.plugin_dir, "watch: " + file + " changed");
-                    },
-                    Priority::kKernel, TaskOrigin::Named("watch"));
-              });
-            });
-        if (w.ok()) {
-          watcher = std::move(w).value();
-          log.Info("watching {}: a rebuilt plugin is swapped in live", settings.plugin_dir);
-        } else {
-          log.Warn("{}; --watch is off", w.status().message());
-        }
-      }
-      // Closing stops the intake (after the plugins' own Kernel.Closing handlers, which
-      // subscribed at init); the sessions end once every service stopped (above).
-      Connection stop_intake = kernel.bus().Subscribe(
-          "Kernel.Closing", [&network](std::string_view, Args) { network.StopAccepting(); });
-      log.Info(
-          "serving {} plugins from {} as generation {} (data in {}, profiles in {} as {}); SIGHUP "
-          "reloads them, SIGTERM or SIGINT closes",
-          plugins.plugins().size(), settings.plugin_dir, plugins.generation(), settings.data_dir,
-          settings.profiles_db, profiles.host());
-      bundles.RefreshCrashSnapshot();  // installs the fatal-signal writer
-      kernel.loop().Run();
-    }
-    watcher.reset();
-    admin_server.reset();  // before the kernel's teardown: no request reaches it from here
-    if (Status s = kernel.Shutdown(); !s.ok()) {
-      log.Error("{}", s.message());
-    }
-    plugins.UnloadAll();
+  if (!booted.ok()) {
+    kLog.Error("cannot start: {}", booted.message());
+    exit_code = kExitBootFailed;
+  } else if (options_.check) {
+    exit_code = Check(settings_.plugin_dir, *plugins_, *network_, *kernel_);
+  } else if (Status s = Open(); !s.ok()) {
+    kLog.Error("cannot start: {}", s.message());
+    exit_code = kExitBootFailed;
+  } else {
+    Serve();
   }
-  fs::remove_all(copy_dir, ec);
-  if (options.check) {
-    for (const char* suffix : {"-check.db", "-check.db-wal", "-check.db-shm"}) {
-      fs::remove(copy_dir.string() + suffix, ec);
-    }
-  }
+  Release();
   if (exit_code == kExitOk) {
-    log.Info("exited cleanly");
+    kLog.Info("exited cleanly");
   }
   return exit_code;
+}
+
+// --- boot --------------------------------------------------------------------------------------
+
+Status Server::Prepare() {
+  MOLT_RETURN_IF_ERROR(ResolveSettings(options_, config_, &settings_));
+  Logger::Get().SetLevel(settings_.log_level);
+  Logger::Get().SetConsoleFormat(settings_.log_format);
+  std::error_code ec;
+  fs::create_directories(settings_.data_dir, ec);
+  if (ec) {
+    return Status::IoError(fmt::format("data directory \"{}\" cannot be created: {}",
+                                       settings_.data_dir, ec.message()));
+  }
+  RaiseDescriptorLimit(settings_, kLog);
+  token_file_ = (fs::path(settings_.data_dir) / "admin.token").string();
+  if (settings_.admin_enabled && !options_.check) {
+    MOLT_ASSIGN_OR_RETURN(admin_token_, admin::LoadAdminToken(token_file_, settings_.admin_token));
+  }
+  const fs::path run_root = fs::path(settings_.data_dir) / "run";
+  RemoveStaleRunDirs(run_root);
+  copy_dir_ = (run_root / ("moltd-" + std::to_string(::getpid()))).string();
+  if (options_.check) {  // nothing of the live server is touched: a scratch database
+    fs::create_directories(run_root, ec);
+    settings_.profiles_db = copy_dir_ + "-check.db";
+  }
+  last_known_good_ = (fs::path(settings_.data_dir) / "builds" / "last-known-good").string();
+  return Status::Ok();
+}
+
+Status Server::Assemble() {
+  KernelOptions ko;
+  ko.role = Role::kServer;
+  ko.scheduler = settings_.scheduler;
+  ko.tick_rate = settings_.tick_rate;
+  ko.config = std::move(config_);
+  MOLT_ASSIGN_OR_RETURN(kernel_, Kernel::Boot(std::move(ko)));
+  Kernel& kernel = *kernel_;
+  // The profile database, on its own thread; its results come back through the kernel loop.
+  store::SqliteOptions so;
+  so.synchronous_full = settings_.profiles_sync_full;
+  MOLT_ASSIGN_OR_RETURN(
+      profile_db_,
+      store::SqliteStore::Open(
+          settings_.profiles_db,
+          [&kernel](std::function<void()> fn) { kernel.loop().Post(std::move(fn)); }, so));
+  // Repeated warnings and errors become one line per window, and Kernel.ScriptError.
+  error_watch_ =
+      std::make_unique<admin::ErrorWatch>(kernel, Seconds(settings_.error_window_seconds));
+  network_ = std::make_unique<net::Network>(kernel, settings_.net);
+  kernel.AddStatsSection("net", [this](boost::json::object& section) {
+    section = admin::NetJson(network_->Snapshot());
+  });
+  profiles_ =
+      std::make_unique<store::ProfileRegistry>(kernel, *network_, *profile_db_, store::HostId());
+  plugins_ = std::make_unique<loader::PluginHost>(kernel, copy_dir_);
+  abi::AttachNetwork(plugins_->shared(), network_.get());
+  abi::AttachProfiles(plugins_->shared(), *profiles_);
+  if (!options_.check) {
+    profiles_->ReclaimAbandoned();  // a killed predecessor's leases: queued before any load
+  }
+  plugins_->set_health(static_cast<std::uint32_t>(settings_.health_errors),
+                       Seconds(settings_.health_window));
+  plugins_->set_last_known_good_dir(last_known_good_);
+  close_ = std::make_unique<ClosePhase>(kernel, Seconds(settings_.close_budget),
+                                        [] { std::_Exit(kExitOk); });
+  signals_ = std::make_unique<SignalWatcher>([this](int signo) { OnSignal(signo); });
+  // Windowed health (Kernel.Overload), with the network's rates.
+  admin::DiagnosticsOptions diag_options;
+  diag_options.interval = Seconds(settings_.diagnostics_seconds);
+  diag_options.extend = [this, last = net::NetStats(),
+                         at = RealNow()](std::vector<std::pair<std::string, double>>& out) mutable {
+    const net::NetStats now = network_->stats();
+    const TimePoint t = RealNow();
+    const double seconds = std::max(ToSeconds(t - at), 1e-9);
+    out.emplace_back("sessions", static_cast<double>(network_->sessions().count()));
+    out.emplace_back("net_in_bytes_per_second",
+                     static_cast<double>(now.bytes_in - last.bytes_in) / seconds);
+    out.emplace_back("net_out_bytes_per_second",
+                     static_cast<double>(now.bytes_out - last.bytes_out) / seconds);
+    out.emplace_back("net_rejected",
+                     static_cast<double>(now.intents_rejected + now.requests_rejected));
+    last = now;
+    at = t;
+  };
+  diagnostics_ = std::make_unique<admin::Diagnostics>(kernel, std::move(diag_options));
+  // Debug bundles: on demand (the API), and from the last snapshot on a fatal signal.
+  bundles_ = std::make_unique<admin::DebugBundles>(
+      (fs::path(settings_.data_dir) / "bundles").string(),
+      [this](std::string_view reason) { return admin_api_->BundleJson(reason); });
+  // The admin endpoint: its own thread; its answers are built on this one.
+  admin_api_ = std::make_unique<admin::AdminApi>(
+      admin::AdminSources{kernel, *network_, *plugins_, *profile_db_, *log_ring_, *diagnostics_,
+                          *error_watch_,
+                          [this] { plugins_->RequestReload(settings_.plugin_dir, "admin API"); },
+                          [this](std::string_view reason) { return bundles_->Write(reason); },
+                          [this] { return close_requested_.load(); }},
+      admin_token_);
+  return Status::Ok();
+}
+
+// Never an empty server: when the plugin directory does not load or start, the build that last
+// passed its health window boots instead (loaded, or swapped in for the failed set).
+Status Server::LoadPlugins() {
+  std::error_code ec;
+  const bool have_good =
+      !options_.check && fs::exists(fs::path(last_known_good_) / loader::kBuildManifest, ec);
+  auto fall_back = [this](const Status& why) {
+    kLog.Error("the plugin directory {} does not boot: {}", settings_.plugin_dir, why.message());
+    kLog.Warn("booting the last known good build from {} instead", last_known_good_);
+  };
+  Status booted = plugins_->LoadDirectory(settings_.plugin_dir);
+  bool from_good = false;
+  if (!booted.ok() && have_good) {
+    fall_back(booted);
+    booted = plugins_->LoadDirectory(last_known_good_);
+    from_good = true;
+  }
+  MOLT_RETURN_IF_ERROR(booted);
+  booted = kernel_->Start();
+  if (!booted.ok() && have_good && !from_good) {
+    fall_back(booted);
+    const loader::SwapReport r = plugins_->Reload(last_known_good_, "boot: last known good");
+    booted = r.ok ? Status::Ok() : Status::FailedPrecondition(r.error);
+  }
+  return booted;
+}
+
+Status Server::Open() {
+  if (settings_.net.auth == net::AuthMode::kDev) {
+    MOLT_RETURN_IF_ERROR(net::FuzzGate(network_->channels(), kernel_->hooks()));
+  }
+  MOLT_RETURN_IF_ERROR(network_->Listen());
+  return StartAdmin();
+}
+
+Status Server::StartAdmin() {
+  if (!settings_.admin_enabled) {
+    kLog.Info("admin endpoint off");
+    return Status::Ok();
+  }
+  MOLT_ASSIGN_OR_RETURN(admin_server_, admin::HttpServer::Start(
+                                           settings_.admin_address, settings_.admin_port, {},
+                                           [this](admin::HttpRequest req, admin::HttpReply reply) {
+                                             admin_api_->Handle(std::move(req), std::move(reply));
+                                           }));
+  const bool v6 = settings_.admin_address.find(':') != std::string::npos;
+  kLog.Info(
+      "admin endpoint on http://{}{}{}:{}/ (the dashboard; /metrics, /healthz, /readyz; the "
+      "API's token is in {})",
+      v6 ? "[" : "", settings_.admin_address, v6 ? "]" : "", admin_server_->port(),
+      settings_.admin_token.empty() ? token_file_ : "the configuration's admin.token");
+  return Status::Ok();
+}
+
+// --- serve -------------------------------------------------------------------------------------
+
+void Server::Serve() {
+  Kernel& kernel = *kernel_;
+  net::LogSecurityAudit(net::SecurityAudit(network_->channels(), kernel.hooks()));
+  plugins_->BeginHealthWindow();
+  kernel.scheduler().Every(
+      Seconds(settings_.diagnostics_seconds), [this] { bundles_->RefreshCrashSnapshot(); },
+      Priority::kLow, TaskOrigin::Named("crash snapshot"));
+  if (options_.watch) {
+    StartWatching();
+  }
+  // Closing stops the intake (after the plugins' own Kernel.Closing handlers, which subscribed
+  // at init); the sessions end once every service stopped (Close).
+  stop_intake_ = kernel.bus().Subscribe(
+      "Kernel.Closing", [this](std::string_view, Args) { network_->StopAccepting(); });
+  kLog.Info(
+      "serving {} plugins from {} as generation {} (data in {}, profiles in {} as {}); SIGHUP "
+      "reloads them, SIGTERM or SIGINT closes",
+      plugins_->plugins().size(), settings_.plugin_dir, plugins_->generation(), settings_.data_dir,
+      settings_.profiles_db, profiles_->host());
+  bundles_->RefreshCrashSnapshot();  // installs the fatal-signal writer
+  kernel.loop().Run();
+}
+
+// The watcher's thread posts each change; the reload waits until they settle.
+void Server::StartWatching() {
+  Result<std::unique_ptr<DirWatcher>> w =
+      DirWatcher::Start(settings_.plugin_dir, [this](std::string file) {
+        kernel_->loop().Post([this, file = std::move(file)] {
+          debounce_.Cancel();
+          debounce_ = kernel_->scheduler().After(
+              kWatchSettle,
+              [this, file] {
+                plugins_->RequestReload(settings_.plugin_dir, "watch: " + file + " changed");
+              },
+              Priority::kKernel, TaskOrigin::Named("watch"));
+        });
+      });
+  if (!w.ok()) {
+    kLog.Warn("{}; --watch is off", w.status().message());
+    return;
+  }
+  watcher_ = std::move(w).value();
+  kLog.Info("watching {}: a rebuilt plugin is swapped in live", settings_.plugin_dir);
+}
+
+// --- close -------------------------------------------------------------------------------------
+
+// Signals arrive on the watcher's thread: SIGHUP reloads, the first SIGTERM or SIGINT posts the
+// close to the kernel thread; later ones are logged there and then, even while a stop() blocks
+// the loop.
+void Server::OnSignal(int signo) {
+  if (signo == SIGHUP) {  // reload the plugin directory as a new generation
+    kernel_->loop().Post([this] { plugins_->RequestReload(settings_.plugin_dir, "SIGHUP"); });
+    return;
+  }
+  std::string reason = signo == SIGTERM ? "SIGTERM" : "SIGINT";
+  if (close_requested_.exchange(true)) {
+    kLog.Warn("close ({}) ignored: a close is already running (SIGKILL forces an exit)", reason);
+    return;
+  }
+  kernel_->loop().Post([this, reason = std::move(reason)] { Close(reason); });
+}
+
+// The close order: Kernel.Closing (new connections refused from here), every service stops (a
+// stop() may still reach the connected players), Kernel.Stopped, the final saves of every
+// profile (the drain), and only then do the sessions end: nothing a service writes in stop() can
+// miss a final save.
+void Server::Close(const std::string& reason) {
+  plugins_->Close();
+  const TimePoint closing = RealNow();
+  close_->Begin(reason, [this, closing] { Drain(closing); });
+}
+
+// Every profile's final save and lease release, then the sessions end and the loop stops; at the
+// drain's deadline (its budget, counted from the close) they do anyway, naming what is unsaved.
+void Server::Drain(TimePoint closing) {
+  struct State {
+    TaskHandle timer;
+    bool finished = false;
+  };
+  auto state = std::make_shared<State>();
+  auto finish = [this, state] {
+    if (!std::exchange(state->finished, true)) {
+      state->timer.Cancel();
+      network_->Shutdown();
+      kernel_->loop().Stop();
+    }
+  };
+  const TimePoint t0 = RealNow();
+  const Duration left =
+      std::max<Duration>(closing + Seconds(settings_.profiles_drain) - t0, Duration::zero());
+  state->timer = kernel_->scheduler().After(
+      left,
+      [finish, left] {
+        LogScope("Profiles")
+            .Error(
+                "the close drain did not finish in its {:.1f} s: the server exits now and the "
+                "profiles not yet written keep only their last autosave (raise "
+                "profiles.drain_seconds, or free the database's disk)",
+                ToSeconds(left));
+        finish();
+      },
+      Priority::kKernel, TaskOrigin::Named("profile drain deadline"));
+  profiles_->Drain([finish, t0](std::size_t saved, std::size_t failed) {
+    LogScope("Profiles")
+        .Info("close drain done in {:.1f}ms: {} profiles saved{}", ToSeconds(RealNow() - t0) * 1000,
+              saved,
+              failed > 0 ? fmt::format(", {} refused (their leases were lost)", failed) : "");
+    finish();
+  });
+}
+
+// The parts that run threads or plugin code stop first: the watcher, the admin endpoint (no
+// request reaches the kernel from here), the kernel's teardown, the plugins' libraries.
+void Server::Release() {
+  watcher_.reset();
+  admin_server_.reset();
+  if (kernel_ != nullptr) {
+    if (Status s = kernel_->Shutdown(); !s.ok()) {
+      kLog.Error("{}", s.message());
+    }
+  }
+  if (plugins_ != nullptr) {
+    plugins_->UnloadAll();
+  }
+  if (copy_dir_.empty()) {
+    return;
+  }
+  std::error_code ec;
+  fs::remove_all(copy_dir_, ec);
+  if (options_.check) {
+    for (const char* suffix : {"-check.db", "-check.db-wal", "-check.db-shm"}) {
+      fs::remove(copy_dir_ + suffix, ec);
+    }
+  }
 }
 
 }  // namespace molt::kernel

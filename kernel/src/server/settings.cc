@@ -132,21 +132,37 @@ std::optional<std::string> Text(const Config& config, const std::string& key) {
   return std::nullopt;
 }
 
+// A number from the flag when given, else from the configuration key when set, else `fallback`.
+Result<double> FlagOrNumber(const std::optional<double>& flag, const Config& config,
+                            const std::string& key, double fallback) {
+  if (flag) {
+    return *flag;
+  }
+  if (config.Get(key) != nullptr) {
+    return Number(config, key);
+  }
+  return fallback;
+}
+
+// A true/false configuration key, when set.
+Status Flag(const Config& config, const std::string& key, bool* out) {
+  if (const Config::Scalar* v = config.Get(key)) {
+    if (!std::holds_alternative<bool>(*v)) {
+      return Status::InvalidArgument("configuration key \"" + key + "\" must be true or false");
+    }
+    *out = std::get<bool>(*v);
+  }
+  return Status::Ok();
+}
+
 Status ResolveNet(const ServerOptions& options, const Config& config, net::NetOptions* out) {
   out->bind_address =
       options.bind_address.value_or(Text(config, "net.bind").value_or(out->bind_address));
   out->tls_cert_file = options.tls_cert.value_or(Text(config, "net.tls_cert").value_or(""));
   out->tls_key_file = options.tls_key.value_or(Text(config, "net.tls_key").value_or(""));
-  double port = out->port;
-  if (options.port) {
-    port = *options.port;
-  } else if (config.Get("net.port") != nullptr) {
-    Result<double> p = Number(config, "net.port");
-    if (!p.ok()) {
-      return p.status();
-    }
-    port = *p;
-  }
+  const std::optional<double> flag =
+      options.port ? std::optional<double>(*options.port) : std::nullopt;
+  MOLT_ASSIGN_OR_RETURN(const double port, FlagOrNumber(flag, config, "net.port", out->port));
   if (!(port >= 0 && port <= 65535) || port != std::floor(port)) {
     return Status::InvalidArgument(
         fmt::format("port {} is out of range: use 0..65535 (0 picks a free port)", port));
@@ -161,22 +177,17 @@ Status ResolveNet(const ServerOptions& options, const Config& config, net::NetOp
     if (config.Get(n.key) == nullptr) {
       continue;
     }
-    Result<double> v = Number(config, n.key);
-    if (!v.ok()) {
-      return v.status();
-    }
-    if (!(*v >= n.min && *v <= n.max)) {
-      return Status::InvalidArgument(
-          fmt::format("configuration key \"{}\" = {} is out of "
-                      "range: use {}..{}",
-                      n.key, *v, n.min, n.max));
+    MOLT_ASSIGN_OR_RETURN(const double v, Number(config, n.key));
+    if (!(v >= n.min && v <= n.max)) {
+      return Status::InvalidArgument(fmt::format(
+          "configuration key \"{}\" = {} is out of range: use {}..{}", n.key, v, n.min, n.max));
     }
     if (n.d != nullptr) {
-      out->*n.d = *v;
+      out->*n.d = v;
     } else if (n.u32 != nullptr) {
-      out->*n.u32 = static_cast<std::uint32_t>(*v);
+      out->*n.u32 = static_cast<std::uint32_t>(v);
     } else {
-      out->*n.size = static_cast<std::size_t>(*v);
+      out->*n.size = static_cast<std::size_t>(v);
     }
   }
   return Status::Ok();
@@ -195,13 +206,8 @@ Status ResolveAdmin(const ServerOptions& options, const Config& config, Settings
     return Status::InvalidArgument(
         "admin.token is too short to guard the admin endpoint: use 16 characters or more");
   }
-  if (const Config::Scalar* v = config.Get("admin.allow_insecure_remote")) {
-    if (!std::holds_alternative<bool>(*v)) {
-      return Status::InvalidArgument(
-          "configuration key \"admin.allow_insecure_remote\" must be true or false");
-    }
-    out->admin_allow_insecure_remote = std::get<bool>(*v);
-  }
+  MOLT_RETURN_IF_ERROR(
+      Flag(config, "admin.allow_insecure_remote", &out->admin_allow_insecure_remote));
   if (where == "off") {
     out->admin_enabled = false;
     return Status::Ok();
@@ -230,45 +236,23 @@ Status ResolveAdmin(const ServerOptions& options, const Config& config, Settings
   return Status::Ok();
 }
 
-}  // namespace
-
-Status ResolveSettings(const ServerOptions& options, Config& config, Settings* out) {
-  if (!options.config_file.empty()) {
-    if (Status s = config.MergeJsonFile(options.config_file); !s.ok()) {
-      return s;
-    }
-    if (Status s = CheckKeys(config, "config file \"" + options.config_file + "\""); !s.ok()) {
-      return s;
-    }
-  }
-  auto number = [&](const std::optional<double>& flag, const std::string& key,
-                    double fallback) -> Result<double> {
-    if (flag) {
-      return *flag;
-    }
-    if (config.Get(key) != nullptr) {
-      return Number(config, key);
-    }
-    return fallback;
-  };
-  Result<double> tick = number(options.tick_rate, "server.tick_rate", 60);
-  if (!tick.ok()) {
-    return tick.status();
-  }
-  if (!std::isfinite(*tick) || *tick <= 0 || *tick > 10000) {
+// "server": the tick rate, the close budget, the health, diagnostics and error windows, logging
+// and the directories.
+Status ResolveServer(const ServerOptions& options, const Config& config, Settings* out) {
+  MOLT_ASSIGN_OR_RETURN(const double tick,
+                        FlagOrNumber(options.tick_rate, config, "server.tick_rate", 60));
+  if (!std::isfinite(tick) || tick <= 0 || tick > 10000) {
     return Status::InvalidArgument(
-        fmt::format("tick rate {} Hz is out of range: use a value in (0, 10000]", *tick));
+        fmt::format("tick rate {} Hz is out of range: use a value in (0, 10000]", tick));
   }
-  out->tick_rate = *tick;
-  Result<double> budget =
-      number(options.close_budget_seconds, "server.close_budget_seconds", out->close_budget);
-  if (!budget.ok()) {
-    return budget.status();
-  }
-  if (!std::isfinite(*budget) || *budget <= 0) {
+  out->tick_rate = tick;
+  MOLT_ASSIGN_OR_RETURN(const double budget,
+                        FlagOrNumber(options.close_budget_seconds, config,
+                                     "server.close_budget_seconds", out->close_budget));
+  if (!std::isfinite(budget) || budget <= 0) {
     return Status::InvalidArgument("close budget must be a number of seconds above 0");
   }
-  out->close_budget = *budget;
+  out->close_budget = budget;
   // The health window a build gets when its manifest sets none (docs/generations.md), and the
   // diagnostics window (1 s in development: --watch).
   out->diagnostics_seconds = options.watch ? 1 : 5;
@@ -280,57 +264,25 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
     if (config.Get(key) == nullptr) {
       continue;
     }
-    Result<double> v = Number(config, key);
-    if (!v.ok()) {
-      return v.status();
-    }
-    if (!(*v >= lo && *v <= hi)) {
+    MOLT_ASSIGN_OR_RETURN(const double v, Number(config, key));
+    if (!(v >= lo && v <= hi)) {
       return Status::InvalidArgument(
-          fmt::format("configuration key \"{}\" is {}: use {} to {}", key, *v, lo, hi));
+          fmt::format("configuration key \"{}\" is {}: use {} to {}", key, v, lo, hi));
     }
-    *field = *v;
+    *field = v;
   }
-
   const std::string level =
       options.log_level.value_or(Text(config, "server.log_level").value_or("info"));
-  LogLevel l;
-  if (!ParseLogLevel(level, &l)) {
+  if (!ParseLogLevel(level, &out->log_level)) {
     return Status::InvalidArgument("log level \"" + level +
                                    "\" is unknown: use debug, info, warn, error or off");
   }
-  out->log_level = l;
   const std::string format =
       options.log_format.value_or(Text(config, "server.log_format").value_or("text"));
   if (format != "text" && format != "json") {
     return Status::InvalidArgument("log format \"" + format + "\" is unknown: use text or json");
   }
   out->log_format = format == "json" ? ConsoleFormat::kJson : ConsoleFormat::kText;
-
-  for (auto [key, field] : {std::pair{"scheduler.budget_ms", &out->scheduler.budget},
-                            std::pair{"scheduler.target_frame_ms", &out->scheduler.target_frame}}) {
-    if (config.Get(key) != nullptr) {
-      Result<double> ms = Number(config, key);
-      if (!ms.ok()) {
-        return ms.status();
-      }
-      if (!std::isfinite(*ms) || *ms <= 0) {
-        return Status::InvalidArgument(std::string("configuration key \"") + key +
-                                       "\" must be a number of milliseconds above 0");
-      }
-      *field = Seconds(*ms / 1000);
-    }
-  }
-  for (auto [key, field] :
-       {std::pair{"scheduler.profile_tasks", &out->scheduler.profile_tasks},
-        std::pair{"scheduler.stagger_recurring", &out->scheduler.stagger_recurring}}) {
-    if (const Config::Scalar* v = config.Get(key)) {
-      if (!std::holds_alternative<bool>(*v)) {
-        return Status::InvalidArgument(std::string("configuration key \"") + key +
-                                       "\" must be true or false");
-      }
-      *field = std::get<bool>(*v);
-    }
-  }
   out->plugin_dir = !options.plugin_dir.empty()
                         ? options.plugin_dir
                         : Text(config, "server.plugin_dir").value_or(std::string());
@@ -338,6 +290,29 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
     return Status::InvalidArgument("no plugin directory: pass --plugins DIR");
   }
   out->data_dir = options.data_dir;
+  return Status::Ok();
+}
+
+// "scheduler": the step budget, the frame target, task profiling, staggered recurring tasks.
+Status ResolveScheduler(const Config& config, SchedulerConfig* out) {
+  for (auto [key, field] : {std::pair{"scheduler.budget_ms", &out->budget},
+                            std::pair{"scheduler.target_frame_ms", &out->target_frame}}) {
+    if (config.Get(key) == nullptr) {
+      continue;
+    }
+    MOLT_ASSIGN_OR_RETURN(const double ms, Number(config, key));
+    if (!std::isfinite(ms) || ms <= 0) {
+      return Status::InvalidArgument(std::string("configuration key \"") + key +
+                                     "\" must be a number of milliseconds above 0");
+    }
+    *field = Seconds(ms / 1000);
+  }
+  MOLT_RETURN_IF_ERROR(Flag(config, "scheduler.profile_tasks", &out->profile_tasks));
+  return Flag(config, "scheduler.stagger_recurring", &out->stagger_recurring);
+}
+
+// "profiles": the database, its durability, the close drain's budget.
+Status ResolveProfiles(const Config& config, Settings* out) {
   out->profiles_db = Text(config, "profiles.database")
                          .value_or((std::filesystem::path(out->data_dir) / "profiles.db").string());
   const std::string sync = Text(config, "profiles.synchronous").value_or("normal");
@@ -348,22 +323,28 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
   }
   out->profiles_sync_full = sync == "full";
   if (config.Get("profiles.drain_seconds") != nullptr) {
-    Result<double> v = Number(config, "profiles.drain_seconds");
-    if (!v.ok()) {
-      return v.status();
-    }
-    if (!(*v >= 1 && *v <= 3600)) {
+    MOLT_ASSIGN_OR_RETURN(const double v, Number(config, "profiles.drain_seconds"));
+    if (!(v >= 1 && v <= 3600)) {
       return Status::InvalidArgument(
-          fmt::format("configuration key \"profiles.drain_seconds\" is {}: use 1 to 3600", *v));
+          fmt::format("configuration key \"profiles.drain_seconds\" is {}: use 1 to 3600", v));
     }
-    out->profiles_drain = *v;
+    out->profiles_drain = v;
   }
-  if (Status s = ResolveNet(options, config, &out->net); !s.ok()) {
-    return s;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ResolveSettings(const ServerOptions& options, Config& config, Settings* out) {
+  if (!options.config_file.empty()) {
+    MOLT_RETURN_IF_ERROR(config.MergeJsonFile(options.config_file));
+    MOLT_RETURN_IF_ERROR(CheckKeys(config, "config file \"" + options.config_file + "\""));
   }
-  if (Status s = ResolveAdmin(options, config, out); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(ResolveServer(options, config, out));
+  MOLT_RETURN_IF_ERROR(ResolveScheduler(config, &out->scheduler));
+  MOLT_RETURN_IF_ERROR(ResolveProfiles(config, out));
+  MOLT_RETURN_IF_ERROR(ResolveNet(options, config, &out->net));
+  MOLT_RETURN_IF_ERROR(ResolveAdmin(options, config, out));
   out->net.tick_rate = out->tick_rate;
   config.Set("server.tick_rate", out->tick_rate);
   config.Set("server.data_dir", out->data_dir);

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <molt/kernel/status.h>
 
+#include <string>
+
 namespace molt::kernel {
 namespace {
 
@@ -39,6 +41,53 @@ TEST(ResultTest, HoldsAValueOrAStatus) {
   Result<int> bad = Status::Stale("task 12 is gone");
   EXPECT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), Status::Code::kStale);
+}
+
+int g_macro_evaluations = 0;
+
+Status MacroCounted(Status s) {
+  ++g_macro_evaluations;
+  return s;
+}
+
+Result<int> MacroCountedValue(Result<int> r) {
+  ++g_macro_evaluations;
+  return r;
+}
+
+Status Chain(Status first, int* reached) {
+  MOLT_RETURN_IF_ERROR(MacroCounted(std::move(first)));
+  *reached = 1;
+  return Status::Ok();
+}
+
+Result<std::string> Doubled(Result<int> in) {
+  MOLT_ASSIGN_OR_RETURN(int v, MacroCountedValue(std::move(in)));
+  std::string out;
+  MOLT_ASSIGN_OR_RETURN(out, Result<std::string>(std::to_string(v * 2)));
+  return out;
+}
+
+TEST(StatusMacrosTest, ReturnIfErrorReturnsTheErrorAndEvaluatesOnce) {
+  g_macro_evaluations = 0;
+  int reached = 0;
+  EXPECT_EQ(Chain(Status::NotFound("no such channel"), &reached),
+            Status::NotFound("no such channel"));
+  EXPECT_EQ(reached, 0);
+  EXPECT_EQ(g_macro_evaluations, 1);
+  EXPECT_TRUE(Chain(Status::Ok(), &reached).ok());
+  EXPECT_EQ(reached, 1);
+  EXPECT_EQ(g_macro_evaluations, 2);
+}
+
+TEST(StatusMacrosTest, AssignOrReturnDeclaresAssignsOrReturnsTheStatus) {
+  g_macro_evaluations = 0;
+  Result<std::string> ok = Doubled(21);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(*ok, "42");
+  Result<std::string> failed = Doubled(Status::Stale("handle 7 is not live"));
+  EXPECT_EQ(failed.status(), Status::Stale("handle 7 is not live"));
+  EXPECT_EQ(g_macro_evaluations, 2);
 }
 
 }  // namespace

@@ -8,6 +8,11 @@
 // Messages are lower-case, specific and name the object: `plugin "chat": init failed: ...`.
 // Layers add context by prefixing (Status::Prefixed).
 //
+// Propagation, as abseil spells it:
+//   MOLT_RETURN_IF_ERROR(config.MergeJsonFile(path));        // returns its Status unless OK
+//   MOLT_ASSIGN_OR_RETURN(double tick, Number(config, key));  // declares (or assigns) the value
+// Both return from a function that returns a Status or any Result<T>.
+//
 // Thread safety: a Status is a value; distinct objects may be used from distinct threads.
 #ifndef MOLT_KERNEL_STATUS_H_
 #define MOLT_KERNEL_STATUS_H_
@@ -111,5 +116,30 @@ class Result {
 };
 
 }  // namespace molt::kernel
+
+// Evaluates `expr` (a Status) once; returns it from the enclosing function unless it is OK.
+#define MOLT_RETURN_IF_ERROR(expr)                                          \
+  do {                                                                      \
+    if (::molt::kernel::Status molt_status_ = (expr); !molt_status_.ok()) { \
+      return molt_status_;                                                  \
+    }                                                                       \
+  } while (false)
+
+// Evaluates the expression (a Result<T>) once; returns its Status from the enclosing function
+// unless it holds a value, which then initializes (or is assigned to) `lhs`: `T name`, or an
+// lvalue. A statement of its own: not inside an unbraced if or loop. Spelled token for token as
+// the SDK's (molt/molt.hpp) for molt::Result, so a file may include both.
+#ifndef MOLT_ASSIGN_OR_RETURN
+#define MOLT_CONCAT_INNER_(a, b) a##b
+#define MOLT_CONCAT_(a, b) MOLT_CONCAT_INNER_(a, b)
+#define MOLT_ASSIGN_OR_RETURN(lhs, ...) \
+  MOLT_ASSIGN_OR_RETURN_IMPL_(MOLT_CONCAT_(molt_result_, __LINE__), lhs, __VA_ARGS__)
+#define MOLT_ASSIGN_OR_RETURN_IMPL_(result, lhs, ...) \
+  auto result = (__VA_ARGS__);                        \
+  if (!result.ok()) {                                 \
+    return result.status();                           \
+  }                                                   \
+  lhs = std::move(result).value()
+#endif
 
 #endif  // MOLT_KERNEL_STATUS_H_

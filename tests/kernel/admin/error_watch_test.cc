@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ErrorWatch: repeats of a warning or error within a window become one line with a count, and
 // each distinct one a Kernel.ScriptError per window.
-#include "kernel/src/core/error_watch.h"
+#include "kernel/src/admin/error_watch.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "kernel/src/core/kernel.h"
 
-namespace molt::kernel {
+namespace molt::kernel::admin {
 namespace {
 
 class ErrorWatchTest : public ::testing::Test {
@@ -117,4 +117,4 @@ TEST_F(ErrorWatchTest, MergesWhatOtherThreadsLogAndStopsWhenDestroyed) {
 }
 
 }  // namespace
-}  // namespace molt::kernel
+}  // namespace molt::kernel::admin

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// File: kernel/src/core/error_watch.h
+// File: kernel/src/admin/error_watch.h
 //
 // ErrorWatch (spec §12): warnings and errors deduplicated per window, so a crash loop becomes
 // one line with a count instead of a flood. It gates the process-wide Logger: the first
@@ -16,8 +16,8 @@
 // Distinct pairs per window are bounded (kMaxKeys); past it entries pass unmerged.
 //
 // Thread safety: the gate runs on any thread that logs (a mutex); the rest on the kernel thread.
-#ifndef MOLT_KERNEL_CORE_ERROR_WATCH_H_
-#define MOLT_KERNEL_CORE_ERROR_WATCH_H_
+#ifndef MOLT_KERNEL_ADMIN_ERROR_WATCH_H_
+#define MOLT_KERNEL_ADMIN_ERROR_WATCH_H_
 
 #include <chrono>
 #include <cstdint>
@@ -32,8 +32,10 @@
 #include "kernel/src/core/scheduler.h"
 
 namespace molt::kernel {
-
 class Kernel;
+}  // namespace molt::kernel
+
+namespace molt::kernel::admin {
 
 class ErrorWatch {
  public:
@@ -84,6 +86,6 @@ class ErrorWatch {
   Logger::Registration gate_;
 };
 
-}  // namespace molt::kernel
+}  // namespace molt::kernel::admin
 
-#endif  // MOLT_KERNEL_CORE_ERROR_WATCH_H_
+#endif  // MOLT_KERNEL_ADMIN_ERROR_WATCH_H_

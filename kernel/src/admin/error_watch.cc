@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // ErrorWatch: warnings and errors deduplicated per window, published as Kernel.ScriptError.
-#include "kernel/src/core/error_watch.h"
+#include "kernel/src/admin/error_watch.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/value.h"
 
-namespace molt::kernel {
+namespace molt::kernel::admin {
 namespace {
 
 thread_local bool t_summarizing = false;  // the summary lines pass the gate
@@ -108,4 +108,4 @@ ErrorWatch::Counts ErrorWatch::counts() const {
   return state_->counts;
 }
 
-}  // namespace molt::kernel
+}  // namespace molt::kernel::admin

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/server/server.h
+//
+// Server: moltd's composition root (RunServer, molt/kernel/server.h). It owns every part of a
+// running server, builds them in order and releases them in reverse, in three phases:
+//   boot   the settings, the data directory, the kernel, the profile database, the network, the
+//          profile registry, the plugin host with the ABI's layers attached, the close phase,
+//          the signals, diagnostics, debug bundles and the admin API; then the plugins loaded and
+//          started (the last known good build when the plugin directory fails), the fuzz gate,
+//          the listener and the admin endpoint
+//   serve  the kernel loop, until the close stops it
+//   close  SIGTERM or SIGINT: Kernel.Closing, every service's stop, the profiles' final saves,
+//          the sessions' end, the loop stops; then the kernel's teardown and the plugins unload
+// What one part needs from another reaches it through the Server, which outlives them all.
+//
+// Thread safety: Run() on the main thread, which becomes the kernel thread; the signal watcher's
+// callback posts to it.
+#ifndef MOLT_KERNEL_SERVER_SERVER_H_
+#define MOLT_KERNEL_SERVER_SERVER_H_
+
+#include <molt/kernel/server.h>
+#include <molt/kernel/status.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "kernel/src/core/bus.h"
+#include "kernel/src/core/config.h"
+#include "kernel/src/core/scheduler.h"
+#include "kernel/src/server/settings.h"
+
+namespace molt::kernel {
+
+class ClosePhase;
+class DirWatcher;
+class Kernel;
+class SignalWatcher;
+namespace admin {
+class AdminApi;
+class DebugBundles;
+class Diagnostics;
+class ErrorWatch;
+class HttpServer;
+class LogRing;
+}  // namespace admin
+namespace loader {
+class PluginHost;
+}
+namespace net {
+class Network;
+}
+namespace store {
+class ProfileRegistry;
+class SqliteStore;
+}  // namespace store
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  ~Server();
+
+  // Boots, serves until the close, releases everything; returns the exit code (kExitOk, or
+  // kExitBootFailed with the reason logged; --check: kExitOk or kExitCheckFailed).
+  int Run();
+
+ private:
+  // --- boot ---
+  // The settings, the data directory, the descriptor limit, the admin token, the run directory.
+  Status Prepare();
+  // Every part, from the kernel to the admin API; nothing loaded, nothing listening.
+  Status Assemble();
+  // The plugin directory, loaded and started; the last known good build when it fails.
+  Status LoadPlugins();
+  // The fuzz gate, the listener and the admin endpoint.
+  Status Open();
+  Status StartAdmin();
+  // --- serve ---
+  void Serve();
+  void StartWatching();  // --watch
+  // --- close ---
+  void OnSignal(int signo);               // the watcher's thread
+  void Close(const std::string& reason);  // the kernel thread
+  void Drain(TimePoint closing);
+  void Release();
+
+  const ServerOptions options_;
+  std::unique_ptr<admin::LogRing> log_ring_;  // the newest lines, from the first one logged
+  Config config_;
+  Settings settings_;
+  std::string admin_token_;
+  std::string token_file_;
+  std::string copy_dir_;  // this process's copies of the plugin libraries
+  std::string last_known_good_;
+  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<store::SqliteStore> profile_db_;
+  std::unique_ptr<admin::ErrorWatch> error_watch_;
+  std::unique_ptr<net::Network> network_;
+  std::unique_ptr<store::ProfileRegistry> profiles_;
+  std::unique_ptr<loader::PluginHost> plugins_;
+  std::unique_ptr<ClosePhase> close_;
+  std::unique_ptr<SignalWatcher> signals_;
+  std::unique_ptr<admin::Diagnostics> diagnostics_;
+  std::unique_ptr<admin::DebugBundles> bundles_;
+  std::unique_ptr<admin::AdminApi> admin_api_;
+  std::unique_ptr<admin::HttpServer> admin_server_;
+  std::unique_ptr<DirWatcher> watcher_;  // stopped before the plugins unload
+  TaskHandle debounce_;                  // --watch: the reload waits for the changes to settle
+  Connection stop_intake_;               // Kernel.Closing stops new connections
+  std::atomic<bool> close_requested_{false};
+};
+
+}  // namespace molt::kernel
+
+#endif  // MOLT_KERNEL_SERVER_SERVER_H_
