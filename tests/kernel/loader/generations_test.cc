@@ -429,16 +429,18 @@ TEST_F(GenerationsTest, ASwapToADirectoryWithNoPluginIsRefusedAndTheOldGeneratio
   const std::string empty = copies_ + "-empty";
   fs::remove_all(empty);
   fs::create_directories(empty);
+  const net::ChannelId add = Id("gen.Add");
+  const net::ChannelId total = Id("gen.Total");
   SwapReport r;
   Run([&] {
     TestClient c(port_);
     ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
-    c.Intent(Id("gen.Add"), AddPayload(4));
-    c.Request(Id("gen.Total"), 1, AddPayload(0));
+    c.Intent(add, AddPayload(4));
+    c.Request(total, 1, AddPayload(0));
     EXPECT_EQ(PayloadText(c.NextOf(w::Body::Response)), "v1:4");
     OnKernel([&] { r = plugins_->Reload(empty, "test"); });
     // The same connection, answered by the same generation with the state it holds.
-    c.Request(Id("gen.Total"), 2, AddPayload(0));
+    c.Request(total, 2, AddPayload(0));
     Frame f = c.NextOf(w::Body::Response);
     ASSERT_EQ(f.type(), w::Body::Response) << "the client lost its connection";
     EXPECT_EQ(PayloadText(f), "v1:4");
