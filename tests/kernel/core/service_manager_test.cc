@@ -22,8 +22,8 @@ class FakeService : public Service {
 
   const std::string& name() const override { return name_; }
   const std::vector<std::string>& dependencies() const override { return deps_; }
-  Status Init() override { return Step("init", fail_init_); }
-  Status Start() override { return Step("start", fail_start_); }
+  Status Init() override { return Timed(init_takes_, &init_ran_for_, "init", fail_init_); }
+  Status Start() override { return Timed(start_takes_, &start_ran_for_, "start", fail_start_); }
   Status Stop() override {
     if (stop_takes_.count() > 0) {
       std::this_thread::sleep_for(stop_takes_);
@@ -37,8 +37,22 @@ class FakeService : public Service {
   bool fail_stop_ = false;
   bool throw_instead_ = false;
   std::chrono::milliseconds stop_takes_{0};
+  std::chrono::milliseconds init_takes_{0};
+  std::chrono::milliseconds start_takes_{0};
+  // How long Init() and Start() took, measured inside them.
+  Duration init_ran_for_{};
+  Duration start_ran_for_{};
 
  private:
+  Status Timed(std::chrono::milliseconds takes, Duration* ran_for, const char* what, bool fail) {
+    const TimePoint t0 = RealNow();
+    if (takes.count() > 0) {
+      std::this_thread::sleep_for(takes);
+    }
+    Status s = Step(what, fail);
+    *ran_for = RealNow() - t0;
+    return s;
+  }
   Status Step(const char* what, bool fail) {
     journal_->push_back(std::string(what) + " " + name_);
     if (fail && throw_instead_) {
@@ -233,13 +247,27 @@ TEST_F(ServiceManagerTest, RefusesDuplicatesAndRegistrationAfterBoot) {
   EXPECT_EQ(manager_.size(), 1u);
 }
 
+// Each phase of each service is timed around that service's own call: at least what the call
+// measured of itself (A's init and B's start sleep), and all of them together within the Boot()
+// that ran them. Measurements against each other, never against the wall clock.
 TEST_F(ServiceManagerTest, RecordsBootTimingsPerService) {
-  Add("A");
-  Add("B");
+  std::shared_ptr<FakeService> a = Add("A");
+  std::shared_ptr<FakeService> b = Add("B");
+  a->init_takes_ = std::chrono::milliseconds(1);
+  b->start_takes_ = std::chrono::milliseconds(1);
+  const TimePoint before = RealNow();
   ASSERT_TRUE(manager_.Boot().ok());
+  const Duration boot = RealNow() - before;
   ASSERT_EQ(manager_.timings().size(), 2u);
-  EXPECT_EQ(manager_.timings()[0].name, "A");
-  EXPECT_GE(manager_.timings()[0].init.count(), 0);
+  const ServiceTiming& ta = manager_.timings()[0];
+  const ServiceTiming& tb = manager_.timings()[1];
+  EXPECT_EQ(ta.name, "A");
+  EXPECT_EQ(tb.name, "B");
+  EXPECT_GE(ta.init, a->init_ran_for_);
+  EXPECT_GE(ta.start, a->start_ran_for_);
+  EXPECT_GE(tb.init, b->init_ran_for_);
+  EXPECT_GE(tb.start, b->start_ran_for_);
+  EXPECT_LE(ta.init + ta.start + tb.init + tb.start, boot);
   EXPECT_EQ(manager_.Get("B")->name(), "B");
   EXPECT_EQ(manager_.Get("Z"), nullptr);
 }
