@@ -185,7 +185,8 @@ INSTANTIATE_TEST_SUITE_P(
                       PluginCase{"abi-1.2", 2, "c"}, PluginCase{"abi-1.2", 2, "cpp"},
                       PluginCase{"abi-1.2-r2", 2, "c"}, PluginCase{"abi-1.2-r2", 2, "cpp"},
                       PluginCase{"abi-1.3", 3, "c"}, PluginCase{"abi-1.3", 3, "cpp"},
-                      PluginCase{"abi-1.4", 4, "c"}, PluginCase{"abi-1.4", 4, "cpp"}),
+                      PluginCase{"abi-1.4", 4, "c"}, PluginCase{"abi-1.4", 4, "cpp"},
+                      PluginCase{"abi-1.4-r2", 4, "c"}, PluginCase{"abi-1.4-r2", 4, "cpp"}),
     CaseName);
 
 // --- Client apps of every client API release, and clients of every wire protocol -------------
