@@ -54,7 +54,7 @@ class Counter : public molt::Service {
     MOLT_ASSIGN_OR_RETURN(echo_,
                           host().DeclareIntent("counter.Echo", echo, Verify<molt::counter::Echo>,
                                                [this](molt::SessionId s, std::string_view payload) {
-                                                 return host().Send(echoed_, s, payload);
+                                                 return echoed_.Send(s, payload);
                                                }));
     molt::ChannelOptions get;
     get.schema = "molt.counter.Get";
@@ -89,7 +89,7 @@ class Counter : public molt::Service {
       shape.tick_rate = 10;
       MOLT_ASSIGN_OR_RETURN(replica_, host().CreateReplica("counter", shape));
     }
-    return host().SetInt(replica_, kValue, value_);
+    return replica_.SetInt(kValue, value_);
   }
 
   molt::Status ExportState(std::string* out) override {
@@ -124,10 +124,10 @@ class Counter : public molt::Service {
       // Every addition scores for its player (the scores plugin, when loaded, counts it).
       (void)host().Publish("Score.Add", {molt::Value::String(who->user), molt::Value::Int(amount)});
     }
-    if (molt::Status s = host().SetInt(replica_, kValue, value_); !s.ok()) {
+    if (molt::Status s = replica_.SetInt(kValue, value_); !s.ok()) {
       return s;
     }
-    return host().SetBytes(replica_, kLast, who.ok() ? who->user : "");
+    return replica_.SetBytes(kLast, who.ok() ? who->user : "");
   }
 
   std::int64_t value_ = 0;

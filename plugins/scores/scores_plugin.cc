@@ -59,7 +59,7 @@ class Scores : public molt::Service {
     }
     (void)host().Publish(changed_, {molt::Value::String(player), molt::Value::Int(total)});
     if (changed_event_) {
-      (void)host().Broadcast(changed_event_, TotalBytes(player, total));
+      (void)changed_event_.Broadcast(TotalBytes(player, total));
     }
     return total;
   }
@@ -132,15 +132,14 @@ class Scores : public molt::Service {
 
   // Adds `points` to the session's lifetime total, or keeps them until its profile loaded.
   void Credit(molt::SessionId s, std::int64_t points) {
-    molt::Result<std::string> now = host().GetProfile(profiles_, s, "/lifetime");
+    molt::Result<std::string> now = profiles_.Get(s, "/lifetime");
     if (!now.ok()) {
       pending_[s] += points;  // loading: Kernel.ProfileLoaded credits it
       return;
     }
     std::int64_t n = 0;
     std::from_chars(now->data(), now->data() + now->size(), n);
-    if (molt::Status st = host().SetProfile(profiles_, s, "/lifetime", std::to_string(n + points));
-        !st.ok()) {
+    if (molt::Status st = profiles_.Set(s, "/lifetime", std::to_string(n + points)); !st.ok()) {
       host().Warn("lifetime points of session ", s, " not kept: ", st.message());
     }
   }
@@ -149,10 +148,10 @@ class Scores : public molt::Service {
   // -1 when unknown (elsewhere, or loading).
   std::int64_t Lifetime(const std::string& player) const {
     auto it = online_.find(player);
-    if (profiles_ == 0 || it == online_.end()) {
+    if (!profiles_ || it == online_.end()) {
       return -1;
     }
-    molt::Result<std::string> now = host().GetProfile(profiles_, it->second, "/lifetime");
+    molt::Result<std::string> now = profiles_.Get(it->second, "/lifetime");
     std::int64_t n = -1;
     if (now.ok()) {
       std::from_chars(now->data(), now->data() + now->size(), n);
@@ -203,7 +202,7 @@ class Scores : public molt::Service {
   }
 
   std::map<std::string, std::int64_t> scores_;
-  molt::ProfileStore profiles_ = 0;                  // 0: the host keeps no profiles
+  molt::ProfileStore profiles_;                      // empty: the host keeps no profiles
   std::map<std::string, molt::SessionId> online_;    // connected players by user
   std::map<molt::SessionId, std::int64_t> pending_;  // points scored while loading
   molt::Subscription sessions_;

@@ -54,6 +54,35 @@
 // an exception into MOLT_ERR_INTERNAL with its text, reported to the host (set_error, or an error
 // log line for the callbacks whose status the host does not read). No exception crosses the ABI.
 //
+// Handles carry their calls. What a plugin does with a kernel object it holds is a method of the
+// object's handle, and the method's name follows the C slot: the slot's name without the handle's
+// noun, in PascalCase.
+//
+//   profile_get         -> ProfileStore::Get       replica_set_int     -> Replica::SetInt
+//   profile_backup_now  -> ProfileStore::BackupNow replica_add_session -> Replica::AddSession
+//   profile_key_load    -> ProfileStore::KeyLoad   event_send          -> Channel::Send
+//
+// A second C++ form of one slot adds a word: Channel::Broadcast is event_send to every session
+// (sessions NULL), ProfileStore::KeyReleaseAll is profile_key_release with a NULL key. Calls that
+// make a handle stay on Host, which holds none yet (DeclareProfiles, CreateReplica, ClaimReplica,
+// DeclareIntent, ...); the slot that ends an owning handle is its Reset() (and its destructor). A
+// handle keeps the context and table of the Host that made it, so it calls without one, and get()
+// is its ABI value. Replica and Channel own what they name (move-only: the replica is destroyed,
+// the channel removed, when the object dies); a ProfileStore names a store the kernel keeps, and
+// copies freely. A handle that was never made (default-constructed) has no host to ask: its calls
+// fail with MOLT_ERR_STALE.
+//
+//   MOLT_ASSIGN_OR_RETURN(wallet_, host().DeclareProfiles("Wallet", std::move(options)));
+//   MOLT_ASSIGN_OR_RETURN(std::string coins, wallet_.Get(session, "/coins"));
+//   (void)board_.SetInt(kRed, ++red_);
+//   (void)said_.Send(session, payload);
+//
+// Until MOLT_HPP_REVISION 2 these calls were Host's (host().GetProfile(store, session, path),
+// host().SetInt(replica, field, value), host().Send(channel, session, payload), ...), and
+// ProfileStore was the integer molt_profile_t. Those spellings, and ProfileStore's conversions
+// from and to molt_profile_t, still build for one release, [[deprecated]] with the name of their
+// replacement; the next minor release removes them.
+//
 // Thread safety: like molt.h, everything runs on the kernel thread.
 #ifndef MOLT_MOLT_HPP_
 #define MOLT_MOLT_HPP_
@@ -63,6 +92,13 @@
 #endif
 
 #include <molt/molt.h>
+
+// The wrapper's source revision within molt.h's ABI: it grows when a release changes what plugin
+// code writes, and never starts over at a new ABI minor, so code built against several SDKs can
+// test for what it uses. 2: handles carry their calls (ProfileStore, Replica, Channel; see above).
+// The wrappers before revision 2 do not define it:
+//   #if defined(MOLT_HPP_REVISION) && MOLT_HPP_REVISION >= 2
+#define MOLT_HPP_REVISION 2
 
 #include <cstddef>
 #include <cstdint>
@@ -285,6 +321,18 @@ inline Status Checked(molt_context_t* ctx, const molt_host_api* api, molt_status
   return code == MOLT_OK ? Status() : Status(code, std::string(api->last_error(ctx)));
 }
 
+// A molt_bytes_fn appending to the std::string at `ud`.
+inline void AppendTo(void* ud, const void* data, std::size_t size) noexcept {
+  static_cast<std::string*>(ud)->append(static_cast<const char*>(data), size);
+}
+
+// What a call on a handle no host made fails with: there is no host to ask.
+inline Status NoHost(const char* noun, molt_handle_t handle) {
+  return Status(MOLT_ERR_STALE,
+                std::string(noun) + " " + std::to_string(handle) +
+                    " has no host to call (a default-constructed handle, or a bare id)");
+}
+
 }  // namespace detail
 
 // --- Handles -------------------------------------------------------------------------------------
@@ -327,6 +375,17 @@ class OwnedHandle {
   molt_handle_t get() const { return handle_; }
   explicit operator bool() const { return handle_ != 0; }
 
+ protected:
+  // A call of one of this handle's slots, `call(ctx, api, handle)`, as a Status. A handle no host
+  // made has none to ask: MOLT_ERR_STALE, naming `noun`.
+  template <class Call>
+  Status Invoke(const char* noun, Call&& call) const {
+    if (api_ == nullptr) {
+      return detail::NoHost(noun, handle_);
+    }
+    return detail::Checked(ctx_, api_, call(ctx_, api_, handle_));
+  }
+
  private:
   molt_context_t* ctx_ = nullptr;
   const molt_host_api* api_ = nullptr;
@@ -337,12 +396,68 @@ using Subscription = OwnedHandle<&molt_host_api::bus_unsubscribe>;
 using HookHandler = OwnedHandle<&molt_host_api::hook_off>;
 using Task = OwnedHandle<&molt_host_api::task_cancel>;
 using Scope = OwnedHandle<&molt_host_api::scope_close>;
-using Channel = OwnedHandle<&molt_host_api::channel_remove>;  // ABI 1.1
-
-using Replica = OwnedHandle<&molt_host_api::replica_destroy>;  // ABI 1.2
 
 // A session id (ABI 1.1): kernel-owned; calls naming one that left fail with NOT_FOUND.
 using SessionId = molt_session_t;
+
+// A channel this plugin declared (ABI 1.1; Host::DeclareIntent, DeclareRequest, DeclareEvent),
+// removed when the object dies. An event channel sends with it; intent and request channels hear
+// through the handlers they were declared with.
+class Channel : public OwnedHandle<&molt_host_api::channel_remove> {
+ public:
+  using OwnedHandle::OwnedHandle;
+
+  // event_send to `session` (a session that left is skipped).
+  Status Send(SessionId session, std::string_view payload) const {
+    return Invoke("channel", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->event_send(ctx, h, &session, 1, payload.data(), payload.size());
+    });
+  }
+  // event_send to every session (sessions NULL).
+  Status Broadcast(std::string_view payload) const {
+    return Invoke("channel", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->event_send(ctx, h, nullptr, 0, payload.data(), payload.size());
+    });
+  }
+};
+
+// A replica this plugin created (ABI 1.2; Host::CreateReplica, ClaimReplica), destroyed when the
+// object dies. Writes reach sessions at the replica's next deadline; fields are numbered from 0.
+class Replica : public OwnedHandle<&molt_host_api::replica_destroy> {
+ public:
+  using OwnedHandle::OwnedHandle;
+
+  // replica_set_int: field `field` (a MOLT_REPLICA_INT) to `value`.
+  Status SetInt(std::uint32_t field, std::int64_t value) const {
+    return Invoke("replica", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->replica_set_int(ctx, h, field, value);
+    });
+  }
+  // replica_set_float: a MOLT_REPLICA_FLOAT field.
+  Status SetFloat(std::uint32_t field, double value) const {
+    return Invoke("replica", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->replica_set_float(ctx, h, field, value);
+    });
+  }
+  // replica_set_bytes: a MOLT_REPLICA_BYTES field (up to its max_bytes).
+  Status SetBytes(std::uint32_t field, std::string_view value) const {
+    return Invoke("replica", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->replica_set_bytes(ctx, h, field, value.data(), value.size());
+    });
+  }
+  // replica_add_session (a list audience): `session` gets a snapshot, then deltas.
+  Status AddSession(SessionId session) const {
+    return Invoke("replica", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->replica_add_session(ctx, h, session);
+    });
+  }
+  // replica_remove_session (a list audience): `session` gets a remove and no more updates.
+  Status RemoveSession(SessionId session) const {
+    return Invoke("replica", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->replica_remove_session(ctx, h, session);
+    });
+  }
+};
 
 // How a channel checks and limits what clients send (ABI 1.1). See molt_channel_spec.
 struct ChannelOptions {
@@ -398,7 +513,7 @@ struct ReplicaOptions {
   };
   std::vector<Field> fields;   // numbered from 0 in this order
   double tick_rate = 0;        // deliveries per second at most; 0 is 10
-  bool list_audience = false;  // false: every session; true: the ones added with AddToReplica
+  bool list_audience = false;  // false: every session; true: the ones added with AddSession
 };
 
 // A profile store's options (ABI 1.4). See molt_profile_spec and docs/profiles.md.
@@ -416,10 +531,6 @@ struct ProfileOptions {
   double backup_seconds = 0;  // backups on a schedule kept in the record: 0 daily, below 0 none
   bool mirror = false;        // every save also copied to the backup slot "live"
 };
-// A profile store this plugin declared (ABI 1.4): the kernel keeps it (and every profile in it)
-// past this instance; a swap's next instance declares the same name to adopt it.
-using ProfileStore = molt_profile_t;
-
 // A resolved topic: publishing by handle skips hashing the name.
 struct Topic {
   molt_topic_t handle = 0;
@@ -488,6 +599,178 @@ class Process {
   molt_context_t* ctx_ = nullptr;
   const molt_host_api* api_ = nullptr;
   molt_process_t handle_ = 0;
+};
+
+// A profile store this plugin declared (ABI 1.4; Host::DeclareProfiles; docs/profiles.md). The
+// kernel keeps the store and every profile in it past this instance (a swap's next instance
+// declares the same name to adopt it), so no handle owns it: copy it freely, nothing is released
+// when one dies. A session's profile is readable once Kernel.ProfileLoaded(session, name) was
+// published. Every call fails with MOLT_ERR_UNSUPPORTED on a host that keeps no profiles.
+class ProfileStore {
+ public:
+  ProfileStore() = default;
+  ProfileStore(molt_context_t* ctx, const molt_host_api* api, molt_profile_t h)
+      : ctx_(ctx), api_(api), handle_(h) {}
+  // Until MOLT_HPP_REVISION 2 a ProfileStore was the molt_profile_t itself, so code wrote
+  // `molt::ProfileStore store_ = 0;` and passed stores to C slots: both conversions stay implicit
+  // for one release. A store made of a bare id has no host to ask (its calls fail with
+  // MOLT_ERR_STALE) but works with Host's deprecated profile calls, as it did.
+  [[deprecated("use ProfileStore() or Host::DeclareProfiles")]] ProfileStore(molt_profile_t h)
+      : handle_(h) {}
+  [[deprecated("use ProfileStore::get()")]] operator molt_profile_t() const { return handle_; }
+
+  // The store's ABI handle (molt_profile_t), for the C slots; 0 when empty.
+  molt_profile_t get() const { return handle_; }
+  explicit operator bool() const { return handle_ != 0; }
+
+  // profile_state: MOLT_PROFILE_NONE, _PENDING, _LOADED, _FAILED or _LOST.
+  Result<std::int32_t> State(SessionId session) const {
+    if (Status s = Usable(api_ != nullptr && MOLT_API_HAS(api_, profile_state)); !s.ok()) {
+      return s;
+    }
+    std::int32_t state = MOLT_PROFILE_NONE;
+    if (Status s = Checked(api_->profile_state(ctx_, handle_, session, &state)); !s.ok()) {
+      return s;
+    }
+    return state;
+  }
+  // profile_get: the session's document, or the value at `path` (a JSON Pointer: "/coins"), as
+  // JSON text. MOLT_ERR_STATE while it is not loaded; MOLT_ERR_NOT_FOUND: nothing at `path`.
+  Result<std::string> Get(SessionId session, std::string_view path = {}) const {
+    if (Status s = Usable(api_ != nullptr && MOLT_API_HAS(api_, profile_get)); !s.ok()) {
+      return s;
+    }
+    std::string out;
+    if (Status s = Checked(api_->profile_get(ctx_, handle_, session, std::string(path).c_str(),
+                                             &detail::AppendTo, &out));
+        !s.ok()) {
+      return s;
+    }
+    return out;
+  }
+  // profile_set: replaces the document (path "") or the value at `path` with the JSON text `json`
+  // and marks the profile to be saved.
+  Status Set(SessionId session, std::string_view path, std::string_view json) const {
+    if (Status s = Usable(api_ != nullptr && MOLT_API_HAS(api_, profile_set)); !s.ok()) {
+      return s;
+    }
+    return Checked(api_->profile_set(ctx_, handle_, session, std::string(path).c_str(), json.data(),
+                                     json.size()));
+  }
+  // profile_save: saves every changed profile of the store now.
+  Status Save() const {
+    if (Status s = Usable(api_ != nullptr && MOLT_API_HAS(api_, profile_save)); !s.ok()) {
+      return s;
+    }
+    return Checked(api_->profile_save(ctx_, handle_));
+  }
+  // profile_snapshot: an in-memory copy of the session's document (the newest 8 are kept); its
+  // id, for Rollback.
+  Result<std::uint64_t> Snapshot(SessionId session, std::string_view label = {}) const {
+    if (Status s = Usable(api_ != nullptr && MOLT_API_HAS(api_, profile_snapshot)); !s.ok()) {
+      return s;
+    }
+    std::uint64_t id = 0;
+    if (Status s = Checked(
+            api_->profile_snapshot(ctx_, handle_, session, std::string(label).c_str(), &id));
+        !s.ok()) {
+      return s;
+    }
+    return id;
+  }
+  // profile_snapshots: the kept snapshots as JSON, oldest first:
+  // [{"id":1,"label":"...","taken_ms":...}].
+  Result<std::string> Snapshots(SessionId session) const {
+    if (Status s = Usable(api_ != nullptr && MOLT_API_HAS(api_, profile_snapshots)); !s.ok()) {
+      return s;
+    }
+    std::string out;
+    if (Status s =
+            Checked(api_->profile_snapshots(ctx_, handle_, session, &detail::AppendTo, &out));
+        !s.ok()) {
+      return s;
+    }
+    return out;
+  }
+  // profile_rollback: puts snapshot `id` back as the document (MOLT_ERR_NOT_FOUND: unknown or
+  // evicted).
+  Status Rollback(SessionId session, std::uint64_t id) const {
+    if (Status s = Usable(api_ != nullptr && MOLT_API_HAS(api_, profile_rollback)); !s.ok()) {
+      return s;
+    }
+    return Checked(api_->profile_rollback(ctx_, handle_, session, id));
+  }
+  // profile_backup_now: backs the document up at its next save, due or not.
+  Status BackupNow(SessionId session) const {
+    if (Status s = Usable(api_ != nullptr && MOLT_API_HAS(api_, profile_backup_now)); !s.ok()) {
+      return s;
+    }
+    return Checked(api_->profile_backup_now(ctx_, handle_, session));
+  }
+  // profile_transact: changes two sessions' profiles atomically. `mutate(a, b)` edits the two
+  // JSON documents in place, during this call, and returns a Status (Status::Rejected aborts).
+  // The outcome completes the returned Completion (Wait() on it in a process, then Release it):
+  // MOLT_OK, or an error whose payload is the reason ("SaveBFailed: ..."). `id` (empty: a new one)
+  // refuses replays.
+  Result<Completion> Transact(SessionId a, SessionId b,
+                              std::function<Status(std::string& a, std::string& b)> mutate,
+                              std::string_view id = {}) const;
+  // profile_key_load: loads the profile "<store name>/<key>", not a session's (a guild's bank);
+  // the Completion completes once it is loaded (Wait() on it in a process). Then KeySession(key)
+  // is the id the session calls take for it.
+  Result<Completion> KeyLoad(std::string_view key) const {
+    if (Status s = Usable(api_ != nullptr && MOLT_API_HAS(api_, profile_key_load)); !s.ok()) {
+      return s;
+    }
+    molt_completion_t c = 0;
+    if (Status s = Checked(api_->profile_key_load(ctx_, handle_, std::string(key).c_str(), &c));
+        !s.ok()) {
+      return s;
+    }
+    return Completion(ctx_, api_, c);
+  }
+  // profile_key_session: the id of a loaded (or loading) key; MOLT_ERR_NOT_FOUND when it is not
+  // loaded here.
+  Result<SessionId> KeySession(std::string_view key) const {
+    if (Status s = Usable(api_ != nullptr && MOLT_API_HAS(api_, profile_key_session)); !s.ok()) {
+      return s;
+    }
+    SessionId id = 0;
+    if (Status s = Checked(api_->profile_key_session(ctx_, handle_, std::string(key).c_str(), &id));
+        !s.ok()) {
+      return s;
+    }
+    return id;
+  }
+  // profile_key_release: saves and releases the key, so other servers may load it.
+  Status KeyRelease(std::string_view key) const {
+    if (Status s = Usable(api_ != nullptr && MOLT_API_HAS(api_, profile_key_release)); !s.ok()) {
+      return s;
+    }
+    return Checked(api_->profile_key_release(ctx_, handle_, std::string(key).c_str()));
+  }
+  // profile_key_release with a NULL key: every key of the store.
+  Status KeyReleaseAll() const {
+    if (Status s = Usable(api_ != nullptr && MOLT_API_HAS(api_, profile_key_release)); !s.ok()) {
+      return s;
+    }
+    return Checked(api_->profile_key_release(ctx_, handle_, nullptr));
+  }
+
+ private:
+  // OK when there is a host to ask and it offers the slot (`offered`: MOLT_API_HAS).
+  Status Usable(bool offered) const {
+    if (api_ == nullptr) {
+      return detail::NoHost("profile store", handle_);
+    }
+    return offered ? Status()
+                   : Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+  }
+  Status Checked(molt_status_t code) const { return detail::Checked(ctx_, api_, code); }
+
+  molt_context_t* ctx_ = nullptr;
+  const molt_host_api* api_ = nullptr;
+  molt_profile_t handle_ = 0;
 };
 
 // An interface fetched from a dependency: call `vtable->fn(self, ...)`.
@@ -766,17 +1049,11 @@ class Host {
     return Declare<MOLT_CHANNEL_REQUEST>(name, options, std::forward<V>(verify),
                                          std::forward<F>(fn));
   }
+  // An event channel: send on it with Channel::Send and Channel::Broadcast.
   Result<Channel> DeclareEvent(std::string_view name, std::string_view schema) const {
     ChannelOptions o;
     o.schema = std::string(schema);
     return Declare<MOLT_CHANNEL_EVENT>(name, o, nullptr, nullptr);
-  }
-  Status Send(const Channel& channel, SessionId session, std::string_view payload) const {
-    return Check(
-        api_->event_send(ctx_, channel.get(), &session, 1, payload.data(), payload.size()));
-  }
-  Status Broadcast(const Channel& channel, std::string_view payload) const {
-    return Check(api_->event_send(ctx_, channel.get(), nullptr, 0, payload.data(), payload.size()));
   }
   Status Reply(molt_request_t request, molt_status_t code, std::string_view payload = {}) const {
     return Check(api_->request_reply(ctx_, request, code, payload.data(), payload.size()));
@@ -828,141 +1105,12 @@ class Host {
 
   // --- Profiles (ABI 1.4; server hosts; docs/profiles.md) ---
   // Declares the store `name` (or adopts it in a swap). A session's profile loads when it joins:
-  // subscribe to Kernel.ProfileLoaded(session, name) before reading it.
+  // subscribe to Kernel.ProfileLoaded(session, name) before reading it. The calls on the store
+  // are ProfileStore's.
   Result<ProfileStore> DeclareProfiles(std::string_view name, ProfileOptions options) const;
-  // MOLT_PROFILE_NONE, _PENDING, _LOADED, _FAILED or _LOST.
-  Result<std::int32_t> GetProfileState(ProfileStore store, SessionId session) const {
-    if (!MOLT_API_HAS(api_, profile_state)) {
-      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
-    }
-    std::int32_t state = MOLT_PROFILE_NONE;
-    if (Status s = Check(api_->profile_state(ctx_, store, session, &state)); !s.ok()) {
-      return s;
-    }
-    return state;
-  }
-  // The document, or the value at `path` (a JSON Pointer: "/coins"), as JSON text.
-  Result<std::string> GetProfile(ProfileStore store, SessionId session,
-                                 std::string_view path = {}) const {
-    if (!MOLT_API_HAS(api_, profile_get)) {
-      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
-    }
-    std::string out;
-    molt_bytes_fn sink = [](void* ud, const void* data, std::size_t size) noexcept {
-      static_cast<std::string*>(ud)->append(static_cast<const char*>(data), size);
-    };
-    if (Status s =
-            Check(api_->profile_get(ctx_, store, session, std::string(path).c_str(), sink, &out));
-        !s.ok()) {
-      return s;
-    }
-    return out;
-  }
-  // Replaces the document (path "") or the value at `path` with the JSON text `json`.
-  Status SetProfile(ProfileStore store, SessionId session, std::string_view path,
-                    std::string_view json) const {
-    if (!MOLT_API_HAS(api_, profile_set)) {
-      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
-    }
-    return Check(api_->profile_set(ctx_, store, session, std::string(path).c_str(), json.data(),
-                                   json.size()));
-  }
-  // Saves every changed profile of `store` now.
-  Status SaveProfiles(ProfileStore store) const {
-    if (!MOLT_API_HAS(api_, profile_save)) {
-      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
-    }
-    return Check(api_->profile_save(ctx_, store));
-  }
-  // An in-memory copy of the session's document (the newest 8 are kept); its id.
-  Result<std::uint64_t> SnapshotProfile(ProfileStore store, SessionId session,
-                                        std::string_view label = {}) const {
-    if (!MOLT_API_HAS(api_, profile_snapshot)) {
-      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
-    }
-    std::uint64_t id = 0;
-    if (Status s =
-            Check(api_->profile_snapshot(ctx_, store, session, std::string(label).c_str(), &id));
-        !s.ok()) {
-      return s;
-    }
-    return id;
-  }
-  // The kept snapshots as JSON: [{"id":1,"label":"...","taken_ms":...}], oldest first.
-  Result<std::string> ProfileSnapshots(ProfileStore store, SessionId session) const {
-    if (!MOLT_API_HAS(api_, profile_snapshots)) {
-      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
-    }
-    std::string out;
-    molt_bytes_fn sink = [](void* ud, const void* data, std::size_t size) noexcept {
-      static_cast<std::string*>(ud)->append(static_cast<const char*>(data), size);
-    };
-    if (Status s = Check(api_->profile_snapshots(ctx_, store, session, sink, &out)); !s.ok()) {
-      return s;
-    }
-    return out;
-  }
-  // Puts snapshot `id` back as the document.
-  Status RollbackProfile(ProfileStore store, SessionId session, std::uint64_t id) const {
-    if (!MOLT_API_HAS(api_, profile_rollback)) {
-      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
-    }
-    return Check(api_->profile_rollback(ctx_, store, session, id));
-  }
-  // Backs the document up at its next save.
-  Status BackupProfileNow(ProfileStore store, SessionId session) const {
-    if (!MOLT_API_HAS(api_, profile_backup_now)) {
-      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
-    }
-    return Check(api_->profile_backup_now(ctx_, store, session));
-  }
-  // Manual keys: loads "<store name>/<key>" (not a session's); the Completion completes once it
-  // is loaded (Wait() on it in a process). Then ProfileKey(store, key) is the id the session
-  // calls take for it.
-  Result<Completion> LoadProfileKey(ProfileStore store, std::string_view key) const {
-    if (!MOLT_API_HAS(api_, profile_key_load)) {
-      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
-    }
-    molt_completion_t c = 0;
-    if (Status s = Check(api_->profile_key_load(ctx_, store, std::string(key).c_str(), &c));
-        !s.ok()) {
-      return s;
-    }
-    return Completion(ctx_, api_, c);
-  }
-  Result<SessionId> ProfileKey(ProfileStore store, std::string_view key) const {
-    if (!MOLT_API_HAS(api_, profile_key_session)) {
-      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
-    }
-    SessionId id = 0;
-    if (Status s = Check(api_->profile_key_session(ctx_, store, std::string(key).c_str(), &id));
-        !s.ok()) {
-      return s;
-    }
-    return id;
-  }
-  // Saves and releases a key (ReleaseAllProfileKeys: every key of the store).
-  Status ReleaseProfileKey(ProfileStore store, std::string_view key) const {
-    if (!MOLT_API_HAS(api_, profile_key_release)) {
-      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
-    }
-    return Check(api_->profile_key_release(ctx_, store, std::string(key).c_str()));
-  }
-  Status ReleaseAllProfileKeys(ProfileStore store) const {
-    if (!MOLT_API_HAS(api_, profile_key_release)) {
-      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
-    }
-    return Check(api_->profile_key_release(ctx_, store, nullptr));
-  }
-  // Changes two sessions' profiles atomically: `mutate(a, b)` edits the two JSON documents in
-  // place and returns a Status (Status::Rejected aborts). The outcome completes the returned
-  // Completion (Wait() on it in a process): MOLT_OK, or an error whose payload is the reason
-  // ("SaveBFailed: ..."). `id` (empty: a new one) refuses replays.
-  Result<Completion> TransactProfiles(ProfileStore store, SessionId a, SessionId b,
-                                      std::function<Status(std::string& a, std::string& b)> mutate,
-                                      std::string_view id = {}) const;
 
   // --- Replicas (ABI 1.2; server hosts) ---
+  // Creates a replica; its writes are Replica's (SetInt, SetFloat, SetBytes, AddSession, ...).
   Result<Replica> CreateReplica(std::string_view name, const ReplicaOptions& o) const {
     if (!MOLT_API_HAS(api_, replica_create)) {
       return Status(MOLT_ERR_UNSUPPORTED, "this host has no replicas (ABI 1.2)");
@@ -984,21 +1132,6 @@ class Host {
       return s;
     }
     return Replica(ctx_, api_, r);
-  }
-  Status SetInt(const Replica& r, std::uint32_t field, std::int64_t value) const {
-    return Check(api_->replica_set_int(ctx_, r.get(), field, value));
-  }
-  Status SetFloat(const Replica& r, std::uint32_t field, double value) const {
-    return Check(api_->replica_set_float(ctx_, r.get(), field, value));
-  }
-  Status SetBytes(const Replica& r, std::uint32_t field, std::string_view value) const {
-    return Check(api_->replica_set_bytes(ctx_, r.get(), field, value.data(), value.size()));
-  }
-  Status AddToReplica(const Replica& r, SessionId session) const {
-    return Check(api_->replica_add_session(ctx_, r.get(), session));
-  }
-  Status RemoveFromReplica(const Replica& r, SessionId session) const {
-    return Check(api_->replica_remove_session(ctx_, r.get(), session));
   }
 
   // --- The client side (ABI 1.2; controllers in libmolt_client) ---
@@ -1050,7 +1183,101 @@ class Host {
     return v;
   }
 
+  // --- MOLT_HPP_REVISION 1 spellings: deprecated, removed in the next minor release ---
+  // Each does exactly what it did (the calls are the ones named in its message).
+
+  [[deprecated("use Channel::Send")]] Status Send(const Channel& channel, SessionId session,
+                                                  std::string_view payload) const {
+    return Check(
+        api_->event_send(ctx_, channel.get(), &session, 1, payload.data(), payload.size()));
+  }
+  [[deprecated("use Channel::Broadcast")]] Status Broadcast(const Channel& channel,
+                                                            std::string_view payload) const {
+    return Check(api_->event_send(ctx_, channel.get(), nullptr, 0, payload.data(), payload.size()));
+  }
+  [[deprecated("use Replica::SetInt")]] Status SetInt(const Replica& r, std::uint32_t field,
+                                                      std::int64_t value) const {
+    return Check(api_->replica_set_int(ctx_, r.get(), field, value));
+  }
+  [[deprecated("use Replica::SetFloat")]] Status SetFloat(const Replica& r, std::uint32_t field,
+                                                          double value) const {
+    return Check(api_->replica_set_float(ctx_, r.get(), field, value));
+  }
+  [[deprecated("use Replica::SetBytes")]] Status SetBytes(const Replica& r, std::uint32_t field,
+                                                          std::string_view value) const {
+    return Check(api_->replica_set_bytes(ctx_, r.get(), field, value.data(), value.size()));
+  }
+  [[deprecated("use Replica::AddSession")]] Status AddToReplica(const Replica& r,
+                                                                SessionId session) const {
+    return Check(api_->replica_add_session(ctx_, r.get(), session));
+  }
+  [[deprecated("use Replica::RemoveSession")]] Status RemoveFromReplica(const Replica& r,
+                                                                        SessionId session) const {
+    return Check(api_->replica_remove_session(ctx_, r.get(), session));
+  }
+  // The profile calls run as the store's methods with this host's context and table, as they did.
+  [[deprecated("use ProfileStore::State")]] Result<std::int32_t> GetProfileState(
+      ProfileStore store, SessionId session) const {
+    return Mine(store).State(session);
+  }
+  [[deprecated("use ProfileStore::Get")]] Result<std::string> GetProfile(
+      ProfileStore store, SessionId session, std::string_view path = {}) const {
+    return Mine(store).Get(session, path);
+  }
+  [[deprecated("use ProfileStore::Set")]] Status SetProfile(ProfileStore store, SessionId session,
+                                                            std::string_view path,
+                                                            std::string_view json) const {
+    return Mine(store).Set(session, path, json);
+  }
+  [[deprecated("use ProfileStore::Save")]] Status SaveProfiles(ProfileStore store) const {
+    return Mine(store).Save();
+  }
+  [[deprecated("use ProfileStore::Snapshot")]] Result<std::uint64_t> SnapshotProfile(
+      ProfileStore store, SessionId session, std::string_view label = {}) const {
+    return Mine(store).Snapshot(session, label);
+  }
+  [[deprecated("use ProfileStore::Snapshots")]] Result<std::string> ProfileSnapshots(
+      ProfileStore store, SessionId session) const {
+    return Mine(store).Snapshots(session);
+  }
+  [[deprecated("use ProfileStore::Rollback")]] Status RollbackProfile(ProfileStore store,
+                                                                      SessionId session,
+                                                                      std::uint64_t id) const {
+    return Mine(store).Rollback(session, id);
+  }
+  [[deprecated("use ProfileStore::BackupNow")]] Status BackupProfileNow(ProfileStore store,
+                                                                        SessionId session) const {
+    return Mine(store).BackupNow(session);
+  }
+  [[deprecated("use ProfileStore::KeyLoad")]] Result<Completion> LoadProfileKey(
+      ProfileStore store, std::string_view key) const {
+    return Mine(store).KeyLoad(key);
+  }
+  [[deprecated("use ProfileStore::KeySession")]] Result<SessionId> ProfileKey(
+      ProfileStore store, std::string_view key) const {
+    return Mine(store).KeySession(key);
+  }
+  [[deprecated("use ProfileStore::KeyRelease")]] Status ReleaseProfileKey(
+      ProfileStore store, std::string_view key) const {
+    return Mine(store).KeyRelease(key);
+  }
+  [[deprecated("use ProfileStore::KeyReleaseAll")]] Status ReleaseAllProfileKeys(
+      ProfileStore store) const {
+    return Mine(store).KeyReleaseAll();
+  }
+  [[deprecated("use ProfileStore::Transact")]] Result<Completion> TransactProfiles(
+      ProfileStore store, SessionId a, SessionId b,
+      std::function<Status(std::string& a, std::string& b)> mutate,
+      std::string_view id = {}) const {
+    return Mine(store).Transact(a, b, std::move(mutate), id);
+  }
+
  private:
+  // `store`'s id as a store of this host: what the deprecated profile calls used.
+  ProfileStore Mine(const ProfileStore& store) const {
+    return ProfileStore(ctx_, api_, store.get());
+  }
+
   template <std::int32_t kKind, class V, class F>
   Result<Channel> Declare(std::string_view name, const ChannelOptions& o, V&& verify, F&& fn) const;
 
@@ -1244,22 +1471,23 @@ inline Result<ProfileStore> Host::DeclareProfiles(std::string_view name,
                                  [&] { return b->fn.validate(std::string_view(doc, size)); });
     };
   }
-  return Register(box, [&](void* ud, molt_cleanup_fn release, molt_handle_t* out) {
-    spec.user_data = ud;
-    return api_->profile_declare(ctx_, &spec, release, out);
-  });
+  return Wrap<ProfileStore>(
+      Register(box, [&](void* ud, molt_cleanup_fn release, molt_handle_t* out) {
+        spec.user_data = ud;
+        return api_->profile_declare(ctx_, &spec, release, out);
+      }));
 }
 
-inline Result<Completion> Host::TransactProfiles(
-    ProfileStore store, SessionId a, SessionId b,
-    std::function<Status(std::string& a, std::string& b)> mutate, std::string_view id) const {
-  if (!MOLT_API_HAS(api_, profile_transact)) {
-    return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no profiles (ABI 1.4)");
+inline Result<Completion> ProfileStore::Transact(
+    SessionId a, SessionId b, std::function<Status(std::string& a, std::string& b)> mutate,
+    std::string_view id) const {
+  if (Status s = Usable(api_ != nullptr && MOLT_API_HAS(api_, profile_transact)); !s.ok()) {
+    return s;
   }
   struct Call {
     Host host;
     std::function<Status(std::string&, std::string&)> fn;
-  } call{*this, std::move(mutate)};
+  } call{Host(ctx_, api_), std::move(mutate)};
   molt_profile_mutate_fn trampoline = [](void* ud, const char* da, std::size_t na, const char* db,
                                          std::size_t nb, molt_bytes_fn sink_a, void* ua,
                                          molt_bytes_fn sink_b, void* ub) noexcept {
@@ -1276,8 +1504,8 @@ inline Result<Completion> Host::TransactProfiles(
     });
   };
   molt_completion_t c = 0;  // the mutator runs inside the call: `call` outlives it
-  if (Status s = Check(api_->profile_transact(ctx_, store, a, b, std::string(id).c_str(),
-                                              trampoline, &call, &c));
+  if (Status s = Checked(api_->profile_transact(ctx_, handle_, a, b, std::string(id).c_str(),
+                                                trampoline, &call, &c));
       !s.ok()) {
     return s;
   }

@@ -133,11 +133,27 @@ class ProfileApiTest : public net::NetTest {
   Connection events_sub_;
 };
 
-TEST_F(ProfileApiTest, APluginDeclaresAStoreReadsAndWritesProfilesAndTheKernelSavesThem) {
-  BootWith("v1");
+// The tests that make each call of the fixture's store (get, set, state, save, snapshots,
+// rollback, transactions, manual keys, writes in stop()), on two builds of the same plugin: v1
+// through molt.hpp's ProfileStore methods, v1_rev1 through the revision-1 Host spellings they
+// replaced (deprecated, kept for one release). Both must behave the same against the kernel.
+class ProfileCallsTest : public ProfileApiTest, public ::testing::WithParamInterface<const char*> {
+ protected:
+  // The build's tag, in every event it publishes.
+  std::string tag() const { return GetParam(); }
+};
+
+INSTANTIATE_TEST_SUITE_P(EverySpelling, ProfileCallsTest, ::testing::Values("v1", "v1_rev1"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+
+TEST_P(ProfileCallsTest, APluginDeclaresAStoreReadsAndWritesProfilesAndTheKernelSavesThem) {
+  BootWith(GetParam());
   const SessionId s = JoinLoaded("ann");
-  EXPECT_EQ(Await("Prof.Loaded"), "Prof.Loaded v1 " + std::to_string(s) + R"( {"coins":0})");
-  EXPECT_EQ(Add(s, 5), "Prof.Coins v1 " + std::to_string(s) + " 5");
+  EXPECT_EQ(Await("Prof.Loaded"),
+            "Prof.Loaded " + tag() + " " + std::to_string(s) + R"( {"coins":0})");
+  EXPECT_EQ(Add(s, 5), "Prof.Coins " + tag() + " " + std::to_string(s) + " 5");
   EXPECT_EQ(Get(s, "/coins"), "2 5");
   EXPECT_EQ(Get(s, "/nothing"), R"(2 the Wallet profile of session )" + std::to_string(s) +
                                     R"( has nothing at "/nothing")");
@@ -152,8 +168,8 @@ TEST_F(ProfileApiTest, APluginDeclaresAStoreReadsAndWritesProfilesAndTheKernelSa
                             " is none: wait for Kernel.ProfileLoaded");
 }
 
-TEST_F(ProfileApiTest, ValidateRefusesASaveAndTheStoredRevisionStays) {
-  BootWith("v1");
+TEST_P(ProfileCallsTest, ValidateRefusesASaveAndTheStoredRevisionStays) {
+  BootWith(GetParam());
   const SessionId s = JoinLoaded("bo");
   Publish("Prof.Add", {Value::Handle(s), Value::Int(3)});
   Publish("Prof.Save", {});
@@ -270,10 +286,10 @@ TEST_F(ProfileApiTest, ASwapToABuildWithoutTheStoreRetiresItWithFinalSaves) {
   EXPECT_TRUE(net_->sessions().Find(s) != nullptr) << "the player stays connected";
 }
 
-TEST_F(ProfileApiTest, TheCloseDrainSavesWhatStopWrote) {
-  BootWith("v1");
+TEST_P(ProfileCallsTest, TheCloseDrainSavesWhatStopWrote) {
+  BootWith(GetParam());
   const SessionId s = JoinLoaded("gil");
-  ASSERT_EQ(Add(s, 9), "Prof.Coins v1 " + std::to_string(s) + " 9");
+  ASSERT_EQ(Add(s, 9), "Prof.Coins " + tag() + " " + std::to_string(s) + " 9");
   kernel_->services().StopAll();  // the close phase: stop() writes /stopped_by
   std::optional<std::pair<std::size_t, std::size_t>> drained;
   registry_->Drain([&](std::size_t saved, std::size_t failed) { drained.emplace(saved, failed); });
@@ -281,63 +297,66 @@ TEST_F(ProfileApiTest, TheCloseDrainSavesWhatStopWrote) {
   EXPECT_EQ(drained->first, 1u);
   EXPECT_EQ(drained->second, 0u);
   const Record r = Stored("Wallet/gil");
-  EXPECT_EQ(r.data.value_or(""), R"({"coins":9,"stopped_by":"v1"})");
+  EXPECT_EQ(r.data.value_or(""), R"({"coins":9,"stopped_by":")" + tag() + R"("})");
   EXPECT_TRUE(r.lease.owner.empty());
 }
 
-TEST_F(ProfileApiTest, SnapshotsAndTransactionsThroughTheAbi) {
-  BootWith("v1");
+TEST_P(ProfileCallsTest, SnapshotsAndTransactionsThroughTheAbi) {
+  BootWith(GetParam());
   const SessionId a = JoinLoaded("hal");
   const SessionId b = JoinLoaded("ivy");
-  ASSERT_EQ(Add(a, 10), "Prof.Coins v1 " + std::to_string(a) + " 10");
+  ASSERT_EQ(Add(a, 10), "Prof.Coins " + tag() + " " + std::to_string(a) + " 10");
   events_.clear();
   Publish("Prof.Snapshot", {Value::Handle(a), Value::String("before")});
   const std::string snap = Await("Prof.Snapshotted");
-  ASSERT_EQ(snap.rfind("Prof.Snapshotted v1 ", 0), 0u);
-  const std::int64_t id = std::stoll(snap.substr(std::string("Prof.Snapshotted v1 ").size()));
+  ASSERT_EQ(snap.rfind("Prof.Snapshotted " + tag() + " ", 0), 0u);
+  const std::int64_t id =
+      std::stoll(snap.substr(std::string("Prof.Snapshotted " + tag() + " ").size()));
   ASSERT_GT(id, 0);
-  ASSERT_EQ(Add(a, 5), "Prof.Coins v1 " + std::to_string(a) + " 15");
+  ASSERT_EQ(Add(a, 5), "Prof.Coins " + tag() + " " + std::to_string(a) + " 15");
   events_.clear();
   Publish("Prof.Rollback", {Value::Handle(a), Value::Int(id)});
-  EXPECT_EQ(Await("Prof.RolledBack"), "Prof.RolledBack v1 0");
+  EXPECT_EQ(Await("Prof.RolledBack"), "Prof.RolledBack " + tag() + " 0");
   EXPECT_EQ(Get(a, "/coins"), "2 10");
   events_.clear();
   Publish("Prof.Rollback", {Value::Handle(a), Value::Int(id + 100)});
-  EXPECT_EQ(Await("Prof.RolledBack"), "Prof.RolledBack v1 -2");  // MOLT_ERR_NOT_FOUND
+  EXPECT_EQ(Await("Prof.RolledBack"), "Prof.RolledBack " + tag() + " -2");  // MOLT_ERR_NOT_FOUND
 
   events_.clear();
   Publish("Prof.Trade", {Value::Handle(a), Value::Handle(b), Value::Int(4)});
-  EXPECT_EQ(Await("Prof.Traded"), "Prof.Traded v1 0 ");
+  EXPECT_EQ(Await("Prof.Traded"), "Prof.Traded " + tag() + " 0 ");
   EXPECT_EQ(Get(a, "/coins"), "2 6");
   EXPECT_EQ(Get(b, "/coins"), "2 4");
   events_.clear();
   Publish("Prof.Trade", {Value::Handle(b), Value::Handle(a), Value::Int(100)});
   EXPECT_EQ(Await("Prof.Traded"),
-            "Prof.Traded v1 -10 SaveAFailed: profile \"Wallet/ivy\": validate refused the "
-            "transaction's document: coins below zero");
+            "Prof.Traded " + tag() +
+                " -10 SaveAFailed: profile \"Wallet/ivy\": validate refused the "
+                "transaction's document: coins below zero");
   EXPECT_EQ(Get(b, "/coins"), "2 4");
   events_.clear();
   Publish("Prof.Trade", {Value::Handle(a), Value::Handle(a), Value::Int(1)});  // the same one
-  EXPECT_EQ(Await("Prof.Traded"), "Prof.Traded v1 -9 SameProfile: sessions " + std::to_string(a) +
-                                      " and " + std::to_string(a) +
+  EXPECT_EQ(Await("Prof.Traded"), "Prof.Traded " + tag() + " -9 SameProfile: sessions " +
+                                      std::to_string(a) + " and " + std::to_string(a) +
                                       " share one Wallet profile: a transaction needs two");
 }
 
-TEST_F(ProfileApiTest, AManualKeyLoadsWithoutASessionAndIsReleasedBack) {
-  BootWith("v1");
+TEST_P(ProfileCallsTest, AManualKeyLoadsWithoutASessionAndIsReleasedBack) {
+  BootWith(GetParam());
   events_.clear();
   Publish("Prof.Bank", {Value::Int(5)});
-  EXPECT_EQ(Await("Prof.Banked"), "Prof.Banked v1 5");
+  EXPECT_EQ(Await("Prof.Banked"), "Prof.Banked " + tag() + " 5");
   events_.clear();
   Publish("Prof.Bank", {Value::Int(2)});
-  EXPECT_EQ(Await("Prof.Banked"), "Prof.Banked v1 7");
+  EXPECT_EQ(Await("Prof.Banked"), "Prof.Banked " + tag() + " 7");
   EXPECT_EQ(Stored("Wallet/bank").lease.owner, "host-a");
   events_.clear();
   Publish("Prof.BankRelease", {});
   ASSERT_TRUE(RunUntil([&] { return Stored("Wallet/bank").lease.owner.empty(); }));
   EXPECT_EQ(Stored("Wallet/bank").data.value_or(""), R"({"coins":7})");
   Publish("Prof.BankRelease", {});
-  EXPECT_EQ(Await("Prof.Error"), "Prof.Error v1 profile \"Wallet/bank\" is not loaded here");
+  EXPECT_EQ(Await("Prof.Error"),
+            "Prof.Error " + tag() + " profile \"Wallet/bank\" is not loaded here");
 }
 
 TEST_F(ProfileApiTest, AHostWithoutProfilesRefusesTheSlots) {

@@ -32,6 +32,15 @@ std::string Payload(R waited) {
 inline bool Passed(const molt::Host::FireResult& fired) { return fired.passed; }
 inline std::string Payload(const molt::Host::WaitResult& waited) { return waited.payload; }
 #endif
+// molt.hpp revision 2 (abi-1.4-r2, MOLT_HPP_REVISION) moved the calls on a handle to the handle
+// (said_.Send, board_.SetInt, visits_.Get): the plugin makes them so where its headers have them.
+// COMPAT_REVISION_1 keeps the revision-1 spellings, deprecated there: built so against today's
+// header it proves that source written for revision 1 still builds and runs.
+#if defined(MOLT_HPP_REVISION) && MOLT_HPP_REVISION >= 2 && !defined(COMPAT_REVISION_1)
+#define COMPAT_HANDLE_CALLS 1
+#else
+#define COMPAT_HANDLE_CALLS 0
+#endif
 inline bool Ok(molt_status_t code) { return code == MOLT_OK; }
 inline bool Ok(const molt::Status& s) { return s.ok(); }
 
@@ -68,7 +77,11 @@ class Plugin : public molt::Service {
     TAKE(said_, host().DeclareEvent("compat.Said", "compat.Bytes"));
     TAKE(echo_, host().DeclareIntent("compat.Echo", o, any,
                                      [this](molt::SessionId s, std::string_view payload) {
+#if COMPAT_HANDLE_CALLS
+                                       return said_.Send(s, payload);
+#else
                                        return host().Send(said_, s, payload);
+#endif
                                      }));
     TAKE(twice_, host().DeclareRequest(
                      "compat.Twice", o, any,
@@ -89,7 +102,9 @@ class Plugin : public molt::Service {
       Note("session " + user);
       (void)host().Bind(
           s, [this, user] { Note("left " + user); }, /*last=*/true);
-#if MOLT_ABI_VERSION_MINOR >= 2
+#if MOLT_ABI_VERSION_MINOR >= 2 && COMPAT_HANDLE_CALLS
+      (void)board_.SetInt(0, ++joins_);
+#elif MOLT_ABI_VERSION_MINOR >= 2
       (void)host().SetInt(board_, 0, ++joins_);
 #endif
     }));
@@ -101,9 +116,15 @@ class Plugin : public molt::Service {
     TAKE(visits_, host().DeclareProfiles("compat", std::move(visits)));
     TAKE(loaded_, host().Subscribe("Kernel.ProfileLoaded", [this](std::string_view, molt::Args a) {
       const molt::SessionId s = a.Handle(0);
+#if COMPAT_HANDLE_CALLS
+      molt::Result<std::string> n = visits_.Get(s, "/visits");
+      const std::string next = std::to_string(n.ok() ? std::stoll(*n) + 1 : -1);
+      molt::Status st = visits_.Set(s, "/visits", next);
+#else
       molt::Result<std::string> n = host().GetProfile(visits_, s, "/visits");
       const std::string next = std::to_string(n.ok() ? std::stoll(*n) + 1 : -1);
       molt::Status st = host().SetProfile(visits_, s, "/visits", next);
+#endif
       Note(st.ok() ? "profile visits " + next : "profile_set failed: " + st.message());
     }));
 #endif
@@ -139,8 +160,12 @@ class Plugin : public molt::Service {
   molt::Replica board_;
   std::int64_t joins_ = 0;
 #endif
-#if MOLT_ABI_VERSION_MINOR >= 4
+#if MOLT_ABI_VERSION_MINOR >= 4 && COMPAT_HANDLE_CALLS
+  molt::ProfileStore visits_;
+#elif MOLT_ABI_VERSION_MINOR >= 4
   molt::ProfileStore visits_ = 0;
+#endif
+#if MOLT_ABI_VERSION_MINOR >= 4
   molt::Subscription loaded_;
 #endif
 };

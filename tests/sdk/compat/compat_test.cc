@@ -41,7 +41,8 @@ const std::string kCompat = std::string(MOLT_FIXTURE_DIR) + "/compat";
 struct PluginCase {
   const char* abi;  // "abi-1.0": the frozen headers it was built against
   int minor;
-  const char* lang;  // "c" (clang, molt.h only) or "cpp" (g++, molt.hpp)
+  const char* lang;  // "c" (clang, molt.h only), "cpp" (g++, molt.hpp) or "cpp_rev1" (the same
+                     // source in its molt.hpp revision 1 spellings: COMPAT_REVISION_1)
 };
 
 void PrintTo(const PluginCase& c, std::ostream* os) { *os << c.abi << " " << c.lang; }
@@ -185,7 +186,10 @@ INSTANTIATE_TEST_SUITE_P(
                       PluginCase{"abi-1.2", 2, "c"}, PluginCase{"abi-1.2", 2, "cpp"},
                       PluginCase{"abi-1.2-r2", 2, "c"}, PluginCase{"abi-1.2-r2", 2, "cpp"},
                       PluginCase{"abi-1.3", 3, "c"}, PluginCase{"abi-1.3", 3, "cpp"},
-                      PluginCase{"abi-1.4", 4, "c"}, PluginCase{"abi-1.4", 4, "cpp"}),
+                      PluginCase{"abi-1.4", 4, "c"}, PluginCase{"abi-1.4", 4, "cpp"},
+                      PluginCase{"abi-1.4-r2", 4, "c"}, PluginCase{"abi-1.4-r2", 4, "cpp"},
+                      // revision-1 source (the deprecated Host spellings) on the r2 header
+                      PluginCase{"abi-1.4-r2", 4, "cpp_rev1"}),
     CaseName);
 
 // --- Client apps of every client API release, and clients of every wire protocol -------------
