@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <deque>
@@ -17,6 +16,7 @@
 
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/network.h"
+#include "kernel/src/store/profile_document.h"
 
 namespace molt::kernel::store {
 
@@ -62,95 +62,6 @@ std::string_view TxnReasonName(TxnReason reason) {
   return "?";
 }
 
-namespace {
-
-// JSON text -> value; an error names what is wrong.
-Result<json::value> Parse(std::string_view text) {
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec) {
-    return Status::InvalidArgument("not valid JSON (" + ec.message() + ")");
-  }
-  return v;
-}
-
-// The tokens of a JSON Pointer ("" is the whole document).
-Result<std::vector<std::string>> Tokens(std::string_view pointer) {
-  std::vector<std::string> out;
-  if (pointer.empty()) {
-    return out;
-  }
-  if (pointer.front() != '/') {
-    return Status::InvalidArgument("the path \"" + std::string(pointer) +
-                                   "\" is not a JSON Pointer: start it with '/' (\"/coins\")");
-  }
-  std::string token;
-  for (std::size_t i = 1; i <= pointer.size(); ++i) {
-    if (i == pointer.size() || pointer[i] == '/') {
-      out.push_back(std::move(token));
-      token.clear();
-    } else if (pointer[i] == '~' && i + 1 < pointer.size() &&
-               (pointer[i + 1] == '0' || pointer[i + 1] == '1')) {
-      token += pointer[++i] == '0' ? '~' : '/';
-    } else {
-      token += pointer[i];
-    }
-  }
-  return out;
-}
-
-// An array index token: digits only, within `size` (or == size when `append`).
-std::optional<std::size_t> Index(const std::string& token, std::size_t size, bool append) {
-  if (token.empty() || !std::all_of(token.begin(), token.end(), ::isdigit)) {
-    return append && token == "-" ? std::optional<std::size_t>(size) : std::nullopt;
-  }
-  const std::size_t i = std::stoul(token);
-  return i < size || (append && i == size) ? std::optional<std::size_t>(i) : std::nullopt;
-}
-
-// Fills what `doc` lacks from `defaults`, objects recursively. True when it added anything.
-bool FillDefaults(json::value& doc, const json::value& defaults) {
-  if (!doc.is_object() || !defaults.is_object()) {
-    return false;
-  }
-  bool added = false;
-  json::object& o = doc.as_object();
-  for (const auto& [k, v] : defaults.as_object()) {
-    auto it = o.find(k);
-    if (it == o.end()) {
-      o.emplace(k, v);
-      added = true;
-    } else {
-      added = FillDefaults(it->value(), v) || added;
-    }
-  }
-  return added;
-}
-
-// `doc` (at schema version `from`) migrated step by step to spec.schema_version with
-// spec.migrate; an error names `where`.
-Result<json::value> Migrate(const ProfileSpec& spec, json::value doc, std::uint32_t from,
-                            const std::string& where) {
-  for (std::uint32_t v = from; v < spec.schema_version; ++v) {
-    if (!spec.migrate) {
-      return Status::FailedPrecondition(
-          fmt::format("{} has schema version {} and there is no migration to {}", where, v,
-                      spec.schema_version));
-    }
-    Result<std::string> next = spec.migrate(v, json::serialize(doc));
-    Result<json::value> again = next.ok() ? Parse(*next) : Result<json::value>(next.status());
-    if (!again.ok() || !again->is_object()) {
-      return Status::FailedPrecondition(
-          fmt::format("{}: the migration from schema version {} failed: {}", where, v,
-                      again.ok() ? "it did not return a JSON object" : again.status().message()));
-    }
-    doc = std::move(again).value();
-  }
-  return doc;
-}
-
-}  // namespace
-
 struct Profiles::Entry {
   net::SessionId session = 0;
   std::string key;
@@ -187,7 +98,7 @@ Profiles::Profiles(Kernel& kernel, net::Network& network, ProfileStore& store, s
       host_(std::move(host)),
       spec_(std::move(spec)),
       log_("Profiles " + spec_.name) {
-  Result<json::value> defaults = Parse(spec_.defaults);
+  Result<json::value> defaults = ParseJson(spec_.defaults);
   if (!defaults.ok() || !defaults->is_object()) {
     log_.Error("the defaults are {}: profiles get no defaults (give a JSON object)",
                defaults.ok() ? "not a JSON object" : defaults.status().message());
@@ -317,12 +228,12 @@ void Profiles::OnLoaded(net::SessionId session, std::uint32_t attempt, LoadResul
 
 Result<json::value> Profiles::Decode(const std::string& data, std::uint32_t from,
                                      const std::string& where, bool* changed) const {
-  Result<json::value> parsed = Parse(data);
+  Result<json::value> parsed = ParseJson(data);
   if (!parsed.ok() || !parsed->is_object()) {
     return Status::InvalidArgument(fmt::format(
         "{} is {}", where, parsed.ok() ? "not a JSON object" : parsed.status().message()));
   }
-  Result<json::value> doc = Migrate(spec_, std::move(parsed).value(), from, where);
+  Result<json::value> doc = MigrateDocument(spec_, std::move(parsed).value(), from, where);
   if (!doc.ok()) {
     return doc.status();
   }
@@ -426,7 +337,7 @@ Result<std::string> Profiles::Get(net::SessionId session, std::string_view point
         fmt::format("the {} profile of session {} is {}: wait for Kernel.ProfileLoaded", spec_.name,
                     session, ProfileStateName(e == nullptr ? ProfileState::kNone : e->state)));
   }
-  Result<std::vector<std::string>> tokens = Tokens(pointer);
+  Result<std::vector<std::string>> tokens = PointerTokens(pointer);
   if (!tokens.ok()) {
     return tokens.status();
   }
@@ -436,7 +347,7 @@ Result<std::string> Profiles::Get(net::SessionId session, std::string_view point
     if (at->is_object()) {
       next = at->as_object().if_contains(t);
     } else if (at->is_array()) {
-      if (auto i = Index(t, at->as_array().size(), false)) {
+      if (auto i = PointerIndex(t, at->as_array().size(), false)) {
         next = &at->as_array()[*i];
       }
     }
@@ -461,12 +372,12 @@ Status Profiles::Set(net::SessionId session, std::string_view pointer, std::stri
         fmt::format("the {} profile of session {} is in a transaction: write it on a later step",
                     spec_.name, session));
   }
-  Result<json::value> v = Parse(value);
+  Result<json::value> v = ParseJson(value);
   if (!v.ok()) {
     return Status::InvalidArgument(
         fmt::format("the value for \"{}\" is {}", pointer, v.status().message()));
   }
-  Result<std::vector<std::string>> tokens = Tokens(pointer);
+  Result<std::vector<std::string>> tokens = PointerTokens(pointer);
   if (!tokens.ok()) {
     return tokens.status();
   }
@@ -486,7 +397,7 @@ Status Profiles::Set(net::SessionId session, std::string_view pointer, std::stri
       auto it = o.find(t);
       at = it != o.end() ? &it->value() : &o.emplace(t, json::object()).first->value();
     } else if (at->is_array()) {
-      auto idx = Index(t, at->as_array().size(), false);
+      auto idx = PointerIndex(t, at->as_array().size(), false);
       if (!idx) {
         return Status::NotFound(fmt::format("\"{}\": no element {} in that array", pointer, t));
       }
@@ -501,7 +412,7 @@ Status Profiles::Set(net::SessionId session, std::string_view pointer, std::stri
     at->as_object()[last] = std::move(v).value();
   } else if (at->is_array()) {
     json::array& a = at->as_array();
-    auto idx = Index(last, a.size(), true);
+    auto idx = PointerIndex(last, a.size(), true);
     if (!idx) {
       return Status::NotFound(fmt::format("\"{}\": no element {} in that array", pointer, last));
     }
@@ -572,7 +483,7 @@ void Profiles::Detach() {
 void Profiles::ForgetUndo() { undo_.reset(); }
 
 Status Profiles::Adopt(ProfileSpec spec) {
-  Result<json::value> defaults = Parse(spec.defaults);
+  Result<json::value> defaults = ParseJson(spec.defaults);
   if (!defaults.ok() || !defaults->is_object()) {
     return Status::InvalidArgument(
         fmt::format("the defaults of profile store \"{}\" are {}: give a JSON object", spec.name,
@@ -605,7 +516,7 @@ Status Profiles::Adopt(ProfileSpec spec) {
         migrated[id] = *before;
         continue;
       }
-      Result<json::value> doc = Migrate(spec, e->doc, from, "profile \"" + e->key + "\"");
+      Result<json::value> doc = MigrateDocument(spec, e->doc, from, "profile \"" + e->key + "\"");
       if (!doc.ok()) {
         return doc.status();
       }
@@ -963,8 +874,8 @@ void Profiles::Transact(std::string id, net::SessionId a, net::SessionId b, cons
         m.code() == Status::Code::kRejected ? TxnReason::kAborted : TxnReason::kMutatorError,
         m.message());
   }
-  Result<json::value> va = Parse(da);
-  Result<json::value> vb = Parse(db);
+  Result<json::value> va = ParseJson(da);
+  Result<json::value> vb = ParseJson(db);
   for (auto [v, which] : {std::pair{&va, "A"}, std::pair{&vb, "B"}}) {
     if (!v->ok() || !(*v)->is_object()) {
       return refuse(TxnReason::kMutatorError,
