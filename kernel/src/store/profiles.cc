@@ -1,22 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// Profiles: the per-session state machine over the store's completions. Documents live in memory
-// as Boost.JSON values; each Set bumps the entry's version, and a write acknowledged for version
-// v makes the entry clean up to v (a Set made while the write was in flight keeps it dirty).
+// Profiles: the per-session state machine over the store's completions: the load lifecycle (the
+// join, a lease held elsewhere, decoding and migrating, the failure that kicks), reading and
+// writing, autosave, the final save and the drain, manual keys, and declarations that come and
+// go. Documents live in memory as Boost.JSON values; each Set bumps the entry's version, and a
+// write acknowledged for version v makes the entry clean up to v (a Set made while the write was
+// in flight keeps it dirty). Snapshots, backups and transactions are member functions defined in
+// files of their own (profile_snapshots.cc, profile_backups.cc, profile_transactions.cc).
 #include "kernel/src/store/profiles.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
-#include <deque>
 #include <random>
-#include <tuple>
 #include <utility>
 
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/network.h"
+#include "kernel/src/store/profile_document.h"
+#include "kernel/src/store/profile_entry.h"
 
 namespace molt::kernel::store {
 
@@ -38,142 +41,6 @@ std::string_view ProfileStateName(ProfileState state) {
   return "?";
 }
 
-std::string_view TxnReasonName(TxnReason reason) {
-  switch (reason) {
-    case TxnReason::kOk:
-      return "Ok";
-    case TxnReason::kAborted:
-      return "Aborted";
-    case TxnReason::kMutatorError:
-      return "MutatorError";
-    case TxnReason::kSaveAFailed:
-      return "SaveAFailed";
-    case TxnReason::kSaveBFailed:
-      return "SaveBFailed";
-    case TxnReason::kProfileInactive:
-      return "ProfileInactive";
-    case TxnReason::kSameProfile:
-      return "SameProfile";
-    case TxnReason::kBusy:
-      return "Busy";
-    case TxnReason::kDuplicateTransaction:
-      return "DuplicateTransaction";
-  }
-  return "?";
-}
-
-namespace {
-
-// JSON text -> value; an error names what is wrong.
-Result<json::value> Parse(std::string_view text) {
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec) {
-    return Status::InvalidArgument("not valid JSON (" + ec.message() + ")");
-  }
-  return v;
-}
-
-// The tokens of a JSON Pointer ("" is the whole document).
-Result<std::vector<std::string>> Tokens(std::string_view pointer) {
-  std::vector<std::string> out;
-  if (pointer.empty()) {
-    return out;
-  }
-  if (pointer.front() != '/') {
-    return Status::InvalidArgument("the path \"" + std::string(pointer) +
-                                   "\" is not a JSON Pointer: start it with '/' (\"/coins\")");
-  }
-  std::string token;
-  for (std::size_t i = 1; i <= pointer.size(); ++i) {
-    if (i == pointer.size() || pointer[i] == '/') {
-      out.push_back(std::move(token));
-      token.clear();
-    } else if (pointer[i] == '~' && i + 1 < pointer.size() &&
-               (pointer[i + 1] == '0' || pointer[i + 1] == '1')) {
-      token += pointer[++i] == '0' ? '~' : '/';
-    } else {
-      token += pointer[i];
-    }
-  }
-  return out;
-}
-
-// An array index token: digits only, within `size` (or == size when `append`).
-std::optional<std::size_t> Index(const std::string& token, std::size_t size, bool append) {
-  if (token.empty() || !std::all_of(token.begin(), token.end(), ::isdigit)) {
-    return append && token == "-" ? std::optional<std::size_t>(size) : std::nullopt;
-  }
-  const std::size_t i = std::stoul(token);
-  return i < size || (append && i == size) ? std::optional<std::size_t>(i) : std::nullopt;
-}
-
-// Fills what `doc` lacks from `defaults`, objects recursively. True when it added anything.
-bool FillDefaults(json::value& doc, const json::value& defaults) {
-  if (!doc.is_object() || !defaults.is_object()) {
-    return false;
-  }
-  bool added = false;
-  json::object& o = doc.as_object();
-  for (const auto& [k, v] : defaults.as_object()) {
-    auto it = o.find(k);
-    if (it == o.end()) {
-      o.emplace(k, v);
-      added = true;
-    } else {
-      added = FillDefaults(it->value(), v) || added;
-    }
-  }
-  return added;
-}
-
-// `doc` (at schema version `from`) migrated step by step to spec.schema_version with
-// spec.migrate; an error names `where`.
-Result<json::value> Migrate(const ProfileSpec& spec, json::value doc, std::uint32_t from,
-                            const std::string& where) {
-  for (std::uint32_t v = from; v < spec.schema_version; ++v) {
-    if (!spec.migrate) {
-      return Status::FailedPrecondition(
-          fmt::format("{} has schema version {} and there is no migration to {}", where, v,
-                      spec.schema_version));
-    }
-    Result<std::string> next = spec.migrate(v, json::serialize(doc));
-    Result<json::value> again = next.ok() ? Parse(*next) : Result<json::value>(next.status());
-    if (!again.ok() || !again->is_object()) {
-      return Status::FailedPrecondition(
-          fmt::format("{}: the migration from schema version {} failed: {}", where, v,
-                      again.ok() ? "it did not return a JSON object" : again.status().message()));
-    }
-    doc = std::move(again).value();
-  }
-  return doc;
-}
-
-}  // namespace
-
-struct Profiles::Entry {
-  net::SessionId session = 0;
-  std::string key;
-  ProfileState state = ProfileState::kPending;
-  json::value doc;
-  std::uint64_t token = 0;           // the lease's
-  std::uint64_t version = 0;         // bumped by every change
-  std::uint64_t saved_version = 0;   // the version the store holds
-  bool loading = false;              // a load is with the store
-  bool left = false;                 // the session ended while its profile was loading
-  TaskHandle retry;                  // the next load attempt while the lease is held elsewhere
-  std::optional<LoadResult> parked;  // landed while detached: finished by Adopt()
-  std::optional<Status> verdict;     // validate's, kept at Detach() for `verdict_version`
-  std::uint64_t verdict_version = 0;
-  bool backup_now = false;       // the next save also backs the document up
-  bool in_txn = false;           // a transaction on it is with the store
-  bool leave_after_txn = false;  // the session ended meanwhile: its final save waits
-  std::deque<std::pair<SnapshotInfo, json::value>> snapshots;  // oldest first
-  Callback<void(Status)> on_load;  // a manual key's LoadKey: told once it is loaded or failed
-  bool manual() const { return session >= kKeyIds; }
-  bool dirty() const { return version != saved_version; }
-};
-
 struct Profiles::Undo {
   std::uint32_t schema_version = 0;  // of `docs`
   std::map<net::SessionId, json::value> docs;
@@ -187,7 +54,7 @@ Profiles::Profiles(Kernel& kernel, net::Network& network, ProfileStore& store, s
       host_(std::move(host)),
       spec_(std::move(spec)),
       log_("Profiles " + spec_.name) {
-  Result<json::value> defaults = Parse(spec_.defaults);
+  Result<json::value> defaults = ParseJson(spec_.defaults);
   if (!defaults.ok() || !defaults->is_object()) {
     log_.Error("the defaults are {}: profiles get no defaults (give a JSON object)",
                defaults.ok() ? "not a JSON object" : defaults.status().message());
@@ -317,12 +184,12 @@ void Profiles::OnLoaded(net::SessionId session, std::uint32_t attempt, LoadResul
 
 Result<json::value> Profiles::Decode(const std::string& data, std::uint32_t from,
                                      const std::string& where, bool* changed) const {
-  Result<json::value> parsed = Parse(data);
+  Result<json::value> parsed = ParseJson(data);
   if (!parsed.ok() || !parsed->is_object()) {
     return Status::InvalidArgument(fmt::format(
         "{} is {}", where, parsed.ok() ? "not a JSON object" : parsed.status().message()));
   }
-  Result<json::value> doc = Migrate(spec_, std::move(parsed).value(), from, where);
+  Result<json::value> doc = MigrateDocument(spec_, std::move(parsed).value(), from, where);
   if (!doc.ok()) {
     return doc.status();
   }
@@ -345,52 +212,6 @@ void Profiles::Loaded(Entry& e, json::value doc, bool changed) {
   }
   const Value args[] = {Value::Handle(e.session), Value::String(spec_.name)};
   kernel_.bus().Publish("Kernel.ProfileLoaded", args);
-}
-
-void Profiles::Restore(net::SessionId session, std::uint64_t token, std::string why) {
-  Entry* e = Find(session);
-  e->loading = true;  // the session leaving meanwhile is seen when the backups arrive
-  store_.ListBackups(e->key, [this, alive = std::weak_ptr<bool>(alive_), session, token,
-                              why = std::move(why)](Result<std::vector<Backup>> backups) {
-    Entry* e = alive.lock() ? Find(session) : nullptr;
-    if (e == nullptr) {
-      return;
-    }
-    e->loading = false;
-    if (e->left || draining_) {
-      store_.Write({{.key = e->key, .token = token, .release = true}},
-                   [](Status, std::vector<WriteResult>) {});
-      entries_.erase(session);
-      return;
-    }
-    if (!backups.ok()) {
-      return Fail(session,
-                  why + "; its backups cannot be read either: " + backups.status().message());
-    }
-    for (const Backup& b : *backups) {
-      const std::string where =
-          fmt::format("backup slot {} of profile \"{}\" (revision {})", b.slot, e->key, b.revision);
-      bool changed = false;
-      Result<json::value> doc = b.schema_version <= spec_.schema_version
-                                    ? Decode(b.data, b.schema_version, where, &changed)
-                                    : Result<json::value>(Status::FailedPrecondition("newer"));
-      if (!doc.ok()) {
-        continue;
-      }
-      ++stats_.restored;
-      log_.Warn(
-          "{}; restored from {}, taken {:.0f} s ago (saved over the bad record at the next "
-          "save)",
-          why, where, static_cast<double>(WallNow() - b.taken) / 1000);
-      const Value args[] = {Value::Handle(session), Value::String(spec_.name), Value::Int(b.slot),
-                            Value::Int(static_cast<std::int64_t>(b.revision))};
-      kernel_.bus().Publish("Kernel.ProfileRestored", args);
-      return Loaded(*e, std::move(doc).value(), true);  // dirty: the next save replaces the record
-    }
-    Fail(session, fmt::format("{}; no readable backup of it ({} kept): fix the record with the "
-                              "sqlite3 tool (docs/profiles.md)",
-                              why, backups->size()));
-  });
 }
 
 void Profiles::Fail(net::SessionId session, const std::string& why) {
@@ -426,7 +247,7 @@ Result<std::string> Profiles::Get(net::SessionId session, std::string_view point
         fmt::format("the {} profile of session {} is {}: wait for Kernel.ProfileLoaded", spec_.name,
                     session, ProfileStateName(e == nullptr ? ProfileState::kNone : e->state)));
   }
-  Result<std::vector<std::string>> tokens = Tokens(pointer);
+  Result<std::vector<std::string>> tokens = PointerTokens(pointer);
   if (!tokens.ok()) {
     return tokens.status();
   }
@@ -436,7 +257,7 @@ Result<std::string> Profiles::Get(net::SessionId session, std::string_view point
     if (at->is_object()) {
       next = at->as_object().if_contains(t);
     } else if (at->is_array()) {
-      if (auto i = Index(t, at->as_array().size(), false)) {
+      if (auto i = PointerIndex(t, at->as_array().size(), false)) {
         next = &at->as_array()[*i];
       }
     }
@@ -461,12 +282,12 @@ Status Profiles::Set(net::SessionId session, std::string_view pointer, std::stri
         fmt::format("the {} profile of session {} is in a transaction: write it on a later step",
                     spec_.name, session));
   }
-  Result<json::value> v = Parse(value);
+  Result<json::value> v = ParseJson(value);
   if (!v.ok()) {
     return Status::InvalidArgument(
         fmt::format("the value for \"{}\" is {}", pointer, v.status().message()));
   }
-  Result<std::vector<std::string>> tokens = Tokens(pointer);
+  Result<std::vector<std::string>> tokens = PointerTokens(pointer);
   if (!tokens.ok()) {
     return tokens.status();
   }
@@ -486,7 +307,7 @@ Status Profiles::Set(net::SessionId session, std::string_view pointer, std::stri
       auto it = o.find(t);
       at = it != o.end() ? &it->value() : &o.emplace(t, json::object()).first->value();
     } else if (at->is_array()) {
-      auto idx = Index(t, at->as_array().size(), false);
+      auto idx = PointerIndex(t, at->as_array().size(), false);
       if (!idx) {
         return Status::NotFound(fmt::format("\"{}\": no element {} in that array", pointer, t));
       }
@@ -501,7 +322,7 @@ Status Profiles::Set(net::SessionId session, std::string_view pointer, std::stri
     at->as_object()[last] = std::move(v).value();
   } else if (at->is_array()) {
     json::array& a = at->as_array();
-    auto idx = Index(last, a.size(), true);
+    auto idx = PointerIndex(last, a.size(), true);
     if (!idx) {
       return Status::NotFound(fmt::format("\"{}\": no element {} in that array", pointer, last));
     }
@@ -572,7 +393,7 @@ void Profiles::Detach() {
 void Profiles::ForgetUndo() { undo_.reset(); }
 
 Status Profiles::Adopt(ProfileSpec spec) {
-  Result<json::value> defaults = Parse(spec.defaults);
+  Result<json::value> defaults = ParseJson(spec.defaults);
   if (!defaults.ok() || !defaults->is_object()) {
     return Status::InvalidArgument(
         fmt::format("the defaults of profile store \"{}\" are {}: give a JSON object", spec.name,
@@ -605,7 +426,7 @@ Status Profiles::Adopt(ProfileSpec spec) {
         migrated[id] = *before;
         continue;
       }
-      Result<json::value> doc = Migrate(spec, e->doc, from, "profile \"" + e->key + "\"");
+      Result<json::value> doc = MigrateDocument(spec, e->doc, from, "profile \"" + e->key + "\"");
       if (!doc.ok()) {
         return doc.status();
       }
@@ -853,191 +674,6 @@ void Profiles::ReleaseAllKeys() {
   }
   for (const std::string& key : keys) {
     (void)ReleaseKey(key);
-  }
-}
-
-// --- Snapshots ---
-
-Result<std::uint64_t> Profiles::Snapshot(net::SessionId session, std::string label) {
-  Entry* e = Find(session);
-  if (e == nullptr || e->state != ProfileState::kLoaded) {
-    return Status::FailedPrecondition(
-        fmt::format("the {} profile of session {} is {}: there is nothing to snapshot", spec_.name,
-                    session, ProfileStateName(e == nullptr ? ProfileState::kNone : e->state)));
-  }
-  const std::uint64_t id = next_snapshot_++;
-  e->snapshots.emplace_back(SnapshotInfo{id, std::move(label), WallNow()}, e->doc);
-  if (e->snapshots.size() > kSnapshots) {
-    e->snapshots.pop_front();
-  }
-  return id;
-}
-
-Result<std::vector<SnapshotInfo>> Profiles::Snapshots(net::SessionId session) const {
-  const Entry* e = Find(session);
-  if (e == nullptr || e->state != ProfileState::kLoaded) {
-    return Status::FailedPrecondition(
-        fmt::format("the {} profile of session {} is not loaded", spec_.name, session));
-  }
-  std::vector<SnapshotInfo> out;
-  for (const auto& [info, doc] : e->snapshots) {
-    out.push_back(info);
-  }
-  return out;
-}
-
-Status Profiles::Rollback(net::SessionId session, std::uint64_t id) {
-  Entry* e = Find(session);
-  if (e == nullptr || e->state != ProfileState::kLoaded) {
-    return Status::FailedPrecondition(
-        fmt::format("the {} profile of session {} is not loaded", spec_.name, session));
-  }
-  if (e->in_txn) {
-    return Status::FailedPrecondition(
-        fmt::format("the {} profile of session {} is in a transaction: roll back on a later step",
-                    spec_.name, session));
-  }
-  for (const auto& [info, doc] : e->snapshots) {
-    if (info.id == id) {
-      e->doc = doc;  // a copy: the snapshot stays for another rollback
-      ++e->version;
-      return Status::Ok();
-    }
-  }
-  return Status::NotFound(fmt::format(
-      "snapshot {} of profile \"{}\" is not kept (unknown, or older than the newest {})", id,
-      e->key, kSnapshots));
-}
-
-Status Profiles::BackupNow(net::SessionId session) {
-  Entry* e = Find(session);
-  if (e == nullptr || e->state != ProfileState::kLoaded) {
-    return Status::FailedPrecondition(
-        fmt::format("the {} profile of session {} is not loaded", spec_.name, session));
-  }
-  e->backup_now = true;
-  return Status::Ok();
-}
-
-// --- Transactions ---
-
-void Profiles::Transact(std::string id, net::SessionId a, net::SessionId b, const Mutator& mutate,
-                        Callback<void(TxnResult)> done) {
-  auto refuse = [&done](TxnReason reason, std::string message) {
-    done(TxnResult{reason, std::move(message)});
-  };
-  Entry* ea = Find(a);
-  Entry* eb = Find(b);
-  if (a == b || (ea != nullptr && eb != nullptr && ea->key == eb->key)) {
-    return refuse(TxnReason::kSameProfile,
-                  fmt::format("sessions {} and {} share one {} profile: a transaction needs two", a,
-                              b, spec_.name));
-  }
-  for (auto [e, s] : {std::pair{ea, a}, std::pair{eb, b}}) {
-    if (e == nullptr || e->state != ProfileState::kLoaded || draining_) {
-      return refuse(
-          TxnReason::kProfileInactive,
-          fmt::format("the {} profile of session {} is {}", spec_.name, s,
-                      draining_ ? "closing"
-                                : ProfileStateName(e == nullptr ? ProfileState::kNone : e->state)));
-    }
-    if (e->in_txn) {
-      return refuse(
-          TxnReason::kBusy,
-          fmt::format("the {} profile of session {} is in another transaction", spec_.name, s));
-    }
-  }
-  if (id.empty()) {
-    id = fmt::format("{}#{}", host_, next_txn_++);
-  }
-  std::string da = json::serialize(ea->doc);
-  std::string db = json::serialize(eb->doc);
-  Status m;
-  try {
-    m = mutate(da, db);
-  } catch (const std::exception& ex) {
-    m = Status::Internal(std::string("the mutator threw: ") + ex.what());
-  }
-  if (!m.ok()) {
-    return refuse(
-        m.code() == Status::Code::kRejected ? TxnReason::kAborted : TxnReason::kMutatorError,
-        m.message());
-  }
-  Result<json::value> va = Parse(da);
-  Result<json::value> vb = Parse(db);
-  for (auto [v, which] : {std::pair{&va, "A"}, std::pair{&vb, "B"}}) {
-    if (!v->ok() || !(*v)->is_object()) {
-      return refuse(TxnReason::kMutatorError,
-                    fmt::format("the mutator left document {} {}", which,
-                                v->ok() ? "not a JSON object" : v->status().message()));
-    }
-  }
-  std::vector<Write> batch;
-  for (auto [e, v, reason] : {std::tuple{ea, &va, TxnReason::kSaveAFailed},
-                              std::tuple{eb, &vb, TxnReason::kSaveBFailed}}) {
-    std::string text = json::serialize(**v);
-    if (Status ok = spec_.validate ? spec_.validate(text) : Status::Ok(); !ok.ok()) {
-      ++stats_.refused;
-      return refuse(reason, fmt::format("profile \"{}\": validate refused the transaction's "
-                                        "document: {}",
-                                        e->key, ok.message()));
-    }
-    batch.push_back(Write{
-        .key = e->key,
-        .token = e->token,
-        .data = std::move(text),
-        .schema_version = spec_.schema_version,
-        .renew_until =
-            WallNow() +
-            std::chrono::duration_cast<std::chrono::milliseconds>(spec_.lease_ttl).count(),
-        .backup_every =
-            std::chrono::duration_cast<std::chrono::milliseconds>(spec_.backup_interval).count(),
-        .mirror = spec_.mirror});
-  }
-  ea->in_txn = eb->in_txn = true;
-  ++transactions_;
-  store_.Transact(
-      id, std::move(batch),
-      [this, alive = std::weak_ptr<bool>(alive_), a, b, da = std::move(va).value(),
-       db = std::move(vb).value(),
-       done = std::move(done)](Status s, std::vector<WriteResult>) mutable {
-        if (!alive.lock()) {
-          return;
-        }
-        Entry* ea = Find(a);
-        Entry* eb = Find(b);
-        TxnResult result;
-        if (s.ok()) {
-          for (auto [e, doc] : {std::pair{ea, &da}, std::pair{eb, &db}}) {
-            e->doc = std::move(*doc);
-            e->saved_version = ++e->version;  // committed: clean
-          }
-          ++stats_.transactions;
-          stats_.saves += 2;
-        } else if (s.code() == Status::Code::kAlreadyExists) {
-          result = {TxnReason::kDuplicateTransaction, s.message()};
-        } else {
-          const bool b_failed =
-              s.message().find("profile \"" + eb->key + "\"") != std::string::npos;
-          result = {b_failed ? TxnReason::kSaveBFailed : TxnReason::kSaveAFailed, s.message()};
-          if (s.code() == Status::Code::kStale) {
-            Lose(b_failed ? *eb : *ea, s);
-          }
-        }
-        --transactions_;
-        EndTransaction(ea);
-        EndTransaction(eb);
-        done(std::move(result));
-        if (transactions_ == 0 && after_transactions_) {
-          std::exchange(after_transactions_, nullptr)();
-        }
-      });
-}
-
-void Profiles::EndTransaction(Entry* e) {
-  e->in_txn = false;
-  if (std::exchange(e->leave_after_txn, false)) {
-    FinalSave(e->session);
   }
 }
 

@@ -40,6 +40,12 @@
 // the store to the next declaration: documents are migrated to its schema version, defaults fill
 // in, the waiting loads finish.
 //
+// The driver is one class whose member functions live in one file per job: profiles.cc (the load
+// lifecycle, reading and writing, autosave, the final save and the drain, manual keys,
+// declarations), profile_snapshots.cc, profile_backups.cc (BackupNow and the restore of a load
+// from a backup) and profile_transactions.cc. They share the per-profile state (Entry,
+// profile_entry.h) and the JSON helpers (profile_document.h).
+//
 // Thread safety: the kernel thread.
 #ifndef MOLT_KERNEL_STORE_PROFILES_H_
 #define MOLT_KERNEL_STORE_PROFILES_H_
@@ -164,7 +170,7 @@ class Profiles {
   // The same for every key (sessions' profiles are not touched).
   void ReleaseAllKeys();
 
-  // --- Snapshots (in memory; a rollback is saved by the next save) ---
+  // --- Snapshots (in memory; a rollback is saved by the next save): profile_snapshots.cc ---
   static constexpr std::size_t kSnapshots = 8;
   // A deep copy of the session's document; returns its id (ids grow per store).
   Result<std::uint64_t> Snapshot(net::SessionId session, std::string label);
@@ -173,11 +179,11 @@ class Profiles {
   // unknown id.
   Status Rollback(net::SessionId session, std::uint64_t id);
 
-  // --- Backups ---
+  // --- Backups: profile_backups.cc ---
   // Backs the session's document up at its next save (autosave, SaveAll, the final save).
   Status BackupNow(net::SessionId session);
 
-  // --- Transactions ---
+  // --- Transactions: profile_transactions.cc ---
   // Changes two loaded profiles atomically: `mutate` gets copies of both documents and edits
   // them; both are validated and written in one database transaction under `id` (a replayed id
   // is refused), and only then replace the documents in memory. `done` hears the outcome (on a
@@ -208,7 +214,7 @@ class Profiles {
   std::size_t loaded_count() const;
 
  private:
-  struct Entry;
+  struct Entry;  // one profile's state (profile_entry.h)
   void Load(net::SessionId session, std::uint32_t attempt);
   void OnLoaded(net::SessionId session, std::uint32_t attempt, LoadResult r);
   void Fail(net::SessionId session, const std::string& why);
@@ -222,12 +228,13 @@ class Profiles {
   Result<boost::json::value> Decode(const std::string& data, std::uint32_t from,
                                     const std::string& where, bool* changed) const;
   // A load whose record does not decode or migrate: the newest readable backup instead, or
-  // the failure `why`.
+  // the failure `why` (profile_backups.cc).
   void Restore(net::SessionId session, std::uint64_t token, std::string why);
   // Marks `e` loaded with `doc` and tells the Bus.
   void Loaded(Entry& e, boost::json::value doc, bool changed);
   // A write refused for a lost lease: the profile stops for good and its session is kicked.
   void Lose(Entry& e, const Status& why);
+  // A transaction on `e` ended: the final save it held back runs (profile_transactions.cc).
   void EndTransaction(Entry* e);
   void Autosave();
   struct Pass;

@@ -17,8 +17,10 @@
 // a crash, may lose the last transactions; `synchronous_full` closes that too).
 //
 // Loads that queue up next to each other (a burst of joins) share one transaction, in queue
-// order. Thread safety: the ProfileStore calls are safe from any thread. The destructor finishes
-// what was queued, delivers its results, and closes the file.
+// order. The connection and the SQL are SqliteDb's (sqlite_db.h, included by sqlite_store.cc
+// only: this header keeps SQLite out of the server's). Thread safety: the ProfileStore calls are
+// safe from any thread. The destructor finishes what was queued, delivers its results, and closes
+// the file.
 #ifndef MOLT_KERNEL_STORE_SQLITE_STORE_H_
 #define MOLT_KERNEL_STORE_SQLITE_STORE_H_
 
@@ -66,8 +68,7 @@ class SqliteStore final : public ProfileStore {
   const std::string& path() const { return path_; }
 
  private:
-  class Db;
-  class Worker;
+  class Worker;  // the store's thread and its queue (sqlite_store.cc)
   explicit SqliteStore(std::string path);
 
   std::string path_;

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// Profiles (kernel/src/store/profiles.h): the DataDriver over a real SQLite file, with sessions of
-// a real network (started in process, and one joined by a real client over loopback), results
-// delivered to the kernel loop as in moltd.
+// Profiles (kernel/src/store/profiles.h), what profiles.cc does: the load lifecycle, reading and
+// writing, autosave, the final save and the drain, manual keys and declarations that come and go;
+// over a real SQLite file, with sessions of a real network (started in process, and one joined
+// by a real client over loopback), results delivered to the kernel loop as in moltd
+// (profiles_fixture.h). Snapshots, backups and transactions have test files of their own.
 #include "kernel/src/store/profiles.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <future>
 
-#include "kernel/src/store/sqlite_store.h"
-#include "net_fixture.h"
+#include "tests/kernel/store/profiles_fixture.h"
 
 namespace molt::kernel::store {
 namespace {
@@ -21,120 +21,6 @@ namespace fs = std::filesystem;
 using net::SessionId;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-class ProfilesTest : public net::NetTest {
- protected:
-  void SetUp() override {
-    NetTest::SetUp();
-    dir_ = ::testing::TempDir() + "molt_profiles_" + std::to_string(::getpid());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    path_ = dir_ + "/profiles.db";
-    store_ = OpenStore();
-    loaded_sub_ = kernel_->bus().Subscribe("Kernel.*", [this](std::string_view t, Args a) {
-      if (t.starts_with("Kernel.Profile")) {
-        events_.push_back(std::string(t) + " " + std::to_string(a[0].AsHandle()));
-      }
-    });
-  }
-  void TearDown() override {
-    profiles_.reset();
-    store_.reset();
-    other_.reset();
-    loaded_sub_.Disconnect();
-    NetTest::TearDown();
-    fs::remove_all(dir_);
-  }
-  std::unique_ptr<SqliteStore> OpenStore() {
-    auto s = SqliteStore::Open(
-        path_, [this](std::function<void()> fn) { kernel_->loop().Post(std::move(fn)); });
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return std::move(s).value();
-  }
-  static ProfileSpec Spec() {
-    ProfileSpec spec;
-    spec.name = "PlayerData";
-    spec.defaults = R"({"coins":0,"items":[],"settings":{"music":true}})";
-    spec.schema_version = 1;
-    spec.autosave = seconds(3600);  // tests save explicitly unless they say otherwise
-    spec.lease_ttl = seconds(180);
-    return spec;
-  }
-  void Start(ProfileSpec spec = Spec()) {
-    profiles_ = std::make_unique<Profiles>(*kernel_, *net_, *store_, "host-a", std::move(spec));
-  }
-  SessionId Join(const std::string& user) {
-    return net_->sessions().Start(user, {}, "test", RealNow());
-  }
-  bool Loaded(SessionId s) {
-    return RunUntil([&] { return profiles_->state(s) == ProfileState::kLoaded; },
-                    milliseconds(5000));
-  }
-  // The stored row, read on another connection (what an operator sees). `must_exist` false: a
-  // poll for a row that may not be written yet (an empty Record until it is).
-  Record Stored(const std::string& key, bool must_exist = true) {
-    std::promise<Result<Record>> p;
-    other_ = other_ ? std::move(other_) : OpenStore();
-    other_->Read(key, [&p](Result<Record> r) { p.set_value(std::move(r)); });
-    std::future<Result<Record>> f = p.get_future();
-    RunUntil([&] { return f.wait_for(milliseconds(0)) == std::future_status::ready; });
-    Result<Record> r = f.get();
-    EXPECT_TRUE(r.ok() || !must_exist) << r.status().ToString();
-    return r.ok() ? *r : Record{};
-  }
-  // Writes a row as another host would (a lease of its own, a document).
-  void Plant(const std::string& key, const std::string& owner, WallMillis expires, const char* data,
-             int schema_version) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    sqlite3_busy_timeout(db, 5000);
-    sqlite3_stmt* st = nullptr;
-    sqlite3_prepare_v2(db,
-                       "INSERT OR REPLACE INTO profiles (key, data, schema_version, revision, "
-                       "lease_owner, lease_token, lease_expires_ms, updated_ms) VALUES (?1, ?2, "
-                       "?3, 7, ?4, 3, ?5, 0)",
-                       -1, &st, nullptr);
-    sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-    if (data != nullptr) {
-      sqlite3_bind_text(st, 2, data, -1, SQLITE_TRANSIENT);
-    }
-    sqlite3_bind_int(st, 3, schema_version);
-    if (!owner.empty()) {
-      sqlite3_bind_text(st, 4, owner.c_str(), -1, SQLITE_TRANSIENT);
-    }
-    sqlite3_bind_int64(st, 5, expires);
-    ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-  }
-  // Runs `fn` on the kernel thread (from a client body) and waits for it.
-  void OnKernelSync(const std::function<void()>& fn) {
-    std::atomic<bool> done{false};
-    kernel_->loop().Post([&] {
-      fn();
-      done = true;
-    });
-    while (!done.load()) {
-      std::this_thread::sleep_for(milliseconds(1));
-    }
-  }
-  // The document (or the value at `pointer`), or "<error>".
-  std::string Doc(SessionId s, std::string_view pointer = "") {
-    Result<std::string> r = profiles_->Get(s, pointer);
-    return r.ok() ? *r : "<" + r.status().message() + ">";
-  }
-  bool Saw(const std::string& e) const {
-    return std::find(events_.begin(), events_.end(), e) != events_.end();
-  }
-
-  std::string dir_;
-  std::string path_;
-  std::unique_ptr<SqliteStore> store_;
-  std::unique_ptr<SqliteStore> other_;
-  std::unique_ptr<Profiles> profiles_;
-  std::vector<std::string> events_;
-  Connection loaded_sub_;
-};
 
 TEST_F(ProfilesTest, AJoinLoadsANewProfileWithItsDefaultsThenProfileLoaded) {
   Start();
@@ -408,157 +294,6 @@ TEST_F(ProfilesTest, AdoptionMigratesLoadedDocumentsAllOrNone) {
   ASSERT_TRUE(profiles_->Adopt(next).ok());
   EXPECT_EQ(profiles_->Get(a, "/v2").value(), "true");
   EXPECT_EQ(profiles_->Get(b, "/v2").value(), "true");
-}
-
-TEST_F(ProfilesTest, ARecordThatDoesNotDecodeIsRestoredFromTheNewestReadableBackup) {
-  Start();
-  SessionId s = Join("ada");
-  ASSERT_TRUE(Loaded(s));
-  ASSERT_TRUE(profiles_->Set(s, "/coins", "5").ok());
-  profiles_->SaveAll();  // the first save is backed up (none was ever taken)
-  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().saves == 1; }));
-  ASSERT_TRUE(profiles_->Set(s, "/coins", "7").ok());
-  net_->sessions().End(s, net::ExitReason::kClientClosed);  // saved, not backed up (not due)
-  ASSERT_TRUE(RunUntil([&] { return Stored("PlayerData/ada").lease.owner.empty(); }));
-  // The record breaks; a newer backup is broken too.
-  Plant("PlayerData/ada", "", 0, "{\"coins\": 7", 1);
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  sqlite3_busy_timeout(db, 5000);
-  ASSERT_EQ(sqlite3_exec(db,
-                         "INSERT INTO profile_backups VALUES ('PlayerData/ada', 1, '[broken', 1, "
-                         "9, 99999999999999)",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
-
-  s = Join("ada");
-  ASSERT_TRUE(Loaded(s));
-  EXPECT_TRUE(Saw("Kernel.ProfileRestored " + std::to_string(s)));
-  EXPECT_EQ(profiles_->Get(s, "/coins").value(), "5");  // the backup's: what the first save wrote
-  EXPECT_EQ(profiles_->stats().restored, 1u);
-  profiles_->SaveAll();  // the restored document replaces the bad record
-  ASSERT_TRUE(RunUntil([&] {
-    return Stored("PlayerData/ada").data.value_or("").find("\"coins\":5") != std::string::npos;
-  }));
-}
-
-TEST_F(ProfilesTest, WithoutBackupsABadRecordFailsClosed) {
-  ProfileSpec spec = Spec();
-  spec.backup_interval = Duration::zero();
-  Start(std::move(spec));
-  Plant("PlayerData/bo", "", 0, "[1]", 1);
-  const SessionId s = Join("bo");
-  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().load_failures == 1; }));
-  EXPECT_EQ(net_->sessions().Get(s), nullptr);  // kicked, not given the defaults
-  EXPECT_EQ(profiles_->stats().restored, 0u);
-  EXPECT_EQ(*Stored("PlayerData/bo").data, "[1]");
-}
-
-TEST_F(ProfilesTest, SnapshotsKeepTheNewestEightAndSurviveRepeatedRollbacks) {
-  Start();
-  const SessionId s = Join("ada");
-  ASSERT_TRUE(Loaded(s));
-  const std::uint64_t first = profiles_->Snapshot(s, "start").value();
-  ASSERT_TRUE(profiles_->Set(s, "/coins", "50").ok());
-  const std::uint64_t rich = profiles_->Snapshot(s, "rich").value();
-  ASSERT_TRUE(profiles_->Set(s, "/coins", "1").ok());
-  ASSERT_TRUE(profiles_->Rollback(s, rich).ok());
-  EXPECT_EQ(profiles_->Get(s, "/coins").value(), "50");
-  ASSERT_TRUE(profiles_->Set(s, "/coins", "2").ok());
-  ASSERT_TRUE(profiles_->Rollback(s, rich).ok());  // the snapshot stayed
-  EXPECT_EQ(profiles_->Get(s, "/coins").value(), "50");
-  for (int i = 0; i < 7; ++i) {
-    ASSERT_TRUE(profiles_->Snapshot(s, "n" + std::to_string(i)).ok());
-  }
-  const std::vector<SnapshotInfo> kept = profiles_->Snapshots(s).value();
-  ASSERT_EQ(kept.size(), Profiles::kSnapshots);
-  EXPECT_EQ(kept.front().label, "rich");
-  const Status evicted = profiles_->Rollback(s, first);
-  EXPECT_EQ(evicted.code(), Status::Code::kNotFound);
-  EXPECT_EQ(evicted.message(),
-            "snapshot " + std::to_string(first) +
-                " of profile \"PlayerData/ada\" is not kept (unknown, or older than the newest 8)");
-  // A rollback is saved like any write.
-  profiles_->SaveAll();
-  ASSERT_TRUE(RunUntil([&] { return profiles_->stats().saves == 1; }));
-  EXPECT_NE(Stored("PlayerData/ada").data->find("\"coins\":50"), std::string::npos);
-}
-
-TEST_F(ProfilesTest, ATransactionChangesTwoProfilesAtomicallyWithTheSpecsReasons) {
-  ProfileSpec spec = Spec();
-  spec.validate = [](std::string_view doc) {
-    return doc.find("\"coins\":-") != std::string_view::npos ? Status::Rejected("coins below 0")
-                                                             : Status::Ok();
-  };
-  Start(std::move(spec));
-  const SessionId a = Join("ada");
-  const SessionId b = Join("bo");
-  ASSERT_TRUE(Loaded(a) && Loaded(b));
-  ASSERT_TRUE(profiles_->Set(a, "/coins", "10").ok());
-  // Moves `n` coins from the first document to the second.
-  auto give = [](int n) {
-    return [n](std::string& from, std::string& to) -> Status {
-      auto take = [](std::string& doc, int delta) {
-        const std::size_t at = doc.find("\"coins\":") + 8;
-        const std::size_t end = doc.find_first_of(",}", at);
-        doc.replace(at, end - at, std::to_string(std::stoi(doc.substr(at, end - at)) + delta));
-      };
-      take(from, -n);
-      take(to, n);
-      return Status::Ok();
-    };
-  };
-  auto run = [&](const std::string& id, SessionId x, SessionId y,
-                 const Profiles::Mutator& m) -> TxnResult {
-    std::optional<TxnResult> out;
-    profiles_->Transact(id, x, y, m, [&](TxnResult r) { out = std::move(r); });
-    RunUntil([&] { return out.has_value(); });
-    return out.value_or(TxnResult{TxnReason::kMutatorError, "no answer"});
-  };
-  TxnResult r = run("trade-1", a, b, give(4));
-  ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_EQ(profiles_->Get(a, "/coins").value(), "6");
-  EXPECT_EQ(profiles_->Get(b, "/coins").value(), "4");
-  EXPECT_NE(Stored("PlayerData/bo").data->find("\"coins\":4"), std::string::npos)
-      << "committed before it was applied";
-  EXPECT_EQ(run("trade-1", a, b, give(1)).reason, TxnReason::kDuplicateTransaction);
-  EXPECT_EQ(run("t2", a, a, give(1)).reason, TxnReason::kSameProfile);
-  EXPECT_EQ(run("t3", a, 999, give(1)).reason, TxnReason::kProfileInactive);
-  EXPECT_EQ(
-      run("t4", a, b, [](std::string&, std::string&) { return Status::Rejected("no"); }).reason,
-      TxnReason::kAborted);
-  EXPECT_EQ(run("t5", a, b,
-                [](std::string&, std::string&) -> Status { throw std::runtime_error("boom"); })
-                .reason,
-            TxnReason::kMutatorError);
-  EXPECT_EQ(run("t6", a, b,
-                [](std::string& x, std::string&) {
-                  x = "[1]";
-                  return Status::Ok();
-                })
-                .message,
-            "the mutator left document A not a JSON object");
-  TxnResult refused = run("t7", b, a, give(5));  // bo has 4: coins -1 fails validate
-  EXPECT_EQ(refused.reason, TxnReason::kSaveAFailed);
-  EXPECT_EQ(
-      refused.message,
-      "profile \"PlayerData/bo\": validate refused the transaction's document: coins below 0");
-  EXPECT_EQ(profiles_->Get(b, "/coins").value(), "4") << "nothing changed";
-  // Busy: a second transaction while the first is with the store.
-  std::optional<TxnResult> first;
-  profiles_->Transact("t8", a, b, give(1), [&](TxnResult x) { first = std::move(x); });
-  EXPECT_EQ(run("t9", b, a, give(1)).reason, TxnReason::kBusy);
-  EXPECT_FALSE(profiles_->Set(a, "/coins", "0").ok()) << "writes wait for the transaction";
-  ASSERT_TRUE(RunUntil([&] { return first.has_value(); }));
-  EXPECT_TRUE(first->ok());
-  EXPECT_EQ(profiles_->stats().transactions, 2u);
-  // B's lease taken over by another host: nothing is stored, B's session is told.
-  Plant("PlayerData/bo", "host-b", WallNow() + 60000, "{\"coins\":100}", 1);
-  TxnResult lost = run("t10", a, b, give(1));
-  EXPECT_EQ(lost.reason, TxnReason::kSaveBFailed);
-  EXPECT_NE(Stored("PlayerData/ada").data->find("\"coins\":5"), std::string::npos);
-  EXPECT_EQ(net_->sessions().Get(b), nullptr) << "kicked";
 }
 
 TEST_F(ProfilesTest, ManualKeysLoadSaveAndReleaseWithoutASession) {

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/store/sqlite_db.h
+//
+// SqliteDb: the profile database itself, one connection to the SQLite file and its prepared
+// statements: the layout (created, upgraded in place, a newer one refused), and the SQL of each
+// operation SqliteStore (sqlite_store.h) runs for its callers. Every call is synchronous and
+// runs its own transaction (BEGIN IMMEDIATE: the write lock is taken up front, so two processes
+// on one file never deadlock upgrading a read, they wait for each other up to busy_timeout).
+//
+//   SqliteDb db("data/profiles.db", SqliteOptions{});
+//   if (Status s = db.Open(); !s.ok()) { ... s names the file, the cause and the fix ... }
+//   LoadResult r = db.Load("user:42", "host-a", std::chrono::seconds(180));
+//   std::vector<WriteResult> each;
+//   Status batch = db.Write({{.key = "user:42", .token = r.record.lease.token, .data = "{}"}},
+//   each);
+//
+// Only sqlite_store.cc (and the tests) include this header; the server includes sqlite_store.h,
+// which keeps SQLite out. Thread safety: one thread at a time (SqliteStore's own).
+#ifndef MOLT_KERNEL_STORE_SQLITE_DB_H_
+#define MOLT_KERNEL_STORE_SQLITE_DB_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernel/src/store/profile_store.h"
+#include "kernel/src/store/sqlite_store.h"
+
+struct sqlite3;
+
+namespace molt::kernel::store {
+
+class SqliteDb {
+ public:
+  // One load of LoadMany(): the key, the owner that takes its lease, and for how long.
+  struct LoadArgs {
+    std::string key;
+    std::string owner;
+    std::chrono::milliseconds ttl{};
+  };
+
+  // Nothing is opened until Open().
+  SqliteDb(std::string path, SqliteOptions options);
+  // Closes the file (SQLite's last checkpoint runs here).
+  ~SqliteDb();
+  SqliteDb(const SqliteDb&) = delete;
+  SqliteDb& operator=(const SqliteDb&) = delete;
+
+  // Opens (creating) the file in WAL mode, creates or upgrades the layout and prepares the
+  // statements. Fails naming the file, the cause and the fix: a directory that does not exist, a
+  // file that is not a database, a layout newer than this build's, no WAL.
+  Status Open();
+  // Copies the WAL back into the database when it has grown (`idle`: nothing is queued) or has
+  // grown too much to wait for an idle moment. PASSIVE: never waits for other connections.
+  void Checkpoint(bool idle);
+  // Caps the file at `pages` (0 lifts the cap): how tests fill a "disk".
+  void SetMaxPageCount(std::uint32_t pages);
+
+  // Takes the lease on `key` for `owner` in one transaction (ProfileStore::Load).
+  LoadResult Load(const std::string& key, const std::string& owner, std::chrono::milliseconds ttl);
+  // Loads that queued up together, in one transaction (a burst of joins commits once), one result
+  // each, in order. Should the transaction fail, each load is tried in one of its own.
+  std::vector<LoadResult> LoadMany(const std::vector<LoadArgs>& loads);
+  // `batch` in one transaction, each write on its own lease (ProfileStore::Write); `results` gets
+  // one per write. A failed batch fails every result with its status.
+  Status Write(const std::vector<store::Write>& batch, std::vector<WriteResult>& results);
+  // Write() as one all-or-nothing transaction recorded under `id` (ProfileStore::Transact).
+  Status Transact(const std::string& id, const std::vector<store::Write>& batch,
+                  std::vector<WriteResult>& results);
+  // The backups of `key`, newest first (ProfileStore::ListBackups).
+  Result<std::vector<Backup>> Backups(const std::string& key);
+  // The row of `key`, without a lease; kNotFound when there is none (ProfileStore::Read).
+  Result<Record> Read(const std::string& key);
+  // Ends the unexpired leases of every owner `abandoned` says is gone, in one transaction: the
+  // owners and how many leases each held (ProfileStore::ReleaseAbandoned).
+  Result<std::vector<std::pair<std::string, std::size_t>>> ReleaseAbandoned(
+      const ProfileStore::Abandoned& abandoned);
+
+ private:
+  // One prepared statement, reset after each use (sqlite_db.cc).
+  class Statement;
+
+  // `s` for every result when it failed (a failed transaction stored nothing); `s` either way.
+  static Status FailAll(Status s, std::vector<WriteResult>& results);
+  // One write inside the open transaction: `result` is OK (with the revision) or kStale; an
+  // error return is the database's (the transaction must roll back).
+  Status WriteOne(const store::Write& w, WallMillis now, WriteResult& result);
+  // The slot the next backup of `key` goes to: an empty one, else the oldest.
+  int OldestSlot(const std::string& key);
+  Status PutBackup(const store::Write& w, int slot, std::uint64_t revision, WallMillis now);
+  // Takes the lease on `key` inside the open transaction (see Load); busy leaves it unchanged.
+  LoadResult Acquire(const std::string& key, const std::string& owner,
+                     std::chrono::milliseconds ttl, WallMillis now);
+  // The row of `key`: nullopt when there is none.
+  Result<std::optional<Record>> Select(const std::string& key);
+  // Opening or setting up the file failed: the file, `what`, the cause and the fix.
+  Status Refused(int rc, const char* what);
+  Status Pragma(const char* sql, int* out);
+  Status PragmaText(const char* sql, std::string* out);
+  Status Exec(const char* sql);
+  Status Prepare();
+  Status Begin();
+  Status Commit(const std::string& what);
+  // Rolls back the open transaction (if SQLite has not already) and returns `why`.
+  Status Rollback(Status why);
+
+  std::string path_;
+  SqliteOptions options_;
+  sqlite3* db_ = nullptr;
+  // Pages in the WAL after the last commit (the WAL hook's count).
+  int wal_pages_ = 0;
+  static constexpr int kIdleCheckpointPages = 1000;   // SQLite's own default threshold
+  static constexpr int kBusyCheckpointPages = 16000;  // ~64 MB: checkpoint even under load
+  std::unique_ptr<Statement> select_, acquire_, insert_, write_, begin_, commit_, rollback_;
+  std::unique_ptr<Statement> backup_slots_, backup_put_, backup_at_, backups_, txn_;
+  std::vector<std::unique_ptr<Statement>*> statements_;
+};
+
+}  // namespace molt::kernel::store
+
+#endif  // MOLT_KERNEL_STORE_SQLITE_DB_H_
