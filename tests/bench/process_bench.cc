@@ -127,7 +127,7 @@ void BM_Process_Memory10kSleeping(benchmark::State& state) {
     procs.reserve(10000);
     for (int i = 0; i < 10000; ++i) {
       procs.push_back(Process::Create(scheduler, [] {
-        Process::Sleep(3600);
+        Process::Sleep(std::chrono::seconds(3600));
         return std::string();
       }));
       (void)procs.back()->Start();

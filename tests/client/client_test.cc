@@ -959,6 +959,15 @@ TEST(ClientApiTest, NullAndBadArgumentsAreErrorsNotCrashes) {
   molt_client_destroy(c);
   ASSERT_EQ(molt_client_create(nullptr, &c), MOLT_OK);
   EXPECT_EQ(molt_client_step(c, -1), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(molt_client_last_error(c),
+               "budget_seconds must be a finite number >= 0, not -1.000000");
+  EXPECT_EQ(molt_client_step(c, std::nan("")), MOLT_ERR_INVALID_ARGUMENT);
+  auto ignore = [](void*, molt_status_t, const void*, std::size_t) {};
+  EXPECT_EQ(molt_client_request(c, 0, nullptr, 0, HUGE_VAL, ignore, nullptr),
+            MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(molt_client_last_error(c), "timeout_seconds must be a finite number >= 0, not inf");
+  EXPECT_EQ(molt_client_intent(c, 0, nullptr, 4), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(molt_client_last_error(c), "data is NULL with size > 0");
   EXPECT_EQ(molt_client_connect(c, nullptr, 1, "u", nullptr, 0, nullptr, 0),
             MOLT_ERR_INVALID_ARGUMENT);
   EXPECT_STREQ(molt_client_last_error(c), "host is NULL");

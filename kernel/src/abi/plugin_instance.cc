@@ -185,9 +185,9 @@ void PluginInstance::ReleaseResource(molt_handle_t handle, Resource& r) {
     case Kind::kChannel:
     case Kind::kReplica:
     case Kind::kProfile:
-      for (const auto& layer : shared_.layers()) {
-        layer->Release(this, handle, static_cast<std::uint8_t>(r.kind), r.layer_id);
-      }
+      shared_.ForEachLayer([&](HostLayer& layer) {
+        layer.Release(this, handle, static_cast<std::uint8_t>(r.kind), r.layer_id);
+      });
       break;
     case Kind::kCompletion:
       if (!r.completion->done()) {
@@ -393,9 +393,7 @@ Status PluginInstance::Shutdown(bool soft) {
   // What it bound to sessions runs first (bindings, data, onSession handlers): those cleanups
   // may still use its channels and tasks. An instance that never ran init bound nothing.
   if (live_) {
-    for (const auto& layer : shared_.layers()) {
-      layer->ReleaseOwner(this);
-    }
+    shared_.ForEachLayer([this](HostLayer& layer) { layer.ReleaseOwner(this); });
   }
   // Release what the plugin left, newest first; then its root scope; then whatever the scope's
   // cleanups created meanwhile.

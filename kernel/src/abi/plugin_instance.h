@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -79,15 +80,33 @@ class AbiShared {
   const molt_host_api& api() const { return api_; }
   // For the host layer, before any plugin is initialized.
   molt_host_api& mutable_api() { return api_; }
-  // The host's first layer (the server's network, the client's connection): its slots find
-  // their object through it. nullptr without one.
-  HostLayer* layer() const { return layers_.empty() ? nullptr : layers_.front().get(); }
-  void set_layer(std::unique_ptr<HostLayer> layer) {
-    layers_.insert(layers_.begin(), std::move(layer));
+  // The host's layers (the server's network and profile stores, the client's connection), one
+  // of each type, before any plugin is initialized. Every layer hears each release and handoff,
+  // in the order they were added (the server adds its network first). Returns the layer.
+  template <class L>
+  L& AddLayer(std::unique_ptr<L> layer) {
+    static_assert(std::is_base_of_v<HostLayer, L>);
+    L& added = *layer;
+    layers_.push_back({TypeKey<L>(), std::move(layer)});
+    return added;
   }
-  // A further layer (the server's profile stores), told of every release and handoff too.
-  void add_layer(std::unique_ptr<HostLayer> layer) { layers_.push_back(std::move(layer)); }
-  const std::vector<std::unique_ptr<HostLayer>>& layers() const { return layers_; }
+  // The layer of type L, or nullptr when the host added none: how a layer's slots find it.
+  template <class L>
+  L* Layer() const {
+    for (const LayerEntry& e : layers_) {
+      if (e.type == TypeKey<L>()) {
+        return static_cast<L*>(e.layer.get());  // added as an L (AddLayer)
+      }
+    }
+    return nullptr;
+  }
+  // Calls `f(HostLayer&)` for each layer, in the order they were added.
+  template <class F>
+  void ForEachLayer(F&& f) const {
+    for (const LayerEntry& e : layers_) {
+      f(*e.layer);
+    }
+  }
   // The reload_request slot's way to the host's generations (loader/plugin_host.h).
   void set_reload(Callback<Status(std::string reason)> reload) { reload_ = std::move(reload); }
   bool can_reload() const { return static_cast<bool>(reload_); }
@@ -107,9 +126,20 @@ class AbiShared {
   static constexpr std::uint64_t kTopicTag = 5;
 
  private:
+  // A distinct address per layer type, with no RTTI.
+  template <class L>
+  static const void* TypeKey() {
+    static const char key = 0;
+    return &key;
+  }
+  struct LayerEntry {
+    const void* type;
+    std::unique_ptr<HostLayer> layer;
+  };
+
   Kernel& kernel_;
   molt_host_api api_;
-  std::vector<std::unique_ptr<HostLayer>> layers_;
+  std::vector<LayerEntry> layers_;
   Callback<Status(std::string)> reload_;
   std::vector<Bus::Topic*> topics_;
   std::unordered_map<Bus::Topic*, molt_topic_t> handles_;

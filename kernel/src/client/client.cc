@@ -14,7 +14,7 @@
 #include <span>
 #include <string>
 
-#include "kernel/src/abi/plugin_instance.h"
+#include "kernel/src/abi/bridge.h"
 #include "kernel/src/client/connection.h"
 
 struct molt_client {
@@ -25,8 +25,13 @@ struct molt_client {
 
 namespace {
 
+using molt::kernel::Duration;
 using molt::kernel::Result;
 using molt::kernel::Status;
+using molt::kernel::abi::Bytes;
+using molt::kernel::abi::BytesArg;
+using molt::kernel::abi::Required;
+using molt::kernel::abi::SecondsArg;
 using molt::kernel::client::Connection;
 
 // `s` as a code, its text on `c`.
@@ -45,23 +50,9 @@ molt_status_t Guard(molt_client* c, F&& body) noexcept {
   if (c == nullptr) {
     return MOLT_ERR_INVALID_ARGUMENT;
   }
-  try {
-    c->error.clear();
-    return Report(*c, body(c->connection));
-  } catch (const std::exception& e) {
-    return Report(*c, Status::Internal(e.what()));
-  } catch (...) {
-    return Report(*c, Status::Internal("unknown exception"));
-  }
-}
-
-Status Required(const void* p, const char* what) {
-  return p != nullptr ? Status::Ok() : Status::InvalidArgument(std::string(what) + " is NULL");
-}
-
-std::span<const std::uint8_t> Bytes(const void* data, std::size_t size) {
-  return data == nullptr ? std::span<const std::uint8_t>()
-                         : std::span(static_cast<const std::uint8_t*>(data), size);
+  c->error.clear();
+  return molt::kernel::abi::GuardedCall([c](const Status& s) { return Report(*c, s); },
+                                        [&] { return body(c->connection); });
 }
 
 // Copies the value of a field of `type` (member `value` of its Field) to `out`.
@@ -145,9 +136,7 @@ molt_status_t molt_client_disconnect(molt_client* client) {
 
 molt_status_t molt_client_step(molt_client* client, double budget_seconds) {
   return Guard(client, [&](Connection& c) -> Status {
-    if (!(budget_seconds >= 0) || !std::isfinite(budget_seconds)) {
-      return Status::InvalidArgument("budget_seconds must be a finite number >= 0");
-    }
+    MOLT_RETURN_IF_ERROR(SecondsArg(budget_seconds, "budget_seconds").status());
     c.Step(budget_seconds);
     return Status::Ok();
   });
@@ -182,10 +171,8 @@ molt_status_t molt_client_channel(molt_client* client, const char* name, std::ui
 molt_status_t molt_client_intent(molt_client* client, std::uint16_t channel, const void* data,
                                  std::size_t size) {
   return Guard(client, [&](Connection& c) -> Status {
-    if (size > 0 && data == nullptr) {
-      return Status::InvalidArgument("data is NULL with size > 0");
-    }
-    return c.SendIntent(channel, Bytes(data, size));
+    MOLT_ASSIGN_OR_RETURN(const auto payload, BytesArg(data, size));
+    return c.SendIntent(channel, payload);
   });
 }
 
@@ -196,10 +183,9 @@ molt_status_t molt_client_request(molt_client* client, std::uint16_t channel, co
     if (Status s = Required(reinterpret_cast<const void*>(fn), "fn"); !s.ok()) {
       return s;
     }
-    if (size > 0 && data == nullptr) {
-      return Status::InvalidArgument("data is NULL with size > 0");
-    }
-    return c.SendRequest(channel, Bytes(data, size), timeout_seconds,
+    MOLT_ASSIGN_OR_RETURN(const auto payload, BytesArg(data, size));
+    MOLT_RETURN_IF_ERROR(SecondsArg(timeout_seconds, "timeout_seconds").status());
+    return c.SendRequest(channel, payload, timeout_seconds,
                          [fn, user_data](molt_status_t status, std::span<const std::uint8_t> p) {
                            fn(user_data, status, p.data(), p.size());
                          });

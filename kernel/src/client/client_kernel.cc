@@ -8,7 +8,7 @@
 #include <system_error>
 #include <unordered_map>
 
-#include "kernel/src/abi/slot.h"
+#include "kernel/src/abi/bridge.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/process.h"
 #include "kernel/src/loader/plugin_host.h"
@@ -36,11 +36,7 @@ class ClientLayer final : public abi::HostLayer {
 
 ClientPort& PortOf(PluginInstance& p) {
   // The client slots are only in tables whose layer ClientKernel::Boot installed.
-  return static_cast<ClientLayer*>(p.shared().layer())->port();
-}
-
-std::span<const std::uint8_t> Bytes(const void* data, std::size_t size) {
-  return std::span(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0);
+  return p.shared().Layer<ClientLayer>()->port();
 }
 
 // --- The client slots (ABI 1.2) ---
@@ -51,10 +47,8 @@ molt_status_t ClientIntent(molt_context_t* ctx, const char* channel, const void*
     if (Status s = Required(channel, "channel"); !s.ok()) {
       return s;
     }
-    if (size > 0 && data == nullptr) {
-      return Status::InvalidArgument("data is NULL with size > 0");
-    }
-    return PortOf(p).Intent(channel, Bytes(data, size));
+    MOLT_ASSIGN_OR_RETURN(const auto payload, BytesArg(data, size));
+    return PortOf(p).Intent(channel, payload);
   });
 }
 
@@ -65,12 +59,11 @@ molt_status_t ClientRequest(molt_context_t* ctx, const char* channel, const void
     if (Status s = Required({{channel, "channel"}, {out, "out_completion"}}); !s.ok()) {
       return s;
     }
-    if (size > 0 && data == nullptr) {
-      return Status::InvalidArgument("data is NULL with size > 0");
-    }
+    MOLT_ASSIGN_OR_RETURN(const auto payload, BytesArg(data, size));
+    MOLT_RETURN_IF_ERROR(SecondsArg(timeout_seconds, "timeout_seconds").status());
     std::shared_ptr<Completion> completion = Completion::Create();
     Status sent = PortOf(p).Request(
-        channel, Bytes(data, size), timeout_seconds,
+        channel, payload, timeout_seconds,
         [completion](molt_status_t status, std::string_view payload) {
           Status st = status == MOLT_OK
                           ? Status::Ok()
@@ -138,7 +131,7 @@ Result<std::unique_ptr<ClientKernel>> ClientKernel::Boot(ClientPort& port) {
   k->controllers_ =
       std::make_unique<loader::PluginHost>(*k->kernel_, k->copy_dir_, MOLT_PLUGIN_KIND_CONTROLLER);
   abi::AbiShared& shared = k->controllers_->shared();
-  shared.set_layer(std::make_unique<ClientLayer>(port));
+  shared.AddLayer(std::make_unique<ClientLayer>(port));
   molt_host_api& api = shared.mutable_api();
   api.client_intent = ClientIntent;
   api.client_request = ClientRequest;

@@ -750,9 +750,6 @@ Status Connection::SendIntent(std::uint16_t channel, std::span<const std::uint8_
 
 Status Connection::SendRequest(std::uint16_t channel, std::span<const std::uint8_t> payload,
                                double timeout_seconds, ResponseFn done) {
-  if (!(timeout_seconds >= 0) || !std::isfinite(timeout_seconds)) {
-    return Status::InvalidArgument("timeout_seconds must be a finite number >= 0");
-  }
   Result<Channel*> ch =
       CheckSend(channel, static_cast<std::int32_t>(w::ChannelKind::Request), payload.size());
   if (!ch.ok()) {

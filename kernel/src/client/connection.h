@@ -108,6 +108,8 @@ class Connection final : public ClientPort {
   Result<std::uint16_t> ChannelId(std::string_view name) const;
   Status SendIntent(std::uint16_t channel, std::span<const std::uint8_t> payload);
   // `done(status, payload)` runs exactly once: inside a later step, or when the connection ends.
+  // REQUIRES: `timeout_seconds` finite and >= 0 (0: the channel's own timeout); the C entry
+  // points check it (abi/bridge.h, SecondsArg).
   using ResponseFn = Callback<void(molt_status_t, std::span<const std::uint8_t>)>;
   Status SendRequest(std::uint16_t channel, std::span<const std::uint8_t> payload,
                      double timeout_seconds, ResponseFn done);

@@ -384,19 +384,16 @@ void Process::Yield() {
   p->SwitchOut(Park::kYield);
 }
 
-void Process::Sleep(double seconds) {
+void Process::Sleep(Duration delay) {
   Process* p = t_current;
   if (p == nullptr) {
     throw std::logic_error("Process::Sleep must be called inside a process");
-  }
-  if (!std::isfinite(seconds) || seconds < 0) {
-    throw std::invalid_argument("Process::Sleep seconds must be a finite number >= 0");
   }
   if (p->unwinding_) {
     p->Unwind();
   }
   p->sleep_ = p->scheduler_.After(
-      Seconds(seconds),
+      std::max(delay, Duration::zero()),
       [p] {
         p->sleep_ = TaskHandle();
         p->Wake();

@@ -10,7 +10,7 @@
 //       StepTowardsTarget();
 //       Process::Yield();            // give the frame back; resume on a later step
 //     }
-//     Process::Sleep(2.0);           // park on one scheduler deadline
+//     Process::Sleep(Seconds(2));    // park on one scheduler deadline
 //     return std::string("arrived");  // Completed, with this result
 //   }, {.name = "Mover", .priority = Priority::kLow});
 //   mover->OnExit().Connect([](Process::State s, const std::string& result) { ... });
@@ -22,7 +22,7 @@
 // reason, "killed" by default). Terminal processes leave the registry; Suspend, Resume and Kill do
 // nothing on them. OnExit fires exactly once.
 //
-// Inside the body: Yield() resumes on a later step; Sleep(seconds) parks on one deadline (no
+// Inside the body: Yield() resumes on a later step; Sleep(delay) parks on one deadline (no
 // queue traffic meanwhile); Wait(completion) parks until the kernel completes an operation (the
 // spec's engine wait). All three resume through a scheduler step, so the body always runs under
 // the budget and in the profile ("Process <Name>"). When the process is killed while parked, the
@@ -134,9 +134,10 @@ class Process : public std::enable_shared_from_this<Process> {
   static Process* Current();
   // Resumes on a later scheduler step. Throws std::logic_error outside a process.
   static void Yield();
-  // Parks until `seconds` from now (finite, >= 0): one scheduler deadline, no steps meanwhile.
-  // Throws std::logic_error outside a process, std::invalid_argument for a bad duration.
-  static void Sleep(double seconds);
+  // Parks until `delay` from now (a negative one is none): one scheduler deadline, no steps
+  // meanwhile. Throws std::logic_error outside a process. (A plugin's seconds are checked where
+  // they cross the ABI: abi/bridge.h, SecondsArg.)
+  static void Sleep(Duration delay);
   // Parks until `completion` completes (at once if it is complete) and returns it.
   static const Completion& Wait(const std::shared_ptr<Completion>& completion);
 

@@ -353,11 +353,13 @@ Status PluginHost::Activate(Generation& g, const States& states, std::string* st
   for (Service* s : order) {
     abi::PluginInstance* inst = InstanceOf(s);
     inst->Serve();
-    for (const auto& layer : shared_.layers()) {
-      if (Status st = layer->Serve(inst); !st.ok()) {
-        return st;
+    Status served;
+    shared_.ForEachLayer([&](abi::HostLayer& layer) {
+      if (served.ok()) {
+        served = layer.Serve(inst);
       }
-    }
+    });
+    MOLT_RETURN_IF_ERROR(served);
   }
   *stage = "import";
   for (Service* s : order) {
@@ -427,9 +429,7 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   Generation* let_go = DropProbation();
 
   r.stage = "stop";
-  for (const auto& layer : shared_.layers()) {
-    layer->BeginHandoff();
-  }
+  shared_.ForEachLayer([](abi::HostLayer& layer) { layer.BeginHandoff(); });
   const TimePoint t_stop = RealNow();
   old_set.StopAll(nullptr, stop_budget_);
   for (Service* s : old_set.halted()) {
@@ -475,12 +475,12 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     serving_ = generations_.back().get();
     r.retired_libraries += Unload(*g);
   }
-  for (const auto& layer : shared_.layers()) {
-    for (std::string& line : layer->EndHandoff()) {
+  shared_.ForEachLayer([&r](abi::HostLayer& layer) {
+    for (std::string& line : layer.EndHandoff()) {
       r.retired.push_back(std::move(line));
     }
-    layer->SetServing(r.ok || r.restored);  // none serves: new clients are told it is starting
-  }
+    layer.SetServing(r.ok || r.restored);  // none serves: new clients are told it is starting
+  });
   r.swap_ms = MillisSince(t0);
   if (let_go != nullptr) {
     r.retired_libraries += Release(let_go);

@@ -8,9 +8,10 @@
 #include <map>
 #include <string>
 
-#include "kernel/src/abi/slot.h"
+#include "kernel/src/abi/bridge.h"
 #include "kernel/src/abi/struct_size.h"
 #include "kernel/src/core/logger.h"
+#include "kernel/src/net/net_layer.h"
 #include "kernel/src/net/network.h"
 
 namespace molt::kernel::abi {
@@ -26,170 +27,9 @@ static_assert(static_cast<int>(net::ChannelKind::kEvent) == MOLT_CHANNEL_EVENT &
                   static_cast<int>(net::ExitReason::kTransportError) == MOLT_EXIT_TRANSPORT_ERROR,
               "the kernel's network enums are the ABI's numbers");
 
-// The server's layer: the network plugins declare channels and replicas in. A dormant instance's
-// channel declarations wait here (staged) until its generation serves.
-class NetLayer final : public HostLayer {
- public:
-  explicit NetLayer(net::Network* network) : network_(network) {}
-  net::Network* network() const { return network_; }
-
-  void ReleaseOwner(const void* owner) override {
-    staged_.erase(owner);
-    if (network_ != nullptr) {
-      network_->sessions().ReleaseOwner(owner);
-    }
-  }
-
-  void Release(const void* owner, molt_handle_t handle, std::uint8_t kind,
-               std::uint32_t id) override {
-    if (network_ == nullptr) {
-      return;
-    }
-    if (kind == static_cast<std::uint8_t>(Kind::kProfile)) {
-      return;  // the profile layer's (store/profile_api.cc)
-    }
-    if (kind == static_cast<std::uint8_t>(Kind::kReplica)) {
-      if (handoff_) {  // kept for the next generation to claim by its first handle
-        auto alias = claimed_.find(handle);
-        const molt_handle_t key = alias != claimed_.end() ? alias->second : handle;
-        orphan_replicas_[key] = {id, static_cast<const PluginInstance*>(owner)->name()};
-      } else {
-        (void)network_->replicas().Destroy(id);
-      }
-      return;
-    }
-    const auto channel = static_cast<net::ChannelId>(id);
-    if (auto it = staged_.find(owner); it != staged_.end()) {
-      std::erase_if(it->second, [&](const Staged& s) { return s.id == channel; });
-    }
-    net::Channel* ch = network_->channels().Find(channel);
-    if (ch == nullptr || ch->owner() != owner) {
-      return;  // staged only, or already adopted by the next generation
-    }
-    // The handlers that took its pending requests are going away: answer them now, retryable.
-    network_->RefusePending(channel, Status::Code::kCancelled, kRetryAfterSwap);
-    if (handoff_) {
-      (void)network_->channels().Orphan(channel);
-    } else {
-      (void)network_->channels().Remove(channel);
-    }
-  }
-
-  // A dormant instance's declaration: checked now, declared when it serves.
-  Result<net::ChannelId> Stage(const void* owner, net::ChannelSpec spec) {
-    net::ChannelRegistry& channels = network_->channels();
-    if (Status s = channels.Check(spec); !s.ok()) {
-      return s;
-    }
-    Result<net::ChannelId> id = channels.Reserve(spec.name);
-    if (!id.ok()) {
-      return id.status();
-    }
-    const net::Channel* live = channels.Find(*id);
-    bool taken = live != nullptr && live->owner() == nullptr;  // the host's: never swapped
-    for (const auto& [o, list] : staged_) {
-      for (const Staged& st : list) {
-        taken = taken || st.id == *id;
-      }
-    }
-    if (taken) {
-      return Status::AlreadyExists("channel \"" + spec.name +
-                                   "\" is already declared; remove it first or pick another name");
-    }
-    staged_[owner].push_back({*id, std::move(spec)});
-    return *id;
-  }
-
-  void BeginHandoff() override {
-    handoff_ = true;
-    table_before_ = network_->channels().ProtocolHash();
-  }
-  void SetServing(bool serving) override { network_->SetServing(serving); }
-
-  Status Serve(const void* owner) override {
-    auto it = staged_.find(owner);
-    if (it == staged_.end()) {
-      return Status::Ok();
-    }
-    std::vector<Staged> list = std::move(it->second);
-    staged_.erase(it);
-    for (Staged& st : list) {
-      const std::string name = st.spec.name;
-      Result<net::ChannelId> id = network_->channels().Declare(std::move(st.spec), owner);
-      if (!id.ok()) {
-        LogScope("Generations")
-            .Error("channel \"{}\" could not be declared: {}", name, id.status().message());
-      }
-    }
-    return Status::Ok();
-  }
-
-  // replica_claim: `p` takes over the replica its predecessor held as `predecessor`; returns
-  // p's handle of it.
-  Result<molt_replica_t> Claim(PluginInstance& p, molt_replica_t predecessor) {
-    auto it = orphan_replicas_.find(predecessor);
-    if (it == orphan_replicas_.end() || it->second.plugin != p.name()) {
-      return Status::NotFound("replica " + std::to_string(predecessor) +
-                              " was not handed over to plugin \"" + p.label() +
-                              "\": claim, in import_state, a handle its previous instance held "
-                              "and exported");
-    }
-    const net::ReplicaId id = it->second.id;
-    orphan_replicas_.erase(it);
-    if (Status s = network_->replicas().Adopt(id, &p); !s.ok()) {
-      return s;
-    }
-    PluginInstance::Resource r{Kind::kReplica, {}, 0, false, nullptr, nullptr, nullptr};
-    r.layer_id = id;
-    const molt_replica_t handle = p.Own(std::move(r));
-    // Should this claimer fail in the same swap, the build restored after it claims the replica
-    // by the handle its own state names: the first one.
-    claimed_[handle] = predecessor;
-    return handle;
-  }
-
-  std::vector<std::string> EndHandoff() override {
-    handoff_ = false;
-    std::vector<std::string> retired;
-    for (const auto& [handle, orphan] : orphan_replicas_) {
-      retired.push_back("replica \"" + network_->replicas().NameOf(orphan.id) + "\" of " +
-                        orphan.plugin);
-      (void)network_->replicas().Destroy(orphan.id);
-    }
-    orphan_replicas_.clear();
-    claimed_.clear();
-    for (std::string& name : network_->channels().RemoveOrphans()) {
-      retired.push_back("channel \"" + name + "\"");
-    }
-    // Connected clients learn a table the swap changed (channels added or retired) at once.
-    if (network_->channels().ProtocolHash() != table_before_) {
-      network_->AnnounceChannels();
-    }
-    return retired;
-  }
-
- private:
-  // Seconds a client should wait before retrying a request the swap refused.
-  static constexpr double kRetryAfterSwap = 0.05;
-  struct Staged {
-    net::ChannelId id;
-    net::ChannelSpec spec;
-  };
-  struct OrphanReplica {
-    net::ReplicaId id;
-    std::string plugin;  // who held it: only the same plugin's next instance may claim it
-  };
-  net::Network* network_;
-  std::map<const void*, std::vector<Staged>> staged_;
-  std::map<molt_replica_t, OrphanReplica> orphan_replicas_;  // by the old handle, during a swap
-  std::map<molt_replica_t, molt_replica_t> claimed_;  // a claimer's handle -> the handle it claimed
-  bool handoff_ = false;
-  std::uint64_t table_before_ = 0;  // the channel table's hash when the handoff began
-};
-
 Result<net::Network*> NetworkOf(PluginInstance& p) {
   // The networking slots are only in tables whose layer AttachNetwork installed.
-  if (net::Network* n = static_cast<NetLayer*>(p.shared().layer())->network()) {
+  if (net::Network* n = p.shared().Layer<NetLayer>()->network()) {
     return n;
   }
   return Status::Unsupported("this host has no network (channels and sessions are server-side)");
@@ -233,12 +73,9 @@ Result<net::ChannelSpec> ToChannelSpec(PluginInstance& p, net::Network& network,
     return Status::InvalidArgument("spec->kind " + std::to_string(in.kind) +
                                    " is not MOLT_CHANNEL_INTENT, _REQUEST or _EVENT");
   }
-  if (in.rule_count > 0 && in.rules == nullptr) {
-    return Status::InvalidArgument("spec->rules is NULL with rule_count > 0");
-  }
-  if (in.reject_size > 0 && in.reject_payload == nullptr) {
-    return Status::InvalidArgument("spec->reject_payload is NULL with reject_size > 0");
-  }
+  MOLT_RETURN_IF_ERROR(RequiredIfAny(in.rules, in.rule_count, "spec->rules", "rule_count"));
+  MOLT_RETURN_IF_ERROR(
+      RequiredIfAny(in.reject_payload, in.reject_size, "spec->reject_payload", "reject_size"));
   net::ChannelSpec out;
   out.name = in.name;
   out.kind = static_cast<net::ChannelKind>(in.kind);
@@ -310,9 +147,9 @@ molt_status_t ChannelDeclare(molt_context_t* ctx, const molt_channel_spec* given
     if (!cs.ok()) {
       return cs.status();
     }
-    Result<net::ChannelId> id =
-        p.dormant() ? static_cast<NetLayer*>(p.shared().layer())->Stage(&p, std::move(cs.value()))
-                    : (*network)->channels().Declare(std::move(cs.value()), &p);
+    Result<net::ChannelId> id = p.dormant()
+                                    ? p.shared().Layer<NetLayer>()->Stage(&p, std::move(cs.value()))
+                                    : (*network)->channels().Declare(std::move(cs.value()), &p);
     if (!id.ok()) {
       return id.status();
     }
@@ -344,10 +181,7 @@ molt_status_t EventSend(molt_context_t* ctx, molt_channel_t channel, const molt_
                                         "\" is mounted but does not serve yet: send events from "
                                         "start() on");
     }
-    if (size > 0 && data == nullptr) {
-      return Status::InvalidArgument("data is NULL with size > 0");
-    }
-    const std::span payload(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0);
+    MOLT_ASSIGN_OR_RETURN(const auto payload, BytesArg(data, size));
     if (sessions == nullptr) {
       if (count > 0) {
         return Status::InvalidArgument("sessions is NULL with count > 0 (NULL and 0: everyone)");
@@ -366,12 +200,9 @@ molt_status_t RequestReply(molt_context_t* ctx, molt_request_t request, molt_sta
     if (!network.ok()) {
       return network.status();
     }
-    if (size > 0 && data == nullptr) {
-      return Status::InvalidArgument("data is NULL with size > 0");
-    }
-    return (*network)->Reply(
-        request, status == MOLT_OK ? Status::Code::kOk : AbiCode(status),
-        std::span(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0));
+    MOLT_ASSIGN_OR_RETURN(const auto payload, BytesArg(data, size));
+    return (*network)->Reply(request, status == MOLT_OK ? Status::Code::kOk : AbiCode(status),
+                             payload);
   });
 }
 
@@ -634,8 +465,7 @@ molt_status_t ReplicaClaim(molt_context_t* ctx, molt_replica_t predecessor,
     if (!network.ok()) {
       return network.status();
     }
-    Result<molt_replica_t> claimed =
-        static_cast<NetLayer*>(p.shared().layer())->Claim(p, predecessor);
+    Result<molt_replica_t> claimed = p.shared().Layer<NetLayer>()->Claim(p, predecessor);
     if (!claimed.ok()) {
       return claimed.status();
     }
@@ -682,11 +512,8 @@ molt_status_t ReplicaSetFloat(molt_context_t* ctx, molt_replica_t replica, std::
 molt_status_t ReplicaSetBytes(molt_context_t* ctx, molt_replica_t replica, std::uint32_t field,
                               const void* data, std::size_t size) noexcept {
   return WithReplica(ctx, replica, [&](net::Replicas& rs, net::ReplicaId id) -> Status {
-    if (size > 0 && data == nullptr) {
-      return Status::InvalidArgument("data is NULL with size > 0");
-    }
-    return rs.SetBytes(
-        id, field, std::span(static_cast<const std::uint8_t*>(data), data != nullptr ? size : 0));
+    MOLT_ASSIGN_OR_RETURN(const auto value, BytesArg(data, size));
+    return rs.SetBytes(id, field, value);
   });
 }
 
@@ -707,7 +534,7 @@ molt_status_t ReplicaRemoveSession(molt_context_t* ctx, molt_replica_t replica,
 }  // namespace
 
 void AttachNetwork(AbiShared& shared, net::Network* network) {
-  shared.set_layer(std::make_unique<NetLayer>(network));
+  shared.AddLayer(std::make_unique<NetLayer>(network));
   molt_host_api& api = shared.mutable_api();
   api.channel_declare = ChannelDeclare;
   api.channel_remove = ChannelRemove;

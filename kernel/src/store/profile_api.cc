@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "kernel/src/abi/slot.h"
+#include "kernel/src/abi/bridge.h"
 #include "kernel/src/abi/struct_size.h"
+#include "kernel/src/store/profile_layer.h"
 #include "kernel/src/store/profile_registry.h"
 
 namespace molt::kernel::abi {
@@ -26,77 +27,9 @@ static_assert(static_cast<int>(store::ProfileState::kNone) == MOLT_PROFILE_NONE 
                   static_cast<int>(store::ProfileState::kLost) == MOLT_PROFILE_LOST,
               "the profile states are the ABI's numbers");
 
-class ProfileLayer final : public HostLayer {
- public:
-  explicit ProfileLayer(store::ProfileRegistry& registry) : registry_(registry) {}
-  store::ProfileRegistry& registry() { return registry_; }
-
-  // The layer id of the store `name` (a resource's layer_id), the same for every declaration.
-  std::uint32_t IdOf(const std::string& name) {
-    auto it = std::find(names_.begin(), names_.end(), name);
-    if (it == names_.end()) {
-      names_.push_back(name);
-      return static_cast<std::uint32_t>(names_.size());
-    }
-    return static_cast<std::uint32_t>(it - names_.begin() + 1);
-  }
-  const std::string& NameOf(std::uint32_t id) const { return names_.at(id - 1); }
-
-  // A dormant instance's declaration: made when its generation serves.
-  void Stage(const PluginInstance& owner, std::uint32_t id, store::ProfileSpec spec) {
-    staged_[&owner].push_back({id, owner.label(), std::move(spec)});
-  }
-
-  void ReleaseOwner(const void* /*owner*/) override {}
-
-  void Release(const void* owner, molt_handle_t /*handle*/, std::uint8_t kind,
-               std::uint32_t id) override {
-    if (kind != static_cast<std::uint8_t>(Kind::kProfile)) {
-      return;
-    }
-    if (auto it = staged_.find(owner); it != staged_.end()) {
-      std::erase_if(it->second, [id](const Staged& s) { return s.id == id; });
-    }
-    registry_.Detach(owner, NameOf(id));
-  }
-
-  Status Serve(const void* owner) override {
-    auto it = staged_.find(owner);
-    if (it == staged_.end()) {
-      return Status::Ok();
-    }
-    std::vector<Staged> list = std::move(it->second);
-    staged_.erase(it);
-    for (Staged& st : list) {
-      Result<store::Profiles*> p = registry_.Declare(owner, st.label, std::move(st.spec));
-      if (!p.ok()) {
-        return Status(p.status().code(), "plugin \"" + st.label + "\": " + p.status().message());
-      }
-    }
-    return Status::Ok();
-  }
-
-  std::vector<std::string> EndHandoff() override { return registry_.RetireDetached(); }
-
- private:
-  struct Staged {
-    std::uint32_t id;
-    std::string label;
-    store::ProfileSpec spec;
-  };
-  store::ProfileRegistry& registry_;
-  std::vector<std::string> names_;  // by layer id - 1
-  std::map<const void*, std::vector<Staged>> staged_;
-};
-
 ProfileLayer& LayerOf(PluginInstance& p) {
-  for (const auto& layer : p.shared().layers()) {
-    if (auto* l = dynamic_cast<ProfileLayer*>(layer.get())) {
-      return *l;
-    }
-  }
   // The slots are only in tables whose layers AttachProfiles installed.
-  throw std::logic_error("profile slot without a profile layer");
+  return *p.shared().Layer<ProfileLayer>();
 }
 
 // The spec a plugin gave (a current struct, ReadSized), with its callbacks bound to `p`.
@@ -250,7 +183,7 @@ molt_status_t ProfileGet(molt_context_t* ctx, molt_profile_t profile, molt_sessi
     if (!text.ok()) {
       return text.status();
     }
-    sink(sink_user_data, text->data(), text->size());
+    ToSink(PluginInstance::From(ctx), sink, sink_user_data, *text);
     return Status::Ok();
   });
 }
@@ -258,9 +191,7 @@ molt_status_t ProfileGet(molt_context_t* ctx, molt_profile_t profile, molt_sessi
 molt_status_t ProfileSet(molt_context_t* ctx, molt_profile_t profile, molt_session_t session,
                          const char* path, const char* json, std::size_t size) noexcept {
   return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
-    if (json == nullptr && size > 0) {
-      return Status::InvalidArgument("json is NULL with size > 0");
-    }
+    MOLT_RETURN_IF_ERROR(RequiredIfAny(json, size, "json", "size"));
     return profiles.Set(session, path != nullptr ? path : "",
                         std::string_view(json != nullptr ? json : "", size));
   });
@@ -302,8 +233,7 @@ molt_status_t ProfileSnapshots(molt_context_t* ctx, molt_profile_t profile, molt
     for (const store::SnapshotInfo& i : *list) {
       out.push_back(boost::json::object{{"id", i.id}, {"label", i.label}, {"taken_ms", i.taken}});
     }
-    const std::string text = boost::json::serialize(out);
-    sink(sink_user_data, text.data(), text.size());
+    ToSink(PluginInstance::From(ctx), sink, sink_user_data, boost::json::serialize(out));
     return Status::Ok();
   });
 }
@@ -444,7 +374,7 @@ molt_status_t ProfileKeyRelease(molt_context_t* ctx, molt_profile_t profile,
 }  // namespace
 
 void AttachProfiles(AbiShared& shared, store::ProfileRegistry& registry) {
-  shared.add_layer(std::make_unique<ProfileLayer>(registry));
+  shared.AddLayer(std::make_unique<ProfileLayer>(registry));
   molt_host_api& api = shared.mutable_api();
   api.profile_declare = ProfileDeclare;
   api.profile_state = ProfileState;

@@ -673,6 +673,37 @@ TEST_F(HostApiTest, ProcessLifecycleThroughTheTable) {
   EXPECT_EQ(api().process_state(a(), p, &state, nullptr), MOLT_ERR_STALE);
 }
 
+// A plugin's duration is checked where it crosses the ABI, inside a process too.
+TEST_F(HostApiTest, ProcessSleepRefusesADurationThatIsNotFiniteAndNonNegative) {
+  Boot();
+  struct Sleeper {
+    const molt_host_api* api;
+    molt_context_t* ctx;
+    std::vector<std::string> errors;
+  };
+  Sleeper sleeper{&api(), a(), {}};
+  molt_process_t p = 0;
+  ASSERT_EQ(api().process_spawn(
+                a(), nullptr,
+                [](void* ud, void*) -> molt_status_t {
+                  auto* s = static_cast<Sleeper*>(ud);
+                  for (double bad : {-1.0, std::nan(""), HUGE_VAL}) {
+                    if (s->api->process_sleep(s->ctx, bad) == MOLT_ERR_INVALID_ARGUMENT) {
+                      s->errors.push_back(s->api->last_error(s->ctx));
+                    }
+                  }
+                  return MOLT_OK;
+                },
+                &sleeper, nullptr, &p),
+            MOLT_OK);
+  ASSERT_EQ(api().process_start(a(), p, nullptr), MOLT_OK);
+  kernel_->scheduler().Step();
+  ASSERT_EQ(sleeper.errors.size(), 3u);
+  EXPECT_EQ(sleeper.errors[0], "process_sleep seconds must be a finite number >= 0, not -1.000000");
+  EXPECT_EQ(sleeper.errors[1], "process_sleep seconds must be a finite number >= 0, not nan");
+  EXPECT_EQ(sleeper.errors[2], "process_sleep seconds must be a finite number >= 0, not inf");
+}
+
 TEST_F(HostApiTest, ProcessCallsOutsideAProcessAndBadOptionsAreRefused) {
   Boot();
   EXPECT_EQ(api().process_yield(a()), MOLT_ERR_STATE);

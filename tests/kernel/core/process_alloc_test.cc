@@ -47,7 +47,7 @@ TEST(ProcessAllocationTest, StepsOfYieldingAndSleepingProcessesAllocateNothing) 
                                  [&] {
                                    for (;;) {
                                      ++slices;
-                                     Process::Sleep(0.01);
+                                     Process::Sleep(std::chrono::milliseconds(10));
                                    }
                                    return std::string();
                                  },

@@ -135,7 +135,7 @@ TEST_F(ProcessTest, SleepParksOnOneDeadlineWithNoQueueTraffic) {
   std::vector<std::string> log;
   auto p = Make([&] {
     log.push_back("before");
-    Process::Sleep(1.0);
+    Process::Sleep(std::chrono::seconds(1));
     log.push_back("after");
     return std::string();
   });
@@ -157,28 +157,13 @@ TEST_F(ProcessTest, SleepParksOnOneDeadlineWithNoQueueTraffic) {
 
 TEST_F(ProcessTest, SleepAndYieldRefuseBadUse) {
   try {
-    Process::Sleep(1);
+    Process::Sleep(std::chrono::seconds(1));
     FAIL();
   } catch (const std::logic_error& e) {
     EXPECT_STREQ(e.what(), "Process::Sleep must be called inside a process");
   }
   EXPECT_THROW(Process::Yield(), std::logic_error);
   EXPECT_THROW(Process::Wait(Completion::Create()), std::logic_error);
-  std::vector<std::string> errors;
-  auto p = Make([&] {
-    for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
-      try {
-        Process::Sleep(bad);
-      } catch (const std::invalid_argument& e) {
-        errors.push_back(e.what());
-      }
-    }
-    return std::string();
-  });
-  ASSERT_TRUE(p->Start().ok());
-  Step();
-  ASSERT_EQ(errors.size(), 3u);
-  EXPECT_EQ(errors[0], "Process::Sleep seconds must be a finite number >= 0");
 }
 
 TEST_F(ProcessTest, SuspendKeepsTheQueuedStepWhichDrainsWithoutResuming) {
@@ -224,7 +209,7 @@ TEST_F(ProcessTest, SuspendAndResumeBeforeTheOldStepDrainsNeverStartTwoChains) {
 TEST_F(ProcessTest, SuspendDuringASleepDefersTheWakeToResume) {
   bool woke = false;
   auto p = Make([&] {
-    Process::Sleep(1);
+    Process::Sleep(std::chrono::seconds(1));
     woke = true;
     return std::string();
   });
@@ -244,7 +229,7 @@ TEST_F(ProcessTest, ResumeDuringASleepQueuesNothingTheDeadlineDoes) {
   auto p = Make([&] {
     for (;;) {
       ++slices;
-      Process::Sleep(1);
+      Process::Sleep(std::chrono::seconds(1));
     }
     return std::string();
   });
@@ -306,7 +291,7 @@ TEST_F(ProcessTest, ResumeDuringAWaitNeverResumesTheBodyTwice) {
   auto p = Make([&] {
     Process::Wait(op);
     ++after_wait;
-    Process::Sleep(100);
+    Process::Sleep(std::chrono::seconds(100));
     return std::string();
   });
   ASSERT_TRUE(p->Start().ok());
@@ -330,7 +315,7 @@ TEST_F(ProcessTest, KillDuringASleepCancelsItAndCodeAfterNeverRuns) {
   std::vector<std::string> log;
   auto p = Make([&] {
     Guard g{&log};
-    Process::Sleep(10);
+    Process::Sleep(std::chrono::seconds(10));
     log.push_back("after sleep");
     return std::string();
   });
@@ -405,7 +390,7 @@ TEST_F(ProcessTest, ABodyThatIgnoresItsKillIsAbandonedAndKillReturns) {
   auto p = Make([&] {
     for (int i = 0; i < 3; ++i) {
       try {
-        Process::Sleep(10);
+        Process::Sleep(std::chrono::seconds(10));
       } catch (const ProcessKilled&) {
         log.push_back("told");  // and ignores it: the next Sleep parks for good
       }
@@ -579,7 +564,7 @@ TEST_F(ProcessTest, NestedKillUnwindsTheVictimAndTheKillerGoesOn) {
   auto victim = Make(
       [&] {
         Guard g{&log};
-        Process::Sleep(100);
+        Process::Sleep(std::chrono::seconds(100));
         return std::string();
       },
       {.name = "Victim"});
@@ -649,7 +634,7 @@ TEST(KernelProcessTest, SpawnedProcessesAreKilledAtShutdownWithTheReason) {
   std::string exit;
   auto p = kernel->SpawnProcess(
       [] {
-        Process::Sleep(1000);
+        Process::Sleep(std::chrono::seconds(1000));
         return std::string();
       },
       {.name = "Patrol"});
