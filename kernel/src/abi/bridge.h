@@ -81,9 +81,7 @@ inline Status Required(const void* p, const char* what) {
 // The first of several required pointers that is NULL, as Required() reports it.
 inline Status Required(std::initializer_list<std::pair<const void*, const char*>> args) {
   for (const auto& [ptr, what] : args) {
-    if (Status s = Required(ptr, what); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(ptr, what));
   }
   return Status::Ok();
 }

@@ -67,15 +67,9 @@ std::int32_t LogEnabled(molt_context_t*, std::int32_t level) noexcept {
 
 molt_status_t BusResolve(molt_context_t* ctx, const char* topic, molt_topic_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(topic, "topic"); !s.ok()) {
-      return s;
-    }
-    if (Status s = Required(out, "out_topic"); !s.ok()) {
-      return s;
-    }
-    if (Status s = Bus::CheckTopic(topic); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(topic, "topic"));
+    MOLT_RETURN_IF_ERROR(Required(out, "out_topic"));
+    MOLT_RETURN_IF_ERROR(Bus::CheckTopic(topic));
     *out = p.shared().TopicHandle(p.kernel().bus().Resolve(topic));
     return Status::Ok();
   });
@@ -84,13 +78,9 @@ molt_status_t BusResolve(molt_context_t* ctx, const char* topic, molt_topic_t* o
 molt_status_t BusPublish(molt_context_t* ctx, const char* topic, const molt_value* args,
                          std::size_t n) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(topic, "topic"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(topic, "topic"));
     MOLT_RETURN_IF_ERROR(RequiredIfAny(args, n, "args", "arg_count"));
-    if (Status s = Bus::CheckTopic(topic); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Bus::CheckTopic(topic));
     p.kernel().bus().Publish(std::string_view(topic), ToArgs(args, n));
     return Status::Ok();
   });
@@ -141,9 +131,7 @@ molt_status_t BusSubscribe(molt_context_t* ctx, const char* pattern, molt_bus_fn
         !s.ok()) {
       return s;
     }
-    if (Status s = Bus::CheckPattern(pattern); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Bus::CheckPattern(pattern));
     PluginInstance* inst = &p;
     PluginInstance::Resource r{Kind::kSubscription, {}, 0, false, nullptr, release, user_data};
     r.connection = p.kernel().bus().Subscribe(
@@ -180,12 +168,8 @@ class HandlerFailed : public std::runtime_error {
 
 molt_status_t HookDefine(molt_context_t* ctx, const char* point, std::int32_t mode) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(point, "point"); !s.ok()) {
-      return s;
-    }
-    if (Status s = Hooks::CheckUserPointName(point); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(point, "point"));
+    MOLT_RETURN_IF_ERROR(Hooks::CheckUserPointName(point));
     if (mode != MOLT_HOOK_FAIL_CLOSED && mode != MOLT_HOOK_FAIL_OPEN) {
       return Status::InvalidArgument("hook mode " + std::to_string(mode) +
                                      " is neither MOLT_HOOK_FAIL_CLOSED nor MOLT_HOOK_FAIL_OPEN");
@@ -204,9 +188,7 @@ molt_status_t HookOn(molt_context_t* ctx, const char* point, std::int32_t priori
         !s.ok()) {
       return s;
     }
-    if (Status s = Hooks::CheckUserPointName(point); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Hooks::CheckUserPointName(point));
     PluginInstance* inst = &p;
     PluginInstance::Resource r{Kind::kHookHandler, {}, 0, false, nullptr, release, user_data};
     r.connection = p.kernel().hooks().On(
@@ -247,12 +229,8 @@ molt_status_t HookFire(molt_context_t* ctx, const char* point, molt_value* args,
                        std::uint64_t session, std::uint8_t* out_passed,
                        const char** out_error) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(point, "point"); !s.ok()) {
-      return s;
-    }
-    if (Status s = Required(out_passed, "out_passed"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(point, "point"));
+    MOLT_RETURN_IF_ERROR(Required(out_passed, "out_passed"));
     MOLT_RETURN_IF_ERROR(RequiredIfAny(args, n, "args", "arg_count"));
     HookContext c;
     c.args = std::span<Value>(static_cast<Value*>(static_cast<void*>(args)), n);
@@ -276,10 +254,7 @@ Status AddTask(PluginInstance& p, std::int32_t priority, molt_task_fn fn, void* 
       !s.ok()) {
     return s;
   }
-  Result<Priority> prio = PriorityArg(priority);
-  if (!prio.ok()) {
-    return prio.status();
-  }
+  MOLT_ASSIGN_OR_RETURN(Priority prio, PriorityArg(priority));
   PluginInstance* inst = &p;
   PluginInstance::Resource r{Kind::kTask, {}, 0, one_shot, nullptr, release, user_data};
   const molt_handle_t h = p.Own(std::move(r));
@@ -296,7 +271,7 @@ Status AddTask(PluginInstance& p, std::int32_t priority, molt_task_fn fn, void* 
         (void)inst->Release(h);  // ran once: the task is over
       }
     };
-    TaskHandle task = arm(*prio, [inst, run, one_shot] {
+    TaskHandle task = arm(prio, [inst, run, one_shot] {
       if (!inst->dormant()) {
         run();
       } else if (one_shot) {
@@ -324,12 +299,9 @@ molt_status_t TaskSchedule(molt_context_t* ctx, std::int32_t priority, molt_task
 molt_status_t TaskAfter(molt_context_t* ctx, double seconds, std::int32_t priority, molt_task_fn fn,
                         void* user_data, molt_cleanup_fn release, molt_task_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    Result<Duration> delay = SecondsArg(seconds, "seconds");
-    if (!delay.ok()) {
-      return delay.status();
-    }
+    MOLT_ASSIGN_OR_RETURN(Duration delay, SecondsArg(seconds, "seconds"));
     return AddTask(p, priority, fn, user_data, release, out, true, [&](Priority pr, auto&& task) {
-      return p.kernel().scheduler().After(*delay, std::move(task), pr, p.origin());
+      return p.kernel().scheduler().After(delay, std::move(task), pr, p.origin());
     });
   });
 }
@@ -337,12 +309,9 @@ molt_status_t TaskAfter(molt_context_t* ctx, double seconds, std::int32_t priori
 molt_status_t TaskEvery(molt_context_t* ctx, double seconds, std::int32_t priority, molt_task_fn fn,
                         void* user_data, molt_cleanup_fn release, molt_task_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    Result<Duration> interval = SecondsArg(seconds, "seconds");
-    if (!interval.ok()) {
-      return interval.status();
-    }
+    MOLT_ASSIGN_OR_RETURN(Duration interval, SecondsArg(seconds, "seconds"));
     return AddTask(p, priority, fn, user_data, release, out, false, [&](Priority pr, auto&& task) {
-      return p.kernel().scheduler().Every(*interval, std::move(task), pr, p.origin());
+      return p.kernel().scheduler().Every(interval, std::move(task), pr, p.origin());
     });
   });
 }
@@ -367,14 +336,9 @@ Result<Scope*> ScopeOf(PluginInstance& p, molt_scope_t scope) {
 
 molt_status_t ScopeCreate(molt_context_t* ctx, molt_scope_t parent, molt_scope_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(out, "out_scope"); !s.ok()) {
-      return s;
-    }
-    Result<Scope*> parent_scope = ScopeOf(p, parent);
-    if (!parent_scope.ok()) {
-      return parent_scope.status();
-    }
-    std::shared_ptr<Scope> child = (*parent_scope)->Child();
+    MOLT_RETURN_IF_ERROR(Required(out, "out_scope"));
+    MOLT_ASSIGN_OR_RETURN(Scope * parent_scope, ScopeOf(p, parent));
+    std::shared_ptr<Scope> child = parent_scope->Child();
     PluginInstance::Resource r{Kind::kScope, {}, 0, false, child, nullptr, nullptr};
     const molt_scope_t handle = p.Own(std::move(r));
     // However the scope closes (its own handle, or its parent), its handle goes stale then.
@@ -388,15 +352,10 @@ molt_status_t ScopeCreate(molt_context_t* ctx, molt_scope_t parent, molt_scope_t
 molt_status_t ScopeDefer(molt_context_t* ctx, molt_scope_t scope, molt_cleanup_fn fn,
                          void* user_data) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(reinterpret_cast<const void*>(fn), "fn"); !s.ok()) {
-      return s;
-    }
-    Result<Scope*> target = ScopeOf(p, scope);
-    if (!target.ok()) {
-      return target.status();
-    }
-    const bool closed = (*target)->closed();
-    (*target)->Add([fn, user_data] { fn(user_data); });
+    MOLT_RETURN_IF_ERROR(Required(reinterpret_cast<const void*>(fn), "fn"));
+    MOLT_ASSIGN_OR_RETURN(Scope * target, ScopeOf(p, scope));
+    const bool closed = target->closed();
+    target->Add([fn, user_data] { fn(user_data); });
     if (closed) {
       return Status::ScopeClosed("scope " + std::to_string(scope) +
                                  " is closed: the cleanup ran at once");
@@ -417,13 +376,10 @@ molt_status_t ScopeAdopt(molt_context_t* ctx, molt_scope_t scope, molt_handle_t 
     if (handle == scope) {
       return Status::InvalidArgument("a scope cannot adopt itself");
     }
-    Result<Scope*> target = ScopeOf(p, scope);
-    if (!target.ok()) {
-      return target.status();
-    }
+    MOLT_ASSIGN_OR_RETURN(Scope * target, ScopeOf(p, scope));
     PluginInstance* inst = &p;
     // Released by the scope, unless released earlier (then this finds it gone and does nothing).
-    (*target)->Add([inst, handle] { (void)inst->Release(handle); });
+    target->Add([inst, handle] { (void)inst->Release(handle); });
     return Status::Ok();
   });
 }
@@ -482,12 +438,8 @@ molt_status_t ServiceInterface(molt_context_t* ctx, const char* service, const c
 
 molt_status_t ConfigGet(molt_context_t* ctx, const char* key, molt_value* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(key, "key"); !s.ok()) {
-      return s;
-    }
-    if (Status s = Required(out, "out_value"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(key, "key"));
+    MOLT_RETURN_IF_ERROR(Required(out, "out_value"));
     const Config& config = p.kernel().config();
     const std::string own = "plugins." + p.name() + "." + key;
     for (const std::string& k : {own, std::string(key)}) {
@@ -503,9 +455,7 @@ molt_status_t ConfigGet(molt_context_t* ctx, const char* key, molt_value* out) n
 
 molt_status_t StatsJson(molt_context_t* ctx, molt_bytes_fn sink, void* user_data) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(reinterpret_cast<const void*>(sink), "sink"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(reinterpret_cast<const void*>(sink), "sink"));
     ToSink(p, sink, user_data, p.kernel().StatsJson());
     return Status::Ok();
   });

@@ -49,17 +49,11 @@ molt_status_t ProcessSpawn(molt_context_t* ctx, const molt_process_options* opti
     }
     ProcessOptions po;
     if (options != nullptr) {
-      Result<molt_process_options> given = ReadSized(*options);
-      if (!given.ok()) {
-        return given.status();
-      }
-      options = &given.value();
+      MOLT_ASSIGN_OR_RETURN(molt_process_options given, ReadSized(*options));
+      options = &given;
       if (options->priority != 0) {
-        Result<Priority> prio = PriorityArg(options->priority);
-        if (!prio.ok()) {
-          return prio.status();
-        }
-        po.priority = *prio;
+        MOLT_ASSIGN_OR_RETURN(Priority prio, PriorityArg(options->priority));
+        po.priority = prio;
       }
       if (options->name != nullptr) {
         po.name = options->name;
@@ -139,14 +133,12 @@ molt_status_t ProcessSpawn(molt_context_t* ctx, const molt_process_options* opti
 
 molt_status_t ProcessStart(molt_context_t* ctx, molt_process_t process, void* arg) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    Result<PluginInstance::Resource*> r = FindKind(p, process, Kind::kProcess, "process");
-    if (!r.ok()) {
-      return r.status();
+    MOLT_ASSIGN_OR_RETURN(PluginInstance::Resource * r,
+                          FindKind(p, process, Kind::kProcess, "process"));
+    if (r->process->state() == Process::State::kCreated) {
+      r->record->arg = arg;
     }
-    if ((*r)->process->state() == Process::State::kCreated) {
-      (*r)->record->arg = arg;
-    }
-    if (p.dormant() && (*r)->process->state() == Process::State::kCreated) {
+    if (p.dormant() && r->process->state() == Process::State::kCreated) {
       // Its generation does not serve yet: the body starts running once it does.
       p.WhenServing([inst = &p, process] {
         if (PluginInstance::Resource* res = inst->Find(process)) {
@@ -155,21 +147,18 @@ molt_status_t ProcessStart(molt_context_t* ctx, molt_process_t process, void* ar
       });
       return Status::Ok();
     }
-    return (*r)->process->Start();
+    return r->process->Start();
   });
 }
 
 template <class Park>
 molt_status_t Parked(molt_context_t* ctx, const char* call, Park&& park) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    Result<Process*> current = CurrentProcessOf(p, call);
-    if (!current.ok()) {
-      return current.status();
-    }
+    MOLT_ASSIGN_OR_RETURN(Process * current, CurrentProcessOf(p, call));
     try {
-      return park(p, **current);
+      return park(p, *current);
     } catch (const ProcessKilled&) {
-      return Killed(**current);
+      return Killed(*current);
     }
   });
 }
@@ -192,11 +181,9 @@ molt_status_t ProcessSleep(molt_context_t* ctx, double seconds) noexcept {
 molt_status_t ProcessWait(molt_context_t* ctx, molt_completion_t completion, molt_bytes_fn sink,
                           void* sink_user_data) noexcept {
   return Parked(ctx, "process_wait", [&](PluginInstance& p, Process&) -> Status {
-    Result<PluginInstance::Resource*> r = FindKind(p, completion, Kind::kCompletion, "completion");
-    if (!r.ok()) {
-      return r.status();
-    }
-    std::shared_ptr<Completion> c = (*r)->completion;  // alive while waiting
+    MOLT_ASSIGN_OR_RETURN(PluginInstance::Resource * r,
+                          FindKind(p, completion, Kind::kCompletion, "completion"));
+    std::shared_ptr<Completion> c = r->completion;  // alive while waiting
     const Completion& done = Process::Wait(c);
     if (sink != nullptr && !done.payload().empty()) {
       sink(sink_user_data, done.payload().data(), done.payload().size());
@@ -208,11 +195,9 @@ molt_status_t ProcessWait(molt_context_t* ctx, molt_completion_t completion, mol
 template <class F>
 molt_status_t OnProcess(molt_context_t* ctx, molt_process_t process, F&& f) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    Result<PluginInstance::Resource*> r = FindKind(p, process, Kind::kProcess, "process");
-    if (!r.ok()) {
-      return r.status();
-    }
-    return f(**r);
+    MOLT_ASSIGN_OR_RETURN(PluginInstance::Resource * r,
+                          FindKind(p, process, Kind::kProcess, "process"));
+    return f(*r);
   });
 }
 
@@ -241,9 +226,7 @@ molt_status_t ProcessKill(molt_context_t* ctx, molt_process_t process,
 molt_status_t ProcessState(molt_context_t* ctx, molt_process_t process, std::int32_t* out_state,
                            std::uint64_t* out_pid) noexcept {
   return OnProcess(ctx, process, [&](PluginInstance::Resource& r) -> Status {
-    if (Status s = Required(out_state, "out_state"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(out_state, "out_state"));
     *out_state = ToAbiState(r.process->state());
     if (out_pid != nullptr) {
       *out_pid = r.process->pid();
@@ -255,9 +238,7 @@ molt_status_t ProcessState(molt_context_t* ctx, molt_process_t process, std::int
 molt_status_t ProcessOnExit(molt_context_t* ctx, molt_process_t process, molt_process_exit_fn fn,
                             void* user_data, molt_cleanup_fn release) noexcept {
   return OnProcess(ctx, process, [&](PluginInstance::Resource& r) -> Status {
-    if (Status s = Required(reinterpret_cast<const void*>(fn), "fn"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(reinterpret_cast<const void*>(fn), "fn"));
     if (r.process->terminal()) {
       return Status::FailedPrecondition("process " + r.process->name() + " already ended (" +
                                         std::string(Process::StateName(r.process->state())) + ")");
@@ -269,20 +250,15 @@ molt_status_t ProcessOnExit(molt_context_t* ctx, molt_process_t process, molt_pr
 
 molt_status_t ProcessSetResult(molt_context_t* ctx, const char* result) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    Result<Process*> current = CurrentProcessOf(p, "process_set_result");
-    if (!current.ok()) {
-      return current.status();
-    }
-    p.Find(p.HandleOf(*current))->record->result = result != nullptr ? result : "";
+    MOLT_ASSIGN_OR_RETURN(Process * current, CurrentProcessOf(p, "process_set_result"));
+    p.Find(p.HandleOf(current))->record->result = result != nullptr ? result : "";
     return Status::Ok();
   });
 }
 
 molt_status_t CompletionCreate(molt_context_t* ctx, molt_completion_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(out, "out_completion"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(out, "out_completion"));
     (void)OwnCompletion(p, out);
     return Status::Ok();
   });
@@ -292,13 +268,11 @@ molt_status_t CompletionComplete(molt_context_t* ctx, molt_completion_t completi
                                  molt_status_t status, const void* data,
                                  std::size_t size) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    Result<PluginInstance::Resource*> r = FindKind(p, completion, Kind::kCompletion, "completion");
-    if (!r.ok()) {
-      return r.status();
-    }
+    MOLT_ASSIGN_OR_RETURN(PluginInstance::Resource * r,
+                          FindKind(p, completion, Kind::kCompletion, "completion"));
     MOLT_ASSIGN_OR_RETURN(const auto payload, BytesArg(data, size));
     Status st = status == MOLT_OK ? Status::Ok() : Status(AbiCode(status), p.last_error());
-    if (!(*r)->completion->Complete(std::move(st), std::string(payload.begin(), payload.end()))) {
+    if (!r->completion->Complete(std::move(st), std::string(payload.begin(), payload.end()))) {
       return Status::FailedPrecondition("completion " + std::to_string(completion) +
                                         " is already complete");
     }

@@ -91,9 +91,7 @@ Status CheckStructSize(std::uint32_t struct_size) {
 template <class T>
 Result<T> ReadSized(const T& given) {
   static_assert(std::is_trivially_copyable_v<T>);
-  if (Status s = CheckStructSize<T>(given.struct_size); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(CheckStructSize<T>(given.struct_size));
   T out{};
   std::memcpy(&out, &given, std::min<std::size_t>(given.struct_size, sizeof(T)));
   return out;
@@ -105,9 +103,7 @@ template <class T>
 Status WriteSized(const T& value, T* out) {
   static_assert(std::is_trivially_copyable_v<T>);
   const std::uint32_t size = out->struct_size;
-  if (Status s = CheckStructSize<T>(size); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(CheckStructSize<T>(size));
   std::memcpy(out, &value, std::min<std::size_t>(size, sizeof(T)));
   out->struct_size = size;
   return Status::Ok();

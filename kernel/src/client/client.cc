@@ -61,15 +61,10 @@ molt_status_t ReadField(molt_client* client, molt_client_replica_t replica, std:
                         std::int32_t type, T molt::kernel::client::ReplicaStore::Field::*value,
                         T* out) {
   return Guard(client, [&](Connection& c) -> Status {
-    if (Status s = Required(out, "out"); !s.ok()) {
-      return s;
-    }
-    Result<const molt::kernel::client::ReplicaStore::Field*> f =
-        c.replicas().FieldAt(replica, field, type);
-    if (!f.ok()) {
-      return f.status();
-    }
-    *out = (*f)->*value;
+    MOLT_RETURN_IF_ERROR(Required(out, "out"));
+    MOLT_ASSIGN_OR_RETURN(const molt::kernel::client::ReplicaStore::Field* f,
+                          c.replicas().FieldAt(replica, field, type));
+    *out = f->*value;
     return Status::Ok();
   });
 }
@@ -112,12 +107,8 @@ molt_status_t molt_client_connect(molt_client* client, const char* host, std::ui
                                   std::size_t credentials_size, const void* join_data,
                                   std::size_t join_size) {
   return Guard(client, [&](Connection& c) -> Status {
-    if (Status s = Required(host, "host"); !s.ok()) {
-      return s;
-    }
-    if (Status s = Required(user, "user"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(host, "host"));
+    MOLT_RETURN_IF_ERROR(Required(user, "user"));
     if ((credentials_size > 0 && credentials == nullptr) ||
         (join_size > 0 && join_data == nullptr)) {
       return Status::InvalidArgument("credentials or join_data is NULL with a size");
@@ -154,12 +145,8 @@ double molt_client_rtt(const molt_client* c) { return c == nullptr ? 0 : c->conn
 
 molt_status_t molt_client_channel(molt_client* client, const char* name, std::uint16_t* out) {
   return Guard(client, [&](Connection& c) -> Status {
-    if (Status s = Required(name, "name"); !s.ok()) {
-      return s;
-    }
-    if (Status s = Required(out, "out"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(name, "name"));
+    MOLT_RETURN_IF_ERROR(Required(out, "out"));
     Result<std::uint16_t> id = c.ChannelId(name);
     if (id.ok()) {
       *out = *id;
@@ -180,9 +167,7 @@ molt_status_t molt_client_request(molt_client* client, std::uint16_t channel, co
                                   std::size_t size, double timeout_seconds,
                                   molt_client_response_fn fn, void* user_data) {
   return Guard(client, [&](Connection& c) -> Status {
-    if (Status s = Required(reinterpret_cast<const void*>(fn), "fn"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(reinterpret_cast<const void*>(fn), "fn"));
     MOLT_ASSIGN_OR_RETURN(const auto payload, BytesArg(data, size));
     MOLT_RETURN_IF_ERROR(SecondsArg(timeout_seconds, "timeout_seconds").status());
     return c.SendRequest(channel, payload, timeout_seconds,
@@ -220,12 +205,8 @@ molt_status_t molt_client_on_replica(molt_client* client, const char* name,
 molt_status_t molt_client_replica_find(molt_client* client, const char* name,
                                        molt_client_replica_t* out) {
   return Guard(client, [&](Connection& c) -> Status {
-    if (Status s = Required(name, "name"); !s.ok()) {
-      return s;
-    }
-    if (Status s = Required(out, "out"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(name, "name"));
+    MOLT_RETURN_IF_ERROR(Required(out, "out"));
     Result<std::uint32_t> id = c.replicas().FindByName(name);
     if (id.ok()) {
       *out = *id;
@@ -246,9 +227,7 @@ molt_status_t molt_client_replica_field(molt_client* client, molt_client_replica
                                         const char* field_name, std::int32_t* out_index,
                                         std::int32_t* out_type) {
   return Guard(client, [&](Connection& c) -> Status {
-    if (Status s = Required(field_name, "field_name"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(field_name, "field_name"));
     return c.replicas().FieldIndex(replica, field_name, out_index, out_type);
   });
 }
@@ -286,9 +265,7 @@ molt_status_t molt_client_replica_bytes(molt_client* client, molt_client_replica
 
 molt_status_t molt_client_load_controllers(molt_client* client, const char* path) {
   return Guard(client, [&](Connection& c) -> Status {
-    if (Status s = Required(path, "path"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(path, "path"));
     Result<molt::kernel::client::ClientKernel*> k = c.Controllers();
     return k.ok() ? (*k)->Load(path) : k.status();
   });
@@ -296,9 +273,7 @@ molt_status_t molt_client_load_controllers(molt_client* client, const char* path
 
 molt_status_t molt_client_add_controller(molt_client* client, molt_plugin_entry_fn entry) {
   return Guard(client, [&](Connection& c) -> Status {
-    if (Status s = Required(reinterpret_cast<const void*>(entry), "entry"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(reinterpret_cast<const void*>(entry), "entry"));
     Result<molt::kernel::client::ClientKernel*> k = c.Controllers();
     return k.ok() ? (*k)->Add(entry) : k.status();
   });
@@ -318,9 +293,7 @@ molt_status_t molt_client_start(molt_client* client) {
 
 molt_status_t molt_client_reload_controllers(molt_client* client, const char* path) {
   return Guard(client, [&](Connection& c) -> Status {
-    if (Status s = Required(path, "path"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(path, "path"));
     molt::kernel::client::ClientKernel* k = c.controllers_if_booted();
     if (k == nullptr) {
       return Status::FailedPrecondition(

@@ -44,9 +44,7 @@ ClientPort& PortOf(PluginInstance& p) {
 molt_status_t ClientIntent(molt_context_t* ctx, const char* channel, const void* data,
                            std::size_t size) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(channel, "channel"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(channel, "channel"));
     MOLT_ASSIGN_OR_RETURN(const auto payload, BytesArg(data, size));
     return PortOf(p).Intent(channel, payload);
   });
@@ -56,9 +54,7 @@ molt_status_t ClientRequest(molt_context_t* ctx, const char* channel, const void
                             std::size_t size, double timeout_seconds,
                             molt_completion_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required({{channel, "channel"}, {out, "out_completion"}}); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required({{channel, "channel"}, {out, "out_completion"}}));
     MOLT_ASSIGN_OR_RETURN(const auto payload, BytesArg(data, size));
     MOLT_RETURN_IF_ERROR(SecondsArg(timeout_seconds, "timeout_seconds").status());
     std::shared_ptr<Completion> completion = Completion::Create();

@@ -93,11 +93,9 @@ Status Connection::Connect(std::string host, std::uint16_t port, std::string use
     return Status::FailedPrecondition("already connecting or connected: disconnect first");
   }
   if (tls_wanted_ && tls_context_ == nullptr) {
-    Result<std::shared_ptr<wire::TlsContext>> context = wire::TlsContext::Client(tls_ca_file_);
-    if (!context.ok()) {
-      return context.status();
-    }
-    tls_context_ = std::move(context).value();
+    MOLT_ASSIGN_OR_RETURN(std::shared_ptr<wire::TlsContext> context,
+                          wire::TlsContext::Client(tls_ca_file_));
+    tls_context_ = std::move(context);
   }
   host_ = std::move(host);
   port_ = port;
@@ -737,11 +735,9 @@ Result<Connection::Channel*> Connection::CheckSend(std::uint16_t id, std::int32_
 }
 
 Status Connection::SendIntent(std::uint16_t channel, std::span<const std::uint8_t> payload) {
-  Result<Channel*> ch =
-      CheckSend(channel, static_cast<std::int32_t>(w::ChannelKind::Intent), payload.size());
-  if (!ch.ok()) {
-    return ch.status();
-  }
+  MOLT_RETURN_IF_ERROR(
+      CheckSend(channel, static_cast<std::int32_t>(w::ChannelKind::Intent), payload.size())
+          .status());
   fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
   auto bytes = w::PayloadVector(b, payload);
   Queue(w::FinishFrame(b, w::Body::Intent, w::CreateIntent(b, channel, bytes).Union()), channel);
@@ -750,14 +746,12 @@ Status Connection::SendIntent(std::uint16_t channel, std::span<const std::uint8_
 
 Status Connection::SendRequest(std::uint16_t channel, std::span<const std::uint8_t> payload,
                                double timeout_seconds, ResponseFn done) {
-  Result<Channel*> ch =
-      CheckSend(channel, static_cast<std::int32_t>(w::ChannelKind::Request), payload.size());
-  if (!ch.ok()) {
-    return ch.status();
-  }
+  MOLT_ASSIGN_OR_RETURN(
+      Channel * ch,
+      CheckSend(channel, static_cast<std::int32_t>(w::ChannelKind::Request), payload.size()));
   // The server answers MOLT_ERR_TIMEOUT at the channel's timeout; our own deadline is a second
   // later, for a server that does not answer at all.
-  const double timeout = timeout_seconds > 0 ? timeout_seconds : (*ch)->timeout_seconds + 1;
+  const double timeout = timeout_seconds > 0 ? timeout_seconds : ch->timeout_seconds + 1;
   const std::uint32_t id = next_request_++;
   pending_.emplace(id, Pending{std::move(done), Now() + Within(timeout)});
   fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
@@ -931,12 +925,9 @@ Status Connection::Intent(std::string_view channel, std::span<const std::uint8_t
 Status Connection::Request(std::string_view channel, std::span<const std::uint8_t> payload,
                            double timeout_seconds,
                            Callback<void(molt_status_t, std::string_view)> done) {
-  Result<std::uint16_t> id = ChannelId(channel);
-  if (!id.ok()) {
-    return id.status();
-  }
+  MOLT_ASSIGN_OR_RETURN(std::uint16_t id, ChannelId(channel));
   return SendRequest(
-      *id, payload, timeout_seconds,
+      id, payload, timeout_seconds,
       [done = std::move(done)](molt_status_t status, std::span<const std::uint8_t> answer) mutable {
         done(status, std::string_view(reinterpret_cast<const char*>(answer.data()), answer.size()));
       });

@@ -162,15 +162,10 @@ Result<const ReplicaStore::Field*> ReplicaStore::FieldAt(std::uint32_t id, std::
 
 Status ReplicaStore::Value(std::string_view replica, std::string_view field,
                            molt_value* out) const {
-  Result<std::uint32_t> id = FindByName(replica);
-  if (!id.ok()) {
-    return id.status();
-  }
+  MOLT_ASSIGN_OR_RETURN(std::uint32_t id, FindByName(replica));
   std::int32_t index = 0;
-  if (Status s = FieldIndex(*id, field, &index, nullptr); !s.ok()) {
-    return s;
-  }
-  const Field& f = Find(*id)->fields[static_cast<std::size_t>(index)];
+  MOLT_RETURN_IF_ERROR(FieldIndex(id, field, &index, nullptr));
+  const Field& f = Find(id)->fields[static_cast<std::size_t>(index)];
   *out = molt_value{};
   if (f.type == MOLT_CLIENT_FIELD_INT) {
     out->type = MOLT_VALUE_INT;

@@ -119,9 +119,7 @@ Result<std::vector<Service*>> ServiceManager::ResolveOrder() const {
 }
 
 Status ServiceManager::Boot() {
-  if (Status s = InitAll(); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(InitAll());
   return StartAll();
 }
 

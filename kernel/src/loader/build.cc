@@ -148,11 +148,8 @@ Status WriteBuild(const std::string& dir, const std::string& build_id,
       return Status::IoError("cannot copy \"" + files[i] + "\" to \"" + to.string() +
                              "\": " + ec.message());
     }
-    Result<std::string> sha = Sha256File(to.string());
-    if (!sha.ok()) {
-      return sha.status();
-    }
-    plugins.push_back(json::object{{"file", names[i]}, {"sha256", *sha}});
+    MOLT_ASSIGN_OR_RETURN(std::string sha, Sha256File(to.string()));
+    plugins.push_back(json::object{{"file", names[i]}, {"sha256", sha}});
   }
   std::ofstream out(fs::path(dir) / kBuildManifest, std::ios::binary | std::ios::trunc);
   out << json::serialize(json::object{{"build", build_id}, {"plugins", std::move(plugins)}})
@@ -212,9 +209,7 @@ Result<Build> ReadBuild(const std::string& dir) {
   std::sort(build.files.begin(), build.files.end());
   const fs::path manifest = fs::path(dir) / kBuildManifest;
   if (fs::exists(manifest, ec)) {
-    if (Status s = ReadManifest(manifest, build); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(ReadManifest(manifest, build));
     std::set<std::string> present;
     for (const std::string& f : build.files) {
       const std::string name = fs::path(f).filename().string();

@@ -133,13 +133,10 @@ std::unique_ptr<PluginHost::Generation> PluginHost::NewGeneration(const std::str
 }
 
 Status PluginHost::LoadDirectory(const std::string& dir) {
-  Result<Build> build = ReadBuild(dir);
-  if (!build.ok()) {
-    return build.status();
-  }
+  MOLT_ASSIGN_OR_RETURN(Build build, ReadBuild(dir));
   const bool named = serving_->name.empty();
-  Generation& g = Boot(build->id);
-  Status s = Load(g, build->files, build->entries, false);
+  Generation& g = Boot(build.id);
+  Status s = Load(g, build.files, build.entries, false);
   if (s.ok()) {
     g.dir = dir;
   } else if (named && g.plugins.empty()) {  // nothing loaded: another build may still boot
@@ -221,9 +218,7 @@ Status PluginHost::Load(Generation& into, const std::vector<std::string>& files,
   for (auto& lib : loaded) {
     const molt_plugin_info& info = lib->info();
     const std::string source = lib->source();
-    if (Status s = Register(into, info, source, std::move(lib), dormant); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Register(into, info, source, std::move(lib), dormant));
   }
   return Status::Ok();
 }
@@ -270,17 +265,14 @@ Status PluginHost::AddStatic(molt_plugin_entry_fn entry, const std::string& wher
   } catch (...) {
     return Status::InvalidArgument(where + ": the entry function threw");
   }
-  Result<molt_plugin_info> descriptor = ReadDescriptor(info, where, kind_);
-  if (!descriptor.ok()) {
-    return descriptor.status();
-  }
+  MOLT_ASSIGN_OR_RETURN(molt_plugin_info descriptor, ReadDescriptor(info, where, kind_));
   Generation& g = Boot("static");
-  if (std::string holder = Holder(g, descriptor->name); !holder.empty()) {
-    return Status::AlreadyExists("plugin file \"" + where + "\": name \"" + descriptor->name +
+  if (std::string holder = Holder(g, descriptor.name); !holder.empty()) {
+    return Status::AlreadyExists("plugin file \"" + where + "\": name \"" + descriptor.name +
                                  "\" is already used by \"" + holder +
                                  "\": plugin names must be unique");
   }
-  return Register(g, *descriptor, where, nullptr, false);
+  return Register(g, descriptor, where, nullptr, false);
 }
 
 // --- Swaps ---
@@ -365,15 +357,11 @@ Status PluginHost::Activate(Generation& g, const States& states, std::string* st
   for (Service* s : order) {
     abi::PluginInstance* inst = InstanceOf(s);
     if (auto it = states.find(inst->name()); it != states.end()) {
-      if (Status st = inst->ImportState(it->second.first, it->second.second); !st.ok()) {
-        return st;
-      }
+      MOLT_RETURN_IF_ERROR(inst->ImportState(it->second.first, it->second.second));
     }
   }
   *stage = "start";
-  if (Status st = g.services->StartAll(); !st.ok()) {
-    return st;
-  }
+  MOLT_RETURN_IF_ERROR(g.services->StartAll());
   *stage = "replay";
   for (Service* s : order) {
     InstanceOf(s)->Replay();

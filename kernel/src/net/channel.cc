@@ -241,9 +241,7 @@ ChannelRegistry::ChannelRegistry(Hooks& hooks, Bus& bus) : hooks_(hooks), bus_(b
 ChannelRegistry::~ChannelRegistry() = default;
 
 Status ChannelRegistry::Check(const ChannelSpec& spec) const {
-  if (Status s = CheckChannelName(spec.name); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(CheckChannelName(spec.name));
   auto bad = [&](std::string_view why) {
     return Status::InvalidArgument(fmt::format("channel \"{}\": {}", spec.name, why));
   };
@@ -282,9 +280,7 @@ Status ChannelRegistry::Check(const ChannelSpec& spec) const {
 }
 
 Result<ChannelId> ChannelRegistry::Reserve(std::string_view name) {
-  if (Status s = CheckChannelName(name); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(CheckChannelName(name));
   auto [it, fresh] = ids_.try_emplace(std::string(name), static_cast<ChannelId>(by_id_.size()));
   if (fresh) {
     if (by_id_.size() > std::numeric_limits<ChannelId>::max()) {
@@ -298,15 +294,10 @@ Result<ChannelId> ChannelRegistry::Reserve(std::string_view name) {
 }
 
 Result<ChannelId> ChannelRegistry::Declare(ChannelSpec spec, const void* owner) {
-  if (Status s = Check(spec); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(Check(spec));
   const bool inbound = spec.kind != ChannelKind::kEvent;
-  Result<ChannelId> reserved = Reserve(spec.name);
-  if (!reserved.ok()) {
-    return reserved.status();
-  }
-  const ChannelId id = *reserved;
+  MOLT_ASSIGN_OR_RETURN(ChannelId reserved, Reserve(spec.name));
+  const ChannelId id = reserved;
   if (by_id_[id] != nullptr) {
     return Status::AlreadyExists(fmt::format(
         "channel \"{}\" is already declared; remove it first or pick another name", spec.name));

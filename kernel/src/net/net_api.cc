@@ -66,9 +66,7 @@ Result<net::FieldRule> ToRule(const molt_field_rule& r, std::size_t index) {
 // `in` is the plugin's spec as a current struct (ReadSized).
 Result<net::ChannelSpec> ToChannelSpec(PluginInstance& p, net::Network& network,
                                        const molt_channel_spec& in) {
-  if (Status s = Required({{in.name, "spec->name"}, {in.schema, "spec->schema"}}); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(Required({{in.name, "spec->name"}, {in.schema, "spec->schema"}}));
   if (in.kind < MOLT_CHANNEL_INTENT || in.kind > MOLT_CHANNEL_EVENT) {
     return Status::InvalidArgument("spec->kind " + std::to_string(in.kind) +
                                    " is not MOLT_CHANNEL_INTENT, _REQUEST or _EVENT");
@@ -81,11 +79,8 @@ Result<net::ChannelSpec> ToChannelSpec(PluginInstance& p, net::Network& network,
   out.kind = static_cast<net::ChannelKind>(in.kind);
   out.schema = in.schema;
   for (std::size_t i = 0; i < in.rule_count; ++i) {
-    Result<net::FieldRule> r = ToRule(in.rules[i], i);
-    if (!r.ok()) {
-      return r.status();
-    }
-    out.rules.push_back(std::move(r.value()));
+    MOLT_ASSIGN_OR_RETURN(net::FieldRule r, ToRule(in.rules[i], i));
+    out.rules.push_back(std::move(r));
   }
   out.rate = in.rate;
   out.burst = in.burst;
@@ -132,29 +127,15 @@ Result<net::ChannelSpec> ToChannelSpec(PluginInstance& p, net::Network& network,
 molt_status_t ChannelDeclare(molt_context_t* ctx, const molt_channel_spec* given,
                              molt_cleanup_fn release, molt_channel_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required({{given, "spec"}, {out, "out_channel"}}); !s.ok()) {
-      return s;
-    }
-    Result<net::Network*> network = NetworkOf(p);
-    if (!network.ok()) {
-      return network.status();
-    }
-    Result<molt_channel_spec> spec = ReadSized(*given);
-    if (!spec.ok()) {
-      return spec.status();
-    }
-    Result<net::ChannelSpec> cs = ToChannelSpec(p, **network, *spec);
-    if (!cs.ok()) {
-      return cs.status();
-    }
-    Result<net::ChannelId> id = p.dormant()
-                                    ? p.shared().Layer<NetLayer>()->Stage(&p, std::move(cs.value()))
-                                    : (*network)->channels().Declare(std::move(cs.value()), &p);
-    if (!id.ok()) {
-      return id.status();
-    }
-    PluginInstance::Resource r{Kind::kChannel, {}, 0, false, nullptr, release, spec->user_data};
-    r.layer_id = *id;
+    MOLT_RETURN_IF_ERROR(Required({{given, "spec"}, {out, "out_channel"}}));
+    MOLT_ASSIGN_OR_RETURN(net::Network * network, NetworkOf(p));
+    MOLT_ASSIGN_OR_RETURN(molt_channel_spec spec, ReadSized(*given));
+    MOLT_ASSIGN_OR_RETURN(net::ChannelSpec cs, ToChannelSpec(p, *network, spec));
+    MOLT_ASSIGN_OR_RETURN(net::ChannelId id,
+                          p.dormant() ? p.shared().Layer<NetLayer>()->Stage(&p, std::move(cs))
+                                      : network->channels().Declare(std::move(cs), &p));
+    PluginInstance::Resource r{Kind::kChannel, {}, 0, false, nullptr, release, spec.user_data};
+    r.layer_id = id;
     *out = p.Own(std::move(r));
     return Status::Ok();
   });
@@ -168,14 +149,9 @@ molt_status_t ChannelRemove(molt_context_t* ctx, molt_channel_t channel) noexcep
 molt_status_t EventSend(molt_context_t* ctx, molt_channel_t channel, const molt_session_t* sessions,
                         std::size_t count, const void* data, std::size_t size) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    Result<net::Network*> network = NetworkOf(p);
-    if (!network.ok()) {
-      return network.status();
-    }
-    Result<PluginInstance::Resource*> r = FindKind(p, channel, Kind::kChannel, "channel");
-    if (!r.ok()) {
-      return r.status();
-    }
+    MOLT_ASSIGN_OR_RETURN(net::Network * network, NetworkOf(p));
+    MOLT_ASSIGN_OR_RETURN(PluginInstance::Resource * r,
+                          FindKind(p, channel, Kind::kChannel, "channel"));
     if (p.dormant()) {
       return Status::FailedPrecondition("plugin \"" + p.label() +
                                         "\" is mounted but does not serve yet: send events from "
@@ -186,23 +162,20 @@ molt_status_t EventSend(molt_context_t* ctx, molt_channel_t channel, const molt_
       if (count > 0) {
         return Status::InvalidArgument("sessions is NULL with count > 0 (NULL and 0: everyone)");
       }
-      return (*network)->Broadcast(static_cast<net::ChannelId>((*r)->layer_id), payload);
+      return network->Broadcast(static_cast<net::ChannelId>(r->layer_id), payload);
     }
-    return (*network)->SendList(static_cast<net::ChannelId>((*r)->layer_id),
-                                std::span(sessions, count), payload);
+    return network->SendList(static_cast<net::ChannelId>(r->layer_id), std::span(sessions, count),
+                             payload);
   });
 }
 
 molt_status_t RequestReply(molt_context_t* ctx, molt_request_t request, molt_status_t status,
                            const void* data, std::size_t size) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    Result<net::Network*> network = NetworkOf(p);
-    if (!network.ok()) {
-      return network.status();
-    }
+    MOLT_ASSIGN_OR_RETURN(net::Network * network, NetworkOf(p));
     MOLT_ASSIGN_OR_RETURN(const auto payload, BytesArg(data, size));
-    return (*network)->Reply(request, status == MOLT_OK ? Status::Code::kOk : AbiCode(status),
-                             payload);
+    return network->Reply(request, status == MOLT_OK ? Status::Code::kOk : AbiCode(status),
+                          payload);
   });
 }
 
@@ -213,10 +186,7 @@ molt_status_t SessionOn(molt_context_t* ctx, molt_session_fn fn, void* user_data
         !s.ok()) {
       return s;
     }
-    Result<net::Network*> network = NetworkOf(p);
-    if (!network.ok()) {
-      return network.status();
-    }
+    MOLT_ASSIGN_OR_RETURN(net::Network * network, NetworkOf(p));
     PluginInstance* inst = &p;
     PluginInstance::Resource r{Kind::kSubscription, {}, 0, false, nullptr, release, user_data};
     auto call = [inst, fn, user_data](net::SessionId id) {
@@ -225,7 +195,7 @@ molt_status_t SessionOn(molt_context_t* ctx, molt_session_fn fn, void* user_data
         return MOLT_OK;
       });
     };
-    r.connection = (*network)->sessions().OnSession(
+    r.connection = network->sessions().OnSession(
         [inst, call](net::Session& s) {
           if (!inst->dormant()) {
             call(s.id());
@@ -235,7 +205,7 @@ molt_status_t SessionOn(molt_context_t* ctx, molt_session_fn fn, void* user_data
     const molt_handle_t h = p.Own(std::move(r));
     if (p.dormant()) {
       // Its generation serves later: then it sees every session live at that moment, once.
-      p.WhenServing([inst, call, h, n = *network] {
+      p.WhenServing([inst, call, h, n = network] {
         for (net::SessionId id : n->sessions().ActiveIds()) {
           if (inst->Find(h) == nullptr) {
             return;  // unsubscribed by a handler meanwhile
@@ -251,11 +221,8 @@ molt_status_t SessionOn(molt_context_t* ctx, molt_session_fn fn, void* user_data
 
 // The live or ending session `id`, for the session_* slots.
 Result<net::Session*> FindSession(PluginInstance& p, molt_session_t id) {
-  Result<net::Network*> network = NetworkOf(p);
-  if (!network.ok()) {
-    return network.status();
-  }
-  if (net::Session* s = (*network)->sessions().Find(id)) {
+  MOLT_ASSIGN_OR_RETURN(net::Network * network, NetworkOf(p));
+  if (net::Session* s = network->sessions().Find(id)) {
     return s;
   }
   return Status::NotFound("session " + std::to_string(id) +
@@ -265,13 +232,8 @@ Result<net::Session*> FindSession(PluginInstance& p, molt_session_t id) {
 molt_status_t SessionBind(molt_context_t* ctx, molt_session_t session, std::int32_t last,
                           molt_cleanup_fn fn, void* user_data) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(reinterpret_cast<const void*>(fn), "fn"); !s.ok()) {
-      return s;
-    }
-    Result<net::Session*> s = FindSession(p, session);
-    if (!s.ok()) {
-      return s.status();
-    }
+    MOLT_RETURN_IF_ERROR(Required(reinterpret_cast<const void*>(fn), "fn"));
+    MOLT_ASSIGN_OR_RETURN(net::Session * s, FindSession(p, session));
     PluginInstance* inst = &p;
     auto cleanup = [inst, fn, user_data] {
       CallPlugin(*inst, [&] {
@@ -280,9 +242,9 @@ molt_status_t SessionBind(molt_context_t* ctx, molt_session_t session, std::int3
       });
     };
     if (last != 0) {
-      (*s)->BindLast(std::move(cleanup), &p);
+      s->BindLast(std::move(cleanup), &p);
     } else {
-      (*s)->Bind(std::move(cleanup), &p);
+      s->Bind(std::move(cleanup), &p);
     }
     return Status::Ok();
   });
@@ -292,15 +254,10 @@ molt_status_t SessionBindEnd(molt_context_t* ctx, molt_session_t session, std::i
                              molt_session_end_fn on_end, void* user_data,
                              molt_cleanup_fn release) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(reinterpret_cast<const void*>(on_end), "on_end"); !s.ok()) {
-      return s;
-    }
-    Result<net::Session*> s = FindSession(p, session);
-    if (!s.ok()) {
-      return s.status();
-    }
+    MOLT_RETURN_IF_ERROR(Required(reinterpret_cast<const void*>(on_end), "on_end"));
+    MOLT_ASSIGN_OR_RETURN(net::Session * s, FindSession(p, session));
     PluginInstance* inst = &p;
-    net::Session* found = *s;
+    net::Session* found = s;
     // The session outlives its cleanups (session.h), so the reason is read when they run.
     auto end = [inst, on_end, user_data, found] {
       const std::int32_t reason =
@@ -326,17 +283,10 @@ molt_status_t SessionBindEnd(molt_context_t* ctx, molt_session_t session, std::i
 molt_status_t SessionInfo(molt_context_t* ctx, molt_session_t session,
                           molt_session_info* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(out, "out_info"); !s.ok()) {
-      return s;
-    }
-    if (Status s = CheckStructSize<molt_session_info>(out->struct_size); !s.ok()) {
-      return s;
-    }
-    Result<net::Session*> found = FindSession(p, session);
-    if (!found.ok()) {
-      return found.status();
-    }
-    const net::Session& s = **found;
+    MOLT_RETURN_IF_ERROR(Required(out, "out_info"));
+    MOLT_RETURN_IF_ERROR(CheckStructSize<molt_session_info>(out->struct_size));
+    MOLT_ASSIGN_OR_RETURN(net::Session * found, FindSession(p, session));
+    const net::Session& s = *found;
     molt_session_info info{};
     info.active = s.active() ? 1 : 0;
     info.user = s.user().c_str();
@@ -353,19 +303,14 @@ molt_status_t SessionInfo(molt_context_t* ctx, molt_session_t session,
 molt_status_t SessionDataSet(molt_context_t* ctx, molt_session_t session, const char* key,
                              void* value, molt_cleanup_fn release) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(key, "key"); !s.ok()) {
-      return s;
-    }
-    Result<net::Session*> s = FindSession(p, session);
-    if (!s.ok()) {
-      return s.status();
-    }
+    MOLT_RETURN_IF_ERROR(Required(key, "key"));
+    MOLT_ASSIGN_OR_RETURN(net::Session * s, FindSession(p, session));
     PluginInstance* inst = &p;
     Callback<void(void*)> on_release;
     if (release != nullptr) {
       on_release = [inst, release](void* v) { inst->RunRelease(release, v); };
     }
-    (*s)->SetData(key, value, std::move(on_release), &p);
+    s->SetData(key, value, std::move(on_release), &p);
     return Status::Ok();
   });
 }
@@ -373,14 +318,9 @@ molt_status_t SessionDataSet(molt_context_t* ctx, molt_session_t session, const 
 molt_status_t SessionDataGet(molt_context_t* ctx, molt_session_t session, const char* key,
                              void** out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required({{key, "key"}, {out, "out_value"}}); !s.ok()) {
-      return s;
-    }
-    Result<net::Session*> s = FindSession(p, session);
-    if (!s.ok()) {
-      return s.status();
-    }
-    *out = (*s)->GetData(key);
+    MOLT_RETURN_IF_ERROR(Required({{key, "key"}, {out, "out_value"}}));
+    MOLT_ASSIGN_OR_RETURN(net::Session * s, FindSession(p, session));
+    *out = s->GetData(key);
     return Status::Ok();
   });
 }
@@ -388,11 +328,8 @@ molt_status_t SessionDataGet(molt_context_t* ctx, molt_session_t session, const 
 molt_status_t SessionKick(molt_context_t* ctx, molt_session_t session,
                           const char* reason) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    Result<net::Network*> network = NetworkOf(p);
-    if (!network.ok()) {
-      return network.status();
-    }
-    return (*network)->Kick(session, reason != nullptr ? reason : "kicked");
+    MOLT_ASSIGN_OR_RETURN(net::Network * network, NetworkOf(p));
+    return network->Kick(session, reason != nullptr ? reason : "kicked");
   });
 }
 
@@ -405,18 +342,10 @@ static_assert(static_cast<int>(net::ReplicaFieldType::kBytes) == MOLT_REPLICA_BY
 molt_status_t ReplicaCreate(molt_context_t* ctx, const molt_replica_spec* given,
                             molt_replica_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required({{given, "spec"}, {out, "out_replica"}}); !s.ok()) {
-      return s;
-    }
-    Result<molt_replica_spec> sized = ReadSized(*given);
-    if (!sized.ok()) {
-      return sized.status();
-    }
-    const molt_replica_spec* spec = &sized.value();
-    Result<net::Network*> network = NetworkOf(p);
-    if (!network.ok()) {
-      return network.status();
-    }
+    MOLT_RETURN_IF_ERROR(Required({{given, "spec"}, {out, "out_replica"}}));
+    MOLT_ASSIGN_OR_RETURN(molt_replica_spec sized, ReadSized(*given));
+    const molt_replica_spec* spec = &sized;
+    MOLT_ASSIGN_OR_RETURN(net::Network * network, NetworkOf(p));
     if (Status s = Required({{spec->name, "spec->name"}, {spec->fields, "spec->fields"}});
         !s.ok()) {
       return s;
@@ -444,12 +373,9 @@ molt_status_t ReplicaCreate(molt_context_t* ctx, const molt_replica_spec* given,
                            static_cast<net::ReplicaFieldType>(f.type),
                            f.max_bytes == 0 ? net::kDefaultReplicaBytes : f.max_bytes});
     }
-    Result<net::ReplicaId> id = (*network)->replicas().Create(std::move(rs), &p);
-    if (!id.ok()) {
-      return id.status();
-    }
+    MOLT_ASSIGN_OR_RETURN(net::ReplicaId id, network->replicas().Create(std::move(rs), &p));
     PluginInstance::Resource r{Kind::kReplica, {}, 0, false, nullptr, nullptr, nullptr};
-    r.layer_id = *id;
+    r.layer_id = id;
     *out = p.Own(std::move(r));
     return Status::Ok();
   });
@@ -458,18 +384,11 @@ molt_status_t ReplicaCreate(molt_context_t* ctx, const molt_replica_spec* given,
 molt_status_t ReplicaClaim(molt_context_t* ctx, molt_replica_t predecessor,
                            molt_replica_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(out, "out_replica"); !s.ok()) {
-      return s;
-    }
-    Result<net::Network*> network = NetworkOf(p);
-    if (!network.ok()) {
-      return network.status();
-    }
-    Result<molt_replica_t> claimed = p.shared().Layer<NetLayer>()->Claim(p, predecessor);
-    if (!claimed.ok()) {
-      return claimed.status();
-    }
-    *out = *claimed;
+    MOLT_RETURN_IF_ERROR(Required(out, "out_replica"));
+    MOLT_RETURN_IF_ERROR(NetworkOf(p).status());  // a host without a network has no replicas
+    MOLT_ASSIGN_OR_RETURN(molt_replica_t claimed,
+                          p.shared().Layer<NetLayer>()->Claim(p, predecessor));
+    *out = claimed;
     return Status::Ok();
   });
 }
@@ -483,15 +402,10 @@ molt_status_t ReplicaDestroy(molt_context_t* ctx, molt_replica_t replica) noexce
 template <class F>
 molt_status_t WithReplica(molt_context_t* ctx, molt_replica_t replica, F fn) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    Result<net::Network*> network = NetworkOf(p);
-    if (!network.ok()) {
-      return network.status();
-    }
-    Result<PluginInstance::Resource*> r = FindKind(p, replica, Kind::kReplica, "replica");
-    if (!r.ok()) {
-      return r.status();
-    }
-    return fn((*network)->replicas(), (*r)->layer_id);
+    MOLT_ASSIGN_OR_RETURN(net::Network * network, NetworkOf(p));
+    MOLT_ASSIGN_OR_RETURN(PluginInstance::Resource * r,
+                          FindKind(p, replica, Kind::kReplica, "replica"));
+    return fn(network->replicas(), r->layer_id);
   });
 }
 

@@ -158,10 +158,7 @@ Result<Replicas::Replica*> Replicas::Find(ReplicaId id, std::string_view what) {
 }
 
 Status Replicas::Destroy(ReplicaId id) {
-  Result<Replica*> found = Find(id, "destroy");
-  if (!found.ok()) {
-    return found.status();
-  }
+  MOLT_RETURN_IF_ERROR(Find(id, "destroy").status());
   auto node = replicas_.extract(id);  // gone before any send can run a handler
   Replica& r = *node.mapped();
   r.delivery.Cancel();
@@ -222,58 +219,46 @@ Result<Replicas::Replica*> Replicas::Field(ReplicaId id, std::uint32_t field,
 }
 
 Status Replicas::SetInt(ReplicaId id, std::uint32_t field, std::int64_t value) {
-  Result<Replica*> r = Field(id, field, ReplicaFieldType::kInt);
-  if (!r.ok()) {
-    return r.status();
-  }
-  if ((*r)->values[field].i != value) {
-    (*r)->values[field].i = value;
-    MarkDirty(**r, field);
+  MOLT_ASSIGN_OR_RETURN(Replica * r, Field(id, field, ReplicaFieldType::kInt));
+  if (r->values[field].i != value) {
+    r->values[field].i = value;
+    MarkDirty(*r, field);
   }
   return Status();
 }
 
 Status Replicas::SetFloat(ReplicaId id, std::uint32_t field, double value) {
-  Result<Replica*> r = Field(id, field, ReplicaFieldType::kFloat);
-  if (!r.ok()) {
-    return r.status();
-  }
+  MOLT_ASSIGN_OR_RETURN(Replica * r, Field(id, field, ReplicaFieldType::kFloat));
   if (std::isnan(value)) {
-    return Status::InvalidArgument(fmt::format("replica \"{}\": field \"{}\" cannot be NaN",
-                                               (*r)->name, (*r)->fields[field].name));
+    return Status::InvalidArgument(
+        fmt::format("replica \"{}\": field \"{}\" cannot be NaN", r->name, r->fields[field].name));
   }
-  if ((*r)->values[field].f != value) {
-    (*r)->values[field].f = value;
-    MarkDirty(**r, field);
+  if (r->values[field].f != value) {
+    r->values[field].f = value;
+    MarkDirty(*r, field);
   }
   return Status();
 }
 
 Status Replicas::SetBytes(ReplicaId id, std::uint32_t field, std::span<const std::uint8_t> value) {
-  Result<Replica*> r = Field(id, field, ReplicaFieldType::kBytes);
-  if (!r.ok()) {
-    return r.status();
-  }
-  const ReplicaField& f = (*r)->fields[field];
+  MOLT_ASSIGN_OR_RETURN(Replica * r, Field(id, field, ReplicaFieldType::kBytes));
+  const ReplicaField& f = r->fields[field];
   if (value.size() > f.max_bytes) {
     return Status::InvalidArgument(
-        fmt::format("replica \"{}\": {} bytes for field \"{}\", whose max_bytes is {}", (*r)->name,
+        fmt::format("replica \"{}\": {} bytes for field \"{}\", whose max_bytes is {}", r->name,
                     value.size(), f.name, f.max_bytes));
   }
-  std::vector<std::uint8_t>& v = (*r)->values[field].bytes;
+  std::vector<std::uint8_t>& v = r->values[field].bytes;
   if (!std::equal(v.begin(), v.end(), value.begin(), value.end())) {
     v.assign(value.begin(), value.end());
-    MarkDirty(**r, field);
+    MarkDirty(*r, field);
   }
   return Status();
 }
 
 Status Replicas::AddSession(ReplicaId id, SessionId session) {
-  Result<Replica*> found = Find(id, "add session");
-  if (!found.ok()) {
-    return found.status();
-  }
-  Replica& r = **found;
+  MOLT_ASSIGN_OR_RETURN(Replica * found, Find(id, "add session"));
+  Replica& r = *found;
   if (r.audience != Audience::kList) {
     return Status::FailedPrecondition(fmt::format(
         "replica \"{}\" goes to everyone; create it with the list audience to choose sessions",
@@ -291,11 +276,8 @@ Status Replicas::AddSession(ReplicaId id, SessionId session) {
 }
 
 Status Replicas::RemoveSession(ReplicaId id, SessionId session) {
-  Result<Replica*> found = Find(id, "remove session");
-  if (!found.ok()) {
-    return found.status();
-  }
-  Replica& r = **found;
+  MOLT_ASSIGN_OR_RETURN(Replica * found, Find(id, "remove session"));
+  Replica& r = *found;
   if (r.audience != Audience::kList) {
     return Status::FailedPrecondition(
         fmt::format("replica \"{}\" goes to everyone; it has no session list", r.name));

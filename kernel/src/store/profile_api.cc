@@ -34,9 +34,7 @@ ProfileLayer& LayerOf(PluginInstance& p) {
 
 // The spec a plugin gave (a current struct, ReadSized), with its callbacks bound to `p`.
 Result<store::ProfileSpec> ToProfileSpec(PluginInstance& p, const molt_profile_spec& in) {
-  if (Status s = Required(in.name, "spec->name"); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(Required(in.name, "spec->name"));
   store::ProfileSpec out;
   out.name = in.name;
   out.defaults = in.defaults_json != nullptr ? in.defaults_json : "{}";
@@ -113,29 +111,19 @@ Result<store::ProfileSpec> ToProfileSpec(PluginInstance& p, const molt_profile_s
 molt_status_t ProfileDeclare(molt_context_t* ctx, const molt_profile_spec* given,
                              molt_cleanup_fn release, molt_profile_t* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required({{given, "spec"}, {out, "out_profile"}}); !s.ok()) {
-      return s;
-    }
-    Result<molt_profile_spec> spec = ReadSized(*given);
-    if (!spec.ok()) {
-      return spec.status();
-    }
-    Result<store::ProfileSpec> ps = ToProfileSpec(p, *spec);
-    if (!ps.ok()) {
-      return ps.status();
-    }
-    if (Status s = store::ProfileRegistry::Check(*ps); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required({{given, "spec"}, {out, "out_profile"}}));
+    MOLT_ASSIGN_OR_RETURN(molt_profile_spec spec, ReadSized(*given));
+    MOLT_ASSIGN_OR_RETURN(store::ProfileSpec ps, ToProfileSpec(p, spec));
+    MOLT_RETURN_IF_ERROR(store::ProfileRegistry::Check(ps));
     ProfileLayer& layer = LayerOf(p);
-    const std::uint32_t id = layer.IdOf(ps->name);
+    const std::uint32_t id = layer.IdOf(ps.name);
     if (p.dormant()) {
-      layer.Stage(p, id, std::move(ps).value());
-    } else if (Result<store::Profiles*> r = layer.registry().Declare(&p, p.label(), std::move(*ps));
+      layer.Stage(p, id, std::move(ps));
+    } else if (Result<store::Profiles*> r = layer.registry().Declare(&p, p.label(), std::move(ps));
                !r.ok()) {
       return r.status();
     }
-    PluginInstance::Resource r{Kind::kProfile, {}, 0, false, nullptr, release, spec->user_data};
+    PluginInstance::Resource r{Kind::kProfile, {}, 0, false, nullptr, release, spec.user_data};
     r.layer_id = id;
     *out = p.Own(std::move(r));
     return Status::Ok();
@@ -146,12 +134,10 @@ molt_status_t ProfileDeclare(molt_context_t* ctx, const molt_profile_spec* given
 template <class F>
 molt_status_t WithProfiles(molt_context_t* ctx, molt_profile_t profile, F fn) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
-    Result<PluginInstance::Resource*> r = FindKind(p, profile, Kind::kProfile, "profile store");
-    if (!r.ok()) {
-      return r.status();
-    }
+    MOLT_ASSIGN_OR_RETURN(PluginInstance::Resource * r,
+                          FindKind(p, profile, Kind::kProfile, "profile store"));
     ProfileLayer& layer = LayerOf(p);
-    const std::string& name = layer.NameOf((*r)->layer_id);
+    const std::string& name = layer.NameOf(r->layer_id);
     store::Profiles* profiles = layer.registry().Held(&p, name);
     if (profiles == nullptr) {
       return Status::FailedPrecondition("profile store \"" + name + "\" is not held by plugin \"" +
@@ -165,9 +151,7 @@ molt_status_t WithProfiles(molt_context_t* ctx, molt_profile_t profile, F fn) no
 molt_status_t ProfileState(molt_context_t* ctx, molt_profile_t profile, molt_session_t session,
                            std::int32_t* out_state) noexcept {
   return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
-    if (Status s = Required(out_state, "out_state"); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required(out_state, "out_state"));
     *out_state = static_cast<std::int32_t>(profiles.state(session));
     return Status::Ok();
   });
@@ -176,14 +160,9 @@ molt_status_t ProfileState(molt_context_t* ctx, molt_profile_t profile, molt_ses
 molt_status_t ProfileGet(molt_context_t* ctx, molt_profile_t profile, molt_session_t session,
                          const char* path, molt_bytes_fn sink, void* sink_user_data) noexcept {
   return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
-    if (Status s = Required(reinterpret_cast<const void*>(sink), "sink"); !s.ok()) {
-      return s;
-    }
-    Result<std::string> text = profiles.Get(session, path != nullptr ? path : "");
-    if (!text.ok()) {
-      return text.status();
-    }
-    ToSink(PluginInstance::From(ctx), sink, sink_user_data, *text);
+    MOLT_RETURN_IF_ERROR(Required(reinterpret_cast<const void*>(sink), "sink"));
+    MOLT_ASSIGN_OR_RETURN(std::string text, profiles.Get(session, path != nullptr ? path : ""));
+    ToSink(PluginInstance::From(ctx), sink, sink_user_data, text);
     return Status::Ok();
   });
 }
@@ -207,14 +186,10 @@ molt_status_t ProfileSave(molt_context_t* ctx, molt_profile_t profile) noexcept 
 molt_status_t ProfileSnapshot(molt_context_t* ctx, molt_profile_t profile, molt_session_t session,
                               const char* label, std::uint64_t* out_id) noexcept {
   return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
-    if (Status s = Required(out_id, "out_id"); !s.ok()) {
-      return s;
-    }
-    Result<std::uint64_t> id = profiles.Snapshot(session, label != nullptr ? label : "");
-    if (!id.ok()) {
-      return id.status();
-    }
-    *out_id = *id;
+    MOLT_RETURN_IF_ERROR(Required(out_id, "out_id"));
+    MOLT_ASSIGN_OR_RETURN(std::uint64_t id,
+                          profiles.Snapshot(session, label != nullptr ? label : ""));
+    *out_id = id;
     return Status::Ok();
   });
 }
@@ -222,15 +197,10 @@ molt_status_t ProfileSnapshot(molt_context_t* ctx, molt_profile_t profile, molt_
 molt_status_t ProfileSnapshots(molt_context_t* ctx, molt_profile_t profile, molt_session_t session,
                                molt_bytes_fn sink, void* sink_user_data) noexcept {
   return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
-    if (Status s = Required(reinterpret_cast<const void*>(sink), "sink"); !s.ok()) {
-      return s;
-    }
-    Result<std::vector<store::SnapshotInfo>> list = profiles.Snapshots(session);
-    if (!list.ok()) {
-      return list.status();
-    }
+    MOLT_RETURN_IF_ERROR(Required(reinterpret_cast<const void*>(sink), "sink"));
+    MOLT_ASSIGN_OR_RETURN(std::vector<store::SnapshotInfo> list, profiles.Snapshots(session));
     boost::json::array out;
-    for (const store::SnapshotInfo& i : *list) {
+    for (const store::SnapshotInfo& i : list) {
       out.push_back(boost::json::object{{"id", i.id}, {"label", i.label}, {"taken_ms", i.taken}});
     }
     ToSink(PluginInstance::From(ctx), sink, sink_user_data, boost::json::serialize(out));
@@ -333,9 +303,7 @@ molt_status_t ProfileTransact(molt_context_t* ctx, molt_profile_t profile, molt_
 molt_status_t ProfileKeyLoad(molt_context_t* ctx, molt_profile_t profile, const char* key,
                              molt_completion_t* out) noexcept {
   return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
-    if (Status s = Required({{key, "key"}, {out, "out_completion"}}); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required({{key, "key"}, {out, "out_completion"}}));
     std::shared_ptr<Completion> completion = OwnCompletion(PluginInstance::From(ctx), out);
     profiles.LoadKey(key, [completion](Status s) {
       if (!completion->done()) {
@@ -350,9 +318,7 @@ molt_status_t ProfileKeyLoad(molt_context_t* ctx, molt_profile_t profile, const 
 molt_status_t ProfileKeySession(molt_context_t* ctx, molt_profile_t profile, const char* key,
                                 molt_session_t* out) noexcept {
   return WithProfiles(ctx, profile, [&](store::Profiles& profiles) -> Status {
-    if (Status s = Required({{key, "key"}, {out, "out_session"}}); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(Required({{key, "key"}, {out, "out_session"}}));
     *out = profiles.KeySession(key);
     return *out != 0 ? Status::Ok()
                      : Status::NotFound("profile \"" + profiles.name() + "/" + key +

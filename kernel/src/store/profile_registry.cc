@@ -85,9 +85,7 @@ Status ProfileRegistry::Check(const ProfileSpec& spec) {
 
 Result<Profiles*> ProfileRegistry::Declare(const void* owner, const std::string& label,
                                            ProfileSpec spec) {
-  if (Status s = Check(spec); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(Check(spec));
   auto it = slots_.find(spec.name);
   if (it == slots_.end()) {
     const std::string name = spec.name;
@@ -101,9 +99,7 @@ Result<Profiles*> ProfileRegistry::Declare(const void* owner, const std::string&
     return Status::AlreadyExists("profile store \"" + spec.name + "\" is declared by plugin \"" +
                                  slot.label + "\": one declaration per name");
   }
-  if (Status s = slot.profiles->Adopt(std::move(spec)); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(slot.profiles->Adopt(std::move(spec)));
   slot.owner = owner;
   slot.label = label;
   return slot.profiles.get();

@@ -189,12 +189,10 @@ Result<json::value> Profiles::Decode(const std::string& data, std::uint32_t from
     return Status::InvalidArgument(fmt::format(
         "{} is {}", where, parsed.ok() ? "not a JSON object" : parsed.status().message()));
   }
-  Result<json::value> doc = MigrateDocument(spec_, std::move(parsed).value(), from, where);
-  if (!doc.ok()) {
-    return doc.status();
-  }
+  MOLT_ASSIGN_OR_RETURN(json::value doc,
+                        MigrateDocument(spec_, std::move(parsed).value(), from, where));
   *changed = from != spec_.schema_version;
-  *changed = FillDefaults(*doc, *defaults_) || *changed;
+  *changed = FillDefaults(doc, *defaults_) || *changed;
   return doc;
 }
 
@@ -247,12 +245,9 @@ Result<std::string> Profiles::Get(net::SessionId session, std::string_view point
         fmt::format("the {} profile of session {} is {}: wait for Kernel.ProfileLoaded", spec_.name,
                     session, ProfileStateName(e == nullptr ? ProfileState::kNone : e->state)));
   }
-  Result<std::vector<std::string>> tokens = PointerTokens(pointer);
-  if (!tokens.ok()) {
-    return tokens.status();
-  }
+  MOLT_ASSIGN_OR_RETURN(std::vector<std::string> tokens, PointerTokens(pointer));
   const json::value* at = &e->doc;
-  for (const std::string& t : *tokens) {
+  for (const std::string& t : tokens) {
     const json::value* next = nullptr;
     if (at->is_object()) {
       next = at->as_object().if_contains(t);
@@ -287,11 +282,8 @@ Status Profiles::Set(net::SessionId session, std::string_view pointer, std::stri
     return Status::InvalidArgument(
         fmt::format("the value for \"{}\" is {}", pointer, v.status().message()));
   }
-  Result<std::vector<std::string>> tokens = PointerTokens(pointer);
-  if (!tokens.ok()) {
-    return tokens.status();
-  }
-  if (tokens->empty()) {
+  MOLT_ASSIGN_OR_RETURN(std::vector<std::string> tokens, PointerTokens(pointer));
+  if (tokens.empty()) {
     if (!v->is_object()) {
       return Status::InvalidArgument("a profile document is a JSON object");
     }
@@ -300,8 +292,8 @@ Status Profiles::Set(net::SessionId session, std::string_view pointer, std::stri
     return Status::Ok();
   }
   json::value* at = &e->doc;
-  for (std::size_t i = 0; i + 1 < tokens->size(); ++i) {
-    const std::string& t = (*tokens)[i];
+  for (std::size_t i = 0; i + 1 < tokens.size(); ++i) {
+    const std::string& t = (tokens)[i];
     if (at->is_object()) {
       json::object& o = at->as_object();
       auto it = o.find(t);
@@ -317,7 +309,7 @@ Status Profiles::Set(net::SessionId session, std::string_view pointer, std::stri
           "\"{}\": \"{}\" is inside a value that is neither object nor array", pointer, t));
     }
   }
-  const std::string& last = tokens->back();
+  const std::string& last = tokens.back();
   if (at->is_object()) {
     at->as_object()[last] = std::move(v).value();
   } else if (at->is_array()) {
@@ -426,11 +418,9 @@ Status Profiles::Adopt(ProfileSpec spec) {
         migrated[id] = *before;
         continue;
       }
-      Result<json::value> doc = MigrateDocument(spec, e->doc, from, "profile \"" + e->key + "\"");
-      if (!doc.ok()) {
-        return doc.status();
-      }
-      migrated[id] = std::move(doc).value();
+      MOLT_ASSIGN_OR_RETURN(json::value doc,
+                            MigrateDocument(spec, e->doc, from, "profile \"" + e->key + "\""));
+      migrated[id] = std::move(doc);
       undo->docs[id] = e->doc;
     }
   }

@@ -159,9 +159,7 @@ Status SqliteDb::Open() {
   sqlite3_busy_timeout(db_, static_cast<int>(options_.busy_timeout.count()));
   // The first statement reads the header: a file that is not a database fails here.
   int version = 0;
-  if (Status s = Pragma("PRAGMA user_version", &version); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(Pragma("PRAGMA user_version", &version));
   if (version > kSchema) {
     return Status::FailedPrecondition(fmt::format(
         "the profile database \"{}\" has layout {}, newer than this build's ({}): run the Molt "
@@ -169,9 +167,7 @@ Status SqliteDb::Open() {
         path_, version, kSchema));
   }
   std::string mode;
-  if (Status s = PragmaText("PRAGMA journal_mode=WAL", &mode); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(PragmaText("PRAGMA journal_mode=WAL", &mode));
   if (mode != "wal") {
     return Status::FailedPrecondition(fmt::format(
         "the profile database \"{}\" cannot use WAL mode (journal_mode is \"{}\"): put it on "
@@ -189,9 +185,7 @@ Status SqliteDb::Open() {
       return s;
     }
   }
-  if (Status s = Exec(kCreate); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(Exec(kCreate));
   if (version < kSchema) {
     if (Status s = Exec(fmt::format("PRAGMA user_version={}", kSchema).c_str()); !s.ok()) {
       return s;
@@ -379,9 +373,7 @@ Result<std::vector<std::pair<std::string, std::size_t>>> SqliteDb::ReleaseAbando
       return Rollback(Failure(db_, rc, what));
     }
   }
-  if (Status s = Commit(what); !s.ok()) {
-    return s;
-  }
+  MOLT_RETURN_IF_ERROR(Commit(what));
   return ended;
 }
 
@@ -418,14 +410,10 @@ Status SqliteDb::WriteOne(const store::Write& w, WallMillis now, WriteResult& re
     return Status::Ok();
   }
   if (w.mirror) {
-    if (Status s = PutBackup(w, kMirrorSlot, result.revision, now); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(PutBackup(w, kMirrorSlot, result.revision, now));
   }
   if (w.backup_every > 0 && (w.backup_now || now >= backup_at)) {
-    if (Status s = PutBackup(w, OldestSlot(w.key), result.revision, now); !s.ok()) {
-      return s;
-    }
+    MOLT_RETURN_IF_ERROR(PutBackup(w, OldestSlot(w.key), result.revision, now));
     const int rc2 = backup_at_->Bind(w.key, now + w.backup_every).Step();
     backup_at_->Reset();
     if (rc2 != SQLITE_DONE) {

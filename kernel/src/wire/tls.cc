@@ -87,11 +87,8 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Server(const std::string& cert_f
       return Status::InvalidArgument(why);
     }
   }
-  Result<std::unique_ptr<Impl>> made = Impl::New(TLS_server_method());
-  if (!made.ok()) {
-    return made.status();
-  }
-  std::unique_ptr<Impl> impl = std::move(made).value();
+  MOLT_ASSIGN_OR_RETURN(std::unique_ptr<Impl> made, Impl::New(TLS_server_method()));
+  std::unique_ptr<Impl> impl = std::move(made);
   SSL_CTX_set_options(impl->ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
   if (SSL_CTX_use_certificate_chain_file(impl->ctx, cert_file.c_str()) != 1) {
     return Status::InvalidArgument(fmt::format(
@@ -117,11 +114,8 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Client(const std::string& ca_fil
       return Status::InvalidArgument(why);
     }
   }
-  Result<std::unique_ptr<Impl>> made = Impl::New(TLS_client_method());
-  if (!made.ok()) {
-    return made.status();
-  }
-  std::unique_ptr<Impl> impl = std::move(made).value();
+  MOLT_ASSIGN_OR_RETURN(std::unique_ptr<Impl> made, Impl::New(TLS_client_method()));
+  std::unique_ptr<Impl> impl = std::move(made);
   SSL_CTX_set_verify(impl->ctx, SSL_VERIFY_PEER, nullptr);
   const int loaded = ca_file.empty()
                          ? SSL_CTX_set_default_verify_paths(impl->ctx)
