@@ -6,8 +6,8 @@
 // slot's body for a live instance and turns statuses and exceptions into codes; Required()
 // names the NULL argument; FindKind() / ReleaseOwned() check a handle's kind and owner;
 // CallPlugin() brackets a call into plugin code.
-#ifndef MOLT_KERNEL_ABI_SLOT_H_
-#define MOLT_KERNEL_ABI_SLOT_H_
+#ifndef MOLT_KERNEL_ABI_BRIDGE_H_
+#define MOLT_KERNEL_ABI_BRIDGE_H_
 
 #include <molt/molt.h>
 #include <molt/scope_exit.h>

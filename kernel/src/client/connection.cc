@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Connection: the client side of the wire (sdk/include/molt/client.h), on an io_context that
-// only Step() runs.
+// only Step() runs: the link (connecting, TLS, reading, writing, timers, losing it and coming
+// back). What the server sends is read in connection_frames.cc; what the app and its controllers
+// call, in connection_calls.cc.
 #include "kernel/src/client/connection.h"
 
 #include <poll.h>
@@ -31,23 +33,7 @@ using tcp = asio::ip::tcp;
 constexpr std::uint32_t kMaxInboundFrame = 16u << 20;  // the client's own cap on server frames
 constexpr double kDefaultConnectTimeout = 10;
 constexpr std::size_t kDefaultSendQueue = 1 << 20;
-constexpr double kFirstReconnectDelay = 0.1;
 constexpr double kDefaultReconnectMax = 8;
-constexpr std::size_t kFrameOverhead = 64;  // envelope bytes around a payload, at most
-
-// Seconds from the app or the server as a duration, clamped to [0, 11 days] so no conversion
-// overflows.
-Duration Within(double s) { return Seconds(std::clamp(s, 0.0, 1e6)); }
-
-TimePoint Now() { return RealNow(); }
-
-// A Welcome's or a Channels frame's table as a list (none when absent).
-std::vector<const w::ChannelInfo*> List(const fb::Vector<fb::Offset<w::ChannelInfo>>* infos) {
-  if (infos == nullptr) {
-    return {};
-  }
-  return {infos->begin(), infos->end()};
-}
 
 }  // namespace
 
@@ -115,7 +101,7 @@ void Connection::StartAttempt() {
       return;  // the state callback disconnected
     }
   }
-  connect_deadline_ = Now() + Within(connect_timeout_);
+  connect_deadline_ = RealNow() + Within(connect_timeout_);
   target_ = host_ + ":" + std::to_string(port_);
   auto connected = [this, link](boost::system::error_code ec) {
     if (link != link_) {
@@ -154,7 +140,7 @@ void Connection::OnConnected() {
   io_->socket.set_option(tcp::no_delay(true), ignored);
   io_->socket.non_blocking(true, ignored);  // Flush writes without blocking
   linked_ = true;
-  last_receive_ = Now();
+  last_receive_ = RealNow();
   // The Hello goes first; what the app queued while the link was down waits for the Welcome.
   fb::FlatBufferBuilder b(256);
   auto hello = w::CreateHelloDirect(b, w::kProtocolVersion, 0, user_.c_str(), &credentials_,
@@ -188,7 +174,7 @@ void Connection::Read() {
           return Lost(ec == asio::error::eof ? "the server closed the connection"
                                              : "connection lost: " + ec.message());
         }
-        last_receive_ = Now();
+        last_receive_ = RealNow();
         if (tls_ != nullptr) {
           const Status s = tls_->Receive(std::span(in_.data(), n), &rx_);
           if (!s.ok()) {
@@ -227,194 +213,6 @@ void Connection::Parse(std::uint64_t link) {
   }
 }
 
-void Connection::OnFrame(std::span<const std::uint8_t> frame) {
-  frame = w::Aligned(frame, frame_scratch_);
-  fb::Verifier v(frame.data(), frame.size(), w::ServerEnvelopeVerifierOptions());
-  const w::Envelope* env =
-      w::VerifySizePrefixedEnvelopeBuffer(v) ? w::GetSizePrefixedEnvelope(frame.data()) : nullptr;
-  if (env == nullptr || env->body() == nullptr) {
-    return Closed("the server sent a malformed frame");
-  }
-  auto bytes = [this](const fb::Vector<std::uint8_t>* p) {
-    return p == nullptr ? std::span<const std::uint8_t>()
-                        : w::Aligned(std::span(p->data(), p->size()), payload_scratch_);
-  };
-  switch (env->body_type()) {
-    case w::Body::Welcome:
-      return OnWelcome(*env->body_as_Welcome());
-    case w::Body::Refuse: {
-      const w::Refuse* r = env->body_as_Refuse();
-      const std::string why = std::string(w::EnumNameRefuseReason(r->reason())) + ": " +
-                              (r->text() ? r->text()->str() : "");
-      const bool passing = r->reason() == w::RefuseReason::RateLimited ||
-                           r->reason() == w::RefuseReason::ServerFull ||
-                           r->reason() == w::RefuseReason::ShuttingDown ||
-                           r->reason() == w::RefuseReason::Starting;
-      if (state_ == MOLT_CLIENT_RECONNECTING && passing) {
-        // A busy server is not the end of a session being resumed: try again later.
-        backoff_ = std::max(backoff_, r->retry_after_ms() / 1000.0);
-        return Lost(why);
-      }
-      return Closed(why);
-    }
-    case w::Body::Bye: {
-      const w::Bye* m = env->body_as_Bye();
-      return Closed((m->reason() ? m->reason()->str() : "Bye") + ": " +
-                    (m->text() ? m->text()->str() : ""));
-    }
-    case w::Body::Event: {
-      const w::Event* e = env->body_as_Event();
-      const std::span<const std::uint8_t> payload = bytes(e->payload());
-      auto h = handlers_.find(e->channel());
-      const Handler handler = h != handlers_.end() ? h->second : all_channels_;
-      const std::uint64_t link = link_;
-      if (handler.fn != nullptr) {
-        handler.fn(handler.user_data, e->channel(), payload.data(), payload.size());
-      }
-      if (kernel_ && link == link_) {  // the controllers' Bus
-        if (auto ch = channels_.find(e->channel()); ch != channels_.end()) {
-          kernel_->Event(e->channel(), ch->second.name, payload);
-        }
-      }
-      return;
-    }
-    case w::Body::Response: {
-      const w::Response* r = env->body_as_Response();
-      auto it = pending_.find(r->id());
-      if (it == pending_.end()) {
-        return;  // answered late, after our own timeout
-      }
-      Pending p = std::move(it->second);
-      pending_.erase(it);
-      // Statuses are 0 or negative; a newer server's new error codes pass, a positive number
-      // (found by the fuzzer: an app testing `status < 0` took it for success) does not.
-      p.done(r->status() > 0 ? MOLT_ERR_INTERNAL : r->status(), bytes(r->payload()));
-      return;
-    }
-    case w::Body::Ping: {
-      if (queued_bytes() > max_send_queue_) {
-        return;  // a server that pings and never reads does not grow our queue
-      }
-      const w::Ping* m = env->body_as_Ping();
-      fb::FlatBufferBuilder b(64);
-      Queue(w::FinishFrame(b, w::Body::Pong, w::CreatePong(b, m->seq(), m->time_ns()).Union()),
-            std::nullopt);
-      return;
-    }
-    case w::Body::Pong: {
-      const w::Pong* m = env->body_as_Pong();
-      const auto now = Now().time_since_epoch().count();
-      const auto sent = static_cast<std::int64_t>(m->time_ns());
-      if (m->seq() == ping_seq_ && sent > 0 && sent <= now) {
-        const double sample = static_cast<double>(now - sent) * 1e-9;
-        rtt_ = rtt_ == 0 ? sample : (rtt_ * 7 + sample) / 8;
-      }
-      return;
-    }
-    case w::Body::Replica:
-      return OnReplicaMessage(*env->body_as_Replica());
-    case w::Body::Channels:
-      return OnChannels(*env->body_as_Channels());
-    case w::Body::Error:
-      return;  // the server dropped something we sent (counted there); nothing to do here
-    case w::Body::Hello:
-    case w::Body::Intent:
-    case w::Body::Request:
-      return Closed("the server sent a client-to-server message");
-    default:
-      return;  // a body from a newer server: ignored, so appending one never breaks clients
-  }
-}
-
-void Connection::OnWelcome(const w::Welcome& welcome) {
-  if (!attempting_) {
-    return Closed("the server sent a second welcome");
-  }
-  attempting_ = false;
-  const std::uint64_t link = link_;
-  const bool was_reconnecting = state_ == MOLT_CLIENT_RECONNECTING;
-  const bool resumed = was_reconnecting && welcome.resumed() && welcome.session_id() == session_;
-  if (was_reconnecting && !resumed) {
-    // The old session is gone: nobody will answer its requests, and what was queued for it
-    // (with its channel ids) is not sent to the new one.
-    queue_.DropApp();
-    FailPending();
-    if (link != link_) {
-      return;  // a callback disconnected
-    }
-  }
-  if (!resumed && !replicas_.empty()) {
-    DropReplicas();
-    if (link != link_) {
-      return;
-    }
-  }
-  const TimePoint now = Now();
-  session_ = welcome.session_id();
-  resume_token_.clear();
-  if (welcome.resume_token() != nullptr) {
-    resume_token_.assign(welcome.resume_token()->begin(), welcome.resume_token()->end());
-  }
-  backoff_ = kFirstReconnectDelay;
-  limits_.tick_rate = welcome.tick_rate();
-  limits_.bytes_per_tick = welcome.bytes_per_tick();
-  limits_.messages_per_tick = welcome.messages_per_tick();
-  limits_.burst_ticks = welcome.budget_burst_ticks() > 0 ? welcome.budget_burst_ticks() : 1;
-  limits_.max_frame_bytes = welcome.max_frame_bytes();
-  queue_.SetBudget(SendQueue::ForServer(limits_), now);
-  ping_period_ = welcome.ping_interval_ms() > 0
-                     ? Duration(std::chrono::milliseconds(welcome.ping_interval_ms()))
-                     : Duration(std::chrono::seconds(1));
-  // Channels. A resumed session keeps the state of its rate limits, as the server does.
-  SetChannels(List(welcome.channels()), resumed, now);
-  next_ping_ = now + ping_period_;
-  SetState(MOLT_CLIENT_CONNECTED, !was_reconnecting ? ""
-                                  : resumed
-                                      ? "resumed"
-                                      : "a new session: the server did not resume the old one");
-  if (link == link_) {
-    Flush();  // what the app sent while the link was down goes now, after the Welcome
-  }
-}
-
-void Connection::SetChannels(const std::vector<const w::ChannelInfo*>& infos, bool same_session,
-                             TimePoint now) {
-  std::unordered_map<std::uint16_t, Channel> old = std::move(channels_);
-  channels_.clear();
-  ids_.clear();
-  if (!same_session) {
-    queue_.ClearChannelRates();
-  }
-  for (const w::ChannelInfo* info : infos) {
-    if (info->name() == nullptr) {
-      continue;
-    }
-    Channel c;
-    c.name = info->name()->str();
-    c.kind = static_cast<std::int32_t>(info->kind());
-    c.timeout_seconds = info->timeout_ms() / 1000.0;
-    c.bucket = TokenBucket(info->rate(), info->burst(), now);
-    auto kept = old.find(info->id());
-    const bool same = same_session && kept != old.end() && kept->second.name == c.name &&
-                      kept->second.bucket.rate() == c.bucket.rate() &&
-                      kept->second.bucket.burst() == c.bucket.burst();
-    if (same) {
-      c.bucket = kept->second.bucket;
-    } else {
-      queue_.SetChannelRate(info->id(), info->rate(), info->burst(), now);
-    }
-    ids_[c.name] = info->id();
-    channels_[info->id()] = std::move(c);
-  }
-}
-
-void Connection::OnChannels(const w::Channels& message) {
-  if (state_ != MOLT_CLIENT_CONNECTED) {
-    return;  // not welcomed yet: the Welcome brings the table
-  }
-  SetChannels(List(message.channels()), /*same_session=*/true, Now());
-}
-
 void Connection::Closed(const std::string& reason) {
   state_ = MOLT_CLIENT_CLOSED;  // before the requests' callbacks: they may not send any more
   Teardown();
@@ -428,7 +226,7 @@ void Connection::Lost(const std::string& reason) {
   }
   DropTransport();
   std::uniform_real_distribution<double> jitter(0.75, 1.25);
-  next_attempt_ = Now() + Within(backoff_ * jitter(rng_));
+  next_attempt_ = RealNow() + Within(backoff_ * jitter(rng_));
   backoff_ = std::min(backoff_ * 2, reconnect_max_);
   if (state_ != MOLT_CLIENT_RECONNECTING) {
     SetState(MOLT_CLIENT_RECONNECTING, reason);
@@ -512,8 +310,8 @@ void Connection::SayBye() {
 
 void Connection::FinishWrites() {
   // Plain non-blocking writes and polls: no Asio handler runs, so no callback of the app does.
-  const TimePoint deadline = Now() + std::chrono::milliseconds(50);
-  while (linked_ && welcomed() && write_error_.empty() && Now() < deadline) {
+  const TimePoint deadline = RealNow() + std::chrono::milliseconds(50);
+  while (linked_ && welcomed() && write_error_.empty() && RealNow() < deadline) {
     switch (WriteReady()) {
       case WriteState::kFailed:
         return;
@@ -521,15 +319,15 @@ void Connection::FinishWrites() {
         pollfd p{socket(), POLLOUT, 0};
         ::poll(&p, 1,
                static_cast<int>(
-                   std::chrono::ceil<std::chrono::milliseconds>(deadline - Now()).count()));
+                   std::chrono::ceil<std::chrono::milliseconds>(deadline - RealNow()).count()));
         break;
       }
       case WriteState::kDone: {
-        const std::optional<TimePoint> next = queue_.NextRelease(Now());
+        const std::optional<TimePoint> next = queue_.NextRelease(RealNow());
         if (!next) {
           return;  // everything is written
         }
-        std::this_thread::sleep_for(std::min(*next, deadline) - Now());  // paced
+        std::this_thread::sleep_for(std::min(*next, deadline) - RealNow());  // paced
         break;
       }
     }
@@ -539,12 +337,12 @@ void Connection::FinishWrites() {
 // --- Stepping and waiting ------------------------------------------------------------------------
 
 void Connection::Step(double budget_seconds) {
-  const TimePoint deadline = Now() + Within(budget_seconds);
+  const TimePoint deadline = RealNow() + Within(budget_seconds);
   io_->io.restart();
   more_ready_ = false;
   wrote_since_step_ = false;
   while (io_->io.poll_one() != 0) {
-    if (Now() >= deadline) {
+    if (RealNow() >= deadline) {
       more_ready_ = true;  // handlers may still be ready: the next wait does not block
       break;
     }
@@ -555,12 +353,12 @@ void Connection::Step(double budget_seconds) {
     // ("what is ready now") runs them under the kernel's own frame budget.
     const auto quarter = std::chrono::duration_cast<Duration>(Within(budget_seconds) / 4);
     kernel_->Step(budget_seconds == 0 ? std::nullopt
-                                      : std::optional(std::max(quarter, deadline - Now())));
+                                      : std::optional(std::max(quarter, deadline - RealNow())));
   }
 }
 
 void Connection::Timers() {
-  const TimePoint now = Now();
+  const TimePoint now = RealNow();
   if (!write_error_.empty()) {
     return Lost(std::exchange(write_error_, {}));
   }
@@ -616,7 +414,7 @@ double Connection::Timeout() {
   if (more_ready_ || !write_error_.empty()) {
     return 0;
   }
-  const TimePoint now = Now();
+  const TimePoint now = RealNow();
   TimePoint next = TimePoint::max();
   auto at = [&next](TimePoint t) { next = std::min(next, t); };
   if (resolving_) {
@@ -690,77 +488,6 @@ Status Connection::Wait(double max_seconds) {
 
 // --- Sending -------------------------------------------------------------------------------------
 
-Result<std::uint16_t> Connection::ChannelId(std::string_view name) const {
-  if (state_ != MOLT_CLIENT_CONNECTED && state_ != MOLT_CLIENT_RECONNECTING) {
-    return Status::FailedPrecondition("not connected: channels come with the server's welcome");
-  }
-  auto it = ids_.find(std::string(name));  // while reconnecting: the last welcome's table
-  if (it == ids_.end()) {
-    return Status::NotFound("the server has no channel \"" + std::string(name) + "\"");
-  }
-  return it->second;
-}
-
-Result<Connection::Channel*> Connection::CheckSend(std::uint16_t id, std::int32_t kind,
-                                                   std::size_t size) {
-  if (state_ != MOLT_CLIENT_CONNECTED && state_ != MOLT_CLIENT_RECONNECTING) {
-    return Status::FailedPrecondition("not connected");
-  }
-  auto it = channels_.find(id);
-  if (it == channels_.end() || it->second.kind != kind) {
-    return Status::NotFound("the server has no " +
-                            std::string(kind == static_cast<std::int32_t>(w::ChannelKind::Intent)
-                                            ? "intent"
-                                            : "request") +
-                            " channel with id " + std::to_string(id));
-  }
-  if (size + kFrameOverhead > limits_.max_frame_bytes) {
-    return Status::InvalidArgument("a payload of " + std::to_string(size) +
-                                   " bytes does not fit the server's " +
-                                   std::to_string(limits_.max_frame_bytes) + "-byte frames");
-  }
-  if (queued_bytes() + size + kFrameOverhead > max_send_queue_) {
-    return Status::FailedPrecondition("the send queue is full (" + std::to_string(queued_bytes()) +
-                                      " bytes wait; max_send_queue_bytes is " +
-                                      std::to_string(max_send_queue_) +
-                                      "): step or wait to let it drain at the server's pace");
-  }
-  if (!it->second.bucket.Take(Now())) {
-    char rate[32];
-    std::snprintf(rate, sizeof rate, "%g", it->second.bucket.rate());
-    return Status::RateLimited("channel \"" + it->second.name + "\" allows " + rate +
-                               " per second: the server would refuse this one");
-  }
-  return &it->second;
-}
-
-Status Connection::SendIntent(std::uint16_t channel, std::span<const std::uint8_t> payload) {
-  MOLT_RETURN_IF_ERROR(
-      CheckSend(channel, static_cast<std::int32_t>(w::ChannelKind::Intent), payload.size())
-          .status());
-  fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
-  auto bytes = w::PayloadVector(b, payload);
-  Queue(w::FinishFrame(b, w::Body::Intent, w::CreateIntent(b, channel, bytes).Union()), channel);
-  return Status::Ok();
-}
-
-Status Connection::SendRequest(std::uint16_t channel, std::span<const std::uint8_t> payload,
-                               double timeout_seconds, ResponseFn done) {
-  MOLT_ASSIGN_OR_RETURN(
-      Channel * ch,
-      CheckSend(channel, static_cast<std::int32_t>(w::ChannelKind::Request), payload.size()));
-  // The server answers MOLT_ERR_TIMEOUT at the channel's timeout; our own deadline is a second
-  // later, for a server that does not answer at all.
-  const double timeout = timeout_seconds > 0 ? timeout_seconds : ch->timeout_seconds + 1;
-  const std::uint32_t id = next_request_++;
-  pending_.emplace(id, Pending{std::move(done), Now() + Within(timeout)});
-  fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
-  auto bytes = w::PayloadVector(b, payload);
-  Queue(w::FinishFrame(b, w::Body::Request, w::CreateRequest(b, channel, id, bytes).Union()),
-        channel);
-  return Status::Ok();
-}
-
 void Connection::Queue(std::span<const std::uint8_t> frame, std::optional<std::uint16_t> channel) {
   queue_.Push(frame, channel);
   // The first frame since the last step leaves at once (a lone request is not delayed); what
@@ -781,12 +508,12 @@ Connection::WriteState Connection::WriteReady() {
       }
       if (tls_ != nullptr) {
         tls_plain_.clear();
-        if (queue_.Release(Now(), &tls_plain_) == 0) {
+        if (queue_.Release(RealNow(), &tls_plain_) == 0) {
           return WriteState::kDone;
         }
         (void)tls_->Send(tls_plain_);
         TakeTlsOutput();
-      } else if (queue_.Release(Now(), &writing_) == 0) {
+      } else if (queue_.Release(RealNow(), &writing_) == 0) {
         return WriteState::kDone;
       }
     }
@@ -829,112 +556,6 @@ void Connection::Flush() {
     }
     Flush();
   });
-}
-
-void Connection::OnEvent(std::uint16_t channel, molt_client_event_fn fn, void* user_data) {
-  if (channel == MOLT_CLIENT_ALL_CHANNELS) {
-    all_channels_ = {fn, user_data};
-  } else if (fn == nullptr) {
-    handlers_.erase(channel);
-  } else {
-    handlers_[channel] = {fn, user_data};
-  }
-}
-
-void Connection::OnState(molt_client_state_fn fn, void* user_data) {
-  state_fn_ = fn;
-  state_user_ = user_data;
-}
-
-// --- Replicas ------------------------------------------------------------------------------------
-
-void Connection::OnReplicaMessage(const w::Replica& message) {
-  std::vector<ReplicaStore::Update> updates;
-  if (Status s = replicas_.Apply(message, &updates); !s.ok()) {
-    return Closed(s.message());
-  }
-  Deliver(updates);
-}
-
-void Connection::Deliver(const std::vector<ReplicaStore::Update>& updates) {
-  const std::uint64_t link = link_;
-  for (const ReplicaStore::Update& u : updates) {
-    if (link != link_ || !replicas_.Holds(u.id)) {
-      return;  // a callback disconnected, or removed what follows
-    }
-    for (const ReplicaStore::Listener& l : replicas_.ListenersOf(u.id)) {
-      if (link != link_ || !replicas_.Holds(u.id)) {
-        break;
-      }
-      l.fn(l.user_data, u.id, u.what, u.field);
-    }
-    if (kernel_ && link == link_) {  // the controllers' Bus
-      if (const ReplicaStore::Replica* r = replicas_.Find(u.id)) {
-        kernel_->ReplicaUpdate(r->name, u.id, u.what, u.field);
-      }
-    }
-    if (u.what == MOLT_CLIENT_REPLICA_REMOVED) {
-      replicas_.Erase(u.id);  // gone once the callbacks returned
-    }
-  }
-}
-
-void Connection::DropReplicas() {
-  for (std::uint32_t id : replicas_.Ids()) {
-    if (replicas_.Holds(id)) {
-      Deliver({{id, MOLT_CLIENT_REPLICA_REMOVED, -1}});
-      replicas_.Erase(id);  // even when a callback disconnected: the old session's are gone
-    }
-  }
-}
-
-void Connection::OnReplica(std::string name, molt_client_replica_fn fn, void* user_data) {
-  const std::string filter = name;
-  replicas_.Listen(std::move(name), fn, user_data);
-  if (fn == nullptr) {
-    return;
-  }
-  // Replicas that arrived before anyone listened (spec: early packets are buffered).
-  for (std::uint32_t id : replicas_.Ids(filter)) {
-    if (replicas_.Holds(id)) {
-      fn(user_data, id, MOLT_CLIENT_REPLICA_SNAPSHOT, -1);
-    }
-  }
-}
-
-// --- Controllers ---------------------------------------------------------------------------------
-
-Result<ClientKernel*> Connection::Controllers() {
-  if (!kernel_) {
-    Result<std::unique_ptr<ClientKernel>> k = ClientKernel::Boot(*this);
-    if (!k.ok()) {
-      // The only way to fail: the process's kernel is already booted, by another client.
-      return Status::FailedPrecondition(
-          "another client of this process runs the controllers: one client kernel per process");
-    }
-    kernel_ = std::move(k).value();
-  }
-  return kernel_.get();
-}
-
-Status Connection::Intent(std::string_view channel, std::span<const std::uint8_t> payload) {
-  Result<std::uint16_t> id = ChannelId(channel);
-  return id.ok() ? SendIntent(*id, payload) : id.status();
-}
-
-Status Connection::Request(std::string_view channel, std::span<const std::uint8_t> payload,
-                           double timeout_seconds,
-                           Callback<void(molt_status_t, std::string_view)> done) {
-  MOLT_ASSIGN_OR_RETURN(std::uint16_t id, ChannelId(channel));
-  return SendRequest(
-      id, payload, timeout_seconds,
-      [done = std::move(done)](molt_status_t status, std::span<const std::uint8_t> answer) mutable {
-        done(status, std::string_view(reinterpret_cast<const char*>(answer.data()), answer.size()));
-      });
-}
-
-Status Connection::ReplicaValue(std::string_view replica, std::string_view field, molt_value* out) {
-  return replicas_.Value(replica, field, out);
 }
 
 }  // namespace molt::kernel::client

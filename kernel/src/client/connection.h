@@ -21,6 +21,7 @@
 #include <molt/client.h>
 #include <molt/kernel/status.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -137,6 +138,11 @@ class Connection final : public ClientPort {
   Status ReplicaValue(std::string_view replica, std::string_view field, molt_value* out) override;
 
  private:
+  static constexpr std::size_t kFrameOverhead = 64;  // envelope bytes around a payload
+  static constexpr double kFirstReconnectDelay = 0.1;
+  // A caller's seconds, clamped to what a timer can hold.
+  static Duration Within(double seconds) { return Seconds(std::clamp(seconds, 0.0, 1e6)); }
+
   friend struct ConnectionFuzzer;  // tests/fuzz/client_fuzz.cc: frames in without a socket
   struct Impl;                     // the Asio objects (connection.cc)
   struct Channel {

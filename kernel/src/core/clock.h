@@ -39,6 +39,11 @@ const CycleCalibration& Calibration();
 // The real clock's two readings, inline.
 inline TimePoint RealNow() noexcept { return std::chrono::steady_clock::now(); }
 
+// Milliseconds of real time since `t0` (what reports and logs print).
+inline double MillisSince(TimePoint t0) noexcept {
+  return std::chrono::duration<double, std::milli>(RealNow() - t0).count();
+}
+
 inline std::uint64_t RealTicks() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool use_tsc = internal::Calibration().use_tsc;

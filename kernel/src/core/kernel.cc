@@ -112,7 +112,7 @@ Status Kernel::Start() {
   if (!s.ok()) {
     return s;
   }
-  const double ms = std::chrono::duration<double, std::milli>(RealNow() - t0).count();
+  const double ms = MillisSince(t0);
   LogScope(fmt::format("molt {}", Version()))
       .Info("{} booted {} {} in {:.1f}ms", RoleName(role_), serving_->size(),
             role_ == Role::kClient ? "controllers" : "services", ms);

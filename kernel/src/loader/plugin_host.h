@@ -168,6 +168,8 @@ class PluginHost {
   static constexpr std::size_t kHistory = 20;
 
  private:
+  static abi::PluginInstance* InstanceOf(Service* s);
+
   struct Generation {
     std::string build_id;
     std::string name;                 // "<build id>#<n>"

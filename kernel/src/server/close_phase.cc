@@ -55,8 +55,7 @@ bool ClosePhase::Begin(const std::string& reason, const std::function<void()>& d
     }
   });
   kernel_.bus().Publish("Kernel.Stopped", args);
-  log.Info("stopped ({}): every service stopped in {:.1f}ms", reason,
-           std::chrono::duration<double, std::milli>(RealNow() - t0).count());
+  log.Info("stopped ({}): every service stopped in {:.1f}ms", reason, MillisSince(t0));
   {
     std::lock_guard lock(mu_);
     finished_ = true;

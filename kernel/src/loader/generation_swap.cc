@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: Apache-2.0
+// The swap of generations (plugin_host.h, "Swaps"): the gate, mounting a build dormant, the swap
+// itself (export, stop, adopt, import, start, replay), restoring the previous generation when the
+// new one fails, the queue of requested reloads, and each swap's report.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <molt/scope_exit.h>
+
+#include <algorithm>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+#include "kernel/src/core/logger.h"
+#include "kernel/src/loader/plugin_host.h"
+
+namespace molt::kernel::loader {
+namespace {
+
+boost::json::array Strings(const std::vector<std::string>& items) {
+  return boost::json::array(items.begin(), items.end());
+}
+
+// Milliseconds to the microsecond: what a report's reader needs of a duration.
+double Ms(double ms) { return std::round(ms * 1000) / 1000; }
+
+}  // namespace
+
+boost::json::object SwapReport::ToJson() const {
+  return {{"swap", ok ? "ok" : "failed"},
+          {"reason", reason},
+          {"build", build},
+          {"generation", generation},
+          {"previous", previous},
+          {"serving", serving},
+          {"ok", ok},
+          {"stage", stage},
+          {"load_ms", Ms(load_ms)},
+          {"init_ms", Ms(init_ms)},
+          {"stop_ms", Ms(stop_ms)},
+          {"hard_stopped", Strings(hard_stopped)},
+          {"swap_ms", Ms(swap_ms)},
+          {"hold_ms", Ms(hold_ms())},
+          {"error", error},
+          {"restored", restored},
+          {"rollback", rollback},
+          {"retired", Strings(retired)},
+          {"retired_libraries", retired_libraries}};
+}
+
+std::string SwapReport::Json() const { return boost::json::serialize(ToJson()); }
+
+// --- Swaps ---
+
+Status PluginHost::Gate() const {
+  if (!kernel_.started()) {
+    return Status::FailedPrecondition(
+        "the kernel has not started: load the first generation "
+        "with LoadDirectory, then Kernel::Start");
+  }
+  if (closing_ || kernel_.shutting_down()) {
+    return Status::FailedPrecondition("the server is closing: no reload now");
+  }
+  if (in_swap_) {
+    return Status::FailedPrecondition(
+        "a swap is in progress: a reload from inside one runs later (RequestReload)");
+  }
+  for (Service* s : kernel_.services().boot_order()) {
+    abi::PluginInstance* inst = InstanceOf(s);
+    if (inst == nullptr || &inst->shared() != &shared_) {
+      return Status::FailedPrecondition("service \"" + s->name() +
+                                        "\" is not one of this host's plugins: a swap replaces "
+                                        "the whole service set, so it cannot run here");
+    }
+  }
+  return Status::Ok();
+}
+
+std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string& dir,
+                                                               SwapReport& r) {
+  r.stage = "mount";
+  const TimePoint t0 = RealNow();
+  Result<Build> build = ReadBuild(dir);
+  if (!build.ok()) {
+    r.error = build.status().message();
+    return nullptr;
+  }
+  r.build = build->id;
+  std::unique_ptr<Generation> g = NewGeneration(build->id);
+  g->dir = dir;
+  g->health_errors = build->health_errors;
+  g->health_window_seconds = build->health_window_seconds;
+  for (const std::string& w : build->warnings) {
+    LogScope("Generations").Warn("{}", w);
+  }
+  r.generation = g->name;
+  Status s = Load(*g, build->files, build->entries, true);
+  r.load_ms = MillisSince(t0);
+  if (s.ok() && g->plugins.empty()) {
+    s = Status::InvalidArgument("plugin directory \"" + dir +
+                                "\" holds no plugin: a swap to nothing is refused");
+  }
+  if (s.ok()) {
+    const TimePoint t1 = RealNow();
+    s = g->services->InitAll();
+    r.init_ms = MillisSince(t1);
+  }
+  if (!s.ok()) {
+    r.error = s.message();
+    failed_builds_.insert(build->id);
+    r.retired_libraries += Unload(*g);
+    return nullptr;
+  }
+  return g;
+}
+
+Status PluginHost::Activate(Generation& g, const States& states, std::string* stage) {
+  const std::vector<Service*> order = g.services->boot_order();
+  *stage = "adopt";
+  for (Service* s : order) {
+    abi::PluginInstance* inst = InstanceOf(s);
+    inst->Serve();
+    Status served;
+    shared_.ForEachLayer([&](abi::HostLayer& layer) {
+      if (served.ok()) {
+        served = layer.Serve(inst);
+      }
+    });
+    MOLT_RETURN_IF_ERROR(served);
+  }
+  *stage = "import";
+  for (Service* s : order) {
+    abi::PluginInstance* inst = InstanceOf(s);
+    if (auto it = states.find(inst->name()); it != states.end()) {
+      MOLT_RETURN_IF_ERROR(inst->ImportState(it->second.first, it->second.second));
+    }
+  }
+  *stage = "start";
+  MOLT_RETURN_IF_ERROR(g.services->StartAll());
+  *stage = "replay";
+  for (Service* s : order) {
+    InstanceOf(s)->Replay();
+  }
+  return Status::Ok();
+}
+
+void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States* fallback) {
+  const TimePoint t0 = RealNow();
+  Generation& old = *serving_;
+  ServiceManager& old_set = kernel_.services();
+  // A set that failed to boot (moltd swapping in the last known good) is no rollback target.
+  const bool old_served = old_set.state() != ServiceManager::State::kFailed;
+  r.stage = "export";
+  States states;
+  for (Service* s : old_set.boot_order()) {
+    abi::PluginInstance* inst = InstanceOf(s);
+    Result<std::optional<std::string>> state = inst->ExportState(kMaxStateBytes);
+    if (!state.ok()) {
+      r.error = state.status().message() + " (the swap is aborted; " + old.name + " serves on)";
+      failed_builds_.insert(g->build_id);
+      r.retired_libraries += Unload(*g);
+      r.swap_ms = MillisSince(t0);
+      return;
+    }
+    if (state->has_value()) {
+      states[inst->name()] = {inst->info().state_version, std::move(**state)};
+    }
+  }
+
+  if (fallback != nullptr) {
+    // A rollback: older code is never handed state it cannot read; it gets what it exported.
+    for (Service* s : g->services->boot_order()) {
+      abi::PluginInstance* inst = InstanceOf(s);
+      auto it = states.find(inst->name());
+      if (it != states.end() && !inst->Reads(it->second.first)) {
+        auto own = fallback->find(inst->name());
+        LogScope("Generations")
+            .Warn(
+                "plugin \"{}\" cannot read the state version {} of the build it replaces: it "
+                "gets the state it exported itself{}",
+                inst->label(), it->second.first, own == fallback->end() ? " (none)" : ", older");
+        if (own == fallback->end()) {
+          states.erase(it);
+        } else {
+          it->second = own->second;
+        }
+      }
+    }
+  }
+  // A swap during a health window ends it: the build it would have rolled back to is let go
+  // (unloaded once the hold is over).
+  Generation* let_go = DropProbation();
+
+  r.stage = "stop";
+  shared_.ForEachLayer([](abi::HostLayer& layer) { layer.BeginHandoff(); });
+  const TimePoint t_stop = RealNow();
+  old_set.StopAll(nullptr, stop_budget_);
+  for (Service* s : old_set.halted()) {
+    r.hard_stopped.push_back(s->name());
+  }
+  r.stop_ms = MillisSince(t_stop);
+  if (!r.hard_stopped.empty()) {
+    LogScope("Generations")
+        .Warn("{} stop took more than {:.3g} s; hard stop of {}", old.name,
+              std::chrono::duration<double>(stop_budget_).count(), fmt::join(r.hard_stopped, ", "));
+  }
+
+  kernel_.Serve(g->services.get());
+  std::string stage;
+  Status s = Activate(*g, states, &stage);
+  r.stage = stage;
+  if (s.ok()) {
+    r.ok = true;
+    r.stage = "done";
+    generations_.push_back(std::move(g));
+    serving_ = generations_.back().get();
+  } else {
+    // Back to the previous build, from fresh copies of its libraries (no static state of a
+    // half-run library is reused), with the state it exported.
+    r.error = s.message();
+    failed_builds_.insert(g->build_id);
+    g->services->StopAll();
+    std::unique_ptr<Generation> back = NewGeneration(old.build_id);
+    Status b = MountCopiesOf(old, *back);
+    kernel_.Serve(back->services.get());
+    std::string back_stage;
+    if (b.ok()) {
+      b = Activate(*back, states, &back_stage);
+    }
+    if (b.ok()) {
+      r.restored = true;
+    } else {
+      r.error += "; restoring " + old.build_id + " failed too: " + b.message() +
+                 " (no generation serves: reload a build that works)";
+      LogScope("Generations").Error("no generation serves after a failed swap: {}", r.error);
+    }
+    generations_.push_back(std::move(back));
+    serving_ = generations_.back().get();
+    r.retired_libraries += Unload(*g);
+  }
+  shared_.ForEachLayer([&r](abi::HostLayer& layer) {
+    for (std::string& line : layer.EndHandoff()) {
+      r.retired.push_back(std::move(line));
+    }
+    layer.SetServing(r.ok || r.restored);  // none serves: new clients are told it is starting
+  });
+  r.swap_ms = MillisSince(t0);
+  if (let_go != nullptr) {
+    r.retired_libraries += Release(let_go);
+  }
+  if (r.ok && fallback == nullptr) {
+    // On probation: the old generation stays resident until the window passes.
+    StartProbation(*serving_, old_served ? &old : nullptr, std::move(states));
+  }
+  if (!r.ok || fallback != nullptr || !old_served) {
+    r.retired_libraries += Release(&old);
+  }
+}
+
+Status PluginHost::MountCopiesOf(const Generation& from, Generation& into) {
+  into.dir = from.dir;
+  std::vector<std::string> copies;
+  for (const Plugin& p : from.plugins) {
+    if (p.library == nullptr) {
+      return Status::Unsupported("plugin \"" + p.instance->name() +
+                                 "\" is linked into the host: it cannot be loaded again");
+    }
+    copies.push_back(p.library->copy());
+  }
+  if (Status s = Load(into, copies, {}, true); !s.ok()) {
+    return s;
+  }
+  return into.services->InitAll();
+}
+
+std::size_t PluginHost::Release(Generation* g) {
+  const std::size_t retired = Unload(*g);
+  std::erase_if(generations_, [&](const std::unique_ptr<Generation>& x) { return x.get() == g; });
+  return retired;
+}
+
+SwapReport PluginHost::Finish(SwapReport& r) {
+  // "" when no generation serves (a failed swap whose restore failed too).
+  r.serving = kernel_.services().state() == ServiceManager::State::kFailed ? "" : serving_->name;
+  ++(r.ok ? swaps_ : failures_);
+  rollbacks_ += r.rollback && r.ok ? 1 : 0;
+  const std::string json = r.Json();
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  history_.push_front({now.count(), r});
+  if (history_.size() > kHistory) {
+    history_.pop_back();
+  }
+  LogScope log("Generations");
+  if (r.ok) {
+    log.Info("{}", json);
+  } else {
+    log.Error("{}", json);
+  }
+  return r;
+}
+
+Status PluginHost::Mount(const std::string& dir, const std::string& reason) {
+  Discard();
+  SwapReport r;
+  r.reason = reason;
+  r.previous = serving_->name;
+  r.stage = "gate";
+  Status s = Gate();
+  if (s.ok()) {
+    in_swap_ = true;
+    mounted_ = MountBuild(dir, r);
+    in_swap_ = false;
+    s = mounted_ != nullptr ? Status::Ok() : Status::FailedPrecondition(r.error);
+  } else {
+    r.error = s.message();
+  }
+  mount_report_ = s.ok() ? std::move(r) : Finish(r);
+  return s;
+}
+
+SwapReport PluginHost::SwapMounted() {
+  SwapReport r = std::move(mount_report_);
+  mount_report_ = SwapReport();
+  std::unique_ptr<Generation> g = std::move(mounted_);
+  if (g == nullptr) {
+    r.stage = "gate";
+    r.error = "no generation is mounted: Mount() first";
+    return Finish(r);
+  }
+  if (Status s = Gate(); !s.ok()) {
+    r.error = s.message();
+    r.retired_libraries += Unload(*g);
+    return Finish(r);
+  }
+  r.previous = serving_->name;
+  in_swap_ = true;
+  ScopeExit done = [this]() noexcept { in_swap_ = false; };
+  Swap(std::move(g), r);
+  return Finish(r);
+}
+
+void PluginHost::Discard() {
+  if (mounted_ != nullptr) {
+    Unload(*mounted_);
+    mounted_.reset();
+  }
+}
+
+SwapReport PluginHost::Reload(const std::string& dir, const std::string& reason) {
+  if (!Mount(dir, reason).ok()) {
+    return std::exchange(mount_report_, SwapReport());
+  }
+  return SwapMounted();
+}
+
+void PluginHost::RequestReload(std::string dir, std::string reason,
+                               Callback<void(const SwapReport&)> done) {
+  if (queued_ && queued_->done) {
+    SwapReport superseded;
+    superseded.reason = queued_->reason;
+    superseded.previous = superseded.serving = serving_->name;
+    superseded.stage = "gate";
+    superseded.error = "superseded by a newer reload request (" + reason + ")";
+    queued_->done(superseded);
+  }
+  queued_ = Request{std::move(dir), std::move(reason), std::move(done)};
+  if (!reload_scheduled_) {
+    reload_scheduled_ = true;
+    kernel_.scheduler().Schedule([this] { RunQueued(); }, Priority::kKernel,
+                                 TaskOrigin::Named("reload"));
+  }
+}
+
+void PluginHost::RunQueued() {
+  reload_scheduled_ = false;
+  if (!queued_) {
+    return;
+  }
+  auto req = std::make_shared<Request>(std::move(*queued_));
+  queued_.reset();
+  if (!Mount(req->dir, req->reason).ok()) {
+    SwapReport r = std::exchange(mount_report_, SwapReport());
+    if (req->done) {
+      req->done(r);
+    }
+    return;
+  }
+  // Clients are served between the mount and the swap: the swap is a step of its own.
+  kernel_.scheduler().Schedule(
+      [this, req] {
+        SwapReport r = SwapMounted();
+        if (req->done) {
+          req->done(r);
+        }
+      },
+      Priority::kKernel, TaskOrigin::Named("reload"));
+}
+
+}  // namespace molt::kernel::loader

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+// The health window (plugin_host.h): a new generation serves on probation, the previous one
+// resident behind it; errors attributed to it past the threshold roll back; passing the window
+// makes its build the last known good, kept under the data directory for a boot that fails.
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "kernel/src/core/logger.h"
+#include "kernel/src/loader/plugin_host.h"
+
+namespace molt::kernel::loader {
+namespace {
+
+namespace fs = std::filesystem;
+
+}  // namespace
+
+// --- The health window ---
+
+void PluginHost::BeginHealthWindow() {
+  if (!probation_ && !serving_->plugins.empty()) {
+    StartProbation(*serving_, nullptr, {});
+  }
+}
+
+void PluginHost::StartProbation(Generation& g, Generation* previous, States previous_states) {
+  Probation p;
+  p.gen = &g;
+  p.previous = previous;
+  p.previous_states = std::move(previous_states);
+  p.threshold = g.health_errors != 0 ? g.health_errors : health_errors_;
+  p.window = g.health_window_seconds != 0 ? Seconds(g.health_window_seconds) : health_window_;
+  p.timer = kernel_.scheduler().After(
+      p.window, [this] { PassProbation(); }, Priority::kKernel, TaskOrigin::Named("health window"));
+  for (const Plugin& plugin : g.plugins) {
+    plugin.instance->set_error_listener([this, gen = &g] { OnError(gen); });
+  }
+  probation_ = std::move(p);
+}
+
+PluginHost::Generation* PluginHost::DropProbation() {
+  if (!probation_) {
+    return nullptr;
+  }
+  Probation p = std::move(*probation_);
+  probation_.reset();
+  p.timer.Cancel();
+  for (const Plugin& plugin : p.gen->plugins) {
+    plugin.instance->set_error_listener(nullptr);
+  }
+  return p.previous;
+}
+
+void PluginHost::OnError(const Generation* g) {
+  if (!probation_ || probation_->gen != g || probation_->rolling_back) {
+    return;  // errors of other generations never count
+  }
+  if (++probation_->errors < probation_->threshold) {
+    return;
+  }
+  probation_->rolling_back = true;
+  if (probation_->previous == nullptr) {
+    LogScope("Generations")
+        .Error(
+            "generation {} reached {} errors in its health window: it is not recorded as "
+            "last known good (there is no earlier build to roll back to)",
+            g->name, probation_->errors);
+    return;
+  }
+  // Never inside the plugin callback that failed: the rollback is a kernel task of its own.
+  kernel_.scheduler().Schedule([this] { Rollback(); }, Priority::kKernel,
+                               TaskOrigin::Named("rollback"));
+}
+
+void PluginHost::PassProbation() {
+  if (!probation_) {
+    return;
+  }
+  Probation p = std::move(*probation_);
+  probation_.reset();
+  for (const Plugin& plugin : p.gen->plugins) {
+    plugin.instance->set_error_listener(nullptr);
+  }
+  std::size_t retired = 0;
+  if (p.previous != nullptr) {
+    retired = Release(p.previous);
+  }
+  LogScope("Generations")
+      .Info("generation {} passed its health window ({} errors, threshold {}){}", p.gen->name,
+            p.errors, p.threshold,
+            retired > 0 ? "; " + std::to_string(retired) + " old libraries stay mapped (retired)"
+                        : std::string());
+  if (!p.rolling_back) {
+    SaveLastKnownGood(*p.gen);
+  }
+}
+
+void PluginHost::Rollback() {
+  if (!probation_ || probation_->previous == nullptr || in_swap_) {
+    return;
+  }
+  Probation p = std::move(*probation_);
+  probation_.reset();
+  p.timer.Cancel();
+  Generation& bad = *p.gen;
+  Generation& previous = *p.previous;
+  SwapReport r;
+  r.reason = "health: " + std::to_string(p.errors) + " errors in " + bad.name + " within " +
+             fmt::format("{:g}", ToSeconds(p.window)) + " s of its swap";
+  r.previous = bad.name;
+  r.build = previous.build_id;
+  r.rollback = true;
+  failed_builds_.insert(bad.build_id);
+  in_swap_ = true;
+  ScopeExit done = [this]() noexcept { in_swap_ = false; };
+  // The previous build, from fresh copies of the libraries it kept resident.
+  std::unique_ptr<Generation> g = NewGeneration(previous.build_id);
+  r.generation = g->name;
+  r.stage = "mount";
+  const TimePoint t0 = RealNow();
+  Status s = MountCopiesOf(previous, *g);
+  r.load_ms = MillisSince(t0);
+  r.retired_libraries += Release(&previous);
+  if (!s.ok()) {
+    r.error = s.message() + " (" + bad.name + " serves on)";
+    r.retired_libraries += Unload(*g);
+    Finish(r);
+    return;
+  }
+  Swap(std::move(g), r, &p.previous_states);
+  Finish(r);
+}
+
+void PluginHost::SaveLastKnownGood(const Generation& g) {
+  if (lkg_dir_.empty()) {
+    return;
+  }
+  std::vector<std::string> files;
+  std::vector<std::string> names;
+  for (const Plugin& p : g.plugins) {
+    if (p.library == nullptr) {
+      return;  // plugins linked into the host are no build to keep
+    }
+    files.push_back(p.library->copy());
+    names.push_back(fs::path(p.library->source()).filename().string());
+  }
+  // Written beside, then renamed into place: a crash leaves the old one or the new one.
+  std::error_code ec;
+  const std::string tmp = lkg_dir_ + ".new";
+  const std::string old = lkg_dir_ + ".old";
+  fs::remove_all(tmp, ec);
+  Status s = WriteBuild(tmp, g.build_id, files, names);
+  if (s.ok()) {
+    fs::remove_all(old, ec);
+    if (fs::exists(lkg_dir_, ec)) {
+      fs::rename(lkg_dir_, old, ec);
+    }
+    fs::rename(tmp, lkg_dir_, ec);
+    if (ec) {
+      s = Status::IoError("cannot rename \"" + tmp + "\" to \"" + lkg_dir_ + "\": " + ec.message());
+    }
+    fs::remove_all(old, ec);
+  }
+  if (!s.ok()) {
+    LogScope("Generations")
+        .Warn("build {} could not be kept as last known good: {}", g.build_id, s.message());
+    return;
+  }
+  LogScope("Generations")
+      .Info("build {} is the last known good (kept in {})", g.build_id, lkg_dir_);
+}
+
+}  // namespace molt::kernel::loader
