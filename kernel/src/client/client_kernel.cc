@@ -17,9 +17,11 @@ namespace molt::kernel::client {
 namespace {
 
 namespace fs = std::filesystem;
+using abi::BytesArg;
 using abi::Guard;
 using abi::PluginInstance;
 using abi::Required;
+using abi::SecondsArg;
 
 // The client's layer: the connection the controllers' slots reach. Controllers hold nothing in
 // it that needs releasing (their completions are ordinary resources).

@@ -2,6 +2,8 @@
 // The health window (plugin_host.h): a new generation serves on probation, the previous one
 // resident behind it; errors attributed to it past the threshold roll back; passing the window
 // makes its build the last known good, kept under the data directory for a boot that fails.
+#include <molt/scope_exit.h>
+
 #include <filesystem>
 #include <system_error>
 #include <utility>
