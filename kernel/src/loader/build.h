@@ -5,7 +5,7 @@
 // libraries (*.so) with an optional manifest, molt-build.json:
 //
 //   {"build": "2026.12.01-3",
-//    "plugins": [{"file": "libcounter_service.so", "sha256": "9f2c...", "name": "counter",
+//    "plugins": [{"file": "libcounter.so", "sha256": "9f2c...", "name": "counter",
 //                 "version": "1.0.0", "kind": "service"}]}
 //
 // With a manifest, every library of the directory must be listed and every listed one present;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// File: tests/client/client_fixture.h
+// File: tests/kernel/client/client_fixture.h
 //
 // ClientTest: a NetTest (an in-process Network on loopback) plus one libmolt_client client,
 // driven in one thread as an app's frame loop would: Pump() alternates the server's loop and

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// File: tests/client/relay.h
+// File: tests/kernel/client/relay.h
 //
 // Relay: a TCP relay between a client and a server, on its own thread, that a test can cut:
 // every relayed connection is closed at once (as a lost link would), and new connections are
