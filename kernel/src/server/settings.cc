@@ -52,6 +52,7 @@ const NetNumber kNetNumbers[] = {
     {"net.max_sessions", 1, 1 << 24, nullptr, nullptr, &net::NetOptions::max_sessions},
     {"net.ping_interval_seconds", 0.05, 3600, &net::NetOptions::ping_interval_seconds},
     {"net.idle_timeout_seconds", 0.1, 86400, &net::NetOptions::idle_timeout_seconds},
+    {"net.resume_window_seconds", 0, 86400, &net::NetOptions::resume_window_seconds},
     {"net.offender_drop_first", 0, 1e6, nullptr, &net::NetOptions::offender_drop_first},
     {"net.offender_window_seconds", 0.1, 3600, &net::NetOptions::offender_window_seconds},
     {"net.offender_kick_after", 1, 1e9, nullptr, &net::NetOptions::offender_kick_after},

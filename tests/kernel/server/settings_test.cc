@@ -79,6 +79,20 @@ TEST_F(SettingsTest, FlagsWinOverTheFileWhichWinsOverDefaults) {
   EXPECT_EQ(settings_.log_format, ConsoleFormat::kJson);
 }
 
+// docs/network.md documents the key; a server that refused it as unknown could not turn resume
+// off or lengthen the window.
+TEST_F(SettingsTest, TheResumeWindowIsAKeyWithItsRange) {
+  ASSERT_TRUE(Resolve().ok());
+  EXPECT_EQ(settings_.net.resume_window_seconds, 30);
+  Status s = Resolve(R"({"net": {"resume_window_seconds": 0}})");
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(settings_.net.resume_window_seconds, 0);
+  ASSERT_TRUE(Resolve(R"({"net": {"resume_window_seconds": 90}})").ok());
+  EXPECT_EQ(settings_.net.resume_window_seconds, 90);
+  EXPECT_EQ(Resolve(R"({"net": {"resume_window_seconds": -1}})").message(),
+            "configuration key \"net.resume_window_seconds\" = -1 is out of range: use 0..86400");
+}
+
 TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
   auto error = [&](const std::string& json) { return Resolve(json).message(); };
   EXPECT_EQ(error(R"({"server": {"tick_rat": 30}})"),
