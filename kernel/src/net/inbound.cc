@@ -20,6 +20,16 @@ namespace {
 namespace fb = ::flatbuffers;
 namespace w = ::molt::wire;
 
+// The envelope of a frame (aligned, size prefix included), or null when it fails verification.
+// FlatBuffers' verifier is a tree of small functions (a table's start, each field, each offset)
+// that -O2 leaves as calls; flattened into this one function, the check every frame pays costs
+// about a third fewer instructions (docs/benchmarks.md, "Network").
+[[gnu::flatten]] const w::Envelope* VerifiedEnvelope(std::span<const std::uint8_t> frame) {
+  fb::Verifier verifier(frame.data(), frame.size(), w::EnvelopeVerifierOptions());
+  return w::VerifySizePrefixedEnvelopeBuffer(verifier) ? w::GetSizePrefixedEnvelope(frame.data())
+                                                       : nullptr;
+}
+
 }  // namespace
 
 void Network::Receive(Peer& peer, std::span<const std::uint8_t> bytes) {
@@ -65,31 +75,43 @@ void Network::Receive(Peer& peer, std::span<const std::uint8_t> bytes) {
   };
   const std::uint8_t* p = bytes.data();
   std::size_t left = bytes.size();
+  // Frames go to Frame() with their 4-byte header (FlatBuffers' size-prefixed layout).
   while (left > 0 && !peer.closed_) {
     if (!peer.have_header_) {
-      const std::size_t take = std::min<std::size_t>(4 - peer.partial_.size(), left);
-      peer.partial_.insert(peer.partial_.end(), p, p + take);
-      p += take;
-      left -= take;
-      if (peer.partial_.size() < 4) {
-        break;
-      }
       std::uint32_t size = 0;
-      std::memcpy(&size, peer.partial_.data(), 4);
-      if (!header(size)) {
-        break;
+      if (peer.partial_.empty() && left >= 4) {
+        // The common case: the header is whole in this read, and often its frame too, which
+        // then goes to Frame() in place, copied nowhere.
+        std::memcpy(&size, p, 4);
+        if (!header(size)) {
+          break;
+        }
+        const std::size_t whole = 4 + std::size_t{size};
+        if (left >= whole) {
+          peer.have_header_ = false;
+          Frame(peer, std::span(p, whole));
+          p += whole;
+          left -= whole;
+          continue;
+        }
+        peer.partial_.assign(p, p + 4);  // the rest comes in later reads
+        p += 4;
+        left -= 4;
+      } else {
+        const std::size_t take = std::min<std::size_t>(4 - peer.partial_.size(), left);
+        peer.partial_.insert(peer.partial_.end(), p, p + take);
+        p += take;
+        left -= take;
+        if (peer.partial_.size() < 4) {
+          break;
+        }
+        std::memcpy(&size, peer.partial_.data(), 4);
+        if (!header(size)) {
+          break;
+        }
       }
     }
-    // Frames go to Frame() with their 4-byte header (FlatBuffers' size-prefixed layout).
     const std::size_t whole = 4 + std::size_t{peer.frame_size_};
-    if (peer.partial_.size() == 4 && left >= whole - 4 && p - bytes.data() >= 4) {
-      peer.partial_.clear();  // zero-copy: the header sits just before p in this read
-      peer.have_header_ = false;
-      Frame(peer, std::span(p - 4, whole));
-      p += whole - 4;
-      left -= whole - 4;
-      continue;
-    }
     const std::size_t take = std::min<std::size_t>(whole - peer.partial_.size(), left);
     peer.partial_.insert(peer.partial_.end(), p, p + take);
     p += take;
@@ -126,11 +148,8 @@ void Network::Frame(Peer& peer, std::span<const std::uint8_t> frame) {
   // 3. Envelope verification: bounded, so a hostile nesting cannot run away. FlatBuffers reads
   // fields in place, so the frame (header included) is first put on an 8-byte boundary.
   frame = w::Aligned(frame, frame_scratch_);
-  fb::Verifier verifier(frame.data(), frame.size(), w::EnvelopeVerifierOptions());
   const bool handshake = peer.session_ == 0;
-  const w::Envelope* env = w::VerifySizePrefixedEnvelopeBuffer(verifier)
-                               ? w::GetSizePrefixedEnvelope(frame.data())
-                               : nullptr;
+  const w::Envelope* env = VerifiedEnvelope(frame);
   // The verifier accepts a union type without its table: that is no message either.
   if (env == nullptr || env->body() == nullptr || env->body_type() == w::Body::NONE) {
     ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kBadEnvelope)];
@@ -201,12 +220,8 @@ void Network::Frame(Peer& peer, std::span<const std::uint8_t> frame) {
   }
 }
 
-void Network::OnInbound(Peer& peer, bool request, ChannelId id, std::uint32_t request_id,
-                        std::span<const std::uint8_t> payload) {
-  if (!tap_.on()) {
-    Inbound(peer, request, id, request_id, payload);
-    return;
-  }
+void Network::InboundTapped(Peer& peer, bool request, ChannelId id, std::uint32_t request_id,
+                            std::span<const std::uint8_t> payload) {
   const TimePoint started = RealNow();
   const std::uint64_t rejections = rejections_;
   const Channel* ch = channels_.Find(id);

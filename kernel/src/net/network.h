@@ -312,9 +312,17 @@ class Network {
 
   // --- inbound.cc: the pipeline, steps 3-10 (Receive holds 1-2) ---
   void Frame(Peer& peer, std::span<const std::uint8_t> frame);
-  // Steps 4-10; OnInbound records them for the wire inspector when it watches.
+  // Steps 4-10; while the wire inspector watches, InboundTapped records them.
   void OnInbound(Peer& peer, bool request, ChannelId channel, std::uint32_t request_id,
-                 std::span<const std::uint8_t> payload);
+                 std::span<const std::uint8_t> payload) {
+    if (tap_.on()) {
+      InboundTapped(peer, request, channel, request_id, payload);
+    } else {
+      Inbound(peer, request, channel, request_id, payload);
+    }
+  }
+  void InboundTapped(Peer& peer, bool request, ChannelId channel, std::uint32_t request_id,
+                     std::span<const std::uint8_t> payload);
   void Inbound(Peer& peer, bool request, ChannelId channel, std::uint32_t request_id,
                std::span<const std::uint8_t> payload);
   void RejectMessage(Peer& peer, Channel* channel, Reject reason, bool request,

@@ -3,6 +3,8 @@
 // counted, requests, events, and hostile clients, with the server serving everyone else.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -438,6 +440,47 @@ TEST_F(NetTest, AfterStopAcceptingSessionsAreStillServedAndNewHandshakesRefused)
     ASSERT_EQ(bye.type(), w::Body::Bye);
     EXPECT_EQ(bye.envelope()->body_as_Bye()->reason()->str(), "ServerShutdown");
   });
+}
+
+// A connection without a socket: the test hands Network::Receive the bytes a read would.
+class StreamPeer final : public Peer {
+ public:
+  StreamPeer() : Peer("10.0.0.9") {}
+  void Write(std::span<const std::uint8_t>) override {}
+  std::size_t queued_bytes() const override { return 0; }
+  void Close(bool) override {}
+};
+
+TEST_F(NetTest, FramesCutAnywhereAcrossReadsAreEachHandledOnceInOrder) {
+  std::map<SessionId, std::vector<std::string>> seen;
+  const ChannelId say = DeclareSay("chat.Say", true, 0, [&](Session& s, std::span<Value> args) {
+    seen[s.id()].push_back(flatbuffers::GetRoot<molt::test::Say>(args[0].as.ptr)->text()->str());
+  });
+  // Twenty intents of different lengths, so frames start at every offset of a read.
+  std::vector<std::uint8_t> stream;
+  std::vector<std::string> sent;
+  for (int i = 0; i < 20; ++i) {
+    sent.push_back(std::string(static_cast<std::size_t>(i), 'x') + std::to_string(i));
+    const std::vector<std::uint8_t> f = TestClient::IntentFrame(say, SayPayload(sent.back()));
+    stream.insert(stream.end(), f.begin(), f.end());
+  }
+  std::vector<std::unique_ptr<StreamPeer>> peers;
+  for (std::size_t chunk : {1, 2, 3, 4, 5, 7, 13, 64, 100000}) {
+    peers.push_back(std::make_unique<StreamPeer>());
+    StreamPeer& peer = *peers.back();
+    ASSERT_TRUE(net_->Attach(peer));
+    net_->Receive(peer, TestClient::HelloFrame("user" + std::to_string(chunk)));
+    ASSERT_NE(peer.session(), 0u);
+    for (std::size_t at = 0; at < stream.size(); at += chunk) {
+      net_->Receive(peer, std::span(stream).subspan(at, std::min(chunk, stream.size() - at)));
+    }
+    EXPECT_EQ(seen[peer.session()], sent) << "read in pieces of " << chunk << " bytes";
+  }
+  EXPECT_EQ(net_->stats().intents_accepted, sent.size() * peers.size());
+  EXPECT_EQ(net_->stats().intents_rejected, 0u);
+  for (auto& p : peers) {
+    net_->Detach(*p, ExitReason::kClientClosed);
+  }
 }
 
 TEST_F(NetTest, AHandlerMayRemoveItsOwnChannel) {
