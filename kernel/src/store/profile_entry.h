@@ -13,10 +13,10 @@
 
 #include <boost/json/value.hpp>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kernel/src/store/profiles.h"
 
@@ -39,7 +39,9 @@ struct Profiles::Entry {
   bool backup_now = false;       // the next save also backs the document up
   bool in_txn = false;           // a transaction on it is with the store
   bool leave_after_txn = false;  // the session ended meanwhile: its final save waits
-  std::deque<std::pair<SnapshotInfo, boost::json::value>> snapshots;  // oldest first
+  // Oldest first. A vector, not a deque: libstdc++'s deque allocates 576 bytes when it is made,
+  // and every session's entry has this member, snapshots or not.
+  std::vector<std::pair<SnapshotInfo, boost::json::value>> snapshots;
   Callback<void(Status)> on_load;  // a manual key's LoadKey: told once it is loaded or failed
   bool manual() const { return session >= kKeyIds; }
   bool dirty() const { return version != saved_version; }

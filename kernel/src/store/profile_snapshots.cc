@@ -29,7 +29,7 @@ Result<std::uint64_t> Profiles::Snapshot(net::SessionId session, std::string lab
   const std::uint64_t id = next_snapshot_++;
   e->snapshots.emplace_back(SnapshotInfo{id, std::move(label), WallNow()}, e->doc);
   if (e->snapshots.size() > kSnapshots) {
-    e->snapshots.pop_front();
+    e->snapshots.erase(e->snapshots.begin());
   }
   return id;
 }

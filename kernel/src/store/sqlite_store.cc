@@ -190,10 +190,17 @@ class SqliteStore::Worker {
       } else if (!results[i].status.ok()) {
         ++failures;
       }
-      auto cb = std::make_shared<Callback<void(LoadResult)>>(std::move(requests[i].done));
-      auto r = std::make_shared<LoadResult>(std::move(results[i]));
-      deliver_([cb, r] { (*cb)(std::move(*r)); });
     }
+    // The batch's completions travel together: one hand-off to the kernel thread (one wake-up)
+    // for a burst of joins, not one each.
+    auto batch = std::make_shared<std::pair<std::vector<LoadRequest>, std::vector<LoadResult>>>(
+        std::move(requests), std::move(results));
+    deliver_([batch] {
+      auto& [done, loaded] = *batch;
+      for (std::size_t i = 0; i < done.size(); ++i) {
+        done[i].done(std::move(loaded[i]));
+      }
+    });
   }
 
   std::unique_ptr<SqliteDb> db_;
