@@ -22,8 +22,8 @@ namespace w = ::molt::wire;
 
 // The envelope of a frame (aligned, size prefix included), or null when it fails verification.
 // FlatBuffers' verifier is a tree of small functions (a table's start, each field, each offset)
-// that -O2 leaves as calls; flattened into this one function, the check every frame pays costs
-// about a third fewer instructions (docs/benchmarks.md, "Network").
+// that -O2 leaves as calls; flattened into this one function, the whole pipeline runs a fifth
+// fewer instructions per frame (docs/benchmarks.md, "Network").
 [[gnu::flatten]] const w::Envelope* VerifiedEnvelope(std::span<const std::uint8_t> frame) {
   fb::Verifier verifier(frame.data(), frame.size(), w::EnvelopeVerifierOptions());
   return w::VerifySizePrefixedEnvelopeBuffer(verifier) ? w::GetSizePrefixedEnvelope(frame.data())
