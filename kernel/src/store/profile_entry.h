@@ -33,6 +33,7 @@ struct Profiles::Entry {
   bool loading = false;              // a load is with the store
   bool left = false;                 // the session ended while its profile was loading
   TaskHandle retry;                  // the next load attempt while the lease is held elsewhere
+  std::uint32_t attempt = 0;         // of the load under way (its backoff)
   std::optional<LoadResult> parked;  // landed while detached: finished by Adopt()
   std::optional<Status> verdict;     // validate's, kept at Detach() for `verdict_version`
   std::uint64_t verdict_version = 0;

@@ -64,7 +64,8 @@ Profiles::Profiles(Kernel& kernel, net::Network& network, ProfileStore& store, s
   on_session_ = network_.sessions().OnSession([this](net::Session& s) {
     auto e = std::make_unique<Entry>();
     e->session = s.id();
-    e->key = spec_.name + "/" + s.user();
+    e->key.reserve(spec_.name.size() + 1 + s.user().size());  // one allocation, not three
+    e->key.append(spec_.name).append(1, '/').append(s.user());
     entries_[s.id()] = std::move(e);
     s.BindLast([this, id = s.id()] { FinalSave(id); }, this, [] {});
     Load(s.id(), 0);
@@ -111,19 +112,22 @@ void Profiles::Load(net::SessionId session, std::uint32_t attempt) {
     return;
   }
   e->loading = true;
+  e->attempt = attempt;
+  // The completion's captures fit a Callback's inline storage: no allocation per join.
   store_.Load(e->key, host_, std::chrono::duration_cast<std::chrono::milliseconds>(spec_.lease_ttl),
-              [this, alive = std::weak_ptr<bool>(alive_), session, attempt](LoadResult r) {
+              [this, alive = std::weak_ptr<bool>(alive_), session](LoadResult r) {
                 if (alive.lock()) {
-                  OnLoaded(session, attempt, std::move(r));
+                  OnLoaded(session, std::move(r));
                 }
               });
 }
 
-void Profiles::OnLoaded(net::SessionId session, std::uint32_t attempt, LoadResult r) {
+void Profiles::OnLoaded(net::SessionId session, LoadResult r) {
   Entry* e = Find(session);
   if (e == nullptr) {
     return;
   }
+  const std::uint32_t attempt = e->attempt;
   e->loading = false;
   if (e->left || draining_) {
     // The session ended (or the server closes) while it loaded: let the lease go at once.
@@ -458,7 +462,8 @@ Status Profiles::Adopt(ProfileSpec spec) {
     }
   }
   for (auto& [id, r] : parked) {
-    OnLoaded(id, 0, std::move(r));
+    entries_.at(id)->attempt = 0;
+    OnLoaded(id, std::move(r));
   }
   if (pass_ == nullptr) {  // a pass under way re-arms when its batch is written
     ArmAutosave(spec_.autosave);

@@ -216,7 +216,7 @@ class Profiles {
  private:
   struct Entry;  // one profile's state (profile_entry.h)
   void Load(net::SessionId session, std::uint32_t attempt);
-  void OnLoaded(net::SessionId session, std::uint32_t attempt, LoadResult r);
+  void OnLoaded(net::SessionId session, LoadResult r);
   void Fail(net::SessionId session, const std::string& why);
   // spec_.validate's verdict on `e`'s document, or the one kept at Detach().
   Status Validate(Entry& e, const std::string& text);
