@@ -46,8 +46,9 @@ void Network::Receive(Peer& peer, std::span<const std::uint8_t> bytes) {
   if (!peer.bytes_.Take(now, static_cast<double>(bytes.size()))) {
     Flood(peer, bytes.size(), options_.bytes_per_tick);
   }
-  // A frame's header was read: count it, charge the message budget, check the size cap.
-  auto header = [&](std::uint32_t size) {
+  // A frame's header was read: count it, charge the message budget, check the size cap. Inlined:
+  // it runs for every frame.
+  auto header = [&](std::uint32_t size) __attribute__((always_inline)) {
     ++stats_.frames_in;
     // 1. The message budget.
     if (!peer.messages_.Take(now)) {
