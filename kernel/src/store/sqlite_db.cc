@@ -93,11 +93,17 @@ class SqliteDb::Statement {
   int Prepare(sqlite3* db, const char* sql) {
     return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
   }
-  // Resets and binds: text for strings, integers for integers, NULL for nullopt.
+  // Resets and binds: text for strings, integers for integers, NULL for nullopt. Text is bound
+  // in place (SQLITE_STATIC), not copied: REQUIRES the arguments to outlive the Step()s that
+  // follow, as they do in every caller (Bind(...).Step() in one expression, or arguments that
+  // are the caller's parameters). Bindings are cleared only when fewer values than parameters
+  // are given: every parameter is rebound otherwise.
   template <class... A>
   Statement& Bind(const A&... args) {
     sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
+    if (static_cast<int>(sizeof...(A)) < sqlite3_bind_parameter_count(stmt_)) {
+      sqlite3_clear_bindings(stmt_);
+    }
     int i = 0;
     (BindOne(++i, args), ...);
     return *this;
@@ -113,7 +119,7 @@ class SqliteDb::Statement {
 
  private:
   void BindOne(int i, const std::string& v) {
-    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
   }
   void BindOne(int i, const std::optional<std::string>& v) {
     if (v) {
