@@ -17,6 +17,7 @@
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/net_api.h"
 #include "net_fixture.h"
+#include "tests/support/run_on_loop.h"
 
 namespace molt::kernel::loader {
 namespace {
@@ -87,16 +88,7 @@ class GenerationsTest : public net::NetTest {
     }
   }
   // Runs `fn` on the kernel thread (from a client body) and waits for it.
-  void OnKernel(const std::function<void()>& fn) {
-    std::atomic<bool> done{false};
-    kernel_->loop().Post([&] {
-      fn();
-      done = true;
-    });
-    while (!done.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
+  void OnKernel(const std::function<void()>& fn) { molt::test::RunOnLoop(kernel_->loop(), fn); }
   bool Saw(const std::string& line) const {
     return std::find(events_.begin(), events_.end(), line) != events_.end();
   }

@@ -28,6 +28,7 @@
 #include "kernel/src/store/profiles.h"
 #include "kernel/src/store/sqlite_store.h"
 #include "net_fixture.h"
+#include "tests/support/run_on_loop.h"
 
 namespace molt::kernel::store {
 
@@ -117,16 +118,7 @@ class ProfilesTest : public net::NetTest {
     sqlite3_close(db);
   }
   // Runs `fn` on the kernel thread (from a client body) and waits for it.
-  void OnKernelSync(const std::function<void()>& fn) {
-    std::atomic<bool> done{false};
-    kernel_->loop().Post([&] {
-      fn();
-      done = true;
-    });
-    while (!done.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
+  void OnKernelSync(const std::function<void()>& fn) { molt::test::RunOnLoop(kernel_->loop(), fn); }
   // The document (or the value at `pointer`), or "<error>".
   std::string Doc(net::SessionId s, std::string_view pointer = "") {
     Result<std::string> r = profiles_->Get(s, pointer);
