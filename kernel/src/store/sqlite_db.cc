@@ -12,7 +12,10 @@
 #include <ctime>
 #include <filesystem>
 #include <iterator>
+#include <span>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace molt::kernel::store {
 
@@ -106,6 +109,20 @@ class SqliteDb::Statement {
     }
     int i = 0;
     (BindOne(++i, args), ...);
+    return *this;
+  }
+  // Binds `keys` to ?first, ?first+1, ... and NULL to the parameters after them (a key that is
+  // NULL matches no row). Same lifetime rule as Bind().
+  Statement& BindKeys(int first, const std::vector<const std::string*>& keys) {
+    sqlite3_reset(stmt_);
+    const int count = sqlite3_bind_parameter_count(stmt_);
+    int i = first;
+    for (const std::string* k : keys) {
+      BindOne(i++, *k);
+    }
+    for (; i <= count; ++i) {
+      sqlite3_bind_null(stmt_, i);
+    }
     return *this;
   }
   int Step() { return sqlite3_step(stmt_); }
@@ -247,13 +264,14 @@ std::vector<LoadResult> SqliteDb::LoadMany(const std::vector<LoadArgs>& loads) {
   std::vector<LoadResult> out;
   if (Begin().ok()) {
     const WallMillis now = options_.now();
-    for (const LoadArgs& l : loads) {
-      out.push_back(Acquire(l.key, l.owner, l.ttl, now));
-      if (!out.back().status.ok() && !out.back().busy()) {
-        break;
-      }
+    out.resize(loads.size());
+    bool failed = false;
+    for (std::size_t first = 0; first < loads.size() && !failed; first += kChunk) {
+      const std::span<const LoadArgs> chunk(loads.data() + first,
+                                            std::min(kChunk, loads.size() - first));
+      failed = !AcquireChunk(chunk, now, out.data() + first).ok();
     }
-    if (out.size() == loads.size() &&
+    if (!failed &&
         std::all_of(out.begin(), out.end(),
                     [](const LoadResult& r) { return r.status.ok() || r.busy(); }) &&
         Commit("loading profiles").ok()) {
@@ -464,14 +482,8 @@ LoadResult SqliteDb::Acquire(const std::string& key, const std::string& owner,
     rec = std::move(**row);
   }
   rec.key = key;
-  if (exists && !rec.lease.owner.empty() && rec.lease.expires > now) {
-    r.holder = rec.lease;
-    r.record = Record{};
-    r.status = Status::FailedPrecondition(fmt::format(
-        "profile \"{}\" is leased by {} until {} (lease token {}): wait for its release or "
-        "expiry, then load it again",
-        key, r.holder.owner, Iso(r.holder.expires), r.holder.token));
-    return r;
+  if (exists && Held(rec.lease, now)) {
+    return LeasedElsewhere(key, rec.lease);
   }
   rec.lease = Lease{owner, rec.lease.token + 1, now + ttl.count()};
   rec.updated = now;
@@ -499,17 +511,114 @@ Result<std::optional<Record>> SqliteDb::Select(const std::string& key) {
   }
   Record rec;
   rec.key = key;
-  if (!select.Null(0)) {
-    rec.data = select.Text(0);
-  }
-  rec.schema_version = static_cast<std::uint32_t>(select.Int(1));
-  rec.revision = static_cast<std::uint64_t>(select.Int(2));
-  rec.lease.owner = select.Text(3);
-  rec.lease.token = static_cast<std::uint64_t>(select.Int(4));
-  rec.lease.expires = select.Int(5);
-  rec.updated = select.Int(6);
+  ReadRow(select, rec);
   select.Reset();
   return std::optional<Record>(std::move(rec));
+}
+
+// The columns of kRowColumns, in their order, into `rec` (all but the key).
+void SqliteDb::ReadRow(const Statement& st, Record& rec) {
+  if (!st.Null(0)) {
+    rec.data = st.Text(0);
+  }
+  rec.schema_version = static_cast<std::uint32_t>(st.Int(1));
+  rec.revision = static_cast<std::uint64_t>(st.Int(2));
+  rec.lease.owner = st.Text(3);
+  rec.lease.token = static_cast<std::uint64_t>(st.Int(4));
+  rec.lease.expires = st.Int(5);
+  rec.updated = st.Int(6);
+}
+
+bool SqliteDb::Held(const Lease& lease, WallMillis now) {
+  return !lease.owner.empty() && lease.expires > now;
+}
+
+LoadResult SqliteDb::LeasedElsewhere(const std::string& key, const Lease& holder) {
+  LoadResult r;
+  r.holder = holder;
+  r.status = Status::FailedPrecondition(fmt::format(
+      "profile \"{}\" is leased by {} until {} (lease token {}): wait for its release or "
+      "expiry, then load it again",
+      key, holder.owner, Iso(holder.expires), holder.token));
+  return r;
+}
+
+Status SqliteDb::AcquireChunk(std::span<const LoadArgs> loads, WallMillis now, LoadResult* out) {
+  // One statement of each kind serves the chunk when its loads share the owner and the lease
+  // time and no key comes twice (the second would be refused by the first's lease); otherwise
+  // each load is taken as Load() takes it.
+  bool together = true;
+  for (std::size_t i = 0; i < loads.size() && together; ++i) {
+    together = loads[i].owner == loads[0].owner && loads[i].ttl == loads[0].ttl;
+    for (std::size_t j = 0; j < i && together; ++j) {
+      together = loads[j].key != loads[i].key;
+    }
+  }
+  if (!together) {
+    for (std::size_t i = 0; i < loads.size(); ++i) {
+      out[i] = Acquire(loads[i].key, loads[i].owner, loads[i].ttl, now);
+      if (!out[i].status.ok() && !out[i].busy()) {
+        return out[i].status;
+      }
+    }
+    return Status::Ok();
+  }
+
+  std::vector<const std::string*> keys;
+  keys.reserve(loads.size());
+  for (const LoadArgs& l : loads) {
+    keys.push_back(&l.key);
+  }
+  std::vector<bool> exists(loads.size(), false);
+  Statement& select = select_many_->BindKeys(1, keys);
+  int rc;
+  while ((rc = select.Step()) == SQLITE_ROW) {
+    const std::string key = select.Text(kRowColumns);
+    for (std::size_t i = 0; i < loads.size(); ++i) {
+      if (!exists[i] && loads[i].key == key) {
+        exists[i] = true;
+        ReadRow(select, out[i].record);
+        break;
+      }
+    }
+  }
+  select.Reset();
+  if (rc != SQLITE_DONE) {
+    return Failure(db_, rc, "selecting the rows of a burst of loads");
+  }
+
+  const std::string& owner = loads[0].owner;
+  const WallMillis expires = now + loads[0].ttl.count();
+  std::vector<const std::string*> renewed, created;
+  for (std::size_t i = 0; i < loads.size(); ++i) {
+    Record& rec = out[i].record;
+    if (exists[i] && Held(rec.lease, now)) {
+      out[i] = LeasedElsewhere(loads[i].key, rec.lease);
+      continue;
+    }
+    (exists[i] ? renewed : created).push_back(&loads[i].key);
+    rec.key = loads[i].key;
+    rec.lease = Lease{owner, rec.lease.token + 1, expires};
+    rec.updated = now;
+  }
+  // Both statements take the key's lease as Acquire() does: token + 1 (1 for a new row).
+  for (auto [st, list] :
+       {std::pair{acquire_many_.get(), &renewed}, {insert_many_.get(), &created}}) {
+    if (list->empty()) {
+      continue;
+    }
+    rc = st->Bind(owner, expires, now).BindKeys(4, *list).Step();
+    st->Reset();
+    if (rc != SQLITE_DONE) {
+      return Failure(db_, rc, "taking the leases of a burst of loads");
+    }
+    if (sqlite3_changes(db_) != static_cast<int>(list->size())) {
+      return Status::Internal(fmt::format(
+          "taking the leases of a burst of loads changed {} rows where {} were expected",
+          sqlite3_changes(db_), list->size()));
+    }
+  }
+  return Status::Ok();
 }
 
 Status SqliteDb::Refused(int rc, const char* what) {
@@ -556,13 +665,41 @@ Status SqliteDb::Exec(const char* sql) {
 }
 
 Status SqliteDb::Prepare() {
+  // A load reads kRowColumns columns; a burst's statements take kChunk keys each (?1.. for the
+  // select; ?4.. after the owner, the expiry and the time for the two that take leases).
+  constexpr const char* kRow =
+      "SELECT data, schema_version, revision, COALESCE(lease_owner, ''), lease_token, "
+      "lease_expires_ms, updated_ms";
+  // "?4, ?5, ..." (or "(?4), (?5), ...", rows of VALUES): kChunk parameters from ?first.
+  const auto params = [](std::size_t first, const char* each) {
+    std::string out;
+    for (std::size_t i = 0; i < kChunk; ++i) {
+      out += fmt::format(fmt::runtime(each), i == 0 ? "" : ", ", first + i);
+    }
+    return out;
+  };
+  const std::string in = params(4, "{}?{}");
+  const std::string rows = params(4, "{}(?{})");
+  const std::string select = fmt::format("{} FROM profiles WHERE key = ?1", kRow);
+  const std::string select_many =
+      fmt::format("{}, key FROM profiles WHERE key IN ({})", kRow, params(1, "{}?{}"));
+  const std::string acquire_many = fmt::format(
+      "UPDATE profiles SET lease_owner = ?1, lease_token = lease_token + 1, lease_expires_ms = "
+      "?2, updated_ms = ?3 WHERE key IN ({})",
+      in);
+  const std::string insert_many = fmt::format(
+      "INSERT INTO profiles (key, data, schema_version, revision, lease_owner, lease_token, "
+      "lease_expires_ms, updated_ms) SELECT column1, NULL, 0, 0, ?1, 1, ?2, ?3 FROM (VALUES {}) "
+      "WHERE column1 IS NOT NULL",
+      rows);
   struct {
     std::unique_ptr<Statement>* into;
     const char* sql;
   } const list[] = {
-      {&select_,
-       "SELECT data, schema_version, revision, COALESCE(lease_owner, ''), lease_token, "
-       "lease_expires_ms, updated_ms FROM profiles WHERE key = ?1"},
+      {&select_, select.c_str()},
+      {&select_many_, select_many.c_str()},
+      {&acquire_many_, acquire_many.c_str()},
+      {&insert_many_, insert_many.c_str()},
       {&acquire_,
        "UPDATE profiles SET lease_owner = ?2, lease_token = ?3, lease_expires_ms = ?4, "
        "updated_ms = ?5 WHERE key = ?1"},

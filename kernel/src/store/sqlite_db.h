@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,7 +65,8 @@ class SqliteDb {
   // Takes the lease on `key` for `owner` in one transaction (ProfileStore::Load).
   LoadResult Load(const std::string& key, const std::string& owner, std::chrono::milliseconds ttl);
   // Loads that queued up together, in one transaction (a burst of joins commits once), one result
-  // each, in order. Should the transaction fail, each load is tried in one of its own.
+  // each, in order, each as Load() would give it. The keys are read and leased kChunk at a time,
+  // a statement each. Should the transaction fail, each load is tried in one of its own.
   std::vector<LoadResult> LoadMany(const std::vector<LoadArgs>& loads);
   // `batch` in one transaction, each write on its own lease (ProfileStore::Write); `results` gets
   // one per write. A failed batch fails every result with its status.
@@ -93,6 +95,19 @@ class SqliteDb {
   // The slot the next backup of `key` goes to: an empty one, else the oldest.
   int OldestSlot(const std::string& key);
   Status PutBackup(const store::Write& w, int slot, std::uint64_t revision, WallMillis now);
+  // Keys one statement of a burst takes (LoadMany).
+  static constexpr std::size_t kChunk = 32;
+  // The row columns a select reads before the key (ReadRow).
+  static constexpr int kRowColumns = 7;
+  static void ReadRow(const Statement& st, Record& rec);
+  // `lease` is someone's and has not expired.
+  static bool Held(const Lease& lease, WallMillis now);
+  // The busy result of a load whose key `holder` leases.
+  static LoadResult LeasedElsewhere(const std::string& key, const Lease& holder);
+  // Takes the leases of `loads` (at most kChunk) inside the open transaction into out[0..): with
+  // one select and at most one update and one insert when they share owner and lease time. An
+  // error return is the database's (the transaction must roll back).
+  Status AcquireChunk(std::span<const LoadArgs> loads, WallMillis now, LoadResult* out);
   // Takes the lease on `key` inside the open transaction (see Load); busy leaves it unchanged.
   LoadResult Acquire(const std::string& key, const std::string& owner,
                      std::chrono::milliseconds ttl, WallMillis now);
@@ -116,7 +131,8 @@ class SqliteDb {
   int wal_pages_ = 0;
   static constexpr int kIdleCheckpointPages = 1000;   // SQLite's own default threshold
   static constexpr int kBusyCheckpointPages = 16000;  // ~64 MB: checkpoint even under load
-  std::unique_ptr<Statement> select_, acquire_, insert_, write_, begin_, commit_, rollback_;
+  std::unique_ptr<Statement> select_, select_many_, acquire_many_, insert_many_;
+  std::unique_ptr<Statement> acquire_, insert_, write_, begin_, commit_, rollback_;
   std::unique_ptr<Statement> backup_slots_, backup_put_, backup_at_, backups_, txn_;
   std::vector<std::unique_ptr<Statement>*> statements_;
 };

@@ -222,6 +222,106 @@ TEST_F(SqliteDbTest, AFullDiskFailsTheBatchClearlyAndLosesNothingStored) {
   EXPECT_EQ(retry.second[0].revision, 2u);
 }
 
+// A burst of loads (LoadMany) takes its keys a chunk per statement; every result, and every row it
+// leaves, is what one Load() per key gives on a copy of the same database: new keys, free ones
+// with a document, leases unexpired (busy) and expired (taken over), keys that need quoting, a
+// key twice and a second owner (taken one by one), across the chunks' boundaries.
+TEST_F(SqliteDbTest, ABurstOfLoadsEndsAsOneLoadPerKeyWould) {
+  auto burst = Open();
+  auto single = std::make_unique<SqliteDb>(dir_ + "/single.db",
+                                           SqliteOptions{.now = [this] { return now_.load(); }});
+  ASSERT_TRUE(single->Open().ok());
+  for (SqliteDb* db : {burst.get(), single.get()}) {
+    const std::uint64_t t = LoadNow(*db, "back", "host-a").record.lease.token;
+    ASSERT_TRUE(WriteNow(*db, {{.key = "back", .token = t, .data = "{\"coins\":7}"}}).first.ok());
+    ASSERT_TRUE(WriteNow(*db, {{.key = "back", .token = t, .release = true}}).first.ok());
+    ASSERT_TRUE(LoadNow(*db, "held", "host-b", seconds(600)).status.ok());
+    ASSERT_TRUE(LoadNow(*db, "expired", "host-c", seconds(1)).status.ok());
+  }
+  now_ += 2'000;
+
+  std::vector<SqliteDb::LoadArgs> loads;
+  for (int i = 0; i < 70; ++i) {
+    loads.push_back({"new:" + std::to_string(i), "host-a", seconds(180)});
+  }
+  loads[31].key = "back";  // the last of the first chunk
+  loads[32].key = "held";  // the first of the second
+  loads[65].key = "expired";
+  loads[66].key = "it's \"quoted\", 'twice' ?1";
+  const std::vector<SqliteDb::LoadArgs> mixed = {{"dup", "host-a", seconds(180)},
+                                                 {"dup", "host-a", seconds(180)},
+                                                 {"other", "host-d", seconds(30)}};
+  for (const auto& batch : {loads, mixed}) {
+    const std::vector<LoadResult> got = burst->LoadMany(batch);
+    ASSERT_EQ(got.size(), batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      SCOPED_TRACE(batch[i].key);
+      const LoadResult want = single->Load(batch[i].key, batch[i].owner, batch[i].ttl);
+      EXPECT_EQ(got[i].status.code(), want.status.code());
+      EXPECT_EQ(got[i].status.message(), want.status.message());
+      EXPECT_EQ(got[i].holder.owner, want.holder.owner);
+      EXPECT_EQ(got[i].holder.token, want.holder.token);
+      EXPECT_EQ(got[i].record.key, want.record.key);
+      EXPECT_EQ(got[i].record.data, want.record.data);
+      EXPECT_EQ(got[i].record.revision, want.record.revision);
+      EXPECT_EQ(got[i].record.lease.owner, want.record.lease.owner);
+      EXPECT_EQ(got[i].record.lease.token, want.record.lease.token);
+      EXPECT_EQ(got[i].record.lease.expires, want.record.lease.expires);
+      EXPECT_EQ(got[i].record.updated, want.record.updated);
+      Result<Record> row = ReadNow(*burst, batch[i].key);
+      Result<Record> want_row = ReadNow(*single, batch[i].key);
+      ASSERT_TRUE(row.ok() && want_row.ok());
+      EXPECT_EQ(row->data, want_row->data);
+      EXPECT_EQ(row->lease.owner, want_row->lease.owner);
+      EXPECT_EQ(row->lease.token, want_row->lease.token);
+      EXPECT_EQ(row->lease.expires, want_row->lease.expires);
+    }
+  }
+  // What those are, spelled out once.
+  Result<Record> back = ReadNow(*burst, "back");
+  EXPECT_EQ(back->data, "{\"coins\":7}");
+  EXPECT_EQ(back->lease.owner, "host-a");
+  EXPECT_EQ(back->lease.token, 2u);
+  EXPECT_EQ(ReadNow(*burst, "held")->lease.owner, "host-b");
+  EXPECT_EQ(ReadNow(*burst, "expired")->lease.token, 2u);
+  EXPECT_EQ(ReadNow(*burst, "new:69")->lease.token, 1u);
+  EXPECT_EQ(ReadNow(*burst, "dup")->lease.token, 1u);
+}
+
+// A burst the disk cannot hold is tried again one load at a time: each load says why it failed,
+// and the ones that fit are taken, whole.
+TEST_F(SqliteDbTest, ABurstOnAFullDiskFailsEachLoadClearlyAndKeepsWhatFits) {
+  auto db = Open();
+  db->SetMaxPageCount(3);  // the layout's own pages, and no more
+  std::vector<SqliteDb::LoadArgs> loads;
+  for (int i = 0; i < 40; ++i) {
+    loads.push_back({"user:" + std::string(300, 'k') + std::to_string(i), "host-a", seconds(180)});
+  }
+  const std::vector<LoadResult> got = db->LoadMany(loads);
+  ASSERT_EQ(got.size(), loads.size());
+  std::size_t failed = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i].status.ok()) {
+      EXPECT_EQ(ReadNow(*db, loads[i].key)->lease.owner, "host-a");
+      continue;
+    }
+    ++failed;
+    EXPECT_EQ(got[i].status.code(), Status::Code::kIoError);
+    EXPECT_NE(got[i].status.message().find("profile \"" + loads[i].key +
+                                           "\": taking the lease: database or disk is full"),
+              std::string::npos)
+        << got[i].status.message();
+    EXPECT_NE(got[i].status.message().find("free space on the profile database's disk"),
+              std::string::npos);
+    EXPECT_EQ(ReadNow(*db, loads[i].key).status().code(), Status::Code::kNotFound);
+  }
+  EXPECT_GT(failed, 0u);
+  db->SetMaxPageCount(0);
+  for (const LoadResult& r : db->LoadMany(loads)) {
+    EXPECT_TRUE(r.status.ok() || r.busy()) << r.status.ToString();
+  }
+}
+
 TEST_F(SqliteDbTest, AFileThatIsNotADatabaseIsRefusedNamingItAndTheFix) {
   std::ofstream(path_) << std::string(8192, 'z');
   const Status s = OpenStatus(path_);
