@@ -195,6 +195,12 @@ void Bus::Deliver(Topic* topic, Args args) {
   if (topic->version != version_) {
     Rebuild(topic);
   }
+  if (!topic->resolved.empty()) {
+    Notify(topic, args);
+  }
+}
+
+[[gnu::noinline]] void Bus::Notify(Topic* topic, Args args) {
   ++depth_;
   Sub* const* subs = topic->resolved.data();  // survives a rebuild: see retired_lists_
   const std::size_t n = topic->resolved.size();

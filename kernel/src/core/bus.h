@@ -87,7 +87,11 @@ class Bus {
 
   void Remove(Sub* sub) noexcept;
   void Rebuild(Topic* topic);
+  // Publish: counts, rebuilds a stale list, and returns at once when nobody listens (a channel's
+  // topic on every accepted frame, most of them).
   void Deliver(Topic* topic, Args args);
+  // Calls each subscriber of a non-empty list (kept out of Deliver's fast path).
+  void Notify(Topic* topic, Args args);
 
   std::unordered_map<std::string, std::unique_ptr<Topic>, internal::StringHash, std::equal_to<>>
       topics_;

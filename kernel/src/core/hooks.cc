@@ -162,22 +162,7 @@ HookResult Hooks::Fire(Point* point, HookContext& ctx) {
     try {
       pass = node->fn(ctx);
     } catch (...) {
-      ++point->errors;
-      std::string what = "unknown exception";
-      try {
-        throw;
-      } catch (const std::exception& e) {
-        what = e.what();
-      } catch (...) {
-      }
-      if (result.error.empty()) {
-        result.error = "hook \"" + point->name + "\": handler threw: " + what;
-      }
-      if (options_.warn_on_error) {
-        LogScope("Hooks").Warn("hook \"{}\": handler (priority {}) threw: {}", point->name,
-                               node->priority, what);
-      }
-      pass = point->mode == Mode::kFailOpen;
+      pass = HandlerThrew(*point, *node, result);
     }
     if (!pass) {
       result.passed = false;
@@ -186,23 +171,50 @@ HookResult Hooks::Fire(Point* point, HookContext& ctx) {
     }
   }
   if (timed) {
-    const Duration took(static_cast<Duration::rep>(static_cast<double>(RealTicks() - started) *
-                                                   1e9 / RealTicksPerSecond()));
-    ++point->timed;
-    point->time_total += took;
-    point->time_max = std::max(point->time_max, took);
+    RecordTime(*point, started);
   }
   if (--depth_ == 0 && !retired_.empty()) {
-    for (auto& chain_copy : retired_) {
-      for (auto& node : chain_copy) {
-        if (!node->connected) {
-          node->fn = nullptr;
-        }
-      }
-    }
-    retired_.clear();
+    DropRetired();
   }
   return result;
+}
+
+[[gnu::cold]] bool Hooks::HandlerThrew(Point& point, const Node& node, HookResult& result) {
+  ++point.errors;
+  std::string what = "unknown exception";
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  if (result.error.empty()) {
+    result.error = "hook \"" + point.name + "\": handler threw: " + what;
+  }
+  if (options_.warn_on_error) {
+    LogScope("Hooks").Warn("hook \"{}\": handler (priority {}) threw: {}", point.name,
+                           node.priority, what);
+  }
+  return point.mode == Mode::kFailOpen;
+}
+
+void Hooks::RecordTime(Point& point, std::uint64_t started) {
+  const Duration took(static_cast<Duration::rep>(static_cast<double>(RealTicks() - started) * 1e9 /
+                                                 RealTicksPerSecond()));
+  ++point.timed;
+  point.time_total += took;
+  point.time_max = std::max(point.time_max, took);
+}
+
+[[gnu::noinline]] void Hooks::DropRetired() {
+  for (auto& chain_copy : retired_) {
+    for (auto& node : chain_copy) {
+      if (!node->connected) {
+        node->fn = nullptr;
+      }
+    }
+  }
+  retired_.clear();
 }
 
 std::vector<Hooks::PointInfo> Hooks::ListPoints() const {

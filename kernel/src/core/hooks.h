@@ -117,6 +117,11 @@ class Hooks {
   struct Node;
   void Remove(Node* node) noexcept;
   void Modify(Point* point);  // copy-on-write while a fire may be reading the chain
+  // Fire's rare paths, out of its hot loop: a handler threw (called from the catch: whether the
+  // chain goes on, and the first text into `result`); a fire timed; chains edited during a fire.
+  bool HandlerThrew(Point& point, const Node& node, HookResult& result);
+  static void RecordTime(Point& point, std::uint64_t started);
+  void DropRetired();
 
   Options options_;
   std::unordered_map<std::string, std::unique_ptr<Point>, internal::StringHash, std::equal_to<>>
