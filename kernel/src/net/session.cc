@@ -139,15 +139,13 @@ bool Session::EraseData(std::string_view key) {
   return true;
 }
 
-TokenBucket& Session::Bucket(const Channel& channel, TimePoint now) {
+TokenBucket& Session::NewBucket(const Channel& channel, TimePoint now) {
   if (channel.id() >= buckets_.size()) {
     buckets_.resize(channel.id() + 1);
   }
   ChannelBucket& b = buckets_[channel.id()];
-  if (b.epoch != channel.epoch()) {
-    b.epoch = channel.epoch();
-    b.bucket = TokenBucket(channel.rate(), channel.burst(), now);
-  }
+  b.epoch = channel.epoch();
+  b.bucket = TokenBucket(channel.rate(), channel.burst(), now);
   return b.bucket;
 }
 
@@ -312,16 +310,6 @@ Connection Sessions::OnSession(Callback<void(Session&)> fn, const void* owner) {
     owned_handlers_.emplace_back(owner, c);
   }
   return c;
-}
-
-Session* Sessions::Get(SessionId id) const {
-  Session* s = Find(id);
-  return s != nullptr && s->active_ ? s : nullptr;
-}
-
-Session* Sessions::Find(SessionId id) const {
-  auto it = sessions_.find(id);
-  return it == sessions_.end() ? nullptr : it->second.get();
 }
 
 std::vector<SessionId> Sessions::ActiveIds() const {

@@ -108,8 +108,15 @@ class Session {
   void* GetData(std::string_view key) const;
   bool EraseData(std::string_view key);
 
-  // The per-channel token bucket of this session, (re)created for the channel's epoch.
-  TokenBucket& Bucket(const Channel& channel, TimePoint now);
+  // The per-channel token bucket of this session, (re)created for the channel's epoch. Inline:
+  // every accepted frame takes from one.
+  TokenBucket& Bucket(const Channel& channel, TimePoint now) {
+    if (channel.id() < buckets_.size() && buckets_[channel.id()].epoch == channel.epoch())
+        [[likely]] {
+      return buckets_[channel.id()].bucket;
+    }
+    return NewBucket(channel, now);
+  }
 
   Peer* peer() const { return peer_; }
   // True while the link is lost and the session waits for the client to resume it.
@@ -134,6 +141,8 @@ class Session {
     TokenBucket bucket{0, 1, TimePoint()};
   };
 
+  // Bucket()'s rare path: the channel is new to this session, or was declared again.
+  TokenBucket& NewBucket(const Channel& channel, TimePoint now);
   std::uint64_t Add(std::vector<Binding>& list, Callback<void()> cleanup, const void* owner,
                     Callback<void()> release);
   void RunEnd(Binding& b);
@@ -206,10 +215,17 @@ class Sessions {
 
   // Runs `fn` for every active session now, then for every future one (spec: onSession).
   Connection OnSession(Callback<void(Session&)> fn, const void* owner = nullptr);
-  // The active session `id`, or nullptr once it left (spec: getSession).
-  Session* Get(SessionId id) const;
+  // The active session `id`, or nullptr once it left (spec: getSession). Inline, as Find():
+  // every frame looks its session up.
+  Session* Get(SessionId id) const {
+    Session* s = Find(id);
+    return s != nullptr && s->active_ ? s : nullptr;
+  }
   // Like Get(), but also a session that is ending (for End hooks and topics).
-  Session* Find(SessionId id) const;
+  Session* Find(SessionId id) const {
+    auto it = sessions_.find(id);
+    return it == sessions_.end() ? nullptr : it->second.get();
+  }
   std::vector<SessionId> ActiveIds() const;
   std::size_t count() const { return active_; }
 
