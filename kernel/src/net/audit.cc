@@ -185,7 +185,7 @@ FuzzReport Fuzz(ChannelRegistry& channels, Hooks& hooks, SessionId session,
             {ch->name(), fmt::format("the verifier threw: {}", e.what())});
         continue;
       }
-      ok = ok && ch->CheckRules(raw).ok();
+      ok = ok && ch->RulesHold(raw);
       if (ok && hooks.handler_count(ch->point()) > 0) {
         Value args[] = {Value::Bytes(raw.data(), static_cast<std::uint32_t>(raw.size()))};
         HookContext ctx{.args = args, .session = session};

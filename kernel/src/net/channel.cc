@@ -45,7 +45,9 @@ std::size_t FieldSize(FieldType type) {
 }
 
 // Where field `id` of the root table starts, 0 when absent; false when the table is malformed.
-bool LocateField(std::span<const std::uint8_t> buf, std::uint16_t id, std::size_t* out) {
+// (Inlined: a rule on every frame reads one field.)
+[[gnu::always_inline]] inline bool LocateField(std::span<const std::uint8_t> buf, std::uint16_t id,
+                                               std::size_t* out) {
   std::uint32_t root = 0;
   std::int32_t soffset = 0;
   if (!ReadAt(buf, 0, &root) || !ReadAt(buf, root, &soffset)) {
@@ -199,16 +201,28 @@ namespace {
       fmt::format("field \"{}\" (id {}) of {}: {}", rule.name, rule.field, schema, what));
 }
 
-// A numeric rule (range, one-of) on the field at `pos` (0: absent, read as 0).
-[[gnu::noinline]] Status CheckNumber(const FieldRule& rule, std::string_view schema,
-                                     std::span<const std::uint8_t> payload, std::size_t pos) {
+// Refuses: sets *why, when `why` is set, to the refusal of `rule` with the text what() builds
+// (never built otherwise). Returns false, for `return Refuse(...)`.
+template <class What>
+bool Refuse(Status* why, const FieldRule& rule, std::string_view schema, What&& what) {
+  if (why != nullptr) {
+    *why = RuleRefused(rule, schema, what());
+  }
+  return false;
+}
+
+// A numeric rule (range, one-of) on the field at `pos` (0: absent, read as 0): whether it holds.
+[[gnu::noinline]] bool NumberHolds(const FieldRule& rule, std::string_view schema,
+                                   std::span<const std::uint8_t> payload, std::size_t pos,
+                                   Status* why) {
   double d = 0;
   std::int64_t i = 0;
   if (!ReadNumber(payload, pos, rule.type, &d, &i)) {
-    return RuleRefused(rule, schema, "the value is out of bounds");
+    return Refuse(why, rule, schema, [] { return "the value is out of bounds"; });
   }
   if (rule.has_range && !(d >= rule.min && d <= rule.max)) {  // NaN fails too
-    return RuleRefused(rule, schema, fmt::format("{} is outside [{}, {}]", d, rule.min, rule.max));
+    return Refuse(why, rule, schema,
+                  [&] { return fmt::format("{} is outside [{}, {}]", d, rule.min, rule.max); });
   }
   if (!rule.one_of.empty()) {
     bool found = false;
@@ -216,40 +230,60 @@ namespace {
       found = found || (v == i && static_cast<double>(v) == d);
     }
     if (!found) {
-      return RuleRefused(rule, schema, fmt::format("{} is not one of the allowed values", d));
+      return Refuse(why, rule, schema,
+                    [&] { return fmt::format("{} is not one of the allowed values", d); });
     }
   }
-  return Status();
+  return true;
+}
+
+// Whether `rule` holds on `payload` (a refusal into *why when `why` is set). Both callers inline
+// it: with `why` null (RulesHold, every frame) no text is ever built.
+[[gnu::always_inline]] inline bool RuleHolds(const FieldRule& rule, std::string_view schema,
+                                             std::span<const std::uint8_t> payload, Status* why) {
+  std::size_t pos = 0;
+  if (!LocateField(payload, rule.field, &pos) ||
+      (pos != 0 && pos + FieldSize(rule.type) > payload.size())) {
+    return Refuse(why, rule, schema, [] { return "the table is malformed"; });
+  }
+  if (rule.type != FieldType::kString) {
+    return NumberHolds(rule, schema, payload, pos, why);
+  }
+  std::uint32_t length = 0;
+  if (pos != 0) {
+    std::uint32_t rel = 0;
+    ReadAt(payload, pos, &rel);
+    const std::size_t at = pos + rel;
+    if (!ReadAt(payload, at, &length) || payload.size() - at - 4 < length) {
+      return Refuse(why, rule, schema, [] { return "the string is out of bounds"; });
+    }
+  }
+  if (rule.max_length != 0 && length > rule.max_length) {
+    return Refuse(why, rule, schema,
+                  [&] { return fmt::format("length {} exceeds {}", length, rule.max_length); });
+  }
+  return true;
 }
 
 }  // namespace
 
 Status Channel::CheckRules(std::span<const std::uint8_t> payload) const {
+  Status why;
   for (const FieldRule& rule : spec_.rules) {
-    std::size_t pos = 0;
-    if (!LocateField(payload, rule.field, &pos) ||
-        (pos != 0 && pos + FieldSize(rule.type) > payload.size())) {
-      return RuleRefused(rule, spec_.schema, "the table is malformed");
-    }
-    if (rule.type != FieldType::kString) {
-      MOLT_RETURN_IF_ERROR(CheckNumber(rule, spec_.schema, payload, pos));
-      continue;
-    }
-    std::uint32_t length = 0;
-    if (pos != 0) {
-      std::uint32_t rel = 0;
-      ReadAt(payload, pos, &rel);
-      const std::size_t at = pos + rel;
-      if (!ReadAt(payload, at, &length) || payload.size() - at - 4 < length) {
-        return RuleRefused(rule, spec_.schema, "the string is out of bounds");
-      }
-    }
-    if (rule.max_length != 0 && length > rule.max_length) {
-      return RuleRefused(rule, spec_.schema,
-                         fmt::format("length {} exceeds {}", length, rule.max_length));
+    if (!RuleHolds(rule, spec_.schema, payload, &why)) {
+      return why;
     }
   }
   return Status();
+}
+
+bool Channel::RulesHold(std::span<const std::uint8_t> payload) const {
+  for (const FieldRule& rule : spec_.rules) {
+    if (!RuleHolds(rule, spec_.schema, payload, nullptr)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 ChannelRegistry::ChannelRegistry(Hooks& hooks, Bus& bus) : hooks_(hooks), bus_(bus) {}

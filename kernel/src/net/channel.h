@@ -174,6 +174,8 @@ class Channel {
   bool guarded(const Hooks& hooks) const;
   // OK, or `field "text" (id 0) of chat.Say: length 340 exceeds 200`.
   Status CheckRules(std::span<const std::uint8_t> payload) const;
+  // Whether every rule holds: CheckRules() without the text, for the per-frame path.
+  bool RulesHold(std::span<const std::uint8_t> payload) const;
 
  private:
   friend class ChannelRegistry;

@@ -291,8 +291,9 @@ void Network::Inbound(Peer& peer, bool request, ChannelId id, std::uint32_t requ
     return RejectMessage(peer, ch, Reject::kBadPayload, request, request_id, 0,
                          fmt::format("the payload is not a valid {}", ch->spec().schema));
   }
-  if (Status st = ch->CheckRules(payload); !st.ok()) {
-    return RejectMessage(peer, ch, Reject::kRuleViolated, request, request_id, 0, st.message());
+  if (!ch->RulesHold(payload)) [[unlikely]] {
+    return RejectMessage(peer, ch, Reject::kRuleViolated, request, request_id, 0,
+                         ch->CheckRules(payload).message());
   }
   // 8. Fail-closed on absence: no validator and not Open rejects.
   Hooks& hooks = kernel_.hooks();

@@ -138,6 +138,14 @@ TEST_F(ChannelTest, RulesCheckRangesSetsAndLengths) {
             "field \"volume\" (id 2) of molt.test.Say: 1.5 is outside [0, 1]");
   EXPECT_FALSE(ch->CheckRules(SayPayload("hi", 2, NAN)).ok());
   EXPECT_FALSE(ch->CheckRules(SayPayload("hi", 2, INFINITY)).ok());
+  // RulesHold (the per-frame check, no text) agrees with CheckRules on each of them.
+  for (const auto& p : {SayPayload("hi", 2, 0.5f), SayPayload("toolong", 2, 0.5f),
+                        SayPayload("hi", 3, 0.5f), SayPayload("hi", 2, 1.5f),
+                        SayPayload("hi", 2, NAN), SayPayload("hi", 4, 1.0f)}) {
+    EXPECT_EQ(ch->RulesHold(p), ch->CheckRules(p).ok());
+  }
+  EXPECT_TRUE(ch->RulesHold(SayPayload("hi", 4, 1.0f)));
+  EXPECT_FALSE(ch->RulesHold(SayPayload("toolong", 2, 0.5f)));
 }
 
 TEST_F(ChannelTest, RulesNeverReadOutsideThePayload) {
@@ -148,6 +156,7 @@ TEST_F(ChannelTest, RulesNeverReadOutsideThePayload) {
   std::vector<std::uint8_t> p = SayPayload("x");
   for (std::size_t n = 0; n <= p.size(); ++n) {
     (void)ch->CheckRules(std::span(p.data(), n));  // ASan watches every read
+    EXPECT_FALSE(ch->RulesHold(std::span(p.data(), n)));
   }
   const std::vector<std::uint8_t> hostile = {0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0};
   EXPECT_EQ(ch->CheckRules(hostile).message(),
