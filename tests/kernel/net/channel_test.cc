@@ -139,9 +139,9 @@ TEST_F(ChannelTest, RulesCheckRangesSetsAndLengths) {
   EXPECT_FALSE(ch->CheckRules(SayPayload("hi", 2, NAN)).ok());
   EXPECT_FALSE(ch->CheckRules(SayPayload("hi", 2, INFINITY)).ok());
   // RulesHold (the per-frame check, no text) agrees with CheckRules on each of them.
-  for (const auto& p : {SayPayload("hi", 2, 0.5f), SayPayload("toolong", 2, 0.5f),
-                        SayPayload("hi", 3, 0.5f), SayPayload("hi", 2, 1.5f),
-                        SayPayload("hi", 2, NAN), SayPayload("hi", 4, 1.0f)}) {
+  for (const auto& p :
+       {SayPayload("hi", 2, 0.5f), SayPayload("toolong", 2, 0.5f), SayPayload("hi", 3, 0.5f),
+        SayPayload("hi", 2, 1.5f), SayPayload("hi", 2, NAN), SayPayload("hi", 4, 1.0f)}) {
     EXPECT_EQ(ch->RulesHold(p), ch->CheckRules(p).ok());
   }
   EXPECT_TRUE(ch->RulesHold(SayPayload("hi", 4, 1.0f)));
