@@ -8,15 +8,16 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "kernel/src/core/logger.h"
 #include "kernel/src/store/sqlite_db.h"
@@ -131,10 +132,12 @@ class SqliteStore::Worker {
   }
 
   void Run() {
+    std::vector<Item> taken;  // what the thread took from the queue in one go, run in order
+    std::size_t next = 0;
     for (;;) {
-      Job job;
-      std::vector<LoadRequest> loads;
-      {
+      if (next == taken.size()) {
+        taken.clear();
+        next = 0;
         std::unique_lock lock(mu_);
         // Quiet for a while: the moment for a checkpoint, which then never delays a request.
         if (!wake_.wait_for(lock, kQuiet, [&] { return stopping_ || !items_.empty(); })) {
@@ -145,17 +148,21 @@ class SqliteStore::Worker {
         if (items_.empty()) {
           break;  // stopping, and everything queued ran
         }
-        // Loads next to each other in the queue share a transaction; the order of the queue
-        // is kept (a load never overtakes a write queued before it).
-        while (!items_.empty() && std::holds_alternative<LoadRequest>(items_.front()) &&
-               loads.size() < kMaxLoadsPerTransaction) {
-          loads.push_back(std::move(std::get<LoadRequest>(items_.front())));
-          items_.pop_front();
-        }
-        if (loads.empty()) {
-          job = std::move(std::get<Job>(items_.front()));
-          items_.pop_front();
-        }
+        // The whole queue in one swap: a push from the kernel thread never waits while this
+        // thread sorts a burst into transactions (and gets the last swap's capacity back).
+        taken.swap(items_);
+      }
+      // Loads next to each other in the queue share a transaction; the order of the queue
+      // is kept (a load never overtakes a write queued before it).
+      Job job;
+      std::vector<LoadRequest> loads;
+      loads.reserve(std::min(taken.size() - next, kMaxLoadsPerTransaction));
+      while (next < taken.size() && std::holds_alternative<LoadRequest>(taken[next]) &&
+             loads.size() < kMaxLoadsPerTransaction) {
+        loads.push_back(std::move(std::get<LoadRequest>(taken[next++])));
+      }
+      if (loads.empty()) {
+        job = std::move(std::get<Job>(taken[next++]));
       }
       const std::size_t ran = loads.empty() ? 1 : loads.size();
       if (loads.empty()) {
@@ -207,7 +214,7 @@ class SqliteStore::Worker {
   ProfileStore::Deliver deliver_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<Item> items_;
+  std::vector<Item> items_;
   std::size_t queued_ = 0;
   bool stopping_ = false;
   std::thread thread_;
