@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -229,6 +230,56 @@ TEST_F(SqliteStoreTest, CompletionsComeThroughDeliverAndTheWorkRunsOffTheCalling
   run[0]();
   EXPECT_TRUE(done);
   EXPECT_FALSE(clock_on_caller);
+}
+
+// Everything queued runs in the order it was queued, however the store thread groups it: loads
+// next to each other share a transaction, and a load queued after a write sees that write. Here
+// host-b's loads of the keys host-a releases come after the releases, so none is busy.
+TEST_F(SqliteStoreTest, TheQueueRunsInOrderAndALoadNeverOvertakesAWrite) {
+  auto store = Open();
+  constexpr int kKeys = 40;
+  std::vector<std::uint64_t> tokens;
+  for (int i = 0; i < kKeys; ++i) {
+    tokens.push_back(LoadNow(*store, "k" + std::to_string(i), "host-a").record.lease.token);
+  }
+  std::mutex mu;
+  std::vector<std::string> order;  // completions, as the store thread ran them (kInline)
+  std::vector<LoadResult> taken(kKeys);
+  std::promise<void> all;
+  int left = 2 * kKeys;
+  auto done = [&](std::string what) {
+    std::lock_guard lock(mu);
+    order.push_back(std::move(what));
+    if (--left == 0) {
+      all.set_value();
+    }
+  };
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    store->Write({{.key = key,
+                   .token = tokens[i],
+                   .data = "{\"n\":" + std::to_string(i) + "}",
+                   .release = true}},
+                 [&done, key](Status s, std::vector<WriteResult> each) {
+                   EXPECT_TRUE(s.ok() && each[0].status.ok()) << key;
+                   done("write " + key);
+                 });
+  }
+  for (int i = 0; i < kKeys; ++i) {
+    store->Load("k" + std::to_string(i), "host-b", seconds(180), [&done, &taken, i](LoadResult r) {
+      taken[i] = std::move(r);
+      done("load k" + std::to_string(i));
+    });
+  }
+  all.get_future().wait();
+  ASSERT_EQ(order.size(), 2u * kKeys);
+  for (int i = 0; i < kKeys; ++i) {
+    EXPECT_EQ(order[i], "write k" + std::to_string(i));
+    EXPECT_EQ(order[kKeys + i], "load k" + std::to_string(i));
+    EXPECT_TRUE(taken[i].status.ok()) << taken[i].status.ToString();
+    EXPECT_EQ(taken[i].record.data, "{\"n\":" + std::to_string(i) + "}");
+    EXPECT_EQ(taken[i].record.lease.owner, "host-b");
+  }
 }
 
 // kill -9 in the middle of save bursts, repeatedly: the file opens clean and every batch the
