@@ -82,13 +82,18 @@ class SqliteStore::Worker {
       Run();
     });
   }
-  ~Worker() {
+  ~Worker() { Stop(); }
+
+  // Runs everything queued, then ends the thread. Idempotent.
+  void Stop() {
     {
       std::lock_guard lock(mu_);
       stopping_ = true;
     }
     wake_.notify_one();
-    thread_.join();
+    if (thread_.joinable()) {
+      thread_.join();
+    }
   }
 
   void Push(Job job) { Enqueue(std::move(job)); }
@@ -148,17 +153,22 @@ class SqliteStore::Worker {
         if (items_.empty()) {
           break;  // stopping, and everything queued ran
         }
-        // The whole queue in one swap: a push from the kernel thread never waits while this
-        // thread sorts a burst into transactions (and gets the last swap's capacity back).
+        // The whole queue in one swap: a push from the kernel thread waits at most for the swap,
+        // never while this thread sorts a burst into transactions (and the kernel thread gets
+        // the last swap's capacity back).
         taken.swap(items_);
       }
       // Loads next to each other in the queue share a transaction; the order of the queue
       // is kept (a load never overtakes a write queued before it).
       Job job;
       std::vector<LoadRequest> loads;
-      loads.reserve(std::min(taken.size() - next, kMaxLoadsPerTransaction));
-      while (next < taken.size() && std::holds_alternative<LoadRequest>(taken[next]) &&
-             loads.size() < kMaxLoadsPerTransaction) {
+      std::size_t run = 0;  // the loads at the front, up to a transaction's worth
+      while (next + run < taken.size() && run < kMaxLoadsPerTransaction &&
+             std::holds_alternative<LoadRequest>(taken[next + run])) {
+        ++run;
+      }
+      loads.reserve(run);
+      for (std::size_t i = 0; i < run; ++i) {
         loads.push_back(std::move(std::get<LoadRequest>(taken[next++])));
       }
       if (loads.empty()) {
@@ -222,7 +232,14 @@ class SqliteStore::Worker {
 
 SqliteStore::SqliteStore(std::string path) : path_(std::move(path)) {}
 
-SqliteStore::~SqliteStore() { worker_.reset(); }
+SqliteStore::~SqliteStore() {
+  // What is still queued runs before the thread ends, and its jobs reach the counters and the
+  // deliver function through worker_: so the thread is stopped while worker_ still points at
+  // it (resetting the pointer first left the jobs a null worker_).
+  if (worker_) {
+    worker_->Stop();
+  }
+}
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Deliver deliver,
                                                        SqliteOptions options) {

@@ -282,6 +282,33 @@ TEST_F(SqliteStoreTest, TheQueueRunsInOrderAndALoadNeverOvertakesAWrite) {
   }
 }
 
+// A burst longer than one transaction takes (512 loads), then a write, all queued and the store
+// closed at once: the close runs everything queued first, in order, and answers every call.
+TEST_F(SqliteStoreTest, ClosingRunsEverythingQueuedInOrderFirst) {
+  auto store = Open();
+  static constexpr int kLoads = 600;
+  std::vector<int> order;  // kInline: the completions run on the store thread, one at a time
+  for (int i = 0; i < kLoads; ++i) {
+    store->Load("u" + std::to_string(i), "host-a", seconds(180), [&order, i](LoadResult r) {
+      EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+      order.push_back(i);
+    });
+  }
+  store->Write({{.key = "u0", .token = 1, .data = "{}"}},
+               [&order](Status s, std::vector<WriteResult> each) {
+                 EXPECT_TRUE(s.ok() && each[0].status.ok());
+                 order.push_back(kLoads);
+               });
+  store.reset();
+  ASSERT_EQ(order.size(), static_cast<std::size_t>(kLoads + 1));
+  for (int i = 0; i <= kLoads; ++i) {
+    EXPECT_EQ(order[i], i);
+  }
+  auto again = Open();
+  EXPECT_EQ(ReadNow(*again, "u0")->data, "{}");
+  EXPECT_EQ(ReadNow(*again, "u599")->lease.owner, "host-a");
+}
+
 // kill -9 in the middle of save bursts, repeatedly: the file opens clean and every batch the
 // child saw acknowledged is stored at (at least) its revision.
 TEST_F(SqliteStoreTest, AKillDashNineMidSaveLosesNoAcknowledgedWrite) {
