@@ -62,6 +62,22 @@ std::string Iso(WallMillis ms) {
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
 }
 
+// `lease` is someone's and has not expired.
+bool Held(const Lease& lease, WallMillis now) {
+  return !lease.owner.empty() && lease.expires > now;
+}
+
+// The busy result of a load whose key `holder` leases.
+LoadResult LeasedElsewhere(const std::string& key, const Lease& holder) {
+  LoadResult r;
+  r.holder = holder;
+  r.status = Status::FailedPrecondition(fmt::format(
+      "profile \"{}\" is leased by {} until {} (lease token {}): wait for its release or "
+      "expiry, then load it again",
+      key, holder.owner, Iso(holder.expires), holder.token));
+  return r;
+}
+
 // A kernel status for an SQLite failure: a full disk or an I/O error is the operating system's
 // (kIoError), the rest (a corrupt file, a misuse) kInternal.
 Status Failure(sqlite3* db, int rc, const std::string& what) {
@@ -529,24 +545,10 @@ void SqliteDb::ReadRow(const Statement& st, Record& rec) {
   rec.updated = st.Int(6);
 }
 
-bool SqliteDb::Held(const Lease& lease, WallMillis now) {
-  return !lease.owner.empty() && lease.expires > now;
-}
-
-LoadResult SqliteDb::LeasedElsewhere(const std::string& key, const Lease& holder) {
-  LoadResult r;
-  r.holder = holder;
-  r.status = Status::FailedPrecondition(fmt::format(
-      "profile \"{}\" is leased by {} until {} (lease token {}): wait for its release or "
-      "expiry, then load it again",
-      key, holder.owner, Iso(holder.expires), holder.token));
-  return r;
-}
-
 Status SqliteDb::AcquireChunk(std::span<const LoadArgs> loads, WallMillis now, LoadResult* out) {
   // One statement of each kind serves the chunk when its loads share the owner and the lease
-  // time and no key comes twice (the second would be refused by the first's lease); otherwise
-  // each load is taken as Load() takes it.
+  // time and no key comes twice (one statement cannot take a key's lease and then see it taken);
+  // otherwise each load is taken in turn by Acquire(), in this same transaction.
   bool together = true;
   for (std::size_t i = 0; i < loads.size() && together; ++i) {
     together = loads[i].owner == loads[0].owner && loads[i].ttl == loads[0].ttl;

@@ -100,10 +100,6 @@ class SqliteDb {
   // The row columns a select reads before the key (ReadRow).
   static constexpr int kRowColumns = 7;
   static void ReadRow(const Statement& st, Record& rec);
-  // `lease` is someone's and has not expired.
-  static bool Held(const Lease& lease, WallMillis now);
-  // The busy result of a load whose key `holder` leases.
-  static LoadResult LeasedElsewhere(const std::string& key, const Lease& holder);
   // Takes the leases of `loads` (at most kChunk) inside the open transaction into out[0..): with
   // one select and at most one update and one insert when they share owner and lease time. An
   // error return is the database's (the transaction must roll back).
