@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <iterator>
 #include <span>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -145,10 +146,14 @@ class SqliteDb::Statement {
   void Reset() { sqlite3_reset(stmt_); }
   std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
   bool Null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-  std::string Text(int col) const {
+  // The column's text in place: valid until the next Step() or Reset().
+  std::string_view TextView(int col) const {
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
-    return p == nullptr ? std::string() : std::string(p, sqlite3_column_bytes(stmt_, col));
+    return p == nullptr
+               ? std::string_view()
+               : std::string_view(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
   }
+  std::string Text(int col) const { return std::string(TextView(col)); }
 
  private:
   void BindOne(int i, const std::string& v) {
@@ -575,7 +580,7 @@ Status SqliteDb::AcquireChunk(std::span<const LoadArgs> loads, WallMillis now, L
   Statement& select = select_many_->BindKeys(1, keys);
   int rc;
   while ((rc = select.Step()) == SQLITE_ROW) {
-    const std::string key = select.Text(kRowColumns);
+    const std::string_view key = select.TextView(kRowColumns);
     for (std::size_t i = 0; i < loads.size(); ++i) {
       if (!exists[i] && loads[i].key == key) {
         exists[i] = true;
