@@ -454,15 +454,23 @@ Status Profiles::Adopt(ProfileSpec spec) {
       ++e->version;
     }
   }
-  std::vector<std::pair<net::SessionId, LoadResult>> parked;
+  // Loads that landed while detached finish now, in turn. Each stays parked until its turn: a
+  // ProfileLoaded handler of an earlier one may end a later one's session, whose end then lets
+  // go of its lease (ReleaseParked) as for any parked load.
+  std::vector<net::SessionId> parked;
   for (auto& [id, e] : entries_) {
     if (e->parked) {
-      parked.emplace_back(id, std::move(*e->parked));
-      e->parked.reset();
+      parked.push_back(id);
     }
   }
-  for (auto& [id, r] : parked) {
-    entries_.at(id)->attempt = 0;
+  for (net::SessionId id : parked) {
+    Entry* e = Find(id);
+    if (e == nullptr || !e->parked) {
+      continue;  // ended meanwhile
+    }
+    LoadResult r = std::move(*e->parked);
+    e->parked.reset();
+    e->attempt = 0;
     OnLoaded(id, std::move(r));
   }
   if (pass_ == nullptr) {  // a pass under way re-arms when its batch is written

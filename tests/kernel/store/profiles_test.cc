@@ -268,6 +268,35 @@ TEST_F(ProfilesTest, DetachedProfilesKeepValidateVerdictsAndLoadsWaitForTheNextD
       << "new defaults fill loaded documents";
 }
 
+// Loads that landed while detached finish at the next declaration, in turn; a ProfileLoaded
+// handler of the first may end the second's session meanwhile, which then is simply gone.
+TEST_F(ProfilesTest, AdoptionSkipsAParkedLoadWhoseSessionAnEarlierHandlerEnded) {
+  Start();
+  profiles_->Detach();
+  const SessionId cid = Join("cid");
+  const SessionId dan = Join("dan");
+  ASSERT_TRUE(RunUntil([&] {
+    return Stored("PlayerData/cid", false).lease.owner == "host-a" &&
+           Stored("PlayerData/dan", false).lease.owner == "host-a";
+  }));
+  RunUntil([] { return false; }, milliseconds(30));  // both completions reach the kernel
+  ASSERT_EQ(profiles_->state(cid), ProfileState::kPending);
+  ASSERT_EQ(profiles_->state(dan), ProfileState::kPending);
+  Connection kick = kernel_->bus().Subscribe("Kernel.ProfileLoaded", [&](std::string_view, Args a) {
+    const SessionId loaded = a[0].AsHandle();
+    net_->sessions().End(loaded == cid ? dan : cid, net::ExitReason::kKicked);
+  });
+  ASSERT_TRUE(profiles_->Adopt(Spec()).ok());
+  kick.Disconnect();
+  // Exactly one of them loaded (the first in turn); the other's session ended, its lease let go.
+  const bool cid_first = profiles_->state(cid) == ProfileState::kLoaded;
+  const SessionId ended = cid_first ? dan : cid;
+  EXPECT_EQ(profiles_->state(cid_first ? cid : dan), ProfileState::kLoaded);
+  EXPECT_EQ(profiles_->state(ended), ProfileState::kNone);
+  const std::string ended_key = cid_first ? "PlayerData/dan" : "PlayerData/cid";
+  ASSERT_TRUE(RunUntil([&] { return Stored(ended_key).lease.owner.empty(); }));
+}
+
 TEST_F(ProfilesTest, AdoptionMigratesLoadedDocumentsAllOrNone) {
   Start();
   const SessionId a = Join("ada");
