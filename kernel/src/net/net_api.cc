@@ -267,10 +267,13 @@ molt_status_t SessionBindEnd(molt_context_t* ctx, molt_session_t session, std::i
         return MOLT_OK;
       });
     };
-    Callback<void()> let_go;
-    if (release != nullptr) {
-      let_go = [inst, release, user_data] { inst->RunRelease(release, user_data); };
-    }
+    // Always a release, even with none to call: a binding without one runs its cleanup when its
+    // owner lets go (session.h), and on_end is leave logic. Released is not left.
+    Callback<void()> let_go = [inst, release, user_data] {
+      if (release != nullptr) {
+        inst->RunRelease(release, user_data);
+      }
+    };
     if (last != 0) {
       found->BindLast(std::move(end), &p, std::move(let_go));
     } else {

@@ -281,6 +281,41 @@ TEST_F(GenerationsTest, ASwapReleasesSessionBindingsAndNeverRunsLeaveLogic) {
   EXPECT_EQ(events_.back().substr(events_.back().size() - 2), " 0");  // MOLT_EXIT_CLIENT_CLOSED
 }
 
+// session_bind_end's release may be NULL (molt.h): such a binding has nothing to release, and
+// its instance letting go still never runs its on_end. Every combination, from a C plugin.
+TEST_F(GenerationsTest, ReleasedIsNotLeftForEveryBindEndCombination) {
+  const std::string dir = std::string(MOLT_FIXTURE_DIR) + "/bind";
+  ASSERT_TRUE(plugins_->LoadDirectory(dir).ok());
+  ASSERT_TRUE(kernel_->Start().ok());
+  Listen();
+  std::vector<std::string> seen;
+  Connection sub = kernel_->bus().Subscribe("Fx.bind.*", [&](std::string_view topic, Args a) {
+    seen.push_back(std::string(topic.substr(8)) + " " + std::string(a[0].AsString()));
+  });
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    OnKernel([&] {
+      SwapReport r = plugins_->Reload(dir, "test");
+      EXPECT_TRUE(r.ok) << r.error;
+      // The swap released the old instance's four bindings: two releases, no end.
+      std::vector<std::string> released = seen;
+      std::sort(released.begin(), released.end());
+      EXPECT_EQ(released,
+                (std::vector<std::string>{"Release end+release", "Release last+release"}));
+      seen.clear();
+    });
+    c.Bye();
+    c.WaitClosed();
+  });
+  // The session's real end runs the new instance's four, ordinary ones first, each release after
+  // its end.
+  ASSERT_TRUE(RunUntil([&] { return seen.size() == 6; })) << testing::PrintToString(seen);
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"End end", "End end+release", "Release end+release",
+                                      "End last", "End last+release", "Release last+release"}));
+}
+
 TEST_F(GenerationsTest, AClientMidResumeComesBackToTheNewGenerationWithItsSession) {
   net::NetOptions o = NoResume();
   o.resume_window_seconds = 30;
