@@ -574,7 +574,8 @@ TEST_F(MoltdTest, BootsTheLastKnownGoodBuildWhenThePluginDirectoryFails) {
       fs::copy_file(e.path(), dir + "/" + e.path().filename().string());
     }
   }
-  const std::string config = Config(R"({"server": {"health_window_seconds": 0.2}})");
+  // The shortest health window there is (5 s, as for a manifest).
+  const std::string config = Config(R"({"server": {"health_window_seconds": 5}})");
   {
     Process p(
         {kMoltd, "--admin", "127.0.0.1:0", "-p", dir, "-d", data_, "--port", "0", "-c", config});

@@ -125,8 +125,9 @@ Status ReadManifest(const fs::path& path, Build& build) {
                                  std::to_string(static_cast<int>(hi)) + ": the default applies");
       }
     };
-    number("errors", 1, 100, &build.health_errors);
-    number("window_seconds", 5, 300, &build.health_window_seconds);
+    number("errors", kHealthErrorsMin, kHealthErrorsMax, &build.health_errors);
+    number("window_seconds", kHealthWindowMinSeconds, kHealthWindowMaxSeconds,
+           &build.health_window_seconds);
   }
   build.has_manifest = true;
   return Status::Ok();

@@ -29,6 +29,13 @@ namespace molt::kernel::loader {
 
 inline constexpr char kBuildManifest[] = "molt-build.json";
 
+// The health window's bounds (spec §25), one set for a build's manifest and for moltd's
+// configuration (server.health_errors, server.health_window_seconds).
+inline constexpr double kHealthErrorsMin = 1;
+inline constexpr double kHealthErrorsMax = 100;
+inline constexpr double kHealthWindowMinSeconds = 5;
+inline constexpr double kHealthWindowMaxSeconds = 300;
+
 // What the manifest says of one file.
 struct BuildEntry {
   std::string sha256;  // 64 lowercase hex digits

@@ -9,6 +9,8 @@
 #include <set>
 #include <tuple>
 
+#include "kernel/src/loader/build.h"
+
 namespace molt::kernel {
 namespace {
 
@@ -258,8 +260,10 @@ Status ResolveServer(const ServerOptions& options, const Config& config, Setting
   // diagnostics window (1 s in development: --watch).
   out->diagnostics_seconds = options.watch ? 1 : 5;
   for (auto [key, lo, hi, field] :
-       {std::tuple{"server.health_errors", 1.0, 100.0, &out->health_errors},
-        std::tuple{"server.health_window_seconds", 0.1, 3600.0, &out->health_window},
+       {std::tuple{"server.health_errors", loader::kHealthErrorsMin, loader::kHealthErrorsMax,
+                   &out->health_errors},
+        std::tuple{"server.health_window_seconds", loader::kHealthWindowMinSeconds,
+                   loader::kHealthWindowMaxSeconds, &out->health_window},
         std::tuple{"server.diagnostics_seconds", 0.1, 3600.0, &out->diagnostics_seconds},
         std::tuple{"server.error_window_seconds", 0.1, 3600.0, &out->error_window_seconds}}) {
     if (config.Get(key) == nullptr) {

@@ -104,6 +104,12 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
                 "server.log_format, server.log_level, server.plugin_dir, server.tick_rate)");
   EXPECT_EQ(error(R"({"server": {"health_errors": 0}})"),
             "configuration key \"server.health_errors\" is 0: use 1 to 100");
+  // The health window's bounds are a manifest's (loader/build.h): one set of bounds.
+  EXPECT_EQ(error(R"({"server": {"health_window_seconds": 0.2}})"),
+            "configuration key \"server.health_window_seconds\" is 0.2: use 5 to 300");
+  EXPECT_EQ(error(R"({"server": {"health_window_seconds": 301}})"),
+            "configuration key \"server.health_window_seconds\" is 301: use 5 to 300");
+  EXPECT_TRUE(Resolve(R"({"server": {"health_window_seconds": 5}})").ok());
   EXPECT_EQ(
       error(R"({"sever": {}, "server": {"tick_rate": 30}})").find("unknown section \"sever\""),
       std::string::npos)
