@@ -3,7 +3,6 @@
 #include "kernel/src/net/net_layer.h"
 
 #include "kernel/src/abi/bridge.h"
-#include "kernel/src/core/logger.h"
 #include "kernel/src/net/network.h"
 
 namespace molt::kernel::abi {
@@ -74,9 +73,11 @@ Status NetLayer::Serve(const void* owner) {
   for (Staged& st : staged_.Take(owner)) {
     const std::string name = st.spec.name;
     Result<net::ChannelId> id = network_->channels().Declare(std::move(st.spec), owner);
-    if (!id.ok()) {
-      LogScope("Generations")
-          .Error("channel \"{}\" could not be declared: {}", name, id.status().message());
+    if (!id.ok()) {  // the swap fails: a generation never serves without a channel it declared
+      return Status(id.status().code(), "plugin \"" +
+                                            static_cast<const PluginInstance*>(owner)->label() +
+                                            "\": channel \"" + name +
+                                            "\" could not be declared: " + id.status().message());
     }
   }
   return Status::Ok();

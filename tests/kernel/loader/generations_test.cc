@@ -541,6 +541,31 @@ TEST_F(GenerationsTest, AFailedExportAbortsTheSwapWithTheOldGenerationServing) {
   EXPECT_EQ(events_, std::vector<std::string>({"Gen.Ping", "Gen.Pong fail_export"}));
 }
 
+// A channel the new generation staged at its mount but cannot declare when it comes to serve
+// (here the host took the name meanwhile) fails the swap: the old build is restored, and the
+// report names the channel. A generation never serves without a channel it declared.
+TEST_F(GenerationsTest, AChannelThatCannotBeDeclaredAtAdoptionFailsTheSwap) {
+  BootWith("v1");
+  ASSERT_TRUE(plugins_->Mount(Build("v2_more"), "test").ok());  // stages the event gen.News
+  net::ChannelSpec news;
+  news.name = "gen.News";
+  news.kind = net::ChannelKind::kEvent;
+  news.schema = "molt.test.Add";
+  ASSERT_TRUE(net_->channels().Declare(std::move(news), nullptr).ok());
+  SwapReport r = plugins_->SwapMounted();
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.restored);
+  EXPECT_EQ(r.stage, "adopt");
+  EXPECT_NE(r.error.find("plugin \"fx_gen@"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("channel \"gen.News\" could not be declared: channel \"gen.News\" is "
+                         "already declared"),
+            std::string::npos)
+      << r.error;
+  events_.clear();
+  kernel_->bus().Publish("Gen.Ping");
+  EXPECT_EQ(events_, std::vector<std::string>({"Gen.Ping", "Gen.Pong v1"}));
+}
+
 class RestoreTest : public GenerationsTest, public ::testing::WithParamInterface<const char*> {};
 
 TEST_P(RestoreTest, AnImportOrStartFailureRestoresThePreviousBuildWithItsState) {
