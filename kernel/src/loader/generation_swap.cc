@@ -79,8 +79,12 @@ Status PluginHost::Gate() const {
   return Status::Ok();
 }
 
+void PluginHost::MarkFailed(const std::string& build_id, const std::string& why) {
+  failed_builds_[build_id] = why;
+}
+
 std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string& dir,
-                                                               SwapReport& r) {
+                                                               SwapReport& r, Trigger trigger) {
   r.stage = "mount";
   const TimePoint t0 = RealNow();
   Result<Build> build = ReadBuild(dir);
@@ -89,6 +93,17 @@ std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string
     return nullptr;
   }
   r.build = build->id;
+  if (auto failed = failed_builds_.find(build->id); failed != failed_builds_.end()) {
+    if (trigger == Trigger::kAutomatic) {
+      r.stage = "gate";
+      r.error = "build " + build->id + " failed here (" + failed->second +
+                "): it is not taken again automatically; rebuild it, or reload it yourself "
+                "(SIGHUP, the admin API) to retry it";
+      return nullptr;
+    }
+    LogScope("Generations")
+        .Warn("build {} failed here before ({}); retrying it as asked", build->id, failed->second);
+  }
   std::unique_ptr<Generation> g = NewGeneration(build->id);
   g->dir = dir;
   g->health_errors = build->health_errors;
@@ -110,7 +125,7 @@ std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string
   }
   if (!s.ok()) {
     r.error = s.message();
-    failed_builds_.insert(build->id);
+    MarkFailed(build->id, r.error);
     r.retired_libraries += Unload(*g);
     return nullptr;
   }
@@ -158,9 +173,8 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   for (Service* s : old_set.boot_order()) {
     abi::PluginInstance* inst = InstanceOf(s);
     Result<std::optional<std::string>> state = inst->ExportState(kMaxStateBytes);
-    if (!state.ok()) {
+    if (!state.ok()) {  // the serving build's failure, not the new one's: nothing is marked
       r.error = state.status().message() + " (the swap is aborted; " + old.name + " serves on)";
-      failed_builds_.insert(g->build_id);
       r.retired_libraries += Unload(*g);
       r.swap_ms = MillisSince(t0);
       return;
@@ -215,13 +229,14 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   if (s.ok()) {
     r.ok = true;
     r.stage = "done";
+    failed_builds_.erase(g->build_id);  // it runs: whatever failed before does not now
     generations_.push_back(std::move(g));
     serving_ = generations_.back().get();
   } else {
     // Back to the previous build, from fresh copies of its libraries (no static state of a
     // half-run library is reused), with the state it exported.
     r.error = s.message();
-    failed_builds_.insert(g->build_id);
+    MarkFailed(g->build_id, r.stage + ": " + r.error);
     g->services->StopAll();
     std::unique_ptr<Generation> back = NewGeneration(old.build_id);
     Status b = MountCopiesOf(old, *back);
@@ -303,7 +318,7 @@ SwapReport PluginHost::Finish(SwapReport& r) {
   return r;
 }
 
-Status PluginHost::Mount(const std::string& dir, const std::string& reason) {
+Status PluginHost::Mount(const std::string& dir, const std::string& reason, Trigger trigger) {
   Discard();
   SwapReport r;
   r.reason = reason;
@@ -312,7 +327,7 @@ Status PluginHost::Mount(const std::string& dir, const std::string& reason) {
   Status s = Gate();
   if (s.ok()) {
     in_swap_ = true;
-    mounted_ = MountBuild(dir, r);
+    mounted_ = MountBuild(dir, r, trigger);
     in_swap_ = false;
     s = mounted_ != nullptr ? Status::Ok() : Status::FailedPrecondition(r.error);
   } else {
@@ -350,15 +365,15 @@ void PluginHost::Discard() {
   }
 }
 
-SwapReport PluginHost::Reload(const std::string& dir, const std::string& reason) {
-  if (!Mount(dir, reason).ok()) {
+SwapReport PluginHost::Reload(const std::string& dir, const std::string& reason, Trigger trigger) {
+  if (!Mount(dir, reason, trigger).ok()) {
     return std::exchange(mount_report_, SwapReport());
   }
   return SwapMounted();
 }
 
 void PluginHost::RequestReload(std::string dir, std::string reason,
-                               Callback<void(const SwapReport&)> done) {
+                               Callback<void(const SwapReport&)> done, Trigger trigger) {
   if (queued_ && queued_->done) {
     SwapReport superseded;
     superseded.reason = queued_->reason;
@@ -367,7 +382,7 @@ void PluginHost::RequestReload(std::string dir, std::string reason,
     superseded.error = "superseded by a newer reload request (" + reason + ")";
     queued_->done(superseded);
   }
-  queued_ = Request{std::move(dir), std::move(reason), std::move(done)};
+  queued_ = Request{std::move(dir), std::move(reason), std::move(done), trigger};
   if (!reload_scheduled_) {
     reload_scheduled_ = true;
     kernel_.scheduler().Schedule([this] { RunQueued(); }, Priority::kKernel,
@@ -382,7 +397,7 @@ void PluginHost::RunQueued() {
   }
   auto req = std::make_shared<Request>(std::move(*queued_));
   queued_.reset();
-  if (!Mount(req->dir, req->reason).ok()) {
+  if (!Mount(req->dir, req->reason, req->trigger).ok()) {
     SwapReport r = std::exchange(mount_report_, SwapReport());
     if (req->done) {
       req->done(r);

@@ -113,7 +113,7 @@ void PluginHost::Rollback() {
   r.previous = bad.name;
   r.build = previous.build_id;
   r.rollback = true;
-  failed_builds_.insert(bad.build_id);
+  MarkFailed(bad.build_id, r.reason);
   in_swap_ = true;
   ScopeExit done = [this]() noexcept { in_swap_ = false; };
   // The previous build, from fresh copies of the libraries it kept resident.

@@ -44,7 +44,7 @@ PluginHost::PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind)
       return Status::Unsupported(
           "the serving generation was not loaded from a directory: there is nothing to reload");
     }
-    RequestReload(serving_->dir, std::move(reason));
+    RequestReload(serving_->dir, std::move(reason), nullptr, Trigger::kAutomatic);
     return Status::Ok();
   });
   kernel_.AddStatsSection("generations",
@@ -68,6 +68,10 @@ boost::json::object PluginHost::StatsObject() const {
                        {"errors", p.instance->callback_errors()},
                        {"uses", std::move(uses)}});
   }
+  boost::json::array failed;
+  for (const auto& [build, why] : failed_builds_) {
+    failed.push_back(boost::json::string(build));
+  }
   boost::json::array history;
   for (const SwapRecord& r : history_) {
     history.push_back({{"time_ms", r.time_ms}, {"report", r.report.ToJson()}});
@@ -81,7 +85,7 @@ boost::json::object PluginHost::StatsObject() const {
           {"swaps", swaps_},
           {"failed_swaps", failures_},
           {"rollbacks", rollbacks_},
-          {"failed_builds", boost::json::array(failed_builds_.begin(), failed_builds_.end())},
+          {"failed_builds", std::move(failed)},
           {"history", std::move(history)}};
 }
 

@@ -98,20 +98,27 @@ class PluginHost {
   Status AddStatic(molt_plugin_entry_fn entry, const std::string& where);
 
   // --- Swaps ---
+  // Who asks for a reload. A build that failed here (failed_builds()) is never taken again by an
+  // automatic trigger (--watch, a plugin's reload_request): it would fail the same way. An
+  // operator (SIGHUP, the admin API, a direct Reload()) may retry it.
+  enum class Trigger { kOperator, kAutomatic };
   // Replaces the serving generation with the build in `dir` (see the top of this file). Refused
   // before the kernel started, while closing, and from inside a swap (use RequestReload).
-  SwapReport Reload(const std::string& dir, const std::string& reason);
+  SwapReport Reload(const std::string& dir, const std::string& reason,
+                    Trigger trigger = Trigger::kOperator);
   // The two halves of Reload(). Mount() loads and initializes the build in `dir` dormant, beside
   // the serving generation (discarding one mounted earlier); on failure it logs the report and
   // returns why. SwapMounted() swaps the mounted generation in and returns the report.
-  Status Mount(const std::string& dir, const std::string& reason);
+  Status Mount(const std::string& dir, const std::string& reason,
+               Trigger trigger = Trigger::kOperator);
   SwapReport SwapMounted();
   bool mounted() const { return mounted_ != nullptr; }
   // Reload() on later scheduler steps (the mount on one, the swap on the next, so clients are
   // served between them); `done` (may be null) hears the report. Newest wins. A plugin's
   // reload_request (ABI 1.3) lands here, for the directory the serving generation came from.
   void RequestReload(std::string dir, std::string reason,
-                     Callback<void(const SwapReport&)> done = nullptr);
+                     Callback<void(const SwapReport&)> done = nullptr,
+                     Trigger trigger = Trigger::kOperator);
   // Refuses every later reload: the server is closing.
   void Close() { closing_ = true; }
   // Bounds the old generation's soft stop (its stop() calls, in reverse order) in a swap: once
@@ -150,8 +157,10 @@ class PluginHost {
   // The serving generation's plugins, and its name ("" before anything loaded).
   const std::vector<Plugin>& plugins() const { return serving_->plugins; }
   const std::string& generation() const { return serving_->name; }
-  // Build ids that failed here (not retried automatically; an explicit reload may).
-  const std::set<std::string>& failed_builds() const { return failed_builds_; }
+  // Build ids that failed here, each with why: a mount, init, import or start failure of its
+  // own, or its health window. Never taken again by an automatic trigger (Trigger); a swap to
+  // one that succeeds clears its mark.
+  const std::map<std::string, std::string>& failed_builds() const { return failed_builds_; }
   abi::AbiShared& shared() { return shared_; }
   // The "generations" section of the kernel's stats (Kernel::StatsObject, the stats_json slot,
   // the admin API's plugins): the serving generation and its plugins with their error counts,
@@ -184,6 +193,7 @@ class PluginHost {
     std::string dir;
     std::string reason;
     Callback<void(const SwapReport&)> done;
+    Trigger trigger;
   };
 
   // Loads `files` into `into` (all or nothing). `entries` is the manifest by file name (empty:
@@ -202,7 +212,9 @@ class PluginHost {
   // The refusal of a reload now, or OK.
   Status Gate() const;
   // Mounts the build in `dir` dormant (r's mount fields); nullptr on failure (r.error).
-  std::unique_ptr<Generation> MountBuild(const std::string& dir, SwapReport& r);
+  std::unique_ptr<Generation> MountBuild(const std::string& dir, SwapReport& r, Trigger trigger);
+  // Records that `build_id` failed here, and why.
+  void MarkFailed(const std::string& build_id, const std::string& why);
   // Swaps `g` in for the serving generation (r's swap fields), restoring on failure. A rollback
   // passes `fallback`, the states the target build exported when it was swapped out: an
   // instance that cannot read the failing build's state gets its own back.
@@ -250,7 +262,7 @@ class PluginHost {
   Generation* serving_;
   std::uint64_t next_number_ = 1;
   std::uint64_t next_copy_ = 1;
-  std::set<std::string> failed_builds_;
+  std::map<std::string, std::string> failed_builds_;  // build id -> why
   std::optional<Probation> probation_;
   Duration stop_budget_ = kStopBudget;
   std::uint32_t health_errors_ = 3;

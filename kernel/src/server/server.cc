@@ -373,7 +373,8 @@ void Server::StartWatching() {
           debounce_ = kernel_->scheduler().After(
               kWatchSettle,
               [this, file] {
-                plugins_->RequestReload(settings_.plugin_dir, "watch: " + file + " changed");
+                plugins_->RequestReload(settings_.plugin_dir, "watch: " + file + " changed",
+                                        nullptr, loader::PluginHost::Trigger::kAutomatic);
               },
               Priority::kKernel, TaskOrigin::Named("watch"));
         });

@@ -97,6 +97,13 @@ class GenerationsTest : public net::NetTest {
                          [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
   }
   net::ChannelId Id(const char* name) { return net_->channels().Find(name)->id(); }
+  std::set<std::string> FailedIds() const {
+    std::set<std::string> ids;
+    for (const auto& [id, why] : plugins_->failed_builds()) {
+      ids.insert(id);
+    }
+    return ids;
+  }
 
   std::string copies_;
   std::unique_ptr<PluginHost> plugins_;
@@ -482,7 +489,7 @@ TEST_F(GenerationsTest, ASwapToADirectoryWithNoPluginIsRefusedAndTheOldGeneratio
   EXPECT_EQ(plugins_->generation(), first);
   EXPECT_FALSE(plugins_->mounted());
   EXPECT_EQ(plugins_->resident_generations(), 1u);
-  EXPECT_EQ(plugins_->failed_builds(), std::set<std::string>{r.build});
+  EXPECT_EQ(FailedIds(), std::set<std::string>{r.build});
   EXPECT_EQ(plugins_->swaps(), 0u);
   EXPECT_EQ(plugins_->failed_swaps(), 1u);
   EXPECT_FALSE(Saw("Gen.Stopped v1"));  // never stopped
@@ -507,7 +514,7 @@ TEST_F(GenerationsTest, AManifestListingNoPluginIsRefusedByMountAndByAQueuedRelo
   Status s = plugins_->Mount(empty, "test");
   EXPECT_EQ(s.message(), refusal);
   EXPECT_FALSE(plugins_->mounted());
-  EXPECT_EQ(plugins_->failed_builds(), std::set<std::string>{"2026.12.01-0"});
+  EXPECT_EQ(FailedIds(), std::set<std::string>{"2026.12.01-0"});
   std::vector<SwapReport> heard;
   plugins_->RequestReload(empty, "SIGHUP", [&](const SwapReport& x) { heard.push_back(x); });
   Steps(2);
@@ -535,6 +542,8 @@ TEST_F(GenerationsTest, AFailedExportAbortsTheSwapWithTheOldGenerationServing) {
   EXPECT_EQ(r.stage, "export");
   EXPECT_NE(r.error.find("export_state failed: export refused"), std::string::npos) << r.error;
   EXPECT_EQ(plugins_->generation(), first);
+  // The serving build failed, not the new one: nothing is marked failed.
+  EXPECT_TRUE(plugins_->failed_builds().empty()) << FailedIds().size();
   EXPECT_FALSE(Saw("Gen.Stopped fail_export"));  // never stopped
   events_.clear();
   kernel_->bus().Publish("Gen.Ping");
@@ -564,6 +573,46 @@ TEST_F(GenerationsTest, AChannelThatCannotBeDeclaredAtAdoptionFailsTheSwap) {
   events_.clear();
   kernel_->bus().Publish("Gen.Ping");
   EXPECT_EQ(events_, std::vector<std::string>({"Gen.Ping", "Gen.Pong v1"}));
+}
+
+// A build that failed here is never taken again by an automatic trigger (--watch, a plugin's
+// reload_request): it would fail the same way. An operator may retry it; once it runs, the mark
+// goes.
+TEST_F(GenerationsTest, AFailedBuildIsNotRetriedAutomaticallyAndASuccessClearsItsMark) {
+  BootWith("v1");
+  plugins_->set_health(1, std::chrono::seconds(60));
+  ASSERT_TRUE(plugins_->Reload(Build("v2_faulty"), "test").ok);
+  const std::string faulty = plugins_->generation().substr(0, plugins_->generation().find('#'));
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Intent(Id("gen.Add"), AddPayload(1));  // one error: the window rolls back
+    c.Request(Id("gen.Total"), 1, AddPayload(0));
+    ASSERT_EQ(c.NextOf(w::Body::Response).type(), w::Body::Response);
+  });
+  ASSERT_TRUE(RunUntil([&] { return plugins_->rollbacks() == 1; }));
+  ASSERT_EQ(plugins_->failed_builds().count(faulty), 1u);
+  EXPECT_EQ(plugins_->failed_builds().at(faulty),
+            "health: 1 errors in " + faulty + "#2 within 60 s of its swap");
+  events_.clear();
+  std::vector<SwapReport> heard;
+  plugins_->RequestReload(
+      Build("v2_faulty"), "watch: fx_gen.so changed",
+      [&](const SwapReport& x) { heard.push_back(x); }, PluginHost::Trigger::kAutomatic);
+  Steps(2);
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_FALSE(heard[0].ok);
+  EXPECT_EQ(heard[0].stage, "gate");
+  EXPECT_EQ(heard[0].error, "build " + faulty + " failed here (health: 1 errors in " + faulty +
+                                "#2 within 60 s of its swap): it is not taken again "
+                                "automatically; rebuild it, or reload it yourself (SIGHUP, the "
+                                "admin API) to retry it");
+  EXPECT_EQ(Count("Gen.Stopped"), 0u);  // nothing was mounted, nothing stopped
+  // An operator's reload retries it, and its success clears the mark.
+  plugins_->set_health(3, std::chrono::seconds(60));
+  SwapReport r = plugins_->Reload(Build("v2_faulty"), "SIGHUP");
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_TRUE(plugins_->failed_builds().empty());
 }
 
 class RestoreTest : public GenerationsTest, public ::testing::WithParamInterface<const char*> {};
