@@ -204,9 +204,11 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
       }
     }
   }
-  // A swap during a health window ends it: the build it would have rolled back to is let go
-  // (unloaded once the hold is over).
-  Generation* let_go = DropProbation();
+  // A swap during a health window ends it once the new generation serves (the build it would
+  // have rolled back to is let go then); a failed one resumes it for the restored build. Either
+  // way errors of the generation being stopped never count.
+  SilenceProbation();
+  Generation* let_go = nullptr;
 
   r.stage = "stop";
   shared_.ForEachLayer([](abi::HostLayer& layer) { layer.BeginHandoff(); });
@@ -230,6 +232,7 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     r.ok = true;
     r.stage = "done";
     failed_builds_.erase(g->build_id);  // it runs: whatever failed before does not now
+    let_go = DropProbation();
     generations_.push_back(std::move(g));
     serving_ = generations_.back().get();
   } else {
@@ -247,10 +250,12 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     }
     if (b.ok()) {
       r.restored = true;
+      ResumeProbation(old, *back);  // the restored build serves out the window it was in
     } else {
       r.error += "; restoring " + old.build_id + " failed too: " + b.message() +
                  " (no generation serves: reload a build that works)";
       LogScope("Generations").Error("no generation serves after a failed swap: {}", r.error);
+      let_go = DropProbation();
     }
     generations_.push_back(std::move(back));
     serving_ = generations_.back().get();
@@ -334,6 +339,9 @@ Status PluginHost::Mount(const std::string& dir, const std::string& reason, Trig
     r.error = s.message();
   }
   mount_report_ = s.ok() ? std::move(r) : Finish(r);
+  if (mounted_ == nullptr) {
+    RunPendingRollback();
+  }
   return s;
 }
 
@@ -349,12 +357,14 @@ SwapReport PluginHost::SwapMounted() {
   if (Status s = Gate(); !s.ok()) {
     r.error = s.message();
     r.retired_libraries += Unload(*g);
+    RunPendingRollback();
     return Finish(r);
   }
   r.previous = serving_->name;
   in_swap_ = true;
   ScopeExit done = [this]() noexcept { in_swap_ = false; };
   Swap(std::move(g), r);
+  RunPendingRollback();
   return Finish(r);
 }
 

@@ -35,10 +35,33 @@ void PluginHost::StartProbation(Generation& g, Generation* previous, States prev
   p.window = g.health_window_seconds != 0 ? Seconds(g.health_window_seconds) : health_window_;
   p.timer = kernel_.scheduler().After(
       p.window, [this] { PassProbation(); }, Priority::kKernel, TaskOrigin::Named("health window"));
+  probation_ = std::move(p);
+  ListenForErrors(g);
+}
+
+void PluginHost::ListenForErrors(Generation& g) {
   for (const Plugin& plugin : g.plugins) {
     plugin.instance->set_error_listener([this, gen = &g] { OnError(gen); });
   }
-  probation_ = std::move(p);
+}
+
+void PluginHost::SilenceProbation() {
+  if (probation_) {
+    for (const Plugin& plugin : probation_->gen->plugins) {
+      plugin.instance->set_error_listener(nullptr);
+    }
+  }
+}
+
+void PluginHost::ResumeProbation(const Generation& from, Generation& to) {
+  if (!probation_ || probation_->gen != &from) {
+    return;
+  }
+  probation_->gen = &to;
+  ListenForErrors(to);
+  LogScope("Generations")
+      .Info("generation {} serves out the health window of {} ({} errors so far, threshold {})",
+            to.name, from.name, probation_->errors, probation_->threshold);
 }
 
 PluginHost::Generation* PluginHost::DropProbation() {
@@ -99,7 +122,18 @@ void PluginHost::PassProbation() {
 }
 
 void PluginHost::Rollback() {
-  if (!probation_ || probation_->previous == nullptr || in_swap_) {
+  if (in_swap_ || mounted_ != nullptr) {  // wait while busy: it runs once the swap is over
+    if (!std::exchange(rollback_pending_, true)) {
+      LogScope("Generations")
+          .Info("the health-window rollback of {} waits for the swap in progress",
+                probation_ ? probation_->gen->name : std::string("(none)"));
+    }
+    return;
+  }
+  if (!probation_ || !probation_->rolling_back) {
+    LogScope("Generations")
+        .Info(
+            "the health-window rollback is moot: a later swap replaced the generation it was for");
     return;
   }
   Probation p = std::move(*probation_);
@@ -132,6 +166,13 @@ void PluginHost::Rollback() {
   }
   Swap(std::move(g), r, &p.previous_states);
   Finish(r);
+}
+
+void PluginHost::RunPendingRollback() {
+  if (std::exchange(rollback_pending_, false)) {
+    kernel_.scheduler().Schedule([this] { Rollback(); }, Priority::kKernel,
+                                 TaskOrigin::Named("rollback"));
+  }
 }
 
 void PluginHost::SaveLastKnownGood(const Generation& g) {

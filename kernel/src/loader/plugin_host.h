@@ -234,6 +234,16 @@ class PluginHost {
   // Ends the window without a verdict (a later swap); returns the previous build, for the caller
   // to let go.
   Generation* DropProbation();
+  // A swap begins: the generation on probation stops hearing its errors (a generation being
+  // stopped never counts), and the window waits for the swap's outcome.
+  void SilenceProbation();
+  // A failed swap restored `from`, on probation, as `to`: the window goes on for `to`, with its
+  // errors so far, its deadline and the build it would roll back to.
+  void ResumeProbation(const Generation& from, Generation& to);
+  // Every instance of `g` reports its errors to the window.
+  void ListenForErrors(Generation& g);
+  // A rollback that waited for a swap in progress runs now.
+  void RunPendingRollback();
   void OnError(const Generation* g);
   void PassProbation();
   void Rollback();
@@ -264,6 +274,7 @@ class PluginHost {
   std::uint64_t next_copy_ = 1;
   std::map<std::string, std::string> failed_builds_;  // build id -> why
   std::optional<Probation> probation_;
+  bool rollback_pending_ = false;  // the window's rollback waits for a swap in progress
   Duration stop_budget_ = kStopBudget;
   std::uint32_t health_errors_ = 3;
   Duration health_window_ = std::chrono::seconds(30);

@@ -817,6 +817,62 @@ TEST_F(GenerationsTest, ErrorsInTheHealthWindowRollBackToThePreviousBuildWithThe
       << "two reports, no more: " << stats;
 }
 
+// The window's rollback waits while the host is busy with another swap (here a build mounted,
+// its swap a step away): it is neither run under it nor dropped, and runs once the host is free.
+TEST_F(GenerationsTest, AHealthRollbackWaitsForTheSwapInProgress) {
+  BootWith("v1");
+  const std::string build = plugins_->generation().substr(0, plugins_->generation().find('#'));
+  plugins_->set_health(1, std::chrono::seconds(60));
+  ASSERT_TRUE(plugins_->Reload(Build("v2_faulty"), "test").ok);
+  const std::string faulty = plugins_->generation();
+  ASSERT_TRUE(plugins_->Mount(Build("v2"), "test").ok());
+  std::vector<std::string> lines;
+  auto capture =
+      Logger::Get().Capture([&](std::string_view l, LogLevel) { lines.push_back(std::string(l)); });
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Intent(Id("gen.Add"), AddPayload(1));  // the window's one error
+    c.Request(Id("gen.Total"), 1, AddPayload(0));
+    ASSERT_EQ(c.NextOf(w::Body::Response).type(), w::Body::Response);
+  });
+  ASSERT_TRUE(RunUntil([&] {
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
+      return l.find("the health-window rollback of " + faulty +
+                    " waits for the swap in progress") != std::string::npos;
+    });
+  })) << testing::PrintToString(lines);
+  EXPECT_EQ(plugins_->generation(), faulty);
+  EXPECT_EQ(plugins_->rollbacks(), 0u);
+  EXPECT_TRUE(plugins_->mounted());
+  // The mount is given up (a newer one that fails): the rollback runs.
+  EXPECT_FALSE(plugins_->Mount(copies_ + "/nowhere", "test").ok());
+  ASSERT_TRUE(RunUntil([&] { return plugins_->rollbacks() == 1; }));
+  EXPECT_EQ(plugins_->generation().substr(0, build.size() + 1), build + "#");
+}
+
+// A failed swap during a health window restores the build on probation, which serves out its
+// window and then becomes the last known good, as if the failed swap had never been tried.
+TEST_F(GenerationsTest, ABuildRestoredInItsWindowStillBecomesLastKnownGood) {
+  BootWith("v1");
+  const std::string lkg = copies_ + "-lkg";
+  fs::remove_all(lkg);
+  plugins_->set_last_known_good_dir(lkg);
+  plugins_->set_health(3, std::chrono::milliseconds(200));
+  ASSERT_TRUE(plugins_->Reload(Build("v2"), "test").ok);
+  const std::string v2 = plugins_->generation().substr(0, plugins_->generation().find('#'));
+  SwapReport r = plugins_->Reload(Build("fail_start"), "test");
+  ASSERT_TRUE(r.restored) << r.error;
+  EXPECT_TRUE(plugins_->on_probation());
+  EXPECT_EQ(plugins_->resident_generations(), 2u);  // v1 stays, the window's way back
+  ASSERT_TRUE(RunUntil([&] { return !plugins_->on_probation(); }));
+  Result<loader::Build> kept = ReadBuild(lkg);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->id, v2);
+  EXPECT_EQ(plugins_->resident_generations(), 1u);
+  fs::remove_all(lkg);
+}
+
 TEST_F(GenerationsTest, ABuildThatPassesItsWindowIsKeptAsLastKnownGood) {
   BootWith("v1");
   const std::string lkg = copies_ + "-lkg";
