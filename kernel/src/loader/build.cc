@@ -2,12 +2,17 @@
 // Build: a plugin directory and its manifest.
 #include "kernel/src/loader/build.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -48,6 +53,21 @@ class Sha256 {
  private:
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx_;
 };
+
+// fsync(2) of a file or a directory: its bytes, or its entries, on disk.
+Status SyncPath(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Status::IoError("cannot open \"" + path + "\" to sync it: " + std::strerror(errno));
+  }
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) {
+    return Status::IoError("cannot sync \"" + path + "\" to disk: " + std::strerror(err));
+  }
+  return Status::Ok();
+}
 
 bool IsSha256(std::string_view s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
@@ -136,30 +156,72 @@ Status ReadManifest(const fs::path& path, Build& build) {
 }  // namespace
 
 Status WriteBuild(const std::string& dir, const std::string& build_id,
-                  const std::vector<std::string>& files, const std::vector<std::string>& names) {
+                  const std::vector<BuildFile>& files, std::uint32_t health_errors,
+                  double health_window_seconds) {
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    return Status::IoError("cannot create \"" + dir + "\": " + ec.message());
+  if (!fs::create_directories(dir, ec)) {
+    return Status::IoError("cannot create \"" + dir +
+                           "\": " + (ec ? ec.message() : std::string("it exists")));
   }
   json::array plugins;
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    const fs::path to = fs::path(dir) / names[i];
-    if (!fs::copy_file(files[i], to, ec)) {
-      return Status::IoError("cannot copy \"" + files[i] + "\" to \"" + to.string() +
+  for (const BuildFile& f : files) {
+    const fs::path to = fs::path(dir) / f.file;
+    fs::create_hard_link(f.source, to, ec);  // the same bytes, nothing copied
+    if (ec && !fs::copy_file(f.source, to, ec)) {
+      return Status::IoError("cannot copy \"" + f.source + "\" to \"" + to.string() +
                              "\": " + ec.message());
     }
+    MOLT_RETURN_IF_ERROR(SyncPath(to.string()));
     MOLT_ASSIGN_OR_RETURN(std::string sha, Sha256File(to.string()));
-    plugins.push_back(json::object{{"file", names[i]}, {"sha256", sha}});
+    json::object entry{{"file", f.file}, {"sha256", sha}};
+    for (const auto& [key, value] :
+         {std::pair{"name", &f.entry.name}, std::pair{"version", &f.entry.version},
+          std::pair{"kind", &f.entry.kind}}) {
+      if (!value->empty()) {
+        entry[key] = *value;
+      }
+    }
+    plugins.push_back(std::move(entry));
   }
-  std::ofstream out(fs::path(dir) / kBuildManifest, std::ios::binary | std::ios::trunc);
-  out << json::serialize(json::object{{"build", build_id}, {"plugins", std::move(plugins)}})
-      << "\n";
-  out.flush();
-  if (!out) {
-    return Status::IoError("cannot write " + (fs::path(dir) / kBuildManifest).string());
+  json::object manifest{{"build", build_id}, {"plugins", std::move(plugins)}};
+  if (health_errors != 0 || health_window_seconds != 0) {
+    json::object health;
+    if (health_errors != 0) {
+      health["errors"] = health_errors;
+    }
+    if (health_window_seconds != 0) {
+      health["window_seconds"] = health_window_seconds;
+    }
+    manifest["health"] = std::move(health);
   }
-  return Status::Ok();
+  const fs::path path = fs::path(dir) / kBuildManifest;
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << json::serialize(manifest) << "\n";
+    out.flush();
+    if (!out) {
+      return Status::IoError("cannot write " + path.string());
+    }
+  }
+  MOLT_RETURN_IF_ERROR(SyncPath(path.string()));
+  return SyncPath(dir);
+}
+
+Status InstallDirectory(const std::string& staged, const std::string& dir) {
+  std::error_code ec;
+  const bool replace = fs::exists(dir, ec);
+  const int rc = replace
+                     ? ::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE)
+                     : ::rename(staged.c_str(), dir.c_str());
+  if (rc != 0) {
+    return Status::IoError("cannot move \"" + staged + "\" to \"" + dir +
+                           "\": " + std::strerror(errno));
+  }
+  Status synced = SyncPath(fs::path(dir).parent_path().string());
+  if (replace) {
+    fs::remove_all(staged, ec);  // the old copy, exchanged out
+  }
+  return synced;
 }
 
 Result<std::string> Sha256File(const std::string& path) {

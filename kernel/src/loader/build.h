@@ -19,6 +19,7 @@
 #define MOLT_KERNEL_LOADER_BUILD_H_
 
 #include <molt/kernel/status.h>
+#include <molt/molt.h>
 
 #include <cstdint>
 #include <map>
@@ -35,6 +36,11 @@ inline constexpr double kHealthErrorsMin = 1;
 inline constexpr double kHealthErrorsMax = 100;
 inline constexpr double kHealthWindowMinSeconds = 5;
 inline constexpr double kHealthWindowMaxSeconds = 300;
+
+// A descriptor's kind as a manifest names it: "service" or "controller".
+inline const char* PluginKindText(std::int32_t kind) {
+  return kind == MOLT_PLUGIN_KIND_SERVICE ? "service" : "controller";
+}
 
 // What the manifest says of one file.
 struct BuildEntry {
@@ -57,10 +63,27 @@ struct Build {
   std::vector<std::string> warnings;
 };
 
-// Writes `files` (paths) into `dir` (which must not exist) under the names in `names`, with a
-// molt-build.json naming `build_id` and each file's SHA-256: a build loadable as it was.
+// One library of a build being written: `source` goes into the build as `file`, described by
+// `entry` (its SHA-256 is computed from the bytes written).
+struct BuildFile {
+  std::string source;
+  std::string file;
+  BuildEntry entry;
+};
+
+// Writes a build into `dir` (created; it must not exist): each file (hard-linked from its source
+// when they share a file system, else copied) and a molt-build.json naming `build_id`, each
+// file's SHA-256, name, version and kind, and the health window when set (not 0). Everything is
+// flushed to disk (fsync) before it returns: a build loadable as it was, after a crash too.
 Status WriteBuild(const std::string& dir, const std::string& build_id,
-                  const std::vector<std::string>& files, const std::vector<std::string>& names);
+                  const std::vector<BuildFile>& files, std::uint32_t health_errors = 0,
+                  double health_window_seconds = 0);
+
+// Makes the complete directory `staged` the directory `dir` in one step (rename(2), or
+// renameat2's RENAME_EXCHANGE when `dir` exists, whose old copy is then removed), and syncs their
+// parent: at every moment, across a crash too, `dir` is the old copy or the new one, never
+// neither. Both must be on one file system.
+Status InstallDirectory(const std::string& staged, const std::string& dir);
 
 // Reads `dir`: its libraries and its manifest, if any. Every problem is named with its fix. A
 // path to one library is a build of that file alone.

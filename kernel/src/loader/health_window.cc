@@ -179,31 +179,28 @@ void PluginHost::SaveLastKnownGood(const Generation& g) {
   if (lkg_dir_.empty()) {
     return;
   }
-  std::vector<std::string> files;
-  std::vector<std::string> names;
+  std::vector<BuildFile> files;
   for (const Plugin& p : g.plugins) {
     if (p.library == nullptr) {
       return;  // plugins linked into the host are no build to keep
     }
-    files.push_back(p.library->copy());
-    names.push_back(fs::path(p.library->source()).filename().string());
+    const molt_plugin_info& info = p.instance->info();
+    files.push_back(
+        {p.library->copy(), fs::path(p.library->source()).filename().string(),
+         BuildEntry{"", info.name, info.version, std::string(PluginKindText(info.kind))}});
   }
-  // Written beside, then renamed into place: a crash leaves the old one or the new one.
+  // Written beside, then exchanged into place in one step: a crash leaves the old one or the new
+  // one, each whole, with its health settings.
   std::error_code ec;
   const std::string tmp = lkg_dir_ + ".new";
-  const std::string old = lkg_dir_ + ".old";
-  fs::remove_all(tmp, ec);
-  Status s = WriteBuild(tmp, g.build_id, files, names);
+  fs::remove_all(tmp, ec);  // a save a crash cut short
+  fs::create_directories(fs::path(lkg_dir_).parent_path(), ec);
+  Status s = WriteBuild(tmp, g.build_id, files, g.health_errors, g.health_window_seconds);
   if (s.ok()) {
-    fs::remove_all(old, ec);
-    if (fs::exists(lkg_dir_, ec)) {
-      fs::rename(lkg_dir_, old, ec);
-    }
-    fs::rename(tmp, lkg_dir_, ec);
-    if (ec) {
-      s = Status::IoError("cannot rename \"" + tmp + "\" to \"" + lkg_dir_ + "\": " + ec.message());
-    }
-    fs::remove_all(old, ec);
+    s = InstallDirectory(tmp, lkg_dir_);
+  }
+  if (!s.ok()) {
+    fs::remove_all(tmp, ec);
   }
   if (!s.ok()) {
     LogScope("Generations")

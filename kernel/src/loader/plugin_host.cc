@@ -25,10 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string_view KindText(std::int32_t kind) {
-  return kind == MOLT_PLUGIN_KIND_SERVICE ? "service" : "controller";
-}
-
 }  // namespace
 
 abi::PluginInstance* PluginHost::InstanceOf(Service* s) {
@@ -159,8 +155,8 @@ Status PluginHost::Load(Generation& into, const std::vector<std::string>& files,
         mismatch = "is named \"" + name + "\"";
       } else if (!expected->version.empty() && expected->version != info.version) {
         mismatch = "has version " + std::string(info.version);
-      } else if (!expected->kind.empty() && expected->kind != KindText(info.kind)) {
-        mismatch = "is a " + std::string(KindText(info.kind));
+      } else if (!expected->kind.empty() && expected->kind != PluginKindText(info.kind)) {
+        mismatch = "is a " + std::string(PluginKindText(info.kind));
       }
       if (!mismatch.empty()) {
         refusals.push_back("plugin file \"" + file + "\" " + mismatch + ", but " + kBuildManifest +

@@ -887,11 +887,44 @@ TEST_F(GenerationsTest, ABuildThatPassesItsWindowIsKeptAsLastKnownGood) {
   EXPECT_EQ(plugins_->generation().substr(0, kept->id.size() + 1), kept->id + "#");
   ASSERT_EQ(kept->files.size(), 1u);
   EXPECT_EQ(fs::path(kept->files[0]).filename(), "fx_gen_v2.so");
+  // Each library described as the descriptor said; no leftover of the save beside it.
+  const BuildEntry& e = kept->entries.at("fx_gen_v2.so");
+  EXPECT_EQ(e.name, "fx_gen");
+  EXPECT_EQ(e.version, "1.0.0");
+  EXPECT_EQ(e.kind, "service");
+  EXPECT_FALSE(fs::exists(lkg + ".new"));
+  EXPECT_FALSE(fs::exists(lkg + ".old"));
   // It loads as it was: the kept build is a swap away.
   SwapReport r = plugins_->Reload(lkg, "test");
   EXPECT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.build, kept->id);
   fs::remove_all(lkg);
+}
+
+// The kept build keeps its manifest's health settings: booted from it, it gets the same window.
+TEST_F(GenerationsTest, TheLastKnownGoodKeepsTheBuildsHealthSettings) {
+  BootWith("v1");
+  const std::string lkg = copies_ + "-lkg";
+  const std::string dir = copies_ + "-healthy";
+  fs::remove_all(lkg);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string so = Build("v2") + "/fx_gen_v2.so";
+  fs::copy_file(so, dir + "/fx_gen_v2.so");
+  std::ofstream(dir + "/molt-build.json")
+      << R"({"build": "healthy-1", "plugins": [{"file": "fx_gen_v2.so", "sha256": ")"
+      << Sha256File(so).value() << R"("}], "health": {"errors": 7}})";
+  plugins_->set_last_known_good_dir(lkg);
+  plugins_->set_health(3, std::chrono::milliseconds(50));
+  ASSERT_TRUE(plugins_->Reload(dir, "test").ok);
+  ASSERT_TRUE(RunUntil([&] { return !plugins_->on_probation(); }));
+  Result<loader::Build> kept = ReadBuild(lkg);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->id, "healthy-1");
+  EXPECT_EQ(kept->health_errors, 7u);
+  EXPECT_EQ(kept->health_window_seconds, 0);  // the host's default, as the build had it
+  fs::remove_all(lkg);
+  fs::remove_all(dir);
 }
 
 TEST_F(GenerationsTest, AManifestsHealthWindowOutsideItsBoundsFallsBackToTheDefault) {
