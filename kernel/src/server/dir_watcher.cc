@@ -59,7 +59,9 @@ void DirWatcher::Run() {
     for (ssize_t at = 0; at < n;) {
       const auto* e = reinterpret_cast<const inotify_event*>(buffer + at);
       const std::string_view name = e->len > 0 ? std::string_view(e->name) : std::string_view();
-      if (name.ends_with(".so") || name == "molt-build.json") {
+      if ((e->mask & IN_Q_OVERFLOW) != 0) {
+        on_change_(kOverflow);  // events were dropped: any file may have changed
+      } else if (name.ends_with(".so") || name == "molt-build.json") {
         on_change_(std::string(name));
       }
       at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);

@@ -369,12 +369,22 @@ void Server::StartWatching() {
   Result<std::unique_ptr<DirWatcher>> w =
       DirWatcher::Start(settings_.plugin_dir, [this](std::string file) {
         kernel_->loop().Post([this, file = std::move(file)] {
+          if (file == DirWatcher::kOverflow) {
+            kLog.Warn(
+                "watch: inotify's event queue overflowed, so changes to {} were missed: "
+                "reloading it whole (raise /proc/sys/fs/inotify/max_queued_events if this "
+                "repeats)",
+                settings_.plugin_dir);
+          }
+          const std::string reason = file == DirWatcher::kOverflow
+                                         ? "watch: changes missed (inotify queue overflow)"
+                                         : "watch: " + file + " changed";
           debounce_.Cancel();
           debounce_ = kernel_->scheduler().After(
               kWatchSettle,
-              [this, file] {
-                plugins_->RequestReload(settings_.plugin_dir, "watch: " + file + " changed",
-                                        nullptr, loader::PluginHost::Trigger::kAutomatic);
+              [this, reason] {
+                plugins_->RequestReload(settings_.plugin_dir, reason, nullptr,
+                                        loader::PluginHost::Trigger::kAutomatic);
               },
               Priority::kKernel, TaskOrigin::Named("watch"));
         });
