@@ -271,6 +271,8 @@ class PluginInstance final : public molt_context,
   // Brackets every call into the plugin's callbacks (releases wait until the outermost returns).
   void EnterCallback() { ++callback_depth_; }
   void LeaveCallback();
+  // One of its callbacks is running (on the stack).
+  bool in_callback() const { return callback_depth_ > 0; }
 
   // Error text: last_error() returns it; Fail() records a host-side failure and returns its code.
   const char* last_error() const { return error_.c_str(); }

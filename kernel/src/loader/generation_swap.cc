@@ -68,6 +68,15 @@ Status PluginHost::Gate() const {
     return Status::FailedPrecondition(
         "a swap is in progress: a reload from inside one runs later (RequestReload)");
   }
+  for (const Plugin& p : serving_->plugins) {
+    if (p.instance->in_callback()) {
+      return Status::FailedPrecondition(
+          "a reload from inside plugin \"" + p.instance->label() +
+          "\"'s callback is refused (the swap would stop the code that is running): a " +
+          (kind_ == MOLT_PLUGIN_KIND_SERVICE ? "service" : "controller") +
+          " asks with reload_request, which swaps on a later step");
+    }
+  }
   for (Service* s : kernel_.services().boot_order()) {
     abi::PluginInstance* inst = InstanceOf(s);
     if (inst == nullptr || &inst->shared() != &shared_) {

@@ -168,6 +168,48 @@ TEST_F(ControllerTest, AControllerLinkedIntoTheAppRunsInsideStepAndStopsWithTheC
   g_app_log = nullptr;
 }
 
+// A controller linked into the app that asks the client to reload its controllers from inside
+// its own callback (a task): a swap there would stop the very code that is running.
+molt_client* g_reloading_client = nullptr;
+std::vector<std::string>* g_reload_log = nullptr;
+
+class ReloadingHud : public molt::Service {
+ public:
+  static constexpr const char* kName = "reloading_hud";
+  static constexpr const char* kVersion = "1.0.0";
+  static constexpr std::int32_t kKind = MOLT_PLUGIN_KIND_CONTROLLER;
+
+  molt::Status Init() override {
+    MOLT_ASSIGN_OR_RETURN(tick_, host().After(0, [] {
+      const molt_status_t s = molt_client_reload_controllers(
+          g_reloading_client, (std::string(MOLT_FIXTURE_DIR) + "/ctl").c_str());
+      g_reload_log->push_back(std::to_string(s) + " " + molt_client_last_error(g_reloading_client));
+    }));
+    return molt::Status::Ok();
+  }
+
+ private:
+  molt::Task tick_;
+};
+
+TEST_F(ControllerTest, AReloadFromInsideAControllersCallbackIsRefused) {
+  std::vector<std::string> log;
+  g_reload_log = &log;
+  g_reloading_client = client_;
+  ASSERT_EQ(molt_client_add_controller(client_, &molt::EntryOf<ReloadingHud>), MOLT_OK) << Error();
+  ASSERT_EQ(molt_client_start(client_), MOLT_OK) << Error();
+  ASSERT_TRUE(Pump([&] { return !log.empty(); }));
+  EXPECT_EQ(log[0], std::to_string(MOLT_ERR_STATE) + " reloading controllers from \"" + Dir() +
+                        "\" failed at gate: a reload from inside plugin "
+                        "\"reloading_hud@static#1\"'s callback is refused (the swap would stop "
+                        "the code that is running): a controller asks with reload_request, which "
+                        "swaps on a later step (the running controllers keep running)");
+  // Outside every callback, the same call swaps.
+  EXPECT_EQ(molt_client_reload_controllers(client_, Dir().c_str()), MOLT_OK) << Error();
+  g_reload_log = nullptr;
+  g_reloading_client = nullptr;
+}
+
 TEST_F(ControllerTest, ServicesAreRefusedAndOneClientPerProcessRunsControllers) {
   EXPECT_EQ(molt_client_start(client_), MOLT_ERR_STATE);
   EXPECT_EQ(Error(),
