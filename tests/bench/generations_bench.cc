@@ -74,7 +74,7 @@ void BM_Swap(benchmark::State& state) {
       state.SkipWithError(r.error.c_str());
       return;
     }
-    hold += r.hold_ms();
+    hold += r.hold_ms;
     load += r.load_ms + r.init_ms;
   }
   const double n = static_cast<double>(state.iterations());

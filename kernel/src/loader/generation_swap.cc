@@ -43,12 +43,11 @@ boost::json::object SwapReport::ToJson() const {
           {"stop_ms", Ms(stop_ms)},
           {"hard_stopped", Strings(hard_stopped)},
           {"swap_ms", Ms(swap_ms)},
-          {"hold_ms", Ms(hold_ms())},
+          {"hold_ms", Ms(hold_ms)},
           {"error", error},
           {"restored", restored},
           {"rollback", rollback},
-          {"retired", Strings(retired)},
-          {"retired_libraries", retired_libraries}};
+          {"retired", Strings(retired)}};
 }
 
 std::string SwapReport::Json() const { return boost::json::serialize(ToJson()); }
@@ -135,7 +134,7 @@ std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string
   if (!s.ok()) {
     r.error = s.message();
     MarkFailed(build->id, r.error);
-    r.retired_libraries += Unload(*g);
+    ReleaseLater(std::move(g));
     return nullptr;
   }
   return g;
@@ -184,7 +183,7 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     Result<std::optional<std::string>> state = inst->ExportState(kMaxStateBytes);
     if (!state.ok()) {  // the serving build's failure, not the new one's: nothing is marked
       r.error = state.status().message() + " (the swap is aborted; " + old.name + " serves on)";
-      r.retired_libraries += Unload(*g);
+      ReleaseLater(std::move(g));
       r.swap_ms = MillisSince(t0);
       return;
     }
@@ -268,7 +267,7 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     }
     generations_.push_back(std::move(back));
     serving_ = generations_.back().get();
-    r.retired_libraries += Unload(*g);
+    ReleaseLater(std::move(g));
   }
   shared_.ForEachLayer([&r](abi::HostLayer& layer) {
     for (std::string& line : layer.EndHandoff()) {
@@ -277,15 +276,17 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     layer.SetServing(r.ok || r.restored);  // none serves: new clients are told it is starting
   });
   r.swap_ms = MillisSince(t0);
+  // What goes is unloaded in a later task: a dlclose runs static destructors, an unlink waits on
+  // the file system, and neither belongs in the hold.
   if (let_go != nullptr) {
-    r.retired_libraries += Release(let_go);
+    ReleaseLater(let_go);
   }
   if (r.ok && fallback == nullptr) {
     // On probation: the old generation stays resident until the window passes.
     StartProbation(*serving_, old_served ? &old : nullptr, std::move(states));
   }
   if (!r.ok || fallback != nullptr || !old_served) {
-    r.retired_libraries += Release(&old);
+    ReleaseLater(&old);
   }
 }
 
@@ -305,30 +306,66 @@ Status PluginHost::MountCopiesOf(const Generation& from, Generation& into) {
   return into.services->InitAll();
 }
 
-std::size_t PluginHost::Release(Generation* g) {
-  const std::size_t retired = Unload(*g);
-  std::erase_if(generations_, [&](const std::unique_ptr<Generation>& x) { return x.get() == g; });
-  return retired;
+void PluginHost::ReleaseLater(Generation* g) {
+  auto it = std::find_if(generations_.begin(), generations_.end(),
+                         [g](const std::unique_ptr<Generation>& x) { return x.get() == g; });
+  if (it == generations_.end()) {
+    return;
+  }
+  std::unique_ptr<Generation> owned = std::move(*it);
+  generations_.erase(it);
+  ReleaseLater(std::move(owned));
 }
 
-SwapReport PluginHost::Finish(SwapReport& r) {
+void PluginHost::ReleaseLater(std::unique_ptr<Generation> g) {
+  StopInstances(*g);
+  releasing_.push_back(std::move(g));
+  if (!release_task_.Pending()) {
+    // Scheduled before the report (Finish), so a swap's log line follows its release.
+    release_task_ = kernel_.scheduler().Schedule([this] { ReleaseNow(); }, Priority::kKernel,
+                                                 TaskOrigin::Named("release generations"));
+  }
+}
+
+void PluginHost::ReleaseNow() {
+  release_task_ = TaskHandle();
+  std::vector<std::unique_ptr<Generation>> gone = std::move(releasing_);
+  releasing_.clear();
+  for (const std::unique_ptr<Generation>& g : gone) {
+    if (const std::size_t retired = Unload(*g); retired > 0) {
+      retired_libraries_ += retired;
+      LogScope("Generations")
+          .Warn("generation {} is released, but {} of its libraries stay mapped (retired)",
+                g->name.empty() ? g->build_id : g->name, retired);
+    }
+  }
+}
+
+SwapReport PluginHost::Finish(SwapReport& r, Callback<void(const SwapReport&)> done) {
   // "" when no generation serves (a failed swap whose restore failed too).
   r.serving = kernel_.services().state() == ServiceManager::State::kFailed ? "" : serving_->name;
   ++(r.ok ? swaps_ : failures_);
   rollbacks_ += r.rollback && r.ok ? 1 : 0;
-  const std::string json = r.Json();
-  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::system_clock::now().time_since_epoch());
-  history_.push_front({now.count(), r});
-  if (history_.size() > kHistory) {
-    history_.pop_back();
-  }
-  LogScope log("Generations");
-  if (r.ok) {
-    log.Info("{}", json);
-  } else {
-    log.Error("{}", json);
-  }
+  // The log line, the history and whoever asked hear of it in a task of its own, after the hold.
+  kernel_.scheduler().Schedule(
+      [this, r, done = std::move(done)] {
+        const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::system_clock::now().time_since_epoch());
+        history_.push_front({now.count(), r});
+        if (history_.size() > kHistory) {
+          history_.pop_back();
+        }
+        LogScope log("Generations");
+        if (r.ok) {
+          log.Info("{}", r.Json());
+        } else {
+          log.Error("{}", r.Json());
+        }
+        if (done) {
+          done(r);
+        }
+      },
+      Priority::kKernel, TaskOrigin::Named("swap report"));
   return r;
 }
 
@@ -354,41 +391,54 @@ Status PluginHost::Mount(const std::string& dir, const std::string& reason, Trig
   return s;
 }
 
-SwapReport PluginHost::SwapMounted() {
+SwapReport PluginHost::SwapMounted(Callback<void(const SwapReport&)> done) {
+  return SwapMountedSince(RealNow(), std::move(done));
+}
+
+SwapReport PluginHost::SwapMountedSince(TimePoint held_since,
+                                        Callback<void(const SwapReport&)> done) {
   SwapReport r = std::move(mount_report_);
   mount_report_ = SwapReport();
   std::unique_ptr<Generation> g = std::move(mounted_);
+  std::optional<States> fallback = std::exchange(rollback_states_, std::nullopt);
   if (g == nullptr) {
     r.stage = "gate";
     r.error = "no generation is mounted: Mount() first";
-    return Finish(r);
+    return Finish(r, std::move(done));
   }
   if (Status s = Gate(); !s.ok()) {
     r.error = s.message();
-    r.retired_libraries += Unload(*g);
+    ReleaseLater(std::move(g));
     RunPendingRollback();
-    return Finish(r);
+    return Finish(r, std::move(done));
   }
   r.previous = serving_->name;
   in_swap_ = true;
-  ScopeExit done = [this]() noexcept { in_swap_ = false; };
-  Swap(std::move(g), r);
+  ScopeExit leave = [this]() noexcept { in_swap_ = false; };
+  Swap(std::move(g), r, fallback ? &*fallback : nullptr);
   RunPendingRollback();
-  return Finish(r);
+  r.hold_ms = MillisSince(held_since);  // to the hand-off of its report: the whole pause
+  return Finish(r, std::move(done));
 }
 
 void PluginHost::Discard() {
+  if (rollback_states_) {
+    LogScope("Generations")
+        .Info("the rollback to {} mounted for {} is superseded by a newer reload", mounted_->name,
+              mount_report_.previous);
+    rollback_states_.reset();
+  }
   if (mounted_ != nullptr) {
-    Unload(*mounted_);
-    mounted_.reset();
+    ReleaseLater(std::move(mounted_));
   }
 }
 
 SwapReport PluginHost::Reload(const std::string& dir, const std::string& reason, Trigger trigger) {
+  const TimePoint t0 = RealNow();  // called directly, the mount holds the kernel thread too
   if (!Mount(dir, reason, trigger).ok()) {
     return std::exchange(mount_report_, SwapReport());
   }
-  return SwapMounted();
+  return SwapMountedSince(t0, nullptr);
 }
 
 void PluginHost::RequestReload(std::string dir, std::string reason,
@@ -424,14 +474,8 @@ void PluginHost::RunQueued() {
     return;
   }
   // Clients are served between the mount and the swap: the swap is a step of its own.
-  kernel_.scheduler().Schedule(
-      [this, req] {
-        SwapReport r = SwapMounted();
-        if (req->done) {
-          req->done(r);
-        }
-      },
-      Priority::kKernel, TaskOrigin::Named("reload"));
+  kernel_.scheduler().Schedule([this, req] { SwapMounted(std::move(req->done)); },
+                               Priority::kKernel, TaskOrigin::Named("reload"));
 }
 
 }  // namespace molt::kernel::loader

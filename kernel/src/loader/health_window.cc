@@ -107,15 +107,12 @@ void PluginHost::PassProbation() {
   for (const Plugin& plugin : p.gen->plugins) {
     plugin.instance->set_error_listener(nullptr);
   }
-  std::size_t retired = 0;
   if (p.previous != nullptr) {
-    retired = Release(p.previous);
+    ReleaseLater(p.previous);
   }
   LogScope("Generations")
-      .Info("generation {} passed its health window ({} errors, threshold {}){}", p.gen->name,
-            p.errors, p.threshold,
-            retired > 0 ? "; " + std::to_string(retired) + " old libraries stay mapped (retired)"
-                        : std::string());
+      .Info("generation {} passed its health window ({} errors, threshold {})", p.gen->name,
+            p.errors, p.threshold);
   if (!p.rolling_back) {
     SaveLastKnownGood(*p.gen);
   }
@@ -148,24 +145,28 @@ void PluginHost::Rollback() {
   r.build = previous.build_id;
   r.rollback = true;
   MarkFailed(bad.build_id, r.reason);
-  in_swap_ = true;
-  ScopeExit done = [this]() noexcept { in_swap_ = false; };
-  // The previous build, from fresh copies of the libraries it kept resident.
+  // The previous build, from fresh copies of the libraries it kept resident, mounted in this
+  // task; the swap is the next one (clients are served between them, as for any reload).
   std::unique_ptr<Generation> g = NewGeneration(previous.build_id);
   r.generation = g->name;
   r.stage = "mount";
   const TimePoint t0 = RealNow();
+  in_swap_ = true;
   Status s = MountCopiesOf(previous, *g);
+  in_swap_ = false;
   r.load_ms = MillisSince(t0);
-  r.retired_libraries += Release(&previous);
+  ReleaseLater(&previous);
   if (!s.ok()) {
     r.error = s.message() + " (" + bad.name + " serves on)";
-    r.retired_libraries += Unload(*g);
+    ReleaseLater(std::move(g));
     Finish(r);
     return;
   }
-  Swap(std::move(g), r, &p.previous_states);
-  Finish(r);
+  mounted_ = std::move(g);
+  mount_report_ = std::move(r);
+  rollback_states_ = std::move(p.previous_states);
+  kernel_.scheduler().Schedule([this] { SwapMounted(); }, Priority::kKernel,
+                               TaskOrigin::Named("rollback"));
 }
 
 void PluginHost::RunPendingRollback() {

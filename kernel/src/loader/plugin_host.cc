@@ -81,6 +81,7 @@ boost::json::object PluginHost::StatsObject() const {
           {"swaps", swaps_},
           {"failed_swaps", failures_},
           {"rollbacks", rollbacks_},
+          {"retired_libraries", retired_libraries_},
           {"failed_builds", std::move(failed)},
           {"history", std::move(history)}};
 }
@@ -245,9 +246,23 @@ Status PluginHost::AddStatic(molt_plugin_entry_fn entry, const std::string& wher
 }
 
 std::size_t PluginHost::Unload(Generation& g) {
+  StopInstances(g);
   std::size_t retired = 0;
-  // Every instance is stopped first (a no-op for those already stopped), in reverse dependency
-  // order: one stops once nothing left depends on it, so no exporter stops under its consumers.
+  for (auto it = g.plugins.rbegin(); it != g.plugins.rend(); ++it) {
+    if (it->library && !it->instance->pinned_by().empty()) {
+      it->library->set_unload_blocker(it->instance->pinned_by());
+    }
+    if (it->library && !it->library->Unload()) {
+      ++retired;
+    }
+  }
+  g.plugins.clear();
+  return retired;
+}
+
+void PluginHost::StopInstances(Generation& g) {
+  // A no-op for those already stopped; in reverse dependency order: one stops once nothing left
+  // depends on it, so no exporter stops under its consumers.
   std::vector<abi::PluginInstance*> left;
   for (const Plugin& p : g.plugins) {
     left.push_back(p.instance.get());
@@ -265,16 +280,6 @@ std::size_t PluginHost::Unload(Generation& g) {
       LogScope("Loader").Warn("plugin \"{}\": stop failed: {}", next->label(), s.message());
     }
   }
-  for (auto it = g.plugins.rbegin(); it != g.plugins.rend(); ++it) {
-    if (it->library && !it->instance->pinned_by().empty()) {
-      it->library->set_unload_blocker(it->instance->pinned_by());
-    }
-    if (it->library && !it->library->Unload()) {
-      ++retired;
-    }
-  }
-  g.plugins.clear();
-  return retired;
 }
 
 std::size_t PluginHost::UnloadAll() {
@@ -283,7 +288,12 @@ std::size_t PluginHost::UnloadAll() {
     probation_->timer.Cancel();
     probation_.reset();
   }
+  release_task_.Cancel();
   std::size_t retired = 0;
+  for (auto it = releasing_.rbegin(); it != releasing_.rend(); ++it) {
+    retired += Unload(**it);
+  }
+  releasing_.clear();
   for (auto it = generations_.rbegin(); it != generations_.rend(); ++it) {
     retired += Unload(**it);
   }

@@ -20,9 +20,12 @@
 //      still pending is refused at once, retryable), then the new generation adopts the kernel's
 //      objects (a channel by declaring its name: same id, same token buckets), imports the states,
 //      starts in order and sees the live sessions; what nobody adopted is retired.
+//   3. after the hold, in later tasks: the libraries of what the swap let go are unloaded (their
+//      static destructors run there), then the report is logged and handed to the caller. The
+//      hold (SwapReport::hold_ms) is the whole of step 2's task, nothing left out.
 //   A mount failure leaves the old generation serving; an import or start failure restores the
 //   previous generation from a fresh copy of its libraries, with the state it exported. Either
-//   way clients stay connected, and the build is marked failed (an explicit reload may retry it).
+//   way clients stay connected, and the build is marked failed (failed_builds()).
 // Every swap logs one JSON line (SwapReport). RequestReload() runs the same on later scheduler
 // steps (mount, then the swap on the next step), never nested in a plugin callback; while one is
 // queued or running, a newer request replaces the queued one.
@@ -60,17 +63,18 @@ struct SwapReport {
   std::string stage;
   double load_ms = 0;  // read the build, copy, hash, open, check descriptors
   double init_ms = 0;  // every init of the mounted generation
-  double stop_ms = 0;  // the old generation's stops and releases
+  double stop_ms = 0;  // the old generation's stops and the release of what they held
   // Old instances whose stop() did not run: the soft stop took longer than its bound.
   std::vector<std::string> hard_stopped;
-  double swap_ms = 0;  // export through replay (intake is held for exactly this long)
+  double swap_ms = 0;  // export through replay
+  // The whole time the kernel thread served no one for this swap: from the start of its task
+  // (the swap's; a direct Reload()'s, mount included) to the hand-off of this report. What can
+  // wait (unloading the old libraries, this report's log line) runs in later tasks of its own.
+  double hold_ms = 0;
   std::string error;
-  bool restored = false;              // an import or start failure restored the previous one
-  bool rollback = false;              // the health window rolled back to the previous build
-  std::vector<std::string> retired;   // kernel objects no instance of the new one adopted
-  std::size_t retired_libraries = 0;  // libraries kept mapped (they could not be unloaded)
-
-  double hold_ms() const { return swap_ms; }
+  bool restored = false;             // an import or start failure restored the previous one
+  bool rollback = false;             // the health window rolled back to the previous build
+  std::vector<std::string> retired;  // kernel objects no instance of the new one adopted
   // The report as one JSON object (the swap's log line, the swap history); Json() serialized.
   boost::json::object ToJson() const;
   std::string Json() const;
@@ -108,10 +112,11 @@ class PluginHost {
                     Trigger trigger = Trigger::kOperator);
   // The two halves of Reload(). Mount() loads and initializes the build in `dir` dormant, beside
   // the serving generation (discarding one mounted earlier); on failure it logs the report and
-  // returns why. SwapMounted() swaps the mounted generation in and returns the report.
+  // returns why. SwapMounted() swaps the mounted generation in and returns the report; `done`
+  // (may be null) hears it in a later task, after its log line.
   Status Mount(const std::string& dir, const std::string& reason,
                Trigger trigger = Trigger::kOperator);
-  SwapReport SwapMounted();
+  SwapReport SwapMounted(Callback<void(const SwapReport&)> done = nullptr);
   bool mounted() const { return mounted_ != nullptr; }
   // Reload() on later scheduler steps (the mount on one, the swap on the next, so clients are
   // served between them); `done` (may be null) hears the report. Newest wins. A plugin's
@@ -174,6 +179,8 @@ class PluginHost {
   std::uint64_t failed_swaps() const { return failures_; }
   std::uint64_t rollbacks() const { return rollbacks_; }
   std::size_t resident_generations() const { return generations_.size(); }
+  // Libraries kept mapped because they could not be unloaded, since the start (each is logged).
+  std::size_t retired_libraries() const { return retired_libraries_; }
   static constexpr std::size_t kHistory = 20;
 
  private:
@@ -251,17 +258,26 @@ class PluginHost {
   // Mounts `into` dormant from fresh copies of the libraries `from` has loaded (a restore or a
   // rollback: no static state of a library that ran is reused).
   Status MountCopiesOf(const Generation& from, Generation& into);
-  // Unloads `g` and forgets it.
-  std::size_t Release(Generation* g);
+  // Stops what of `g` still runs now (its names and declarations are free at once), and unloads
+  // its libraries in a later task of its own (never in a hold: a dlclose runs the library's
+  // static destructors); the first form takes a resident generation out of generations_.
+  void ReleaseLater(Generation* g);
+  void ReleaseLater(std::unique_ptr<Generation> g);
+  void ReleaseNow();
+  // SwapMounted(), its hold counted from `held_since`.
+  SwapReport SwapMountedSince(TimePoint held_since, Callback<void(const SwapReport&)> done);
   // Drops the mounted generation: it never served.
   void Discard();
   // Makes `g` serve: adopt, import `states`, start, replay. `stage` names how far it got.
   Status Activate(Generation& g, const States& states, std::string* stage);
-  // Logs the report and returns it.
-  SwapReport Finish(SwapReport& r);
+  // Counts the swap and returns its report; its log line, its place in the history and `done`
+  // come in a later task.
+  SwapReport Finish(SwapReport& r, Callback<void(const SwapReport&)> done = nullptr);
   // Stops every instance of `g` still running and unloads its libraries; returns how many stay
   // mapped.
   std::size_t Unload(Generation& g);
+  // Stops every instance of `g` still running (what they hold in the kernel goes now).
+  void StopInstances(Generation& g);
   void RunQueued();
 
   Kernel& kernel_;
@@ -281,6 +297,11 @@ class PluginHost {
   std::string lkg_dir_;
   std::unique_ptr<Generation> mounted_;  // dormant, waiting for SwapMounted()
   SwapReport mount_report_;
+  // Set when mounted_ is a health-window rollback: the states the target exported when it left.
+  std::optional<States> rollback_states_;
+  std::vector<std::unique_ptr<Generation>> releasing_;  // unloaded by the next ReleaseNow()
+  TaskHandle release_task_;
+  std::size_t retired_libraries_ = 0;  // libraries kept mapped, since the start
   std::optional<Request> queued_;
   bool reload_scheduled_ = false;
   std::uint64_t swaps_ = 0;      // that ended with a new generation serving

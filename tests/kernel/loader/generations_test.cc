@@ -151,13 +151,12 @@ TEST_F(GenerationsTest, ASwapKeepsClientsChannelsStateAndRateLimits) {
   EXPECT_NE(report.generation, first);
   EXPECT_EQ(report.generation.substr(report.generation.size() - 2), "#2");
   EXPECT_TRUE(report.retired.empty());
-  EXPECT_EQ(report.retired_libraries, 0u);
-  // The intake hold is the swap itself (export through replay): it took some time, the old
-  // generation's stop is part of it, and the mount (load, init) ran before it, all within the
-  // one Reload() call. Durations measured against each other, not against the wall clock.
-  EXPECT_GT(report.hold_ms(), 0);
-  EXPECT_LT(report.stop_ms, report.hold_ms());
-  EXPECT_LT(report.load_ms + report.init_ms + report.hold_ms(), reload_ms);
+  // A direct Reload() holds the kernel thread for its mount (load, init) and the swap (export
+  // through replay), and the hold is all of it, within the one Reload() call. Durations measured
+  // against each other, not against a threshold.
+  EXPECT_GE(report.hold_ms, report.load_ms + report.init_ms + report.swap_ms);
+  EXPECT_LT(report.stop_ms, report.swap_ms);
+  EXPECT_LE(report.hold_ms, reload_ms);
   // Channels kept their ids, their epoch (so every session's token bucket) and their counters.
   EXPECT_EQ(Id("gen.Add"), add);
   EXPECT_EQ(Id("gen.Total"), total);
@@ -646,7 +645,6 @@ TEST_P(RestoreTest, AnImportOrStartFailureRestoresThePreviousBuildWithItsState) 
   EXPECT_EQ(plugins_->generation(), build + "#3");
   EXPECT_EQ(Count("Gen.Imported v1 4"), 1u);
   EXPECT_EQ(plugins_->failed_builds().count(r.build), 1u);
-  EXPECT_EQ(r.retired_libraries, 0u);
   // The replica went to the failed build and back: the restored one claimed it by the handle
   // its own state names.
   EXPECT_TRUE(r.retired.empty()) << testing::PrintToString(r.retired);
@@ -654,6 +652,23 @@ TEST_P(RestoreTest, AnImportOrStartFailureRestoresThePreviousBuildWithItsState) 
   events_.clear();
   kernel_->bus().Publish("Gen.Ping");
   EXPECT_EQ(events_, std::vector<std::string>({"Gen.Ping", "Gen.Pong v1"}));
+}
+
+// The hold ends when the kernel thread can serve again: what can wait is not in it. Here the
+// libraries a failed swap lets go have a static destructor that takes 200 ms; it runs in a later
+// task, after Reload() (the whole hold of a direct reload) returned.
+TEST_F(GenerationsTest, TheReleaseOfWhatASwapLetsGoRunsAfterTheHold) {
+  const std::string mark = copies_ + "-unloaded";
+  fs::remove(mark);
+  ::setenv("MOLT_FX_DTOR_MARK", mark.c_str(), 1);
+  BootWith("slow_dtor");
+  SwapReport r = plugins_->Reload(Build("fail_start"), "test");  // restores slow_dtor
+  ASSERT_TRUE(r.restored) << r.error;
+  EXPECT_FALSE(fs::exists(mark)) << "the old copy was unloaded inside the hold";
+  EXPECT_GE(r.hold_ms, r.load_ms + r.init_ms + r.swap_ms);
+  ASSERT_TRUE(RunUntil([&] { return fs::exists(mark); }));  // the release: a task of its own
+  ::unsetenv("MOLT_FX_DTOR_MARK");
+  fs::remove(mark);
 }
 
 INSTANTIATE_TEST_SUITE_P(Failures, RestoreTest, ::testing::Values("fail_import", "fail_start"));
@@ -704,7 +719,8 @@ TEST_F(GenerationsTest, TheOldLibrariesStayForTheHealthWindowThenLeaveTheProcess
   EXPECT_TRUE(plugins_->on_probation());
   EXPECT_TRUE(fs::exists(copy));  // resident: the rollback target
   ASSERT_TRUE(RunUntil([&] { return !plugins_->on_probation(); }));
-  EXPECT_FALSE(fs::exists(copy));
+  // Released in a task of its own, right after.
+  ASSERT_TRUE(RunUntil([&] { return !fs::exists(copy); }));
   std::ifstream maps("/proc/self/maps");
   const std::string text((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text.find(copy), std::string::npos) << "still mapped: " << copy;
@@ -729,7 +745,8 @@ TEST_F(GenerationsTest, AProcessThatIgnoresItsCancellationIsAbandonedAndItsLibra
   ASSERT_NE(abandoned, lines.end()) << ::testing::PrintToString(lines);
   EXPECT_NE(abandoned->find("[fx_gen@" + old + "]"), std::string::npos) << *abandoned;
   EXPECT_NE(abandoned->find("its library stays mapped for good (retired)"), std::string::npos);
-  ASSERT_TRUE(RunUntil([&] { return !plugins_->on_probation(); }));
+  ASSERT_TRUE(RunUntil([&] { return plugins_->retired_libraries() == 1; }));  // its release
+  EXPECT_FALSE(plugins_->on_probation());
   std::ifstream maps("/proc/self/maps");
   const std::string text((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find(copy), std::string::npos) << "unloaded under its parked process: " << copy;
@@ -817,6 +834,26 @@ TEST_F(GenerationsTest, ErrorsInTheHealthWindowRollBackToThePreviousBuildWithThe
       << "two reports, no more: " << stats;
 }
 
+// A rollback mounts the previous build in one task and swaps it in the next, as a reload does:
+// its hold is the swap, and clients are served between the two.
+TEST_F(GenerationsTest, ARollbackMountsAndSwapsInTwoTasks) {
+  BootWith("v1");
+  const std::string build = plugins_->generation().substr(0, plugins_->generation().find('#'));
+  plugins_->set_health(1, std::chrono::seconds(60));
+  ASSERT_TRUE(plugins_->Reload(Build("v2_faulty"), "test").ok);
+  const std::string faulty = plugins_->generation();
+  Steps(2);                                               // the reports of the swap
+  plugins_->plugins()[0].instance->CountCallbackError();  // the window's one error
+  Steps(1);
+  EXPECT_TRUE(plugins_->mounted()) << "the rollback's mount ran";
+  EXPECT_EQ(plugins_->generation(), faulty) << "and only the mount";
+  EXPECT_EQ(plugins_->rollbacks(), 0u);
+  Steps(1);
+  EXPECT_FALSE(plugins_->mounted());
+  EXPECT_EQ(plugins_->generation(), build + "#3");
+  EXPECT_EQ(plugins_->rollbacks(), 1u);
+}
+
 // The window's rollback waits while the host is busy with another swap (here a build mounted,
 // its swap a step away): it is neither run under it nor dropped, and runs once the host is free.
 TEST_F(GenerationsTest, AHealthRollbackWaitsForTheSwapInProgress) {
@@ -847,7 +884,8 @@ TEST_F(GenerationsTest, AHealthRollbackWaitsForTheSwapInProgress) {
   EXPECT_TRUE(plugins_->mounted());
   // The mount is given up (a newer one that fails): the rollback runs.
   EXPECT_FALSE(plugins_->Mount(copies_ + "/nowhere", "test").ok());
-  ASSERT_TRUE(RunUntil([&] { return plugins_->rollbacks() == 1; }));
+  ASSERT_TRUE(RunUntil([&] { return plugins_->rollbacks() == 1; }))
+      << testing::PrintToString(lines);
   EXPECT_EQ(plugins_->generation().substr(0, build.size() + 1), build + "#");
 }
 
