@@ -409,6 +409,42 @@ TEST_F(MoltdAdminTest, HealthzIsTheKernelThreadsWatchdog) {
   EXPECT_EQ(moltd_->Wait(), 0) << moltd_->output();
 }
 
+// A swap whose old stop() blocks (30 s) does not hold the server: past its deadline the stop is
+// abandoned, the new build serves, and /healthz says the server is degraded, naming the plugin.
+TEST_F(MoltdAdminTest, AStopBlockingPastItsDeadlineLeavesTheServerServingDegraded) {
+  const std::string dir = data_ + "-plugins";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(kFixtures + "/gen/sleep_stop/fx_gen_sleep_stop.so", dir + "/fx_gen.so");
+  const std::string config = data_ + ".json";
+  fs::create_directories(data_);
+  std::ofstream(config) << R"({"server": {"callback_deadline_seconds": 0.5}})";
+  ASSERT_TRUE(Start({"-c", config}, dir)) << moltd_->output();
+  EXPECT_EQ(HttpCall(admin_port_, "GET", "/healthz").body, "ok\n");
+  fs::copy_file(kFixtures + "/gen/v2/fx_gen_v2.so", dir + "/fx_gen.so.tmp");
+  fs::rename(dir + "/fx_gen.so.tmp", dir + "/fx_gen.so");
+  moltd_->Signal(SIGHUP);
+  ASSERT_TRUE(moltd_->WaitFor("\"swap\":\"ok\",\"reason\":\"SIGHUP\"")) << moltd_->output();
+  EXPECT_NE(moltd_->output().find("\"hard_stopped\":[\"fx_gen\"]"), std::string::npos);
+  EXPECT_NE(moltd_->output().find("stop() did not return within 0.5 s: abandoned"),
+            std::string::npos)
+      << moltd_->output();
+  HttpResult health = HttpCall(admin_port_, "GET", "/healthz");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.body.rfind("degraded: 1 plugin callback(s) abandoned at their deadline", 0), 0u)
+      << health.body;
+  EXPECT_NE(health.body.find("  fx_gen@"), std::string::npos) << health.body;
+  // It serves: a new client is welcome, and the API names the new generation's stuck callback.
+  auto c = std::make_unique<molt::test::TestClient>(game_port_);
+  EXPECT_EQ(c->Hello("ada").type(), molt::wire::Body::Welcome);
+  const json::value plugins = GetJson("/api/v1/plugins");
+  EXPECT_EQ(plugins.at("stuck_callbacks").as_array().size(), 1u) << plugins;
+  EXPECT_EQ(plugins.at("swaps").as_int64(), 1) << plugins;
+  moltd_->Signal(SIGTERM);
+  EXPECT_EQ(moltd_->Wait(), 0) << moltd_->output();
+  fs::remove_all(dir);
+}
+
 TEST_F(MoltdAdminTest, OffMeansNoEndpointAndATakenPortStopsTheBoot) {
   ASSERT_TRUE(Start()) << moltd_->output();
   Process off({kMoltd, "-p", kPlugins, "-d", data_ + "-off", "--port", "0", "--admin", "off"});

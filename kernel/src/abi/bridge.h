@@ -45,13 +45,9 @@ molt_status_t GuardedCall(Fail&& fail, F&& body) noexcept {
   }
 }
 
-// A host API slot: runs `body(instance)` for a live instance, its error text on the instance.
+// The body of Guard() for a live instance.
 template <class F>
-molt_status_t Guard(molt_context_t* ctx, F&& body) noexcept {
-  if (ctx == nullptr) {
-    return MOLT_ERR_INVALID_ARGUMENT;
-  }
-  PluginInstance& p = PluginInstance::From(ctx);
+molt_status_t GuardLive(PluginInstance& p, F&& body) noexcept {
   return GuardedCall([&p](const Status& s) { return p.Fail(s); },
                      [&]() -> Status {
                        if (!p.live()) {
@@ -62,6 +58,31 @@ molt_status_t Guard(molt_context_t* ctx, F&& body) noexcept {
                        }
                        return body(p);
                      });
+}
+
+// A host call while a plugin callback runs off the kernel thread (callback_runner.h): on the
+// runner's thread it holds the call's baton, and one made by an abandoned callback is refused
+// without touching anything (not even the plugin's error text).
+template <class F>
+[[gnu::noinline]] molt_status_t GuardOffThread(PluginInstance& p, F&& body) noexcept {
+  CallbackRunner::HostCall call;
+  if (call.refused()) {
+    return MOLT_ERR_STALE;
+  }
+  return GuardLive(p, std::forward<F>(body));
+}
+
+// A host API slot: runs `body(instance)` for a live instance, its error text on the instance.
+template <class F>
+molt_status_t Guard(molt_context_t* ctx, F&& body) noexcept {
+  if (ctx == nullptr) {
+    return MOLT_ERR_INVALID_ARGUMENT;
+  }
+  PluginInstance& p = PluginInstance::From(ctx);
+  if (p.off_thread()) [[unlikely]] {
+    return GuardOffThread(p, std::forward<F>(body));
+  }
+  return GuardLive(p, std::forward<F>(body));
 }
 
 // Releases `handle` when it is one of `kind`'s that `p` owns.
@@ -131,6 +152,9 @@ inline Result<Priority> PriorityArg(std::int32_t priority) {
 // Calls a plugin callback with the release-deferral bracket; an escaped exception is contained.
 template <class F>
 molt_status_t CallPlugin(PluginInstance& p, F&& call) {
+  if (p.abandoned()) [[unlikely]] {
+    return MOLT_ERR_STALE;  // none of its code runs any more (PluginInstance::set_callback_limit)
+  }
   p.SetError("");  // what the callback reports is its own, not an older call's
   p.EnterCallback();
   ScopeExit leave = [&p]() noexcept { p.LeaveCallback(); };

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "kernel/src/abi/bridge.h"
@@ -29,6 +30,13 @@ const char* LastError(molt_context_t* ctx) noexcept {
 
 void SetError(molt_context_t* ctx, const char* message) noexcept {
   if (ctx != nullptr) {
+    std::optional<CallbackRunner::HostCall> call;  // the baton, off the kernel thread
+    if (PluginInstance::From(ctx).off_thread()) {
+      call.emplace();
+      if (call->refused()) {
+        return;  // an abandoned callback: its text reaches no one
+      }
+    }
     try {
       PluginInstance::From(ctx).SetError(message == nullptr ? "" : message);
     } catch (...) {
@@ -86,15 +94,20 @@ molt_status_t BusPublish(molt_context_t* ctx, const char* topic, const molt_valu
   });
 }
 
-// Why a publish_topic call was refused; out of line so the hot path below stays small.
-[[gnu::noinline, gnu::cold]] molt_status_t PublishTopicRefused(molt_context_t* ctx,
+// publish_topic off its hot path, through Guard: why it was refused, or the publish made while
+// a callback runs off the kernel thread. Out of line so the hot path below stays small.
+[[gnu::noinline, gnu::cold]] molt_status_t PublishTopicGuarded(molt_context_t* ctx,
                                                                molt_topic_t topic,
-                                                               bool resolved) noexcept {
-  return Guard(ctx, [&](PluginInstance&) -> Status {
-    if (!resolved) {
+                                                               const molt_value* args,
+                                                               std::size_t n) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    Bus::Topic* t = p.shared().TopicAt(topic);
+    if (t == nullptr) {
       return Status::Stale("topic " + std::to_string(topic) + " was never resolved");
     }
-    return Status::InvalidArgument("args is NULL with arg_count > 0");
+    MOLT_RETURN_IF_ERROR(RequiredIfAny(args, n, "args", "arg_count"));
+    p.bus().Publish(t, ToArgs(args, n));
+    return Status::Ok();
   });
 }
 
@@ -109,9 +122,12 @@ molt_status_t BusPublishTopic(molt_context_t* ctx, molt_topic_t topic, const mol
     return MOLT_ERR_INVALID_ARGUMENT;
   }
   PluginInstance& p = PluginInstance::From(ctx);
+  if (p.off_thread()) [[unlikely]] {  // first: an abandoned callback's host may be gone
+    return PublishTopicGuarded(ctx, topic, args, n);
+  }
   Bus::Topic* t = p.shared().TopicAt(topic);
   if (t == nullptr || !p.live() || (n > 0 && args == nullptr)) [[unlikely]] {
-    return PublishTopicRefused(ctx, topic, t != nullptr);
+    return PublishTopicGuarded(ctx, topic, args, n);
   }
   try {
     p.bus().Publish(t, ToArgs(args, n));  // handler exceptions never escape Publish

@@ -3,10 +3,12 @@
 #include "kernel/src/abi/plugin_instance.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <mutex>
 
 #include "kernel/src/abi/host_api.h"
 
@@ -47,7 +49,17 @@ std::vector<std::string> Dependencies(const molt_plugin_info& info) {
 
 }  // namespace
 
-AbiShared::AbiShared(Kernel& kernel) : kernel_(kernel), api_(CoreHostApi()) {}
+AbiShared::AbiShared(Kernel& kernel)
+    : kernel_(kernel), api_(std::make_unique<molt_host_api>(CoreHostApi())) {}
+
+AbiShared::~AbiShared() {
+  if (runner_.abandoned() > 0) {  // an abandoned callback may still read its table: it stays
+    static std::mutex mu;
+    static auto* kept = new std::vector<std::unique_ptr<molt_host_api>>();  // never freed
+    std::lock_guard lock(mu);
+    kept->push_back(std::move(api_));
+  }
+}
 
 molt_topic_t AbiShared::TopicHandle(Bus::Topic* topic) {
   auto it = handles_.find(topic);
@@ -64,6 +76,7 @@ PluginInstance::PluginInstance(AbiShared& shared, const molt_plugin_info& info, 
                                std::string generation)
     : shared_(shared),
       bus_(&shared.kernel().bus()),
+      off_thread_(shared.off_thread()),
       info_(info),
       name_(info.name),
       generation_(std::move(generation)),
@@ -202,6 +215,9 @@ void PluginInstance::ReleaseResource(molt_handle_t handle, Resource& r) {
 }
 
 void PluginInstance::RunRelease(molt_cleanup_fn fn, void* user_data) {
+  if (abandoned_) {
+    return;  // none of its plugin's code runs any more (set_callback_limit)
+  }
   if (callback_depth_ > 0) {
     deferred_releases_.emplace_back(fn, user_data);  // the plugin's callback may still use it
     return;
@@ -224,18 +240,77 @@ void PluginInstance::LeaveCallback() {
 }
 
 template <class F>
-Status PluginInstance::CallLifecycle(const char* what, F&& call) {
+Status PluginInstance::CallLifecycle(const char* what, Duration limit, F call) {
+  if (abandoned_) {
+    return Status::FailedPrecondition("plugin \"" + label_ + "\" was abandoned: its " + what +
+                                      " is not called");
+  }
   error_.clear();
-  molt_status_t code;
+  molt_status_t code = MOLT_OK;
+  bool threw = false;
   EnterCallback();
-  try {
-    code = call();
-  } catch (...) {
+  if (limit == Duration::max()) {
+    try {
+      code = call();
+    } catch (...) {
+      threw = true;
+    }
+  } else {
+    // On the runner's thread, this one waiting: what the call touches must be its own.
+    auto escaped = std::make_shared<std::atomic<bool>>(false);
+    shared_.off_thread()->fetch_add(1, std::memory_order_relaxed);
+    const CallbackRunner::Outcome out =
+        shared_.runner().Run(limit, [call, escaped]() mutable noexcept -> molt_status_t {
+          try {
+            return call();
+          } catch (...) {
+            escaped->store(true, std::memory_order_relaxed);
+            return MOLT_ERR_INTERNAL;
+          }
+        });
+    if (!out.returned) {  // off_thread stays raised: the callback may still call the host
+      LeaveCallback();
+      return Abandon(what, limit);
+    }
+    shared_.off_thread()->fetch_sub(1, std::memory_order_relaxed);
+    code = out.code;
+    threw = escaped->load(std::memory_order_relaxed);
+  }
+  if (threw) {
     code = MOLT_ERR_INTERNAL;
     SetError(std::string(what) + " threw across the C ABI");
   }
   LeaveCallback();
   return code == MOLT_OK ? Status::Ok() : FromPluginCode(code, CallbackError(code));
+}
+
+namespace {
+
+// Instances with an abandoned callback: kept for good, since that callback may still run and
+// call the host with their context.
+std::mutex g_stuck_mu;
+std::vector<std::shared_ptr<PluginInstance>>* g_stuck = nullptr;
+
+}  // namespace
+
+Status PluginInstance::Abandon(const char* what, Duration limit) {
+  const bool export_only = std::string_view(what) == "export_state";
+  stuck_ = true;
+  abandoned_ = abandoned_ || !export_only;
+  const std::string why = fmt::format(
+      "{}() did not return within {:g} s: abandoned (it may still be running; its host calls are "
+      "refused{})",
+      what, ToSeconds(limit), export_only ? "" : ", and no more of its code runs");
+  shared_.AddStuck(label_ + ": " + why);
+  {
+    std::lock_guard lock(g_stuck_mu);
+    if (g_stuck == nullptr) {
+      g_stuck = new std::vector<std::shared_ptr<PluginInstance>>();  // never freed, on purpose
+    }
+    g_stuck->push_back(shared_from_this());
+  }
+  Pin(reinterpret_cast<const void*>(info_.init), why);
+  return Status::TimedOut("plugin \"" + label_ + "\": " + why);
 }
 
 void PluginInstance::Replay() {
@@ -258,7 +333,8 @@ Result<std::optional<std::string>> PluginInstance::ExportState(std::size_t max_b
     std::size_t max;
     bool over = false;
   } sink{{}, max_bytes};
-  Status s = CallLifecycle("export_state", [&] {
+  auto owned = std::make_shared<Sink>(std::move(sink));  // outlives an abandoned call
+  Status s = CallLifecycle("export_state", callback_limit_, [this, owned] {
     return info_.export_state(
         state_,
         [](void* ud, const void* data, std::size_t size) {
@@ -269,7 +345,7 @@ Result<std::optional<std::string>> PluginInstance::ExportState(std::size_t max_b
           }
           k->bytes.append(static_cast<const char*>(data), size);
         },
-        &sink);
+        owned.get());
   });
   if (s.code() == Status::Code::kUnsupported) {
     return std::optional<std::string>();
@@ -277,11 +353,11 @@ Result<std::optional<std::string>> PluginInstance::ExportState(std::size_t max_b
   if (!s.ok()) {
     return s.Prefixed("plugin \"" + label_ + "\": export_state failed");
   }
-  if (sink.over) {
+  if (owned->over) {
     return Status::InvalidArgument("plugin \"" + label_ + "\": export_state wrote more than " +
                                    std::to_string(max_bytes) + " bytes (the state size cap)");
   }
-  return std::optional<std::string>(std::move(sink.bytes));
+  return std::optional<std::string>(std::move(owned->bytes));
 }
 
 bool PluginInstance::Reads(std::uint32_t version) const {
@@ -306,8 +382,9 @@ Status PluginInstance::ImportState(std::uint32_t version, const std::string& sta
         std::to_string(version) +
         ": read that format in import_state and lower oldest_state_version");
   }
-  Status s = CallLifecycle("import_state", [&] {
-    return info_.import_state(state_, version, state.data(), state.size());
+  auto copy = std::make_shared<const std::string>(state);  // outlives an abandoned call
+  Status s = CallLifecycle("import_state", callback_limit_, [this, version, copy] {
+    return info_.import_state(state_, version, copy->data(), copy->size());
   });
   if (s.code() == Status::Code::kUnsupported) {  // this version takes no state: not a failure
     log_.Info("import_state takes no state: the {} bytes its predecessor exported are dropped",
@@ -319,8 +396,8 @@ Status PluginInstance::ImportState(std::uint32_t version, const std::string& sta
 
 Status PluginInstance::Init() {
   live_ = true;
-  Status s =
-      CallLifecycle("init", [this] { return info_.init(context(), &shared_.api(), &state_); });
+  Status s = CallLifecycle("init", callback_limit_,
+                           [this] { return info_.init(context(), &shared_.api(), &state_); });
   initialized_ = s.ok();
   return s;
 }
@@ -329,7 +406,7 @@ Status PluginInstance::Start() {
   if (info_.start == nullptr) {
     return Status::Ok();
   }
-  return CallLifecycle("start", [this] { return info_.start(state_); });
+  return CallLifecycle("start", callback_limit_, [this] { return info_.start(state_); });
 }
 
 void PluginInstance::Pin(const void* code, std::string why) {
@@ -367,6 +444,14 @@ std::vector<std::pair<std::string, std::string>> PluginInstance::interfaces_used
 
 Status PluginInstance::Stop() { return Shutdown(/*soft=*/true); }
 
+Status PluginInstance::StopWithin(Duration limit) {
+  // Without deadlines (the host's choice) stop() runs on this thread, the budget checked between
+  // stops (ServiceManager::StopAll).
+  return Shutdown(/*soft=*/true, callback_limit_ == Duration::max()
+                                     ? callback_limit_
+                                     : std::min(limit, callback_limit_));
+}
+
 void PluginInstance::Halt() {
   if (!stopped_ && initialized_ && info_.stop != nullptr) {
     log_.Warn("hard stop: its stop() does not run (the soft stop ran out of time)");
@@ -374,11 +459,16 @@ void PluginInstance::Halt() {
   (void)Shutdown(/*soft=*/false);
 }
 
-Status PluginInstance::Shutdown(bool soft) {
+Status PluginInstance::Shutdown(bool soft, Duration limit) {
   if (stopped_) {
     return Status::Ok();
   }
   stopped_ = true;
+  if (stuck_ && !abandoned_) {
+    // Its export_state still runs: none of its code is called again, it is released as is.
+    log_.Warn("hard stop: a callback it was abandoned in may still run, so its stop() does not");
+    abandoned_ = true;
+  }
   if (!holders_.empty()) {
     std::string who;
     for (const std::string& h : holders_) {
@@ -387,8 +477,8 @@ Status PluginInstance::Shutdown(bool soft) {
     log_.Error("stops while plugins still hold references to its interfaces: {}", who);
   }
   Status result;
-  if (soft && initialized_ && info_.stop != nullptr) {
-    result = CallLifecycle("stop", [this] { return info_.stop(state_); });
+  if (soft && initialized_ && info_.stop != nullptr && !abandoned_) {
+    result = CallLifecycle("stop", limit, [this] { return info_.stop(state_); });
   }
   // What it bound to sessions runs first (bindings, data, onSession handlers): those cleanups
   // may still use its channels and tasks. An instance that never ran init bound nothing.
@@ -414,7 +504,7 @@ Status PluginInstance::Shutdown(bool soft) {
   if (leftovers > 0) {
     log_.Debug("released {} resources the plugin left at stop", leftovers);
   }
-  if (initialized_ && info_.destroy != nullptr) {
+  if (initialized_ && info_.destroy != nullptr && !abandoned_) {
     try {
       info_.destroy(state_);
     } catch (...) {

@@ -11,13 +11,16 @@
 // A `release` requested while one of the plugin's callbacks runs waits until that callback
 // returned, so a plugin may unsubscribe or cancel itself from inside its own callback.
 //
-// Thread safety: REQUIRES the kernel thread.
+// Thread safety: REQUIRES the kernel thread, or the thread a lifecycle callback with a deadline
+// runs on while the kernel thread waits for it (set_callback_limit, callback_runner.h): host
+// calls from there go through Guard, which takes the call's baton.
 #ifndef MOLT_KERNEL_ABI_PLUGIN_INSTANCE_H_
 #define MOLT_KERNEL_ABI_PLUGIN_INSTANCE_H_
 
 #include <molt/kernel/status.h>
 #include <molt/molt.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -28,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernel/src/abi/callback_runner.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/core/process.h"
@@ -75,11 +79,27 @@ class HostLayer {
 class AbiShared {
  public:
   explicit AbiShared(Kernel& kernel);
+  // Keeps the API table when a callback was abandoned (its plugin may still read it).
+  ~AbiShared();
+  AbiShared(const AbiShared&) = delete;
+  AbiShared& operator=(const AbiShared&) = delete;
   Kernel& kernel() { return kernel_; }
-  // The table handed to every plugin's init; valid as long as this object.
-  const molt_host_api& api() const { return api_; }
+  // The table handed to every plugin's init; valid as long as this object (for good once a
+  // callback was abandoned).
+  const molt_host_api& api() const { return *api_; }
   // For the host layer, before any plugin is initialized.
-  molt_host_api& mutable_api() { return api_; }
+  molt_host_api& mutable_api() { return *api_; }
+
+  // --- Callbacks with a deadline (PluginInstance::set_callback_limit) ---
+  CallbackRunner& runner() { return runner_; }
+  // Nonzero while a plugin callback runs on the runner's thread, and for good once one was
+  // abandoned: every host call then checks which thread it is on (Guard). Shared with every
+  // instance, so an abandoned callback can still read it after this object is gone.
+  const std::shared_ptr<std::atomic<int>>& off_thread() const { return off_thread_; }
+  // The callbacks abandoned at their deadline, one line each ("<plugin>: <what> did not return
+  // within <n> s ..."), for the stats and /healthz.
+  void AddStuck(std::string line) { stuck_.push_back(std::move(line)); }
+  const std::vector<std::string>& stuck() const { return stuck_; }
   // The host's layers (the server's network and profile stores, the client's connection), one
   // of each type, before any plugin is initialized. Every layer hears each release and handoff,
   // in the order they were added (the server adds its network first). Returns the layer.
@@ -138,8 +158,11 @@ class AbiShared {
   };
 
   Kernel& kernel_;
-  molt_host_api api_;
+  std::unique_ptr<molt_host_api> api_;
   std::vector<LayerEntry> layers_;
+  CallbackRunner runner_;
+  std::shared_ptr<std::atomic<int>> off_thread_ = std::make_shared<std::atomic<int>>(0);
+  std::vector<std::string> stuck_;
   Callback<Status(std::string)> reload_;
   std::vector<Bus::Topic*> topics_;
   std::unordered_map<Bus::Topic*, molt_topic_t> handles_;
@@ -207,10 +230,32 @@ class PluginInstance final : public molt_context,
   Status Init() override;
   Status Start() override;
   // Calls stop() (when init succeeded), releases every remaining resource in reverse order,
-  // then destroy(). Idempotent.
+  // then destroy(). Idempotent. No deadline: Stop() waits for stop() (the close phase has its
+  // own watchdog).
   Status Stop() override;
+  // Stop() with stop() given at most `limit` (run as set_callback_limit says); past it the
+  // instance is abandoned and hard-stopped, and the status is kTimedOut.
+  Status StopWithin(Duration limit) override;
   // Stop() without the plugin's stop(): the swap's soft stop ran out of time.
   void Halt() override;
+
+  // Deadlines (DESIGN.md §6). With a limit set (the host's; Duration::max(), the default, is
+  // none), init, start, export_state and import_state (and stop, through StopWithin) run on the
+  // shared CallbackRunner while the calling thread waits at most that long. One that does not
+  // return in time is *abandoned*: the call fails with kTimedOut naming it, the instance is
+  // marked stuck (its library stays mapped for good, the instance is kept alive, AbiShared lists
+  // it), every host call the callback still makes is refused, and no more of its plugin's code
+  // runs: no stop(), release function or destroy(). An abandoned export_state leaves the
+  // instance serving (the swap is abandoned instead); its next stop is a hard stop.
+  void set_callback_limit(Duration limit) { callback_limit_ = limit; }
+  Duration callback_limit() const { return callback_limit_; }
+  // A callback of it was abandoned and may still run.
+  bool stuck() const { return stuck_; }
+  // No code of its plugin runs any more (a lifecycle callback was abandoned, or it stopped
+  // while stuck).
+  bool abandoned() const { return abandoned_; }
+  // Some plugin callback runs off the kernel thread, or was abandoned (AbiShared::off_thread).
+  bool off_thread() const { return off_thread_->load(std::memory_order_relaxed) != 0; }
 
   // True between the start of Init() and the end of Stop(): host calls are accepted (a plugin's
   // own stop may still release things while the kernel shuts down).
@@ -313,15 +358,22 @@ class PluginInstance final : public molt_context,
   std::size_t resource_count() const { return resources_.size(); }
 
  private:
-  // Calls init, start or stop: exceptions are contained, failures become a Status.
+  // Calls init, start, stop, export_state or import_state (within `limit`, see
+  // set_callback_limit): exceptions are contained, failures become a Status. `call` must own
+  // what it uses (it may outlive this call when abandoned).
   template <class F>
-  Status CallLifecycle(const char* what, F&& call);
-  // Stop() and Halt(): `soft` runs the plugin's stop() first.
-  Status Shutdown(bool soft);
+  Status CallLifecycle(const char* what, Duration limit, F call);
+  // The callback `what` did not return within `limit`: see set_callback_limit.
+  Status Abandon(const char* what, Duration limit);
+  // Stop() and Halt(): `soft` runs the plugin's stop() first, within `limit`.
+  Status Shutdown(bool soft, Duration limit = Duration::max());
   void ReleaseResource(molt_handle_t handle, Resource& r);
 
   AbiShared& shared_;
   Bus* bus_;  // the kernel's, cached for the publish hot path
+  // AbiShared's flag, checked by every host call (and kept alive by the instance: an abandoned
+  // callback may call the host after the host is gone).
+  std::shared_ptr<const std::atomic<int>> off_thread_;
   const molt_plugin_info info_;
   std::string name_;
   std::string generation_;
@@ -353,6 +405,9 @@ class PluginInstance final : public molt_context,
   bool initialized_ = false;
   bool live_ = false;
   bool stopped_ = false;
+  Duration callback_limit_ = Duration::max();
+  bool stuck_ = false;
+  bool abandoned_ = false;
 };
 
 // The status code of a kernel Status (the same values by construction).

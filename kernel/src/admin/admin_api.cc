@@ -189,7 +189,19 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
     reply(std::move(r));
   };
   if (path == "/healthz") {
-    reply({200, std::string(kText), "ok\n", {}});
+    // Answered from the kernel thread (a watchdog: no answer, no health). A plugin callback
+    // abandoned at its deadline leaves the server serving, degraded: each one is a line.
+    std::string body = "ok\n";
+    if (const std::vector<std::string>& stuck = sources_.plugins.stuck_callbacks();
+        !stuck.empty()) {
+      body = "degraded: " + std::to_string(stuck.size()) +
+             " plugin callback(s) abandoned at their deadline, still mapped (fix the plugin; "
+             "docs/generations.md, \"Deadlines\")\n";
+      for (const std::string& line : stuck) {
+        body += "  " + line + "\n";
+      }
+    }
+    reply({200, std::string(kText), std::move(body), {}});
     return;
   }
   if (path == "/readyz") {

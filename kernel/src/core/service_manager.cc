@@ -172,9 +172,11 @@ Status ServiceManager::Fail(Status failure) {
   return failure;
 }
 
-Status ServiceManager::Stop(Service* service) {
+Status ServiceManager::Stop(Service* service, Duration limit) {
   stopped_.push_back(service);
-  return Call([&] { return service->Stop(); })
+  return Call([&] {
+           return limit == Duration::max() ? service->Stop() : service->StopWithin(limit);
+         })
       .Prefixed("service \"" + service->name() + "\": stop failed");
 }
 
@@ -201,7 +203,10 @@ std::vector<Status> ServiceManager::StopAll(const StopObserver& observer, Durati
             s->name(), std::chrono::duration<double>(budget).count()));
       }
     } else {
-      st = Stop(s);
+      st = Stop(s, budget == Duration::max() ? budget : budget - (t0 - begin));
+      if (st.code() == Status::Code::kTimedOut) {
+        halted_.push_back(s);  // its stop ran out of time: it was hard-stopped
+      }
     }
     if (observer) {
       observer(*s, Since(t0), st);

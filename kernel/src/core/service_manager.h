@@ -41,6 +41,9 @@ class Service {
   // The hard stop alone: releases what the service holds without running its own stop logic
   // (StopAll's budget ran out). Stop() by default; plugin instances skip the plugin's stop().
   virtual void Halt() { (void)Stop(); }
+  // Stop() that gives its own stop logic at most `limit`; past it, kTimedOut (the service was
+  // hard-stopped). Stop() by default: a native service cannot be cut short.
+  virtual Status StopWithin(Duration /*limit*/) { return Stop(); }
 };
 
 struct ServiceTiming {
@@ -74,8 +77,9 @@ class ServiceManager {
   // Stops every attempted, not yet stopped service in reverse boot order; returns the failures.
   // `observer`, when set, hears each stop with its duration and result. Once the stops have
   // taken `budget` together, the services left are halted (Service::Halt: no stop logic) and
-  // each gets a kTimedOut failure naming it (and is listed in halted()). A stop that is running
-  // is never interrupted.
+  // each gets a kTimedOut failure naming it (and is listed in halted()). With a budget, each stop
+  // gets what is left of it (Service::StopWithin): one that runs past it is hard-stopped, listed
+  // in halted() too.
   using StopObserver = Callback<void(const Service&, Duration, const Status&)>;
   std::vector<Status> StopAll(const StopObserver& observer = nullptr,
                               Duration budget = Duration::max());
@@ -93,7 +97,7 @@ class ServiceManager {
   const std::vector<Service*>& halted() const { return halted_; }
 
  private:
-  Status Stop(Service* service);
+  Status Stop(Service* service, Duration limit = Duration::max());
   // Stops what was attempted after a failed phase; returns `failure`.
   Status Fail(Status failure);
 

@@ -87,6 +87,13 @@ Status PluginHost::Gate() const {
   return Status::Ok();
 }
 
+void PluginHost::PrimeForSwap() {
+  if (callback_deadline_ != Duration::max()) {
+    // The swap's first export does not wait for the runner's thread to wake.
+    shared_.runner().Prime(std::chrono::milliseconds(100));
+  }
+}
+
 void PluginHost::MarkFailed(const std::string& build_id, const std::string& why) {
   failed_builds_[build_id] = why;
 }
@@ -180,6 +187,12 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   States states;
   for (Service* s : old_set.boot_order()) {
     abi::PluginInstance* inst = InstanceOf(s);
+    if (inst->stuck()) {  // its export of an earlier swap never returned: it is not asked again
+      LogScope("Generations")
+          .Warn("plugin \"{}\" hands over no state: a callback of it was abandoned earlier",
+                inst->label());
+      continue;
+    }
     Result<std::optional<std::string>> state = inst->ExportState(kMaxStateBytes);
     if (!state.ok()) {  // the serving build's failure, not the new one's: nothing is marked
       r.error = state.status().message() + " (the swap is aborted; " + old.name + " serves on)";
@@ -228,8 +241,11 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   r.stop_ms = MillisSince(t_stop);
   if (!r.hard_stopped.empty()) {
     LogScope("Generations")
-        .Warn("{} stop took more than {:.3g} s; hard stop of {}", old.name,
-              std::chrono::duration<double>(stop_budget_).count(), fmt::join(r.hard_stopped, ", "));
+        .Warn(
+            "{} stop: hard stop of {} (the soft stop ran past its {:.3g} s budget, or a stop() "
+            "past its deadline)",
+            old.name, fmt::join(r.hard_stopped, ", "),
+            std::chrono::duration<double>(stop_budget_).count());
   }
 
   kernel_.Serve(g->services.get());
@@ -248,7 +264,7 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     // half-run library is reused), with the state it exported.
     r.error = s.message();
     MarkFailed(g->build_id, r.stage + ": " + r.error);
-    g->services->StopAll();
+    g->services->StopAll(nullptr, stop_budget_);
     std::unique_ptr<Generation> back = NewGeneration(old.build_id);
     Status b = MountCopiesOf(old, *back);
     kernel_.Serve(back->services.get());
@@ -387,6 +403,8 @@ Status PluginHost::Mount(const std::string& dir, const std::string& reason, Trig
   mount_report_ = s.ok() ? std::move(r) : Finish(r);
   if (mounted_ == nullptr) {
     RunPendingRollback();
+  } else {
+    PrimeForSwap();
   }
   return s;
 }

@@ -165,6 +165,7 @@ void PluginHost::Rollback() {
   mounted_ = std::move(g);
   mount_report_ = std::move(r);
   rollback_states_ = std::move(p.previous_states);
+  PrimeForSwap();
   kernel_.scheduler().Schedule([this] { SwapMounted(); }, Priority::kKernel,
                                TaskOrigin::Named("rollback"));
 }

@@ -83,6 +83,7 @@ boost::json::object PluginHost::StatsObject() const {
           {"rollbacks", rollbacks_},
           {"retired_libraries", retired_libraries_},
           {"failed_builds", std::move(failed)},
+          {"stuck_callbacks", boost::json::array(shared_.stuck().begin(), shared_.stuck().end())},
           {"history", std::move(history)}};
 }
 
@@ -197,6 +198,7 @@ Status PluginHost::Register(Generation& into, const molt_plugin_info& info,
                             const std::string& source, std::unique_ptr<Library> library,
                             bool dormant) {
   auto instance = std::make_shared<abi::PluginInstance>(shared_, info, source, into.name);
+  instance->set_callback_limit(callback_deadline_);
   if (dormant) {
     instance->set_dormant();
   }
@@ -276,7 +278,7 @@ void PluginHost::StopInstances(Generation& g) {
     });
     abi::PluginInstance* next = free != left.rend() ? *free : left.back();  // a cycle: any order
     left.erase(std::find(left.begin(), left.end(), next));
-    if (Status s = next->Stop(); !s.ok()) {
+    if (Status s = next->StopWithin(next->callback_limit()); !s.ok()) {
       LogScope("Loader").Warn("plugin \"{}\": stop failed: {}", next->label(), s.message());
     }
   }

@@ -128,10 +128,22 @@ class PluginHost {
   void Close() { closing_ = true; }
   // Bounds the old generation's soft stop (its stop() calls, in reverse order) in a swap: once
   // they took this long together, the rest are halted without their stop() (5 s, the spec's
-  // STOP_DEADLINE). A stop() that is running is not interrupted: one that blocks holds the
-  // kernel thread.
+  // STOP_DEADLINE). With a callback deadline (below), a stop() that runs past what is left of it
+  // is abandoned and its instance hard-stopped (the report's hard_stopped names both kinds).
   static constexpr Duration kStopBudget = std::chrono::seconds(5);
   void set_stop_budget(Duration budget) { stop_budget_ = budget; }
+  // The deadline of each init, start, export_state and import_state of the plugins loaded from
+  // here on (abi::PluginInstance::set_callback_limit): past it the callback is abandoned and the
+  // server keeps serving. An export_state past it abandons the swap (the old generation serves
+  // on; its instance is hard-stopped at its next stop); an init past it fails the mount; an
+  // import_state or start past it fails the swap, which restores the previous build. Off
+  // (Duration::max()) unless set: callbacks then run on the calling thread, as a client app's
+  // controllers do. moltd sets it (server.callback_deadline_seconds, 5 s by default).
+  static constexpr Duration kCallbackDeadline = std::chrono::seconds(5);
+  void set_callback_deadline(Duration deadline) { callback_deadline_ = deadline; }
+  // The callbacks abandoned at their deadline so far, one line each (the stats' stuck_callbacks,
+  // /healthz): each may still run, and its library stays mapped for good.
+  const std::vector<std::string>& stuck_callbacks() const { return shared_.stuck(); }
 
   // --- The health window ---
   // After a swap the new generation is on probation: when errors attributed to it (failed
@@ -220,6 +232,8 @@ class PluginHost {
   Status Gate() const;
   // Mounts the build in `dir` dormant (r's mount fields); nullptr on failure (r.error).
   std::unique_ptr<Generation> MountBuild(const std::string& dir, SwapReport& r, Trigger trigger);
+  // A generation is mounted, its swap a step away: wakes the callback runner (deadlines only).
+  void PrimeForSwap();
   // Records that `build_id` failed here, and why.
   void MarkFailed(const std::string& build_id, const std::string& why);
   // Swaps `g` in for the serving generation (r's swap fields), restoring on failure. A rollback
@@ -292,6 +306,7 @@ class PluginHost {
   std::optional<Probation> probation_;
   bool rollback_pending_ = false;  // the window's rollback waits for a swap in progress
   Duration stop_budget_ = kStopBudget;
+  Duration callback_deadline_ = Duration::max();
   std::uint32_t health_errors_ = 3;
   Duration health_window_ = std::chrono::seconds(30);
   std::string lkg_dir_;

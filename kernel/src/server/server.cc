@@ -247,6 +247,7 @@ Status Server::Assemble() {
   }
   plugins_->set_health(static_cast<std::uint32_t>(settings_.health_errors),
                        Seconds(settings_.health_window));
+  plugins_->set_callback_deadline(Seconds(settings_.callback_deadline));
   plugins_->set_last_known_good_dir(last_known_good_);
   close_ = std::make_unique<ClosePhase>(kernel, Seconds(settings_.close_budget),
                                         [] { std::_Exit(kExitOk); });

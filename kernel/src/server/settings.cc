@@ -14,12 +14,17 @@
 namespace molt::kernel {
 namespace {
 
-const std::set<std::string, std::less<>> kServerKeys = {
-    "server.tick_rate",           "server.log_level",
-    "server.log_format",          "server.close_budget_seconds",
-    "server.plugin_dir",          "server.data_dir",
-    "server.health_errors",       "server.health_window_seconds",
-    "server.diagnostics_seconds", "server.error_window_seconds"};
+const std::set<std::string, std::less<>> kServerKeys = {"server.tick_rate",
+                                                        "server.log_level",
+                                                        "server.log_format",
+                                                        "server.close_budget_seconds",
+                                                        "server.plugin_dir",
+                                                        "server.data_dir",
+                                                        "server.health_errors",
+                                                        "server.health_window_seconds",
+                                                        "server.diagnostics_seconds",
+                                                        "server.error_window_seconds",
+                                                        "server.callback_deadline_seconds"};
 const std::set<std::string, std::less<>> kProfileKeys = {
     "profiles.database", "profiles.synchronous", "profiles.drain_seconds"};
 const std::set<std::string, std::less<>> kAdminKeys = {"admin.address", "admin.token",
@@ -265,7 +270,8 @@ Status ResolveServer(const ServerOptions& options, const Config& config, Setting
         std::tuple{"server.health_window_seconds", loader::kHealthWindowMinSeconds,
                    loader::kHealthWindowMaxSeconds, &out->health_window},
         std::tuple{"server.diagnostics_seconds", 0.1, 3600.0, &out->diagnostics_seconds},
-        std::tuple{"server.error_window_seconds", 0.1, 3600.0, &out->error_window_seconds}}) {
+        std::tuple{"server.error_window_seconds", 0.1, 3600.0, &out->error_window_seconds},
+        std::tuple{"server.callback_deadline_seconds", 0.1, 300.0, &out->callback_deadline}}) {
     if (config.Get(key) == nullptr) {
       continue;
     }

@@ -33,6 +33,9 @@ struct Settings {
   // server.diagnostics_seconds: the diagnostics window (docs/operations.md); 5 s, 1 s with --watch
   double diagnostics_seconds = 5;
   double error_window_seconds = 30;  // server.error_window_seconds: ErrorWatch's window
+  // server.callback_deadline_seconds: how long a plugin's init, start, export_state or
+  // import_state may take before it is abandoned (loader/plugin_host.h).
+  double callback_deadline = 5;
   SchedulerConfig scheduler;
   std::string plugin_dir;
   std::string data_dir;

@@ -39,6 +39,9 @@ std::string PayloadText(const Frame& f) {
 
 class GenerationsTest : public net::NetTest {
  protected:
+  // Short, so that a blocking callback costs the test little; long enough for ASan.
+  static constexpr Duration kDeadline = std::chrono::milliseconds(300);
+
   void SetUp() override {
     NetTest::SetUp();
     copies_ = ::testing::TempDir() + "molt_gen_" + std::to_string(::getpid());
@@ -54,6 +57,8 @@ class GenerationsTest : public net::NetTest {
   }
   void Attach() {
     plugins_ = std::make_unique<PluginHost>(*kernel_, copies_);
+    // Every callback with a deadline, as moltd runs them (off the kernel thread, waited for).
+    plugins_->set_callback_deadline(kDeadline);
     abi::AttachNetwork(plugins_->shared(), net_.get());
     events_sub_ = kernel_->bus().Subscribe("Gen.*", [this](std::string_view topic, Args a) {
       std::string line(topic);
@@ -762,6 +767,120 @@ TEST_F(GenerationsTest, AProcessThatIgnoresItsCancellationIsAbandonedAndItsLibra
     ASSERT_EQ(f.type(), w::Body::Response);
     EXPECT_EQ(PayloadText(f), "v2:0");
   });
+}
+
+// A callback that blocks (here for 30 s) holds nothing past its deadline: the server goes on,
+// the operator is told, and the callback, abandoned, can touch nothing when it wakes.
+class BlockingCallbackTest : public GenerationsTest {
+ protected:
+  void SetUp() override {
+    GenerationsTest::SetUp();
+    mark_ = copies_ + "-late";
+    fs::remove(mark_);
+    ::setenv("MOLT_FX_SLEEP_MARK", mark_.c_str(), 1);
+  }
+  void TearDown() override {
+    ::unsetenv("MOLT_FX_SLEEP_MARK");
+    ::unsetenv("MOLT_FX_SLEEP_SECONDS");
+    GenerationsTest::TearDown();
+    fs::remove(mark_);
+  }
+  // The clients still get answers from the generation serving, tagged `tag`.
+  void ServesAs(const std::string& tag) {
+    Run([&] {
+      TestClient c(port_);
+      ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+      c.Request(Id("gen.Total"), 1, AddPayload(0));
+      Frame f = c.NextOf(w::Body::Response);
+      ASSERT_EQ(f.type(), w::Body::Response);
+      EXPECT_EQ(PayloadText(f).substr(0, tag.size() + 1), tag + ":");
+    });
+  }
+  std::string mark_;
+};
+
+TEST_F(BlockingCallbackTest, AStopPastItsDeadlineIsAbandonedAndTheNewBuildServes) {
+  BootWith("sleep_stop");
+  const TimePoint t0 = RealNow();
+  SwapReport r = plugins_->Reload(Build("v2"), "test");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_LT(RealNow() - t0, std::chrono::seconds(20)) << "the swap waited for the stop";
+  EXPECT_EQ(r.hard_stopped, std::vector<std::string>{"fx_gen"});
+  ASSERT_EQ(plugins_->stuck_callbacks().size(), 1u);
+  EXPECT_NE(plugins_->stuck_callbacks()[0].find(
+                "stop() did not return within 0.3 s: abandoned (it may still be running; its "
+                "host calls are refused, and no more of its code runs)"),
+            std::string::npos)
+      << plugins_->stuck_callbacks()[0];
+  EXPECT_NE(kernel_->StatsJson().find("\"stuck_callbacks\":[\"fx_gen@"), std::string::npos);
+  ServesAs("v2");
+}
+
+TEST_F(BlockingCallbackTest, AnExportPastItsDeadlineAbandonsTheSwapAndTheOldBuildServesOn) {
+  BootWith("sleep_export");
+  const std::string first = plugins_->generation();
+  SwapReport r = plugins_->Reload(Build("v2"), "test");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.stage, "export");
+  EXPECT_NE(r.error.find("export_state() did not return within 0.3 s: abandoned"),
+            std::string::npos)
+      << r.error;
+  EXPECT_NE(r.error.find("(the swap is aborted; " + first + " serves on)"), std::string::npos);
+  EXPECT_TRUE(plugins_->failed_builds().empty());  // v2 did nothing wrong
+  EXPECT_EQ(plugins_->generation(), first);
+  ServesAs("sleep_export");
+  // The next swap asks it for nothing: no state, no stop(); the new build serves.
+  r = plugins_->Reload(Build("v2"), "test");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_FALSE(Saw("Gen.Stopped sleep_export"));
+  ServesAs("v2");
+  EXPECT_EQ(plugins_->stuck_callbacks().size(), 1u);
+}
+
+TEST_F(BlockingCallbackTest, AStartPastItsDeadlineRestoresThePreviousBuild) {
+  BootWith("v1");
+  SwapReport r = plugins_->Reload(Build("sleep_start"), "test");
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.restored) << r.error;
+  EXPECT_EQ(r.stage, "start");
+  EXPECT_NE(r.error.find("start() did not return within 0.3 s"), std::string::npos) << r.error;
+  EXPECT_EQ(plugins_->failed_builds().count(r.build), 1u);
+  ServesAs("v1");
+}
+
+// What an abandoned callback does when it wakes is refused: its host call returns
+// MOLT_ERR_STALE and reaches nobody, even once the host that abandoned it is gone.
+TEST_F(BlockingCallbackTest, AnAbandonedCallbacksHostCallsAreRefusedWhenItWakes) {
+  ::setenv("MOLT_FX_SLEEP_SECONDS", "0.6", 1);
+  BootWith("sleep_stop");
+  ASSERT_TRUE(plugins_->Reload(Build("v2"), "test").ok);
+  const std::string generation = plugins_->generation();
+  ASSERT_TRUE(RunUntil([&] { return fs::exists(mark_) && fs::file_size(mark_) > 0; }));
+  std::ifstream in(mark_);
+  int code = 0;
+  in >> code;
+  EXPECT_EQ(code, MOLT_ERR_STALE);
+  EXPECT_FALSE(Saw("Gen.Late sleep_stop"));
+  EXPECT_EQ(plugins_->generation(), generation);
+  // Once more with the host gone before the callback wakes.
+  fs::remove(mark_);
+  auto shut_down = [&] {  // the kernel stops, then the host, its API table, then the network
+    (void)kernel_->Shutdown();
+    events_sub_.Disconnect();
+    plugins_.reset();
+    Teardown();
+  };
+  shut_down();
+  Boot(net::NetOptions());
+  Attach();
+  BootWith("sleep_stop");
+  ASSERT_TRUE(plugins_->Reload(Build("v2"), "test").ok);
+  shut_down();
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  std::ifstream again(mark_);
+  code = 0;
+  again >> code;
+  EXPECT_EQ(code, MOLT_ERR_STALE);
 }
 
 // The soft stop is bounded (5 s by default): past it, the old instances left are halted without

@@ -97,8 +97,9 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
   auto error = [&](const std::string& json) { return Resolve(json).message(); };
   EXPECT_EQ(error(R"({"server": {"tick_rat": 30}})"),
             "config file \"" + file_ +
-                "\": unknown key \"server.tick_rat\" (known: server.close_budget_seconds, "
-                "server.data_dir, server.diagnostics_seconds, server.error_window_seconds, "
+                "\": unknown key \"server.tick_rat\" (known: server.callback_deadline_seconds, "
+                "server.close_budget_seconds, server.data_dir, server.diagnostics_seconds, "
+                "server.error_window_seconds, "
                 "server.health_errors, "
                 "server.health_window_seconds, "
                 "server.log_format, server.log_level, server.plugin_dir, server.tick_rate)");
