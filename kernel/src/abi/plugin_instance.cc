@@ -216,7 +216,10 @@ void PluginInstance::ReleaseResource(molt_handle_t handle, Resource& r) {
 
 void PluginInstance::RunRelease(molt_cleanup_fn fn, void* user_data) {
   if (abandoned_) {
-    return;  // none of its plugin's code runs any more (set_callback_limit)
+    // None of its plugin's code runs any more (set_callback_limit): what it would free stays,
+    // kept here, since the abandoned callback may still use it.
+    deferred_releases_.emplace_back(fn, user_data);
+    return;
   }
   if (callback_depth_ > 0) {
     deferred_releases_.emplace_back(fn, user_data);  // the plugin's callback may still use it
@@ -511,7 +514,9 @@ Status PluginInstance::Shutdown(bool soft, Duration limit) {
       log_.Error("destroy threw across the C ABI; it must not");
     }
   }
-  state_ = nullptr;
+  if (!abandoned_) {
+    state_ = nullptr;  // an abandoned callback may still use it: it stays (and stays reachable)
+  }
   // Its interface references go with it.
   for (const InterfaceUse& u : std::exchange(uses_, {})) {
     if (std::shared_ptr<PluginInstance> e = u.exporter.lock()) {
