@@ -659,7 +659,7 @@ void RunAdminScrape(benchmark::State& state, AdminWork work) {
   admin::Diagnostics diagnostics(bench.kernel(), {});
   admin::ErrorWatch errors(bench.kernel());
   admin::AdminApi api(
-      {bench.kernel(), net, plugins, **store, logs, diagnostics, errors, [] {},
+      {bench.kernel(), net, plugins, **store, logs, diagnostics, errors, [](auto) {},
        [](std::string_view) -> Result<std::string> { return std::string(); }, [] { return false; }},
       "bench-token-0123456789");
   std::size_t bytes = 0;

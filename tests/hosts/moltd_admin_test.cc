@@ -230,6 +230,15 @@ TEST_F(MoltdAdminTest, LogsPageBySinceAndReloadSwapsInANewGeneration) {
   }
   EXPECT_TRUE(swap) << after;
   EXPECT_EQ(Get("/api/v1/reload").status, 405);
+  // ?wait=S answers with the report, once the swap is over.
+  HttpResult waited = Post("/api/v1/reload?wait=30");
+  ASSERT_EQ(waited.status, 200) << waited.body;
+  const json::value done = json::parse(waited.body);
+  EXPECT_TRUE(done.at("report").at("ok").as_bool()) << done;
+  EXPECT_NE(done.at("report").at("serving").as_string().find("#3"), std::string::npos) << done;
+  EXPECT_GT(done.at("report").at("hold_ms").as_double(), 0) << done;
+  EXPECT_EQ(Post("/api/v1/reload?wait=601").status, 400);
+  EXPECT_EQ(Post("/api/v1/reload?wait=soon").status, 400);
   json::value channels = GetJson("/api/v1/channels");
   bool scores = false;
   for (const json::value& c : channels.at("channels").as_array()) {
@@ -483,6 +492,8 @@ TEST_F(MoltdAdminTest, CheckPassesTheBundledPluginsWithoutTouchingTheLiveData) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("\n  security audit: clean\n"), std::string::npos) << out;
+  // The channel table's hash, as a client's Welcome carries it (molt build records it).
+  EXPECT_NE(out.find("\n  protocol: "), std::string::npos) << out;
   EXPECT_NE(out.find(" 0 validator error(s)\ncheck passed\n"), std::string::npos) << out;
   EXPECT_EQ(out.find("listening on"), std::string::npos) << "nothing listens in a check";
   EXPECT_FALSE(fs::exists(data_ + "/admin.token"));

@@ -267,11 +267,49 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
       method_not_allowed("POST");
       return;
     }
-    sources_.reload();
-    reply(Json(202, json::object{{"accepted", true},
-                                 {"note",
-                                  "the swap runs on the next steps; its report is logged and "
-                                  "GET /api/v1/plugins shows the generation serving"}}));
+    // ?wait=S: the answer is the swap's report, once the swap is over (at most S seconds,
+    // 1..600); without it, 202 at once.
+    const std::string wait_text = QueryValue(req.query, "wait");
+    const std::optional<std::uint64_t> wait =
+        wait_text.empty() ? std::optional<std::uint64_t>(0) : Number(wait_text);
+    if (!wait || *wait > 600) {
+      reply(Error(400, "wait is a number of seconds, 1 to 600 (or leave it out: 202 at once)"));
+      return;
+    }
+    if (*wait == 0) {
+      sources_.reload(nullptr);
+      reply(Json(202, json::object{{"accepted", true},
+                                   {"note",
+                                    "the swap runs on the next steps; its report is logged and "
+                                    "GET /api/v1/plugins shows the generation serving (or POST "
+                                    "with ?wait=SECONDS for the report)"}}));
+      return;
+    }
+    // One answer: the report, or at the deadline a 202 saying it is still running.
+    struct Waiting {
+      HttpReply reply;
+      TaskHandle deadline;
+      bool answered = false;
+    };
+    auto waiting = std::make_shared<Waiting>();
+    waiting->reply = std::move(reply);
+    waiting->deadline = sources_.kernel.scheduler().After(
+        Seconds(static_cast<double>(*wait)),
+        [waiting] {
+          if (!std::exchange(waiting->answered, true)) {
+            waiting->reply(Json(202, json::object{{"accepted", true},
+                                                  {"note",
+                                                   "the swap did not finish in time; its report "
+                                                   "will be logged"}}));
+          }
+        },
+        Priority::kKernel, TaskOrigin::Named("admin reload wait"));
+    sources_.reload([waiting](const loader::SwapReport& r) {
+      if (!std::exchange(waiting->answered, true)) {
+        waiting->deadline.Cancel();
+        waiting->reply(Json(200, json::object{{"report", r.ToJson()}}));
+      }
+    });
     return;
   }
   if (rest.rfind("profiles/", 0) == 0) {

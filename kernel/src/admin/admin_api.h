@@ -37,7 +37,8 @@ class Network;
 }
 namespace loader {
 class PluginHost;
-}
+struct SwapReport;
+}  // namespace loader
 namespace store {
 class ProfileStore;
 }
@@ -57,7 +58,8 @@ struct AdminSources {
   const LogRing& logs;
   const Diagnostics& diagnostics;
   const ErrorWatch& errors;
-  std::function<void()> reload;  // swaps in the plugin directory as a new generation
+  // Swaps in the plugin directory as a new generation; `done` (may be null) hears the report.
+  std::function<void(std::function<void(const loader::SwapReport&)> done)> reload;
   // Writes a debug bundle (debug_bundle.h) and returns its path.
   std::function<Result<std::string>(std::string_view reason)> write_bundle;
   std::function<bool()> closing;  // true once the close began

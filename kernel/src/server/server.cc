@@ -100,8 +100,11 @@ int Check(const std::string& plugin_dir, const loader::PluginHost& plugins, net:
     loaded += fmt::format("{}{} {}", loaded.empty() ? "" : ", ", p.instance->name(),
                           p.instance->info().version);
   }
-  std::string report = fmt::format("moltd --check {}\n  plugins: {} loaded and started ({})\n",
-                                   plugin_dir, plugins.plugins().size(), loaded);
+  std::string report = fmt::format(
+      "moltd --check {}\n  plugins: {} loaded and started ({})\n  protocol: {:016x} ({} "
+      "channels)\n",
+      plugin_dir, plugins.plugins().size(), loaded, network.channels().ProtocolHash(),
+      network.channels().size());
   const std::vector<net::AuditFinding> findings =
       net::SecurityAudit(network.channels(), kernel.hooks());
   std::size_t high = 0;
@@ -277,11 +280,13 @@ Status Server::Assemble() {
       [this](std::string_view reason) { return admin_api_->BundleJson(reason); });
   // The admin endpoint: its own thread; its answers are built on this one.
   admin_api_ = std::make_unique<admin::AdminApi>(
-      admin::AdminSources{kernel, *network_, *plugins_, *profile_db_, *log_ring_, *diagnostics_,
-                          *error_watch_,
-                          [this] { plugins_->RequestReload(settings_.plugin_dir, "admin API"); },
-                          [this](std::string_view reason) { return bundles_->Write(reason); },
-                          [this] { return close_requested_.load(); }},
+      admin::AdminSources{
+          kernel, *network_, *plugins_, *profile_db_, *log_ring_, *diagnostics_, *error_watch_,
+          [this](std::function<void(const loader::SwapReport&)> done) {
+            plugins_->RequestReload(settings_.plugin_dir, "admin API", std::move(done));
+          },
+          [this](std::string_view reason) { return bundles_->Write(reason); },
+          [this] { return close_requested_.load(); }},
       admin_token_);
   return Status::Ok();
 }
