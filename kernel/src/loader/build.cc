@@ -54,21 +54,6 @@ class Sha256 {
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx_;
 };
 
-// fsync(2) of a file or a directory: its bytes, or its entries, on disk.
-Status SyncPath(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return Status::IoError("cannot open \"" + path + "\" to sync it: " + std::strerror(errno));
-  }
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) {
-    return Status::IoError("cannot sync \"" + path + "\" to disk: " + std::strerror(err));
-  }
-  return Status::Ok();
-}
-
 bool IsSha256(std::string_view s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
@@ -222,6 +207,26 @@ Status InstallDirectory(const std::string& staged, const std::string& dir) {
     fs::remove_all(staged, ec);  // the old copy, exchanged out
   }
   return synced;
+}
+
+Status SyncPath(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Status::IoError("cannot open \"" + path + "\" to sync it: " + std::strerror(errno));
+  }
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) {
+    return Status::IoError("cannot sync \"" + path + "\" to disk: " + std::strerror(err));
+  }
+  return Status::Ok();
+}
+
+std::string Sha256Hex(std::string_view bytes) {
+  Sha256 sha;
+  sha.Update(bytes.data(), bytes.size());
+  return sha.Hex();
 }
 
 Result<std::string> Sha256File(const std::string& path) {

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace molt::kernel::loader {
@@ -89,8 +90,12 @@ Status InstallDirectory(const std::string& staged, const std::string& dir);
 // path to one library is a build of that file alone.
 Result<Build> ReadBuild(const std::string& dir);
 
-// The SHA-256 of a file's bytes, as 64 lowercase hex digits.
+// The SHA-256 of a file's bytes, or of `bytes`, as 64 lowercase hex digits.
 Result<std::string> Sha256File(const std::string& path);
+std::string Sha256Hex(std::string_view bytes);
+
+// fsync(2) of a file or a directory: its bytes, or its entries, on disk.
+Status SyncPath(const std::string& path);
 
 }  // namespace molt::kernel::loader
 

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "kernel/src/core/logger.h"
+#include "kernel/src/loader/build_archive.h"
 #include "kernel/src/loader/plugin_host.h"
 
 namespace molt::kernel::loader {
@@ -102,7 +103,12 @@ std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string
                                                                SwapReport& r, Trigger trigger) {
   r.stage = "mount";
   const TimePoint t0 = RealNow();
-  Result<Build> build = ReadBuild(dir);
+  Result<BuildSource> source = BuildSource::Open(dir, copy_dir_);
+  if (!source.ok()) {
+    r.error = source.status().message();
+    return nullptr;
+  }
+  Result<Build> build = ReadBuild(source->dir());
   if (!build.ok()) {
     r.error = build.status().message();
     return nullptr;

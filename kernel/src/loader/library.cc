@@ -152,7 +152,7 @@ Result<molt_plugin_info> ReadDescriptor(const molt_plugin_info* raw, std::string
                                    " is neither MOLT_PLUGIN_KIND_SERVICE nor "
                                    "MOLT_PLUGIN_KIND_CONTROLLER");
   }
-  if (info->kind != expected_kind) {
+  if (expected_kind != kAnyPluginKind && info->kind != expected_kind) {
     return Status::InvalidArgument(
         who + "is a " + (info->kind == MOLT_PLUGIN_KIND_SERVICE ? "service" : "controller") +
         ", but this host loads " +

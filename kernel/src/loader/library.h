@@ -22,6 +22,9 @@
 
 namespace molt::kernel::loader {
 
+// An `expected_kind` that takes a service or a controller (a build packs both: molt build).
+inline constexpr std::int32_t kAnyPluginKind = 0;
+
 // Checks a plugin's descriptor against this host's ABI (versions, size, name, semantic version,
 // kind, dependencies, interfaces) and returns it as this host's molt_plugin_info: a descriptor
 // from an older release is copied into a zeroed current one (abi/struct_size.h), so fields it

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "kernel/src/core/logger.h"
+#include "kernel/src/loader/build_archive.h"
 
 namespace molt::kernel::loader {
 namespace {
@@ -104,12 +105,15 @@ std::unique_ptr<PluginHost::Generation> PluginHost::NewGeneration(const std::str
 }
 
 Status PluginHost::LoadDirectory(const std::string& dir) {
-  MOLT_ASSIGN_OR_RETURN(Build build, ReadBuild(dir));
+  MOLT_ASSIGN_OR_RETURN(BuildSource source, BuildSource::Open(dir, copy_dir_));
+  MOLT_ASSIGN_OR_RETURN(Build build, ReadBuild(source.dir()));
   const bool named = serving_->name.empty();
   Generation& g = Boot(build.id);
   Status s = Load(g, build.files, build.entries, false);
   if (s.ok()) {
     g.dir = dir;
+    g.health_errors = build.health_errors;
+    g.health_window_seconds = build.health_window_seconds;
   } else if (named && g.plugins.empty()) {  // nothing loaded: another build may still boot
     g.name.clear();
     g.build_id.clear();
