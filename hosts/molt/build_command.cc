@@ -303,16 +303,7 @@ int BuildCommand(int argc, char** argv) {
                         {"dirty", git.dirty},  {"branch", branch},
                         {"channel", channel},  {"built_at", git.commit_time},
                         {"protocol", protocol}};
-  if (health_errors != 0 || health_window != 0) {
-    json::object health;
-    if (health_errors != 0) {
-      health["errors"] = health_errors;
-    }
-    if (health_window != 0) {
-      health["window_seconds"] = health_window;
-    }
-    manifest["health"] = std::move(health);
-  }
+  loader::AddHealth(manifest, health_errors, health_window);
   manifest["plugins"] = std::move(entries);
   const std::string manifest_text = json::serialize(manifest) + "\n";
 

@@ -354,7 +354,10 @@ Result<std::optional<std::string>> PluginInstance::ExportState(std::size_t max_b
     return std::optional<std::string>();
   }
   if (!s.ok()) {
-    return s.Prefixed("plugin \"" + label_ + "\": export_state failed");
+    // An abandoned call names the plugin and the callback already.
+    return s.code() == Status::Code::kTimedOut
+               ? s
+               : s.Prefixed("plugin \"" + label_ + "\": export_state failed");
   }
   if (owned->over) {
     return Status::InvalidArgument("plugin \"" + label_ + "\": export_state wrote more than " +
@@ -394,7 +397,9 @@ Status PluginInstance::ImportState(std::uint32_t version, const std::string& sta
               state.size());
     return Status::Ok();
   }
-  return s.Prefixed("plugin \"" + label_ + "\": import_state failed");
+  return s.ok() || s.code() == Status::Code::kTimedOut
+             ? s
+             : s.Prefixed("plugin \"" + label_ + "\": import_state failed");
 }
 
 Status PluginInstance::Init() {

@@ -140,6 +140,20 @@ Status ReadManifest(const fs::path& path, Build& build) {
 
 }  // namespace
 
+void AddHealth(boost::json::object& manifest, std::uint32_t errors, double window_seconds) {
+  if (errors == 0 && window_seconds == 0) {
+    return;
+  }
+  json::object health;
+  if (errors != 0) {
+    health["errors"] = errors;
+  }
+  if (window_seconds != 0) {
+    health["window_seconds"] = window_seconds;
+  }
+  manifest["health"] = std::move(health);
+}
+
 Status WriteBuild(const std::string& dir, const std::string& build_id,
                   const std::vector<BuildFile>& files, std::uint32_t health_errors,
                   double health_window_seconds) {
@@ -169,16 +183,7 @@ Status WriteBuild(const std::string& dir, const std::string& build_id,
     plugins.push_back(std::move(entry));
   }
   json::object manifest{{"build", build_id}, {"plugins", std::move(plugins)}};
-  if (health_errors != 0 || health_window_seconds != 0) {
-    json::object health;
-    if (health_errors != 0) {
-      health["errors"] = health_errors;
-    }
-    if (health_window_seconds != 0) {
-      health["window_seconds"] = health_window_seconds;
-    }
-    manifest["health"] = std::move(health);
-  }
+  AddHealth(manifest, health_errors, health_window_seconds);
   const fs::path path = fs::path(dir) / kBuildManifest;
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

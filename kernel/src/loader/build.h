@@ -21,6 +21,7 @@
 #include <molt/kernel/status.h>
 #include <molt/molt.h>
 
+#include <boost/json/fwd.hpp>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -79,6 +80,10 @@ struct BuildFile {
 Status WriteBuild(const std::string& dir, const std::string& build_id,
                   const std::vector<BuildFile>& files, std::uint32_t health_errors = 0,
                   double health_window_seconds = 0);
+
+// Adds a manifest's "health" object to `manifest`: the settings that are set (not 0), nothing
+// when neither is.
+void AddHealth(boost::json::object& manifest, std::uint32_t errors, double window_seconds);
 
 // Makes the complete directory `staged` the directory `dir` in one step (rename(2), or
 // renameat2's RENAME_EXCHANGE when `dir` exists, whose old copy is then removed), and syncs their
