@@ -73,16 +73,20 @@ template <class F>
 }
 
 // A host API slot: runs `body(instance)` for a live instance, its error text on the instance.
+// One load decides the fast path (PluginInstance::gate): live, and no callback off the kernel
+// thread.
 template <class F>
 molt_status_t Guard(molt_context_t* ctx, F&& body) noexcept {
   if (ctx == nullptr) {
     return MOLT_ERR_INVALID_ARGUMENT;
   }
   PluginInstance& p = PluginInstance::From(ctx);
-  if (p.off_thread()) [[unlikely]] {
-    return GuardOffThread(p, std::forward<F>(body));
+  if (p.gate() != 0) [[unlikely]] {
+    return p.off_thread() ? GuardOffThread(p, std::forward<F>(body))
+                          : GuardLive(p, std::forward<F>(body));
   }
-  return GuardLive(p, std::forward<F>(body));
+  return GuardedCall([&p](const Status& s) { return p.Fail(s); },
+                     [&]() -> Status { return body(p); });
 }
 
 // Releases `handle` when it is one of `kind`'s that `p` owns.

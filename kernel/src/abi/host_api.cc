@@ -122,11 +122,12 @@ molt_status_t BusPublishTopic(molt_context_t* ctx, molt_topic_t topic, const mol
     return MOLT_ERR_INVALID_ARGUMENT;
   }
   PluginInstance& p = PluginInstance::From(ctx);
-  if (p.off_thread()) [[unlikely]] {  // first: an abandoned callback's host may be gone
+  // The gate first (not live, or off the kernel thread): an abandoned callback's host may be gone.
+  if (p.gate() != 0) [[unlikely]] {
     return PublishTopicGuarded(ctx, topic, args, n);
   }
   Bus::Topic* t = p.shared().TopicAt(topic);
-  if (t == nullptr || !p.live() || (n > 0 && args == nullptr)) [[unlikely]] {
+  if (t == nullptr || (n > 0 && args == nullptr)) [[unlikely]] {
     return PublishTopicGuarded(ctx, topic, args, n);
   }
   try {

@@ -52,7 +52,28 @@ std::vector<std::string> Dependencies(const molt_plugin_info& info) {
 AbiShared::AbiShared(Kernel& kernel)
     : kernel_(kernel), api_(std::make_unique<molt_host_api>(CoreHostApi())) {}
 
+void AbiShared::BeginOffThread() {
+  if (off_thread_calls_++ == 0) {
+    for (PluginInstance* p : instances_) {
+      p->UpdateGate();
+    }
+  }
+}
+
+void AbiShared::EndOffThread() {
+  if (--off_thread_calls_ == 0) {
+    for (PluginInstance* p : instances_) {
+      p->UpdateGate();
+    }
+  }
+}
+
+void AbiShared::Withdraw(PluginInstance* p) { std::erase(instances_, p); }
+
 AbiShared::~AbiShared() {
+  for (PluginInstance* p : instances_) {
+    p->Unenroll();  // an instance may outlive its host (a kernel still holding it)
+  }
   if (runner_.abandoned() > 0) {  // an abandoned callback may still read its table: it stays
     static std::mutex mu;
     static auto* kept = new std::vector<std::unique_ptr<molt_host_api>>();  // never freed
@@ -76,7 +97,6 @@ PluginInstance::PluginInstance(AbiShared& shared, const molt_plugin_info& info, 
                                std::string generation)
     : shared_(shared),
       bus_(&shared.kernel().bus()),
-      off_thread_(shared.off_thread()),
       info_(info),
       name_(info.name),
       generation_(std::move(generation)),
@@ -85,13 +105,26 @@ PluginInstance::PluginInstance(AbiShared& shared, const molt_plugin_info& info, 
       file_(std::move(file)),
       log_(label_),
       origin_(TaskOrigin::Named("plugin " + label_)),
-      root_scope_(std::make_unique<Scope>()) {}
+      root_scope_(std::make_unique<Scope>()) {
+  shared_.Enroll(this);
+  UpdateGate();
+}
 
 PluginInstance::~PluginInstance() {
   Status s = Stop();
   if (!s.ok()) {
     log_.Warn("{}", s.message());
   }
+  if (enrolled_) {
+    shared_.Withdraw(this);
+  }
+}
+
+void PluginInstance::UpdateGate() {
+  // A stuck instance's abandoned callback may call at any time; its host may even be gone.
+  const bool off = stuck_ || (enrolled_ && shared_.off_thread());
+  gate_.store(static_cast<std::uint8_t>((live_ ? 0 : kGateNotLive) | (off ? kGateOffThread : 0)),
+              std::memory_order_relaxed);
 }
 
 std::string_view PluginInstance::KindName(molt_handle_t handle) {
@@ -261,7 +294,7 @@ Status PluginInstance::CallLifecycle(const char* what, Duration limit, F call) {
   } else {
     // On the runner's thread, this one waiting: what the call touches must be its own.
     auto escaped = std::make_shared<std::atomic<bool>>(false);
-    shared_.off_thread()->fetch_add(1, std::memory_order_relaxed);
+    shared_.BeginOffThread();
     const CallbackRunner::Outcome out =
         shared_.runner().Run(limit, [call, escaped]() mutable noexcept -> molt_status_t {
           try {
@@ -271,11 +304,13 @@ Status PluginInstance::CallLifecycle(const char* what, Duration limit, F call) {
             return MOLT_ERR_INTERNAL;
           }
         });
-    if (!out.returned) {  // off_thread stays raised: the callback may still call the host
+    if (!out.returned) {  // the gates stay raised: the callback may still call the host
+      shared_.MarkAbandoned();
+      shared_.EndOffThread();
       LeaveCallback();
       return Abandon(what, limit);
     }
-    shared_.off_thread()->fetch_sub(1, std::memory_order_relaxed);
+    shared_.EndOffThread();
     code = out.code;
     threw = escaped->load(std::memory_order_relaxed);
   }
@@ -299,6 +334,7 @@ std::vector<std::shared_ptr<PluginInstance>>* g_stuck = nullptr;
 Status PluginInstance::Abandon(const char* what, Duration limit) {
   const bool export_only = std::string_view(what) == "export_state";
   stuck_ = true;
+  UpdateGate();
   abandoned_ = abandoned_ || !export_only;
   const std::string why = fmt::format(
       "{}() did not return within {:g} s: abandoned (it may still be running; its host calls are "
@@ -404,6 +440,7 @@ Status PluginInstance::ImportState(std::uint32_t version, const std::string& sta
 
 Status PluginInstance::Init() {
   live_ = true;
+  UpdateGate();
   Status s = CallLifecycle("init", callback_limit_,
                            [this] { return info_.init(context(), &shared_.api(), &state_); });
   initialized_ = s.ok();
@@ -509,6 +546,7 @@ Status PluginInstance::Shutdown(bool soft, Duration limit) {
   root_scope_->Close();
   drain();
   live_ = false;
+  UpdateGate();
   if (leftovers > 0) {
     log_.Debug("released {} resources the plugin left at stop", leftovers);
   }

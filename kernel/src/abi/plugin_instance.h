@@ -92,10 +92,15 @@ class AbiShared {
 
   // --- Callbacks with a deadline (PluginInstance::set_callback_limit) ---
   CallbackRunner& runner() { return runner_; }
-  // Nonzero while a plugin callback runs on the runner's thread, and for good once one was
-  // abandoned: every host call then checks which thread it is on (Guard). Shared with every
-  // instance, so an abandoned callback can still read it after this object is gone.
-  const std::shared_ptr<std::atomic<int>>& off_thread() const { return off_thread_; }
+  // While a plugin callback runs on the runner's thread, and for good once one was abandoned,
+  // every instance's host calls check which thread they come from (PluginInstance::gate, Guard).
+  void BeginOffThread();
+  void EndOffThread();
+  void MarkAbandoned() { abandoned_ = true; }
+  bool off_thread() const { return off_thread_calls_ > 0 || abandoned_; }
+  // Every instance of this host (PluginInstance enrolls itself).
+  void Enroll(PluginInstance* p) { instances_.push_back(p); }
+  void Withdraw(PluginInstance* p);
   // The callbacks abandoned at their deadline, one line each ("<plugin>: <what> did not return
   // within <n> s ..."), for the stats and /healthz.
   void AddStuck(std::string line) { stuck_.push_back(std::move(line)); }
@@ -161,7 +166,9 @@ class AbiShared {
   std::unique_ptr<molt_host_api> api_;
   std::vector<LayerEntry> layers_;
   CallbackRunner runner_;
-  std::shared_ptr<std::atomic<int>> off_thread_ = std::make_shared<std::atomic<int>>(0);
+  std::vector<PluginInstance*> instances_;
+  int off_thread_calls_ = 0;
+  bool abandoned_ = false;
   std::vector<std::string> stuck_;
   Callback<Status(std::string)> reload_;
   std::vector<Bus::Topic*> topics_;
@@ -254,8 +261,15 @@ class PluginInstance final : public molt_context,
   // No code of its plugin runs any more (a lifecycle callback was abandoned, or it stopped
   // while stuck).
   bool abandoned() const { return abandoned_; }
-  // Some plugin callback runs off the kernel thread, or was abandoned (AbiShared::off_thread).
-  bool off_thread() const { return off_thread_->load(std::memory_order_relaxed) != 0; }
+  // Nonzero when a host call of this instance needs the slow path: it is not live, or a
+  // callback runs off the kernel thread or was abandoned (AbiShared::off_thread). One load on
+  // every host call's fast path (an atomic byte: an abandoned callback may read it meanwhile).
+  std::uint8_t gate() const { return gate_.load(std::memory_order_relaxed); }
+  bool off_thread() const { return (gate() & kGateOffThread) != 0; }
+  // AbiShared's off-thread state changed: the gate follows.
+  void UpdateGate();
+  // Its AbiShared is going away first.
+  void Unenroll() { enrolled_ = false; }
 
   // True between the start of Init() and the end of Stop(): host calls are accepted (a plugin's
   // own stop may still release things while the kernel shuts down).
@@ -371,9 +385,10 @@ class PluginInstance final : public molt_context,
 
   AbiShared& shared_;
   Bus* bus_;  // the kernel's, cached for the publish hot path
-  // AbiShared's flag, checked by every host call (and kept alive by the instance: an abandoned
-  // callback may call the host after the host is gone).
-  std::shared_ptr<const std::atomic<int>> off_thread_;
+  static constexpr std::uint8_t kGateNotLive = 1;
+  static constexpr std::uint8_t kGateOffThread = 2;
+  std::atomic<std::uint8_t> gate_{kGateNotLive};
+  bool enrolled_ = true;  // in shared_'s list of instances
   const molt_plugin_info info_;
   std::string name_;
   std::string generation_;
