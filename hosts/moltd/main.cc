@@ -47,6 +47,11 @@ int main(int argc, char** argv) {
       "when the new one fails or errs in its health window; one JSON line reports each swap).\n"
       "A build that passes its window is kept in DATA/builds/last-known-good and boots when\n"
       "the plugin directory does not (docs/generations.md).\n"
+      "Deploys (docs/deploys.md): `molt deploy` uploads a build file to the registry in\n"
+      "DATA/registry and moves a branch's head; this server runs the branch --branch names\n"
+      "(default prod), boots its head (then its earlier builds, then the last known good,\n"
+      "then the plugin directory), and swaps to each new head deployed to it. The prod\n"
+      "branch takes only deploys signed by a key listed in the file deploy.keys names.\n"
       "Clients connect over TCP (default 127.0.0.1:7777), or TLS with --tls-cert and\n"
       "--tls-key; docs/network.md has the limits and refusals.\n"
       "Operators reach it on 127.0.0.1:7778 (--admin): a live dashboard at /, /healthz,\n"
@@ -59,7 +64,8 @@ int main(int argc, char** argv) {
       "stagger_recurring), network limits under \"net\" (max_frame_bytes, bytes_per_tick,\n"
       "auth, ...), the profile database under \"profiles\" (database, synchronous: normal or\n"
       "full, drain_seconds), the admin endpoint under \"admin\" (address, token,\n"
-      "allow_insecure_remote) and per-plugin sections under \"plugins\" that plugins read\n"
+      "allow_insecure_remote), deploys under \"deploy\" (branch, keys, require_signatures,\n"
+      "max_build_mb) and per-plugin sections under \"plugins\" that plugins read\n"
       "with config_get.\n");
   options.set_width(100);
   // clang-format off
@@ -91,6 +97,9 @@ int main(int argc, char** argv) {
                 "exit 0, or 3 on a High finding or a validator that throws")
       ("watch", "development: reload the plugin directory as a new generation whenever a "
                 "library in it changes (once the changes settle)")
+      ("branch", "the branch this server runs: it boots the branch's head from the registry and "
+                 "swaps to each deploy to it (default prod; deploy.branch; docs/deploys.md)",
+       cxxopts::value<std::string>(), "NAME")
       ("version", "print the version and exit")
       ("h,help", "print this help and exit");
   // clang-format on
@@ -154,6 +163,9 @@ int main(int argc, char** argv) {
   }
   if (args.count("close-budget") != 0) {
     server.close_budget_seconds = args["close-budget"].as<double>();
+  }
+  if (args.count("branch") != 0) {
+    server.branch = args["branch"].as<std::string>();
   }
   server.watch = args.count("watch") != 0;
   server.check = args.count("check") != 0;

@@ -19,11 +19,10 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using molt::test::kFixtures;
+using molt::test::kMoltCli;
 using molt::test::kMoltd;
 using molt::test::kPlugins;
 using molt::test::Process;
-
-const std::string kMolt = MOLT_CLI_PATH;
 
 class MoltCliTest : public ::testing::Test {
  protected:
@@ -41,7 +40,7 @@ class MoltCliTest : public ::testing::Test {
   }
   // Runs molt with `args`; its exit code, and its output in `out`.
   int Molt(std::vector<std::string> args, std::string* out = nullptr) {
-    args.insert(args.begin(), kMolt);
+    args.insert(args.begin(), kMoltCli);
     Process p(std::move(args));
     const int code = p.Wait();
     if (out != nullptr) {

@@ -17,6 +17,9 @@ inline const std::string kFixtures = MOLT_FIXTURE_DIR;  // the test-only plugins
 #ifdef MOLT_PLUGIN_DIR
 inline const std::string kPlugins = MOLT_PLUGIN_DIR;  // the bundled plugins
 #endif
+#ifdef MOLT_CLI_PATH
+inline const std::string kMoltCli = MOLT_CLI_PATH;  // the molt CLI
+#endif
 #ifdef MOLTD_PATH
 inline const std::string kMoltd = MOLTD_PATH;
 #endif

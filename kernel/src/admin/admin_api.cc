@@ -14,6 +14,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "kernel/src/admin/api_answers.h"
 #include "kernel/src/admin/dashboard.h"
 #include "kernel/src/admin/debug_bundle.h"
 #include "kernel/src/admin/diagnostics.h"
@@ -49,22 +50,6 @@ HttpResponse DashboardPage() {
            {"X-Content-Type-Options", "nosniff"},
            {"Referrer-Policy", "no-referrer"},
            {"Cache-Control", "no-store"}}};
-}
-
-HttpResponse Json(int status, const json::value& body) {
-  return {status, "application/json", json::serialize(body) + "\n", {}};
-}
-HttpResponse Error(int status, std::string message) {
-  return Json(status, json::object{{"error", std::move(message)}});
-}
-
-std::optional<std::uint64_t> Number(std::string_view text) {
-  std::uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
-    return std::nullopt;
-  }
-  return v;
 }
 
 std::string IsoTime(std::chrono::system_clock::time_point t) {
@@ -133,6 +118,21 @@ Result<std::string> LoadAdminToken(const std::string& path, const std::string& c
 AdminApi::AdminApi(AdminSources sources, std::string token)
     : sources_(std::move(sources)), token_(std::move(token)), started_(RealNow()) {}
 
+bool AdminApi::Authorized(const HttpRequest& request) const {
+  constexpr std::string_view kBearer = "Bearer ";
+  const std::string_view auth = request.authorization;
+  return auth.rfind(kBearer, 0) == 0 && ConstantTimeEquals(auth.substr(kBearer.size()), token_);
+}
+
+HttpResponse AdminApi::Unauthorized() {
+  HttpResponse r = Error(401,
+                         "this needs the admin token: send \"Authorization: Bearer <token>\" "
+                         "(the token is in the data directory's admin.token, or the "
+                         "configuration's admin.token)");
+  r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"moltd\"");
+  return r;
+}
+
 void AdminApi::Handle(HttpRequest request, HttpReply reply) {
   if (request.path == "/" || request.path == "/index.html") {
     // The dashboard: a page with no secret in it (it asks for the token), answered here so it
@@ -153,15 +153,11 @@ void AdminApi::Handle(HttpRequest request, HttpReply reply) {
       reply(Error(404, "no such path: " + request.path + " (the API is under /api/v1/)"));
       return;
     }
-    constexpr std::string_view kBearer = "Bearer ";
-    const std::string_view auth = request.authorization;
-    if (auth.rfind(kBearer, 0) != 0 || !ConstantTimeEquals(auth.substr(kBearer.size()), token_)) {
-      HttpResponse r = Error(401,
-                             "this needs the admin token: send \"Authorization: Bearer <token>\" "
-                             "(the token is in the data directory's admin.token, or the "
-                             "configuration's admin.token)");
-      r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"moltd\"");
-      reply(std::move(r));
+    if (!Authorized(request)) {
+      reply(Unauthorized());
+      return;
+    }
+    if (HandleDeploys(std::string_view(request.path).substr(kApi.size()), request, reply)) {
       return;
     }
   }

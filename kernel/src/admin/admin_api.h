@@ -42,6 +42,9 @@ struct SwapReport;
 namespace store {
 class ProfileStore;
 }
+namespace deploy {
+class Deploys;
+}
 }  // namespace molt::kernel
 
 namespace molt::kernel::admin {
@@ -63,6 +66,8 @@ struct AdminSources {
   // Writes a debug bundle (debug_bundle.h) and returns its path.
   std::function<Result<std::string>(std::string_view reason)> write_bundle;
   std::function<bool()> closing;  // true once the close began
+  // Builds and deploys (deploy/deploys.h); null: this server takes none (--check).
+  deploy::Deploys* deploys = nullptr;
 };
 
 class AdminApi {
@@ -70,8 +75,12 @@ class AdminApi {
   // `token`: the bearer token every /api/ request must carry.
   AdminApi(AdminSources sources, std::string token);
 
-  // On the HTTP thread: checks access, then builds the answer on the kernel thread.
+  // On the HTTP thread: checks access, then builds the answer on the kernel thread (the deploy
+  // calls: on the deploy thread, deploy_routes.cc).
   void Handle(HttpRequest request, HttpReply reply);
+  // On the HTTP thread, from a request's head: an upload of a build streams to a file (only with
+  // the token), a call that waits for a swap gets the time it waits for (HttpPlanner).
+  HttpPlan Plan(const HttpRequest& head) const;
 
   // A debug bundle's JSON (debug_bundle.h): status, diagnostics, errors, generations, the logs
   // ring and the configuration without its secrets (the kernel thread).
@@ -82,6 +91,11 @@ class AdminApi {
   std::string Metrics() const;
 
  private:
+  bool Authorized(const HttpRequest& request) const;
+  static HttpResponse Unauthorized();
+  // The deploy calls (builds, resolve, branches, deploy, promote, rollback, deployments): true
+  // when `rest` (the path after /api/v1/) is one of them, answered from the deploy thread.
+  bool HandleDeploys(std::string_view rest, HttpRequest& request, HttpReply& reply);
   // On the kernel thread; `process` was read on the HTTP thread for /metrics and status.
   void Route(const HttpRequest& request, const ProcessFigures& process, HttpReply& reply);
   void Ready(HttpReply reply);

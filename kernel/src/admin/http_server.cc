@@ -7,6 +7,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <filesystem>
+#include <limits>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -27,8 +29,11 @@ class Conn;
 }  // namespace
 
 struct HttpServer::Impl {
-  explicit Impl(HttpLimits l, HttpHandler h)
-      : io(std::make_shared<asio::io_context>(1)), limits(l), handler(std::move(h)) {}
+  Impl(HttpLimits l, HttpHandler h, HttpPlanner p)
+      : io(std::make_shared<asio::io_context>(1)),
+        limits(l),
+        handler(std::move(h)),
+        planner(std::move(p)) {}
   void Accept();
   // Closes the listener and every connection: run() returns once their handlers finished.
   void Shutdown();
@@ -37,6 +42,7 @@ struct HttpServer::Impl {
   tcp::acceptor acceptor{*io};
   HttpLimits limits;
   HttpHandler handler;
+  HttpPlanner planner;
   // The open connections (on the server's thread). A connection leaves on its close; replies
   // hold it weakly, so one that comes after the close (or the server) is dropped.
   std::unordered_map<Conn*, std::shared_ptr<Conn>> connections;
@@ -65,40 +71,48 @@ class Conn : public std::enable_shared_from_this<Conn> {
   }
 
   void Read(bool first) {
-    parser_.emplace();
-    parser_->header_limit(server_.limits.max_header_bytes);
-    parser_->body_limit(server_.limits.max_body_bytes);
+    head_.emplace();
+    head_->header_limit(server_.limits.max_header_bytes);
+    // The body's limit is the plan's (OnHeader checks a Content-Length against it; a chunked
+    // body meets it as it is read).
+    head_->body_limit(std::numeric_limits<std::uint64_t>::max());
     // The first request gets the read timeout; a kept-alive connection waits up to the idle
     // timeout for the next one (then the read timeout covers the request itself: a close is
     // enough, the client reconnects).
     stream_.expires_after(first ? server_.limits.read_timeout : server_.limits.idle_timeout);
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
+    http::async_read_header(
+        stream_, buffer_, *head_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnHeader(ec); });
   }
 
  private:
-  void OnRead(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-        ec == asio::error::operation_aborted || ec == asio::error::connection_reset) {
-      Close();
-      return;
+  // A read failed: the connection ends, with an answer when the request was at fault. `limit`
+  // is the body limit that applied.
+  void ReadFailed(beast::error_code ec, std::uint64_t limit) {
+    if (!upload_.empty()) {
+      std::error_code e;
+      std::filesystem::remove(std::exchange(upload_, std::string()), e);
     }
-    if (ec == http::error::header_limit) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
+        ec == http::error::partial_message) {
+      Close();
+    } else if (ec == http::error::header_limit) {
       Fail(431, "the request's header is over " + std::to_string(server_.limits.max_header_bytes) +
                     " bytes");
-      return;
-    }
-    if (ec == http::error::body_limit) {
-      Fail(413, "the request's body is over " + std::to_string(server_.limits.max_body_bytes) +
-                    " bytes");
-      return;
-    }
-    if (ec) {
+    } else if (ec == http::error::body_limit) {
+      Fail(413, "the request's body is over " + std::to_string(limit) + " bytes");
+    } else {
       Fail(400, "malformed request: " + ec.message());
+    }
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec) {
+      ReadFailed(ec, server_.limits.max_body_bytes);
       return;
     }
-    const auto& req = parser_->get();
+    const auto& req = head_->get();
     if (static_cast<std::size_t>(std::distance(req.begin(), req.end())) >
         server_.limits.max_headers) {
       Fail(431, "the request has more than " + std::to_string(server_.limits.max_headers) +
@@ -106,25 +120,93 @@ class Conn : public std::enable_shared_from_this<Conn> {
       return;
     }
     keep_alive_ = req.keep_alive();
-    HttpRequest r;
+    request_head_ = HttpRequest();
+    HttpRequest& r = request_head_;
     r.method = std::string(req.method_string());
     const std::string_view target = req.target();
     const std::size_t q = target.find('?');
     r.path = std::string(target.substr(0, q));
     r.query = q == std::string_view::npos ? "" : std::string(target.substr(q + 1));
     r.authorization = std::string(req[http::field::authorization]);
-    r.body = req.body();
     r.peer = peer_;
+    HttpPlan plan = server_.planner ? server_.planner(r) : HttpPlan();
+    if (plan.refuse.has_value()) {
+      keep_alive_ = false;
+      answered_ = false;
+      Respond(std::move(*plan.refuse), request_);
+      return;
+    }
+    handler_timeout_ =
+        plan.handler_timeout.count() > 0 ? plan.handler_timeout : server_.limits.handler_timeout;
+    const bool expect_continue = beast::iequals(req[http::field::expect], "100-continue");
+    const std::uint64_t limit =
+        plan.body_file.empty() ? server_.limits.max_body_bytes : plan.max_body_bytes;
+    if (const boost::optional<std::uint64_t> length = head_->content_length();
+        length.has_value() && *length > limit) {
+      ReadFailed(http::error::body_limit, limit);
+      return;
+    }
+    if (!plan.body_file.empty()) {
+      file_parser_.emplace(std::move(*head_));
+      file_parser_->body_limit(limit);
+      beast::error_code open_ec;
+      file_parser_->get().body().open(plan.body_file.c_str(), beast::file_mode::write_new, open_ec);
+      if (open_ec) {
+        Fail(500, "cannot write the upload to " + plan.body_file + ": " + open_ec.message());
+        return;
+      }
+      upload_ = plan.body_file;
+      stream_.expires_after(plan.read_timeout.count() > 0 ? plan.read_timeout
+                                                          : server_.limits.read_timeout);
+    } else {
+      parser_.emplace(std::move(*head_));
+      parser_->body_limit(limit);
+    }
+    auto read_body = [self = shared_from_this(), limit] {
+      auto done = [self, limit](beast::error_code e, std::size_t) { self->OnBody(e, limit); };
+      if (self->file_parser_) {
+        http::async_read(self->stream_, self->buffer_, *self->file_parser_, done);
+      } else {
+        http::async_read(self->stream_, self->buffer_, *self->parser_, done);
+      }
+    };
+    if (expect_continue) {  // the client waits for this before it sends a large body
+      continue_.emplace(http::status::continue_, 11);
+      http::async_write(stream_, *continue_, [read_body](beast::error_code e, std::size_t) {
+        if (!e) {
+          read_body();
+        }
+      });
+    } else {
+      read_body();
+    }
+  }
+
+  void OnBody(beast::error_code ec, std::uint64_t limit) {
+    if (ec) {
+      file_parser_.reset();
+      ReadFailed(ec, limit);
+      return;
+    }
+    HttpRequest r = std::move(request_head_);
+    if (file_parser_) {
+      file_parser_->get().body().file().close(ec);
+      file_parser_.reset();
+      r.body_file = std::exchange(upload_, std::string());
+    } else {
+      r.body = std::move(parser_->get().body());
+      parser_.reset();
+    }
     stream_.expires_never();
     answered_ = false;
     const std::uint64_t request = ++request_;
-    handler_timer_.expires_after(server_.limits.handler_timeout);
+    handler_timer_.expires_after(handler_timeout_);
     handler_timer_.async_wait([self = shared_from_this(), request](beast::error_code e) {
       if (!e && self->request_ == request && !self->answered_) {
         self->Respond({503,
                        "text/plain; charset=utf-8",
                        "the kernel thread did not answer within " +
-                           std::to_string(self->server_.limits.handler_timeout.count()) + " ms\n",
+                           std::to_string(self->handler_timeout_.count()) + " ms\n",
                        {{"Retry-After", "1"}}},
                       request);
       }
@@ -186,8 +268,14 @@ class Conn : public std::enable_shared_from_this<Conn> {
   beast::tcp_stream stream_;
   asio::steady_timer handler_timer_;
   beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::empty_body>> head_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::request_parser<http::file_body>> file_parser_;
+  std::optional<http::response<http::empty_body>> continue_;
   std::optional<http::response<http::string_body>> response_;
+  HttpRequest request_head_;  // the request whose body is being read
+  std::string upload_;        // the file an upload's body is streamed to, until it is whole
+  std::chrono::milliseconds handler_timeout_{0};
   std::string peer_;
   std::uint64_t request_ = 0;
   bool answered_ = true;
@@ -217,8 +305,8 @@ void HttpServer::Impl::Accept() {
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& address,
                                                       std::uint16_t port, HttpLimits limits,
-                                                      HttpHandler handler) {
-  auto impl = std::make_shared<Impl>(limits, std::move(handler));
+                                                      HttpHandler handler, HttpPlanner planner) {
+  auto impl = std::make_shared<Impl>(limits, std::move(handler), std::move(planner));
   beast::error_code ec;
   const asio::ip::address ip = asio::ip::make_address(address, ec);
   if (ec) {

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,7 +40,8 @@ struct HttpRequest {
   std::string query;   // after '?', "" when none
   std::string authorization;
   std::string body;
-  std::string peer;  // "address:port"
+  std::string body_file;  // an upload's body, streamed to this file (HttpPlan); the handler's
+  std::string peer;       // "address:port"
 };
 
 struct HttpResponse {
@@ -51,6 +53,22 @@ struct HttpResponse {
 
 using HttpReply = std::function<void(HttpResponse)>;
 using HttpHandler = std::function<void(HttpRequest, HttpReply)>;
+
+// What to do with one request, decided from its head (no body read yet): by default its body is
+// read into HttpRequest::body within max_body_bytes. An upload streams it into `body_file`
+// instead (at most `max_body_bytes`, within `read_timeout`; the file is removed when the body
+// does not arrive whole); `refuse` answers at once without reading the body (the connection then
+// ends); `handler_timeout` replaces the limits' for a handler that answers later by design (a
+// call that waits for a swap).
+struct HttpPlan {
+  std::string body_file;
+  std::uint64_t max_body_bytes = 0;
+  std::chrono::milliseconds read_timeout{0};
+  std::optional<HttpResponse> refuse;
+  std::chrono::milliseconds handler_timeout{0};  // 0: HttpLimits::handler_timeout
+};
+// Sees every request's head (method, path, query, authorization, peer; no body).
+using HttpPlanner = std::function<HttpPlan(const HttpRequest& head)>;
 
 struct HttpLimits {
   std::uint32_t max_header_bytes = 8 * 1024;
@@ -68,7 +86,8 @@ class HttpServer {
   // Binds `address:port` (port 0 picks one) and serves on a new thread. Fails naming the address
   // when it cannot be bound.
   static Result<std::unique_ptr<HttpServer>> Start(const std::string& address, std::uint16_t port,
-                                                   HttpLimits limits, HttpHandler handler);
+                                                   HttpLimits limits, HttpHandler handler,
+                                                   HttpPlanner planner = nullptr);
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
   // Closes the listener and every connection, and joins the thread.

@@ -311,6 +311,33 @@ Result<BuildSource> BuildSource::Open(const std::string& path, const std::string
   return BuildSource(dir, true);
 }
 
+Result<std::string> VerifyBuildFile(const std::string& path, const std::string& scratch,
+                                    const ArchiveLimits& limits) {
+  MOLT_ASSIGN_OR_RETURN(std::vector<ArchiveMember> members, ReadArchive(path, limits));
+  if (members.empty() || members.front().name != kBuildManifest) {
+    return Status::InvalidArgument("\"" + path +
+                                   "\" is not a build file: its first member must be " +
+                                   kBuildManifest + " (make one with `molt build DIR`)");
+  }
+  MOLT_ASSIGN_OR_RETURN(std::string manifest, ReadMember(path, members.front()));
+  MOLT_ASSIGN_OR_RETURN(BuildSource unpacked, BuildSource::Open(path, scratch));
+  MOLT_ASSIGN_OR_RETURN(Build build, ReadBuild(unpacked.dir()));
+  if (build.files.empty()) {
+    return Status::InvalidArgument("build file \"" + path + "\" holds no plugin library");
+  }
+  for (const std::string& file : build.files) {
+    const std::string name = fs::path(file).filename().string();
+    MOLT_ASSIGN_OR_RETURN(std::string sha, Sha256File(file));
+    if (sha != build.entries.at(name).sha256) {
+      return Status::InvalidArgument("build file \"" + path + "\": the SHA-256 of " + name +
+                                     " is " + sha + ", but its manifest says " +
+                                     build.entries.at(name).sha256 +
+                                     ": the file was altered after `molt build` (build it again)");
+    }
+  }
+  return manifest;
+}
+
 BuildSource::BuildSource(BuildSource&& other) noexcept
     : dir_(std::move(other.dir_)), owned_(std::exchange(other.owned_, false)) {}
 

@@ -55,6 +55,13 @@ Result<std::string> ReadMember(const std::string& path, const ArchiveMember& mem
 Status ExtractArchive(const std::string& path, const std::string& dir,
                       const ArchiveLimits& limits = {});
 
+// A build file checked whole (a build arriving at a registry): read strictly, unpacked into a
+// scratch directory under `scratch` (removed again), its manifest read as ReadBuild() reads one,
+// and every library's SHA-256 compared with the manifest's. Returns the manifest's bytes, or
+// the first problem, naming the member and the fix.
+Result<std::string> VerifyBuildFile(const std::string& path, const std::string& scratch,
+                                    const ArchiveLimits& limits = {});
+
 // Whether `path` names a build file (a regular file whose name ends in ".molt").
 bool IsBuildFile(const std::string& path);
 

@@ -383,6 +383,9 @@ SwapReport PluginHost::Finish(SwapReport& r, Callback<void(const SwapReport&)> d
         } else {
           log.Error("{}", r.Json());
         }
+        if (swap_listener_) {
+          swap_listener_(r);
+        }
         if (done) {
           done(r);
         }

@@ -174,6 +174,11 @@ class PluginHost {
   // The serving generation's plugins, and its name ("" before anything loaded).
   const std::vector<Plugin>& plugins() const { return serving_->plugins; }
   const std::string& generation() const { return serving_->name; }
+  // Hears every swap's report, after its log line (the health window's rollbacks too): how the
+  // server's deploys learn that a deployed build was rolled back.
+  void set_swap_listener(Callback<void(const SwapReport&)> listener) {
+    swap_listener_ = std::move(listener);
+  }
   // Build ids that failed here, each with why: a mount, init, import or start failure of its
   // own, or its health window. Never taken again by an automatic trigger (Trigger); a swap to
   // one that succeeds clears its mark.
@@ -329,6 +334,7 @@ class PluginHost {
   std::deque<SwapRecord> history_;  // the newest swap reports, newest first
   bool in_swap_ = false;
   bool closing_ = false;
+  Callback<void(const SwapReport&)> swap_listener_;
 };
 
 }  // namespace molt::kernel::loader

@@ -22,6 +22,7 @@
 #include "kernel/src/admin/stats_json.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
+#include "kernel/src/deploy/deploys.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/audit.h"
 #include "kernel/src/net/net_api.h"
@@ -252,6 +253,15 @@ Status Server::Assemble() {
                        Seconds(settings_.health_window));
   plugins_->set_callback_deadline(Seconds(settings_.callback_deadline));
   plugins_->set_last_known_good_dir(last_known_good_);
+  if (!options_.check) {
+    deploy::DeploysOptions deploy_options;
+    deploy_options.dir = (fs::path(settings_.data_dir) / "registry").string();
+    deploy_options.branch = settings_.branch;
+    deploy_options.prod_rules = settings_.require_signatures;
+    deploy_options.keys_file = settings_.deploy_keys;
+    deploy_options.max_build_bytes = static_cast<std::uint64_t>(settings_.max_build_mb * (1 << 20));
+    MOLT_ASSIGN_OR_RETURN(deploys_, deploy::Deploys::Open(std::move(deploy_options)));
+  }
   close_ = std::make_unique<ClosePhase>(kernel, Seconds(settings_.close_budget),
                                         [] { std::_Exit(kExitOk); });
   signals_ = std::make_unique<SignalWatcher>([this](int signo) { OnSignal(signo); });
@@ -280,42 +290,136 @@ Status Server::Assemble() {
       [this](std::string_view reason) { return admin_api_->BundleJson(reason); });
   // The admin endpoint: its own thread; its answers are built on this one.
   admin_api_ = std::make_unique<admin::AdminApi>(
-      admin::AdminSources{
-          kernel, *network_, *plugins_, *profile_db_, *log_ring_, *diagnostics_, *error_watch_,
-          [this](std::function<void(const loader::SwapReport&)> done) {
-            plugins_->RequestReload(settings_.plugin_dir, "admin API", std::move(done));
-          },
-          [this](std::string_view reason) { return bundles_->Write(reason); },
-          [this] { return close_requested_.load(); }},
+      admin::AdminSources{kernel, *network_, *plugins_, *profile_db_, *log_ring_, *diagnostics_,
+                          *error_watch_,
+                          [this](std::function<void(const loader::SwapReport&)> done) {
+                            plugins_->RequestReload(ReloadTarget(), "admin API", std::move(done));
+                          },
+                          [this](std::string_view reason) { return bundles_->Write(reason); },
+                          [this] { return close_requested_.load(); }, deploys_.get()},
       admin_token_);
   return Status::Ok();
 }
 
-// Never an empty server: when the plugin directory does not load or start, the build that last
-// passed its health window boots instead (loaded, or swapped in for the failed set).
+// Never an empty server: the first build that loads and starts serves. With a branch head, the
+// head, its earlier builds (newest first), the last known good, then the plugin directory (the
+// bundled fallback); without one, the plugin directory (the development path), then the last
+// known good. Each failure is logged with the next one tried, and a deployed build that failed
+// is marked failed here.
 Status Server::LoadPlugins() {
+  struct Source {
+    std::string path;
+    std::string what;    // for the log
+    std::string reason;  // the swap report's, after "boot: "
+    const deploy::Deploys::Candidate* deployed = nullptr;
+  };
+  const std::vector<deploy::Deploys::Candidate> deployed =
+      deploys_ != nullptr ? deploys_->BootCandidates() : std::vector<deploy::Deploys::Candidate>();
+  std::vector<Source> sources;
+  for (const deploy::Deploys::Candidate& c : deployed) {
+    sources.push_back({c.file, c.what + ", " + c.build_id, c.what, &c});
+  }
   std::error_code ec;
   const bool have_good =
       !options_.check && fs::exists(fs::path(last_known_good_) / loader::kBuildManifest, ec);
-  auto fall_back = [this](const Status& why) {
-    kLog.Error("the plugin directory {} does not boot: {}", settings_.plugin_dir, why.message());
-    kLog.Warn("booting the last known good build from {} instead", last_known_good_);
-  };
-  Status booted = plugins_->LoadDirectory(settings_.plugin_dir);
-  bool from_good = false;
-  if (!booted.ok() && have_good) {
-    fall_back(booted);
-    booted = plugins_->LoadDirectory(last_known_good_);
-    from_good = true;
+  if (deployed.empty()) {
+    sources.push_back(
+        {settings_.plugin_dir, "the plugin directory " + settings_.plugin_dir, "plugin directory"});
   }
-  MOLT_RETURN_IF_ERROR(booted);
+  if (have_good) {
+    sources.push_back({last_known_good_, "the last known good build from " + last_known_good_,
+                       "last known good"});
+  }
+  if (!deployed.empty()) {
+    sources.push_back({settings_.plugin_dir,
+                       "the plugin directory " + settings_.plugin_dir + " (the bundled fallback)",
+                       "plugin directory"});
+  }
+  std::size_t at = 0;
+  auto failed = [&](const Status& why) {
+    kLog.Error("{} does not boot: {}", sources[at].what, why.message());
+    if (sources[at].deployed != nullptr) {
+      deploys_->BootResult(*sources[at].deployed, why);
+    }
+    if (at + 1 < sources.size()) {
+      kLog.Warn("booting {} instead", sources[at + 1].what);
+    }
+  };
+  Status booted;
+  for (; at < sources.size(); ++at) {
+    booted = plugins_->LoadDirectory(sources[at].path);
+    if (booted.ok()) {
+      break;
+    }
+    if (sources.size() == 1) {
+      return booted;  // the one source: its error is the boot's
+    }
+    failed(booted);
+  }
+  if (!booted.ok()) {
+    return Status::FailedPrecondition("nothing boots: every build above failed");
+  }
   booted = kernel_->Start();
-  if (!booted.ok() && have_good && !from_good) {
-    fall_back(booted);
-    const loader::SwapReport r = plugins_->Reload(last_known_good_, "boot: last known good");
+  while (!booted.ok() && at + 1 < sources.size()) {
+    failed(booted);
+    ++at;
+    const loader::SwapReport r = plugins_->Reload(sources[at].path, "boot: " + sources[at].reason);
     booted = r.ok ? Status::Ok() : Status::FailedPrecondition(r.error);
   }
+  if (!booted.ok()) {
+    if (sources[at].deployed != nullptr) {
+      deploys_->BootResult(*sources[at].deployed, booted);
+    }
+    return booted;
+  }
+  if (sources[at].deployed != nullptr) {
+    deploys_->BootResult(*sources[at].deployed, booted);
+  }
+  booted_from_ = sources[at].path;
+  if (sources[at].deployed != nullptr) {
+    deployed_generation_ = plugins_->generation();
+    deployed_sha_ = sources[at].deployed->sha256;
+  }
+  if (at > 0 || sources[at].deployed != nullptr) {
+    kLog.Info("booted {}", sources[at].what);
+  }
   return booted;
+}
+
+std::string Server::ReloadTarget() const {
+  std::string head = deploys_ != nullptr ? deploys_->HeadFile() : std::string();
+  return head.empty() ? settings_.plugin_dir : head;
+}
+
+void Server::StartDeploys() {
+  if (deploys_ == nullptr) {
+    return;
+  }
+  plugins_->set_swap_listener([this](const loader::SwapReport& r) {
+    if (r.rollback && r.ok) {  // the health window rolled back from the build r.previous ran
+      deploys_->RolledBack(r.previous.substr(0, r.previous.rfind('#')), r.reason);
+    }
+  });
+  deploys_->Start([this](deploy::SwapTarget target, std::string reason,
+                         std::function<void(deploy::SwapOutcome)> done) {
+    kernel_->loop().Post([this, target = std::move(target), reason = std::move(reason),
+                          done = std::move(done)]() mutable {
+      if (deployed_generation_ == plugins_->generation() && deployed_sha_ == target.sha256) {
+        done({"adopted", "", "", false});  // it serves already: the seq is adopted, no swap
+        return;
+      }
+      plugins_->RequestReload(
+          target.file, reason,
+          [this, sha = target.sha256, done = std::move(done)](const loader::SwapReport& r) {
+            if (r.ok) {
+              deployed_generation_ = r.serving;
+              deployed_sha_ = sha;
+            }
+            // A swap refused at the gate (closing, superseded) says nothing of the build.
+            done({r.ok ? "swapped" : "failed", r.error, r.Json(), !r.ok && r.stage != "gate"});
+          });
+    });
+  });
 }
 
 Status Server::Open() {
@@ -335,6 +439,9 @@ Status Server::StartAdmin() {
                                            settings_.admin_address, settings_.admin_port, {},
                                            [this](admin::HttpRequest req, admin::HttpReply reply) {
                                              admin_api_->Handle(std::move(req), std::move(reply));
+                                           },
+                                           [this](const admin::HttpRequest& head) {
+                                             return admin_api_->Plan(head);
                                            }));
   const bool v6 = settings_.admin_address.find(':') != std::string::npos;
   kLog.Info(
@@ -351,6 +458,7 @@ void Server::Serve() {
   Kernel& kernel = *kernel_;
   net::LogSecurityAudit(net::SecurityAudit(network_->channels(), kernel.hooks()));
   plugins_->BeginHealthWindow();
+  StartDeploys();
   kernel.scheduler().Every(
       Seconds(settings_.diagnostics_seconds), [this] { bundles_->RefreshCrashSnapshot(); },
       Priority::kLow, TaskOrigin::Named("crash snapshot"));
@@ -364,7 +472,7 @@ void Server::Serve() {
   kLog.Info(
       "serving {} plugins from {} as generation {} (data in {}, profiles in {} as {}); SIGHUP "
       "reloads them, SIGTERM or SIGINT closes",
-      plugins_->plugins().size(), settings_.plugin_dir, plugins_->generation(), settings_.data_dir,
+      plugins_->plugins().size(), booted_from_, plugins_->generation(), settings_.data_dir,
       settings_.profiles_db, profiles_->host());
   bundles_->RefreshCrashSnapshot();  // installs the fatal-signal writer
   kernel.loop().Run();
@@ -410,7 +518,10 @@ void Server::StartWatching() {
 // the loop.
 void Server::OnSignal(int signo) {
   if (signo == SIGHUP) {  // reload the plugin directory as a new generation
-    kernel_->loop().Post([this] { plugins_->RequestReload(settings_.plugin_dir, "SIGHUP"); });
+    if (deploys_ != nullptr) {
+      deploys_->ReloadKeys();
+    }
+    kernel_->loop().Post([this] { plugins_->RequestReload(ReloadTarget(), "SIGHUP"); });
     return;
   }
   std::string reason = signo == SIGTERM ? "SIGTERM" : "SIGINT";
@@ -475,6 +586,7 @@ void Server::Drain(TimePoint closing) {
 void Server::Release() {
   watcher_.reset();
   admin_server_.reset();
+  deploys_.reset();  // its thread posts to the kernel loop: it goes first
   if (kernel_ != nullptr) {
     if (Status s = kernel_->Shutdown(); !s.ok()) {
       kLog.Error("{}", s.message());

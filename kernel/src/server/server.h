@@ -44,6 +44,9 @@ class ErrorWatch;
 class HttpServer;
 class LogRing;
 }  // namespace admin
+namespace deploy {
+class Deploys;
+}
 namespace loader {
 class PluginHost;
 }
@@ -72,8 +75,14 @@ class Server {
   Status Prepare();
   // Every part, from the kernel to the admin API; nothing loaded, nothing listening.
   Status Assemble();
-  // The plugin directory, loaded and started; the last known good build when it fails.
+  // The first build that loads and starts, in order: the branch's head and its earlier builds
+  // (deploy::Deploys::BootCandidates), the plugin directory (first when the branch has no head),
+  // the last known good build.
   Status LoadPlugins();
+  // What a reload (SIGHUP, the admin API) swaps in: the branch's head, else the plugin directory.
+  std::string ReloadTarget() const;
+  // Deploys ask the kernel thread to serve a build through this (deploy::SwapFn).
+  void StartDeploys();
   // The fuzz gate, the listener and the admin endpoint.
   Status Open();
   Status StartAdmin();
@@ -94,12 +103,18 @@ class Server {
   std::string token_file_;
   std::string copy_dir_;  // this process's copies of the plugin libraries
   std::string last_known_good_;
+  std::string booted_from_;  // the build the boot generation came from
+  // The generation a deploy (or the boot) made serve, and its build's manifest SHA-256: a deploy
+  // of that build while that generation serves is adopted without a swap (the kernel thread).
+  std::string deployed_generation_;
+  std::string deployed_sha_;
   std::unique_ptr<Kernel> kernel_;
   std::unique_ptr<store::SqliteStore> profile_db_;
   std::unique_ptr<admin::ErrorWatch> error_watch_;
   std::unique_ptr<net::Network> network_;
   std::unique_ptr<store::ProfileRegistry> profiles_;
   std::unique_ptr<loader::PluginHost> plugins_;
+  std::unique_ptr<deploy::Deploys> deploys_;  // null for --check
   std::unique_ptr<ClosePhase> close_;
   std::unique_ptr<SignalWatcher> signals_;
   std::unique_ptr<admin::Diagnostics> diagnostics_;

@@ -27,6 +27,8 @@ const std::set<std::string, std::less<>> kServerKeys = {"server.tick_rate",
                                                         "server.callback_deadline_seconds"};
 const std::set<std::string, std::less<>> kProfileKeys = {
     "profiles.database", "profiles.synchronous", "profiles.drain_seconds"};
+const std::set<std::string, std::less<>> kDeployKeys = {
+    "deploy.branch", "deploy.keys", "deploy.require_signatures", "deploy.max_build_mb"};
 const std::set<std::string, std::less<>> kAdminKeys = {"admin.address", "admin.token",
                                                        "admin.allow_insecure_remote"};
 const std::set<std::string, std::less<>> kSchedulerKeys = {
@@ -112,11 +114,16 @@ Status CheckKeys(const Config& config, const std::string& source) {
       return Status::InvalidArgument(source + ": unknown key \"" + key +
                                      "\" (known: " + Join(kAdminKeys) + ")");
     }
+    if (section == "deploy" && kDeployKeys.count(key) == 0) {
+      return Status::InvalidArgument(source + ": unknown key \"" + key +
+                                     "\" (deploy takes branch, keys, require_signatures, "
+                                     "max_build_mb)");
+    }
     if (section != "server" && section != "scheduler" && section != "net" &&
-        section != "profiles" && section != "admin") {
+        section != "profiles" && section != "admin" && section != "deploy") {
       return Status::InvalidArgument(
           source + ": unknown section \"" + section +
-          "\" (known: server, scheduler, net, profiles, admin, plugins)");
+          "\" (known: server, scheduler, net, profiles, admin, deploy, plugins)");
     }
   }
   return Status::Ok();
@@ -344,6 +351,23 @@ Status ResolveProfiles(const Config& config, Settings* out) {
   return Status::Ok();
 }
 
+// "deploy": the branch this server runs, its trusted keys, its rules, the build size cap.
+Status ResolveDeploy(const ServerOptions& options, const Config& config, Settings* out) {
+  out->branch = options.branch.value_or(Text(config, "deploy.branch").value_or("prod"));
+  out->deploy_keys = Text(config, "deploy.keys").value_or("");
+  out->require_signatures = out->branch == "prod";  // the prod branch is prod-channel
+  MOLT_RETURN_IF_ERROR(Flag(config, "deploy.require_signatures", &out->require_signatures));
+  if (config.Get("deploy.max_build_mb") != nullptr) {
+    MOLT_ASSIGN_OR_RETURN(const double v, Number(config, "deploy.max_build_mb"));
+    if (!(v >= 1 && v <= 1024)) {
+      return Status::InvalidArgument(
+          fmt::format("configuration key \"deploy.max_build_mb\" is {}: use 1 to 1024", v));
+    }
+    out->max_build_mb = v;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ResolveSettings(const ServerOptions& options, Config& config, Settings* out) {
@@ -356,6 +380,7 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
   MOLT_RETURN_IF_ERROR(ResolveProfiles(config, out));
   MOLT_RETURN_IF_ERROR(ResolveNet(options, config, &out->net));
   MOLT_RETURN_IF_ERROR(ResolveAdmin(options, config, out));
+  MOLT_RETURN_IF_ERROR(ResolveDeploy(options, config, out));
   out->net.tick_rate = out->tick_rate;
   config.Set("server.tick_rate", out->tick_rate);
   config.Set("server.data_dir", out->data_dir);

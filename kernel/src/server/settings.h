@@ -50,6 +50,13 @@ struct Settings {
   std::uint16_t admin_port = 7778;
   std::string admin_token;
   bool admin_allow_insecure_remote = false;
+  // Deploys (docs/deploys.md): the branch this server runs (--branch, deploy.branch), its
+  // trusted keys file (deploy.keys), whether deploys must be signed (deploy.require_signatures;
+  // on for the prod branch), the largest build it takes (deploy.max_build_mb).
+  std::string branch = "prod";
+  std::string deploy_keys;
+  bool require_signatures = true;
+  double max_build_mb = 1024;
   LogLevel log_level = LogLevel::kInfo;
   ConsoleFormat log_format = ConsoleFormat::kText;
 };

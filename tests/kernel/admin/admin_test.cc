@@ -254,20 +254,26 @@ TEST(DebugBundlesTest, SecretsOfTheConfigurationAreRedacted) {
 // A server whose handler echoes the request, or never answers for /stall.
 class HttpServerTest : public ::testing::Test {
  protected:
-  void Start(HttpLimits limits = {}) {
-    Result<std::unique_ptr<HttpServer>> s =
-        HttpServer::Start("127.0.0.1", 0, limits, [this](HttpRequest req, HttpReply reply) {
+  void Start(HttpLimits limits = {}, HttpPlanner planner = nullptr) {
+    Result<std::unique_ptr<HttpServer>> s = HttpServer::Start(
+        "127.0.0.1", 0, limits,
+        [this](HttpRequest req, HttpReply reply) {
           ++handled_;
           if (req.path == "/stall") {
             stalled_ = std::move(reply);  // answered never, or after the server is gone
             return;
+          }
+          if (!req.body_file.empty()) {  // an upload: its file's bytes
+            std::ifstream in(req.body_file, std::ios::binary);
+            req.body = "file:" + std::string(std::istreambuf_iterator<char>(in), {});
           }
           reply({200,
                  "text/plain",
                  req.method + " " + req.path + "?" + req.query + " [" + req.authorization + "] " +
                      req.body,
                  {}});
-        });
+        },
+        std::move(planner));
     ASSERT_TRUE(s.ok()) << s.status().message();
     server_ = std::move(s).value();
   }
@@ -371,6 +377,65 @@ TEST_F(HttpServerTest, AHandlerThatDoesNotAnswerIsAnswered503AndALateReplyIsDrop
   HttpCall(port(), "GET", "/stall");
   server_.reset();
   stalled_({200, "text/plain", "after the server", {}});  // safe: dropped
+}
+
+// Uploads (HttpPlan): the body streams to the file the plan names, within the plan's own limit;
+// a refused head is answered before its body is read; a waiting call gets the plan's timeout.
+TEST_F(HttpServerTest, APlanStreamsAnUploadToAFileRefusesAHeadOrWaitsLonger) {
+  const std::string file = ::testing::TempDir() + "molt_upload_" + std::to_string(::getpid());
+  std::filesystem::remove(file);
+  HttpLimits limits;
+  limits.max_body_bytes = 100;
+  limits.handler_timeout = std::chrono::milliseconds(200);
+  Start(limits, [&](const HttpRequest& head) {
+    HttpPlan plan;
+    if (head.path == "/upload") {
+      plan.body_file = file;
+      plan.max_body_bytes = 10000;
+    } else if (head.path == "/refused") {
+      plan.refuse = HttpResponse{401, "text/plain", "no\n", {}};
+    } else if (head.path == "/stall") {
+      plan.handler_timeout = std::chrono::milliseconds(1500);
+    }
+    return plan;
+  });
+  const std::string body(5000, 'u');  // over the limits' 100, under the plan's
+  test::HttpResult r = HttpCall(port(), "POST", "/upload", "", body);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "POST /upload? [] file:" + body);
+  std::filesystem::remove(file);
+  // Over the plan's limit, by its Content-Length or as chunks: 413, and no file left behind.
+  r = HttpCall(port(), "POST", "/upload", "", std::string(20000, 'u'));
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(r.body, "the request's body is over 10000 bytes\n");
+  std::string chunked = "POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 30; ++i) {
+    chunked += "3e8\r\n" + std::string(1000, 'c') + "\r\n";
+  }
+  r = HttpRaw(port(), chunked + "0\r\n\r\n");
+  EXPECT_EQ(r.status, 413);
+  EXPECT_FALSE(std::filesystem::exists(file));
+  // A client that asks to continue first gets "100 Continue", then its answer.
+  r = HttpRaw(port(),
+              "POST /upload HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+              "Content-Length: 3\r\nConnection: close\r\n\r\nabc");
+  EXPECT_EQ(r.status, 100);
+  EXPECT_NE(r.body.find("HTTP/1.1 200 OK"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("file:abc"), std::string::npos) << r.body;
+  std::filesystem::remove(file);
+  const int before = handled_;
+  r = HttpCall(port(), "POST", "/refused", "", std::string(5000, 'x'));
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(handled_, before) << "a refused head never reaches the handler";
+  // The plan's timeout: a reply after the limits' 200 ms still lands.
+  std::thread late([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    stalled_({200, "text/plain", "late but waited for", {}});
+  });
+  r = HttpCall(port(), "GET", "/stall");
+  late.join();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "late but waited for");
 }
 
 TEST(HttpServerStartTest, ATakenPortOrABadAddressIsNamed) {

@@ -115,9 +115,10 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
       error(R"({"sever": {}, "server": {"tick_rate": 30}})").find("unknown section \"sever\""),
       std::string::npos)
       << "an empty section has no keys";
-  EXPECT_EQ(error(R"({"sever": {"x": 1}})"), "config file \"" + file_ +
-                                                 "\": unknown section \"sever\" (known: server, "
-                                                 "scheduler, net, profiles, admin, plugins)");
+  EXPECT_EQ(error(R"({"sever": {"x": 1}})"),
+            "config file \"" + file_ +
+                "\": unknown section \"sever\" (known: server, "
+                "scheduler, net, profiles, admin, deploy, plugins)");
   EXPECT_EQ(error(R"({"profiles": {"datbase": "x.db"}})"),
             "config file \"" + file_ +
                 "\": unknown key \"profiles.datbase\" (known: profiles.database, "
@@ -148,6 +149,37 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
   options_.plugin_dir.clear();
   options_.config_file.clear();
   EXPECT_EQ(Resolve().message(), "no plugin directory: pass --plugins DIR");
+}
+
+// "deploy": the prod branch has prod rules unless the file says otherwise; --branch wins.
+TEST_F(SettingsTest, DeploysRunTheProdBranchWithSignaturesUnlessToldOtherwise) {
+  ASSERT_TRUE(Resolve().ok());
+  EXPECT_EQ(settings_.branch, "prod");
+  EXPECT_TRUE(settings_.require_signatures);
+  EXPECT_EQ(settings_.deploy_keys, "");
+  EXPECT_EQ(settings_.max_build_mb, 1024);
+  ASSERT_TRUE(Resolve(R"({"deploy": {"branch": "dev", "keys": "/etc/molt/keys.json",
+                           "max_build_mb": 64}})")
+                  .ok());
+  EXPECT_EQ(settings_.branch, "dev");
+  EXPECT_FALSE(settings_.require_signatures);  // a dev branch is dev-channel
+  EXPECT_EQ(settings_.deploy_keys, "/etc/molt/keys.json");
+  EXPECT_EQ(settings_.max_build_mb, 64);
+  options_.branch = "prod";
+  ASSERT_TRUE(Resolve(R"({"deploy": {"branch": "dev", "require_signatures": false}})").ok());
+  EXPECT_EQ(settings_.branch, "prod");
+  EXPECT_FALSE(settings_.require_signatures);
+  EXPECT_EQ(Resolve(R"({"deploy": {"max_build_mb": 0}})").message(),
+            "configuration key \"deploy.max_build_mb\" is 0: use 1 to 1024");
+  EXPECT_NE(Resolve(R"({"deploy": {"require_signatures": "yes"}})")
+                .message()
+                .find("\"deploy.require_signatures\" must be true or false"),
+            std::string::npos);
+  EXPECT_NE(Resolve(R"({"deploy": {"key": "x"}})")
+                .message()
+                .find("unknown key \"deploy.key\" (deploy takes branch, keys, require_signatures, "
+                      "max_build_mb)"),
+            std::string::npos);
 }
 
 TEST_F(SettingsTest, TheAdminEndpointDefaultsToLoopbackAndTakesAddressPortOrOff) {

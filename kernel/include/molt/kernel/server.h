@@ -39,6 +39,9 @@ struct ServerOptions {
   // profile database, nothing listening), run the security audit and the fuzz gate, print a
   // report to stdout, stop them and return kExitOk or kExitCheckFailed.
   bool check = false;
+  // The branch this server runs (deploy.branch; default prod): it boots the branch's head from
+  // the registry in the data directory, and the plugin directory when the branch has none.
+  std::optional<std::string> branch;
 };
 
 // Exit codes of RunServer.

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// The admin API's deploy calls (docs/deploys.md): read on the HTTP thread, answered from the
+// deploy thread; the kernel thread sees only the swaps they ask for.
+#include <boost/json.hpp>
+#include <filesystem>
+
+#include "kernel/src/admin/admin_api.h"
+#include "kernel/src/admin/api_answers.h"
+#include "kernel/src/deploy/deploys.h"
+#include "kernel/src/deploy/registry.h"
+
+namespace molt::kernel::admin {
+namespace {
+
+namespace json = boost::json;
+
+constexpr std::string_view kApi = "/api/v1/";
+constexpr std::uint64_t kMaxWaitSeconds = 600;
+// An upload may take this long to arrive (a large build over a slow link).
+constexpr std::chrono::seconds kUploadTime{600};
+
+bool IsDeployCall(std::string_view rest) {
+  return rest == "builds" || rest == "resolve" || rest == "branches" || rest == "deploy" ||
+         rest == "promote" || rest == "rollback" || rest == "deployments";
+}
+
+// ?wait=S: 0 when absent; nullopt when malformed or over the cap.
+std::optional<std::uint64_t> WaitSeconds(std::string_view query) {
+  const std::string text = QueryValue(query, "wait");
+  if (text.empty()) {
+    return 0;
+  }
+  std::optional<std::uint64_t> s = Number(text);
+  return s && *s <= kMaxWaitSeconds ? s : std::nullopt;
+}
+
+// The answer of the deploy thread, as HTTP.
+deploy::Reply ToHttp(HttpReply reply) {
+  return [reply = std::move(reply)](deploy::Answer a) { reply(Json(a.status, a.body)); };
+}
+
+// A deploy, promote or rollback body (docs/deploys.md); the refusal of a malformed one.
+Result<deploy::DeployRequest> ParseDeploy(std::string_view kind, const std::string& body) {
+  std::error_code ec;
+  const json::value doc = json::parse(body, ec);
+  if (ec || !doc.is_object()) {
+    return Status::InvalidArgument(
+        "the body must be a JSON object: {\"branch\": ..., \"build\": "
+        "...} (docs/deploys.md)");
+  }
+  const json::object& o = doc.as_object();
+  deploy::DeployRequest r;
+  r.kind = std::string(kind);
+  auto text = [&](std::string_view key, std::string& out) -> Status {
+    if (const json::value* v = o.if_contains(key); v != nullptr) {
+      if (!v->is_string()) {
+        return Status::InvalidArgument("\"" + std::string(key) + "\" must be a string");
+      }
+      out = std::string(v->as_string());
+    }
+    return Status::Ok();
+  };
+  auto number = [&](std::string_view key, std::uint64_t& out) -> Status {
+    if (const json::value* v = o.if_contains(key); v != nullptr) {
+      if (!v->is_int64() && !v->is_uint64()) {
+        return Status::InvalidArgument("\"" + std::string(key) + "\" must be a whole number");
+      }
+      const std::int64_t n =
+          v->is_int64() ? v->as_int64() : static_cast<std::int64_t>(v->as_uint64());
+      if (n < 0) {
+        return Status::InvalidArgument("\"" + std::string(key) + "\" must not be negative");
+      }
+      out = static_cast<std::uint64_t>(n);
+    }
+    return Status::Ok();
+  };
+  MOLT_RETURN_IF_ERROR(text("branch", r.branch));
+  MOLT_RETURN_IF_ERROR(text(kind == "rollback" ? "to" : "build", r.build));
+  MOLT_RETURN_IF_ERROR(number("seq", r.seq));
+  MOLT_RETURN_IF_ERROR(number("sent_ms", r.sent_ms));
+  MOLT_RETURN_IF_ERROR(text("sig", r.sig));
+  MOLT_RETURN_IF_ERROR(text("sig_fallback", r.sig_fallback));
+  MOLT_RETURN_IF_ERROR(text("by", r.by));
+  MOLT_RETURN_IF_ERROR(text("message", r.message));
+  if (const json::value* v = o.if_contains("force"); v != nullptr) {
+    if (!v->is_bool()) {
+      return Status::InvalidArgument("\"force\" must be true or false");
+    }
+    r.force = v->as_bool();
+  }
+  if (r.branch.empty()) {
+    return Status::InvalidArgument("\"branch\" is required");
+  }
+  if (kind != "rollback" && r.build.empty()) {
+    return Status::InvalidArgument("\"build\" is required: a sha256, a build id or #SEQ");
+  }
+  if (r.message.size() > 1000 || r.by.size() > 200) {
+    return Status::InvalidArgument("\"message\" is at most 1000 bytes, \"by\" at most 200");
+  }
+  return r;
+}
+
+}  // namespace
+
+HttpPlan AdminApi::Plan(const HttpRequest& head) const {
+  HttpPlan plan;
+  if (head.path.rfind(kApi, 0) != 0) {
+    return plan;
+  }
+  const std::string_view rest = std::string_view(head.path).substr(kApi.size());
+  if (rest == "builds" && head.method == "POST") {
+    if (!Authorized(head)) {
+      plan.refuse = Unauthorized();  // nothing of an unauthorized upload is read
+    } else if (sources_.deploys == nullptr) {
+      plan.refuse = Error(503, "this server takes no builds (moltd --check)");
+    } else {
+      plan.body_file = sources_.deploys->UploadPath();
+      plan.max_body_bytes = sources_.deploys->max_build_bytes();
+      plan.read_timeout = kUploadTime;
+      plan.handler_timeout = std::chrono::seconds(60);  // verifying hashes every library
+    }
+    return plan;
+  }
+  if (std::optional<std::uint64_t> wait = WaitSeconds(head.query); wait && *wait > 0) {
+    plan.handler_timeout = std::chrono::seconds(*wait + 5);  // the call answers at its deadline
+  }
+  return plan;
+}
+
+bool AdminApi::HandleDeploys(std::string_view rest, HttpRequest& req, HttpReply& reply) {
+  if (!IsDeployCall(rest)) {
+    return false;
+  }
+  deploy::Deploys* deploys = sources_.deploys;
+  if (deploys == nullptr) {
+    reply(Error(503, "this server takes no deploys (moltd --check)"));
+    return true;
+  }
+  const bool post = req.method == "POST";
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  const bool wants_post = rest == "deploy" || rest == "promote" || rest == "rollback";
+  if ((wants_post && !post) || (!wants_post && rest != "builds" && !get) ||
+      (rest == "builds" && !get && !post)) {
+    const std::string allowed = rest == "builds" ? "GET, POST" : wants_post ? "POST" : "GET";
+    HttpResponse r = Error(405, std::string(req.path) + " takes " + allowed);
+    r.headers.emplace_back("Allow", allowed);
+    reply(std::move(r));
+    return true;
+  }
+  auto limit = [&](std::size_t fallback, std::size_t cap) -> std::optional<std::size_t> {
+    const std::string text = QueryValue(req.query, "limit");
+    if (text.empty()) {
+      return fallback;
+    }
+    std::optional<std::uint64_t> n = Number(text);
+    if (!n || *n == 0 || *n > cap) {
+      reply(Error(400, "limit is a number from 1 to " + std::to_string(cap)));
+      return std::nullopt;
+    }
+    return static_cast<std::size_t>(*n);
+  };
+  if (rest == "builds" && post) {
+    if (req.body_file.empty()) {
+      reply(Error(400, "send the build file as the body (Content-Length set)"));
+      return true;
+    }
+    deploys->Upload(std::move(req.body_file), ToHttp(std::move(reply)));
+  } else if (rest == "builds") {
+    if (std::optional<std::size_t> n = limit(50, 1000)) {
+      deploys->Builds(*n, ToHttp(std::move(reply)));
+    }
+  } else if (rest == "resolve") {
+    deploys->Resolve(QueryValue(req.query, "branch"), QueryValue(req.query, "build"),
+                     QueryValue(req.query, "rollback") == "1", ToHttp(std::move(reply)));
+  } else if (rest == "branches") {
+    deploys->Branches(ToHttp(std::move(reply)));
+  } else if (rest == "deployments") {
+    if (std::optional<std::size_t> n = limit(20, deploy::Registry::kDeploymentsKept)) {
+      deploys->Deployments(QueryValue(req.query, "branch"), *n, ToHttp(std::move(reply)));
+    }
+  } else {
+    const std::optional<std::uint64_t> wait = WaitSeconds(req.query);
+    if (!wait) {
+      reply(Error(400, "wait is a number of seconds, 1 to 600 (or leave it out: 202 at once)"));
+      return true;
+    }
+    Result<deploy::DeployRequest> r = ParseDeploy(rest, req.body);
+    if (!r.ok()) {
+      reply(Error(400, r.status().message()));
+      return true;
+    }
+    deploys->Deploy(std::move(*r), std::chrono::seconds(*wait), ToHttp(std::move(reply)));
+  }
+  return true;
+}
+
+}  // namespace molt::kernel::admin

@@ -1,0 +1,666 @@
+// SPDX-License-Identifier: Apache-2.0
+// Deploys: the registry, the keys and the rules, on a thread of their own.
+#include "kernel/src/deploy/deploys.h"
+
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "kernel/src/core/logger.h"
+#include "kernel/src/deploy/registry.h"
+#include "kernel/src/deploy/trusted_keys.h"
+#include "kernel/src/loader/signing.h"
+
+namespace molt::kernel::deploy {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+
+LogScope& Log() {
+  static LogScope log("Deploys");
+  return log;
+}
+
+std::int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A branch name: 1..64 of [A-Za-z0-9._-].
+bool ValidBranch(std::string_view b) {
+  return !b.empty() && b.size() <= 64 &&
+         b.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+             std::string_view::npos;
+}
+
+// The channel a branch is (spec §27): prod for the prod branch, dev for every other.
+std::string BranchChannel(std::string_view branch) { return branch == "prod" ? "prod" : "dev"; }
+
+Answer Error(int status, std::string text) {
+  return {status, json::object{{"error", std::move(text)}}};
+}
+
+// The thread deploys run on: tasks in order, some of them at a time.
+class Worker {
+ public:
+  Worker() = default;
+  ~Worker() { Stop(); }
+  void Start() {
+    thread_ = std::thread([this] { Run(); });
+  }
+  void Post(std::function<void()> fn) { At(Clock::now(), std::move(fn)); }
+  void At(Clock::time_point when, std::function<void()> fn) {
+    {
+      std::lock_guard lock(mu_);
+      tasks_.emplace(when, std::move(fn));
+    }
+    cv_.notify_one();
+  }
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+
+ private:
+  void Run() {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      if (tasks_.empty()) {
+        cv_.wait(lock);
+        continue;
+      }
+      auto first = tasks_.begin();
+      if (first->first > Clock::now()) {
+        cv_.wait_until(lock, first->first);
+        continue;
+      }
+      std::function<void()> fn = std::move(first->second);
+      tasks_.erase(first);
+      lock.unlock();
+      fn();
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::multimap<Clock::time_point, std::function<void()>> tasks_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// One caller waiting for a deployment's outcome.
+struct Waiting {
+  Reply reply;
+  bool answered = false;
+};
+
+}  // namespace
+
+struct Deploys::Impl {
+  DeploysOptions options;
+  std::unique_ptr<Registry> registry;
+  TrustedKeys keys;
+  Clock::time_point keys_read{};
+  SwapFn swap;
+  Worker worker;
+  mutable std::mutex head_mu;
+  std::string head_file;  // of options.branch; guarded by head_mu
+  std::atomic<std::uint64_t> next_upload{1};
+
+  struct Refusal {
+    std::int64_t at_ms;
+    std::string kind;
+    std::string reason;
+  };
+  std::deque<Refusal> refusals;  // newest first
+  std::map<std::string, std::pair<Clock::time_point, std::uint64_t>>
+      refusal_log;  // kind -> last, hidden
+
+  // Swaps run one at a time, in the order deployed.
+  struct Job {
+    Deployment deployment;
+    std::string file;
+    std::vector<std::shared_ptr<Waiting>> waiting;
+  };
+  std::deque<Job> jobs;
+  bool swapping = false;
+  std::string last_swapped_id;  // the build id of the newest deployment that swapped here
+  std::uint64_t last_swapped_seq = 0;
+
+  void Refuse(std::string_view kind, const std::string& reason);
+  void LoadKeys(std::string_view why);
+  void UpdateHeadFile();
+  // The build X names: a sha256, a prefix, a build id, or "#SEQ".
+  std::optional<StoredBuild> Find(std::string_view x) const;
+  // Verifies `d`'s signatures for `b` under the keys (once more after re-reading them, at most
+  // every kKeysRetryGap, when they fail).
+  Status VerifySigned(const Deployment& d, const StoredBuild& b, bool reread);
+  // The previous different head of `branch` (rollback without --to).
+  std::optional<StoredBuild> Previous(const std::string& branch) const;
+  std::string ProtocolLine(const std::string& branch, const StoredBuild& b) const;
+  void RunDeploy(DeployRequest r, std::chrono::seconds wait, Reply reply);
+  void RunNextSwap();
+  void Finished(Job job, const SwapOutcome& o);
+  json::object BranchesJson() const;
+};
+
+void Deploys::Impl::Refuse(std::string_view kind, const std::string& reason) {
+  refusals.push_front({NowMs(), std::string(kind), reason});
+  if (refusals.size() > kRefusalsKept) {
+    refusals.pop_back();
+  }
+  auto& [last, hidden] = refusal_log[std::string(kind)];
+  const Clock::time_point now = Clock::now();
+  if (last != Clock::time_point{} && now - last < kRefusalLogGap) {
+    ++hidden;
+    return;
+  }
+  Log().Warn("refused a deploy ({}): {}{}", kind, reason,
+             hidden > 0 ? fmt::format(" ({} more not shown)", hidden) : std::string());
+  last = now;
+  hidden = 0;
+}
+
+void Deploys::Impl::LoadKeys(std::string_view why) {
+  keys_read = Clock::now();
+  if (Status s = keys.Load(options.keys_file); !s.ok()) {
+    Log().Error("{} ({}): {}", s.message(), why,
+                keys.any() ? "the keys read before stay in force" : "no keys are trusted");
+  }
+  if (options.prod_rules && !keys.any()) {
+    Log().Warn(
+        "this server has prod rules and no trusted keys, so it refuses every deploy. Fix: `molt "
+        "keys init`, list the public key it prints in a file ({{\"public_keys\": [\"...\"]}}), "
+        "name that file as deploy.keys, and start moltd again (or SIGHUP it); a development "
+        "server takes unsigned deploys with deploy.require_signatures = false or --branch dev");
+  }
+}
+
+void Deploys::Impl::UpdateHeadFile() {
+  std::string file;
+  if (std::optional<Branch> b = registry->FindBranch(options.branch); b.has_value()) {
+    file = registry->BuildPath(b->head);
+  }
+  std::lock_guard lock(head_mu);
+  head_file = std::move(file);
+}
+
+std::optional<StoredBuild> Deploys::Impl::Find(std::string_view x) const {
+  if (x.starts_with('#')) {
+    std::uint64_t seq = 0;
+    const std::string digits(x.substr(1));
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+        digits.size() > 18) {
+      return std::nullopt;
+    }
+    seq = std::stoull(digits);
+    if (std::optional<Deployment> d = registry->FindDeployment(seq); d.has_value()) {
+      return registry->FindBuild(d->build);
+    }
+    return std::nullopt;
+  }
+  return registry->FindBuild(x);
+}
+
+Status Deploys::Impl::VerifySigned(const Deployment& d, const StoredBuild& b, bool reread) {
+  loader::DeployFields f;
+  f.branch = d.branch;
+  f.build = b.sha256;
+  f.build_id = b.id;
+  f.seq = d.seq;
+  f.commit = b.ManifestField("commit");
+  f.channel = b.ManifestField("channel");
+  f.sent_ms = d.sent_ms;
+  f.reason = d.kind == "rollback" ? "1" : "";
+  const std::string message = loader::CanonicalDeploy(f);
+  Status s = keys.Verify(message, d.sig, d.sig_fallback);
+  if (!s.ok() && reread && Clock::now() - keys_read >= kKeysRetryGap) {
+    LoadKeys("after a failed signature");
+    s = keys.Verify(message, d.sig, d.sig_fallback);
+  }
+  return s;
+}
+
+std::optional<StoredBuild> Deploys::Impl::Previous(const std::string& branch) const {
+  std::optional<Branch> b = registry->FindBranch(branch);
+  if (!b.has_value()) {
+    return std::nullopt;
+  }
+  for (const Branch::Previous& p : b->previous) {
+    if (p.build != b->head) {
+      if (std::optional<StoredBuild> s = registry->FindBuild(p.build);
+          s.has_value() && s->failed_here.empty()) {
+        return s;
+      }
+    }
+  }
+  for (const Deployment& d : registry->Deployments(branch, Registry::kDeploymentsKept)) {
+    if (d.build != b->head && d.seq < b->seq) {
+      if (std::optional<StoredBuild> s = registry->FindBuild(d.build);
+          s.has_value() && s->failed_here.empty()) {
+        return s;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::string Deploys::Impl::ProtocolLine(const std::string& branch, const StoredBuild& b) const {
+  std::optional<Branch> head = registry->FindBranch(branch);
+  if (!head.has_value()) {
+    return "first on this branch";
+  }
+  std::optional<StoredBuild> was = registry->FindBuild(head->head);
+  const bool same =
+      was.has_value() && was->ManifestField("protocol") == b.ManifestField("protocol");
+  return fmt::format("{} since #{}", same ? "unchanged" : "changed", head->seq);
+}
+
+void Deploys::Impl::RunDeploy(DeployRequest r, std::chrono::seconds wait, Reply reply) {
+  auto refuse = [&](std::string_view kind, const std::string& reason) {
+    Refuse(kind, reason);
+    Answer a = Error(409, reason);
+    a.body["result"] = "refused";
+    reply(std::move(a));
+  };
+  if (!ValidBranch(r.branch)) {
+    reply(Error(400, "\"branch\" must be 1 to 64 letters, digits, '.', '_' or '-'"));
+    return;
+  }
+  std::optional<StoredBuild> b;
+  if (r.kind == "rollback" && r.build.empty()) {
+    b = Previous(r.branch);
+    if (!b.has_value()) {
+      reply(Error(404, "no earlier build in " + r.branch +
+                           "'s previous heads or deployments to roll back to (name one with "
+                           "--to BUILD|#SEQ)"));
+      return;
+    }
+  } else {
+    b = Find(r.build);
+    if (!b.has_value()) {
+      reply(Error(404, "no stored build is named \"" + r.build +
+                           "\" (a sha256, a build id or #SEQ; `molt builds` lists them, `molt "
+                           "deploy FILE.molt` uploads one)"));
+      return;
+    }
+  }
+  const bool here = r.branch == options.branch;
+  const std::string build_channel = b->ManifestField("channel");
+  if (BranchChannel(r.branch) == "prod" && (build_channel != "prod" || b->dirty())) {
+    const std::string what = b->dirty() ? "a dirty build (uncommitted changes)"
+                                        : "a " + build_channel + "-channel build";
+    if (r.kind == "promote") {
+      refuse("channel", "build " + b->id + " is " + what + ": " + r.branch +
+                            " is a prod branch, so it takes prod builds only, even with --force "
+                            "(rebuild for prod: molt build DIR --channel prod from a clean tree)");
+      return;
+    }
+    if (!r.force) {
+      refuse("channel", "build " + b->id + " is " + what + " and " + r.branch +
+                            " is a prod branch: build it for prod, or deploy with --force");
+      return;
+    }
+  }
+  if (here && !b->failed_here.empty() && !r.force) {
+    refuse("failed_here", "build " + b->id + " failed on this server (" + b->failed_here +
+                              "): it is not taken again without --force");
+    return;
+  }
+  const std::uint64_t applied = registry->applied_seq();
+  if (r.seq != 0 && r.seq <= applied) {
+    refuse("seq", fmt::format("seq {} is not newer than the applied {} (replay?)", r.seq, applied));
+    return;
+  }
+  Deployment d;
+  d.seq = r.seq;
+  d.branch = r.branch;
+  d.build = b->sha256;
+  d.build_id = b->id;
+  d.kind = r.kind;
+  d.by = r.by;
+  d.message = r.message;
+  d.sent_ms = r.sent_ms;
+  d.sig = r.sig;
+  d.sig_fallback = r.sig_fallback;
+  if (options.prod_rules) {
+    if (build_channel != "prod") {
+      refuse("channel", "build " + b->id + " is a " + build_channel +
+                            "-channel build: a prod-rules server takes prod builds only");
+      return;
+    }
+    if (r.seq == 0) {
+      refuse("signature",
+             "unsigned: a prod-rules server takes only signed deploys, each naming its seq "
+             "(molt deploy --key FILE signs them)");
+      return;
+    }
+    if (Status s = VerifySigned(d, *b, true); !s.ok()) {
+      refuse("signature", s.message());
+      return;
+    }
+  }
+  d.protocol = ProtocolLine(r.branch, *b);
+  d.result = here ? "pending" : "recorded";
+  Result<Deployment> recorded = registry->Record(std::move(d));
+  if (!recorded.ok()) {
+    if (recorded.status().code() == Status::Code::kRejected) {
+      refuse("seq", recorded.status().message());
+    } else {
+      reply(Error(500, recorded.status().message()));
+    }
+    return;
+  }
+  UpdateHeadFile();
+  Log().Info("#{} {}: {} {} by {}{} ({})", recorded->seq, recorded->branch, recorded->kind,
+             recorded->build_id, recorded->by.empty() ? "(unnamed)" : recorded->by,
+             recorded->message.empty() ? "" : ": " + recorded->message,
+             here ? "swapping" : "recorded: this server runs " + options.branch);
+  if (!here) {
+    reply({200, json::object{{"deployment", recorded->ToJson()}}});
+    return;
+  }
+  Job job{*recorded, registry->BuildPath(recorded->build), {}};
+  if (wait.count() == 0) {
+    reply({202, json::object{{"deployment", recorded->ToJson()}}});
+  } else {
+    auto w = std::make_shared<Waiting>(Waiting{std::move(reply), false});
+    job.waiting.push_back(w);
+    worker.At(Clock::now() + wait, [w, d = *recorded] {
+      if (!std::exchange(w->answered, true)) {
+        w->reply({202, json::object{{"deployment", d.ToJson()},
+                                    {"note",
+                                     "the swap did not finish in time; GET "
+                                     "/api/v1/deployments shows its result"}}});
+      }
+    });
+  }
+  jobs.push_back(std::move(job));
+  RunNextSwap();
+}
+
+void Deploys::Impl::RunNextSwap() {
+  if (swapping || jobs.empty()) {
+    return;
+  }
+  swapping = true;
+  const Deployment& d = jobs.front().deployment;
+  swap({jobs.front().file, d.build, d.build_id}, fmt::format("{} #{}", d.kind, d.seq),
+       [this](SwapOutcome o) {
+         worker.Post([this, o = std::move(o)] {
+           Job job = std::move(jobs.front());
+           jobs.pop_front();
+           swapping = false;
+           Finished(std::move(job), o);
+           RunNextSwap();
+         });
+       });
+}
+
+void Deploys::Impl::Finished(Job job, const SwapOutcome& o) {
+  Deployment& d = job.deployment;
+  d.result = o.result;
+  d.reason = o.reason;
+  d.report = o.report;
+  if (Status s = registry->SetResult(d.seq, d.result, d.reason, d.report); !s.ok()) {
+    Log().Error("#{}: {}", d.seq, s.message());
+  }
+  if (o.result == "failed") {
+    if (o.build_failed) {
+      (void)registry->MarkFailed(d.build, o.reason);
+    }
+    Log().Error("#{} {}: {} failed here: {} ({} keeps serving)", d.seq, d.branch, d.build_id,
+                o.reason, last_swapped_id.empty() ? "the previous build" : last_swapped_id);
+  } else {
+    (void)registry->ClearFailed(d.build);
+    if (Status s = registry->SetApplied(d.seq); !s.ok()) {
+      Log().Error("#{}: {}", d.seq, s.message());
+    }
+    last_swapped_id = d.build_id;
+    last_swapped_seq = d.seq;
+    Log().Info("#{} {}: {} {}", d.seq, d.branch, d.build_id, o.result);
+  }
+  for (const std::shared_ptr<Waiting>& w : job.waiting) {
+    if (!std::exchange(w->answered, true)) {
+      w->reply({200, json::object{{"deployment", d.ToJson()}}});
+    }
+  }
+}
+
+json::object Deploys::Impl::BranchesJson() const {
+  auto shorter = [this](const std::string& sha) {
+    std::optional<StoredBuild> b = registry->FindBuild(sha);
+    return json::object{{"sha256", sha},
+                        {"id", b ? b->id : std::string("?")},
+                        {"channel", b ? b->ManifestField("channel") : std::string()},
+                        {"commit", b ? b->ManifestField("commit") : std::string()},
+                        {"failed_here", b && !b->failed_here.empty() ? json::value(b->failed_here)
+                                                                     : json::value(nullptr)}};
+  };
+  json::array branches;
+  for (const Branch& b : registry->Branches()) {
+    json::array previous;
+    for (const Branch::Previous& p : b.previous) {
+      json::object o = shorter(p.build);
+      o["seq"] = p.seq;
+      previous.push_back(std::move(o));
+    }
+    branches.push_back(json::object{{"name", b.name},
+                                    {"seq", b.seq},
+                                    {"updated_ms", b.updated_ms},
+                                    {"head", shorter(b.head)},
+                                    {"previous", std::move(previous)}});
+  }
+  json::array refused;
+  for (const Refusal& r : refusals) {
+    refused.push_back(json::object{{"at_ms", r.at_ms}, {"kind", r.kind}, {"reason", r.reason}});
+  }
+  const std::uint64_t last = registry->last_seq();
+  return {{"branch", options.branch},
+          {"rules", options.prod_rules ? "prod" : "dev"},
+          {"seq", last},
+          {"next_seq", last + 1},
+          {"applied_seq", registry->applied_seq()},
+          {"serving", last_swapped_id},
+          {"keys", keys.ToJson()},
+          {"refusals", std::move(refused)},
+          {"branches", std::move(branches)}};
+}
+
+// --- Deploys ---------------------------------------------------------------------------------
+
+Result<std::unique_ptr<Deploys>> Deploys::Open(DeploysOptions options) {
+  if (!ValidBranch(options.branch)) {
+    return Status::InvalidArgument("branch \"" + options.branch +
+                                   "\": a branch is 1 to 64 letters, digits, '.', '_' or '-' "
+                                   "(moltd --branch, deploy.branch)");
+  }
+  auto impl = std::make_unique<Impl>();
+  MOLT_ASSIGN_OR_RETURN(impl->registry, Registry::Open(options.dir));
+  impl->options = std::move(options);
+  impl->LoadKeys("at boot");
+  impl->UpdateHeadFile();
+  return std::unique_ptr<Deploys>(new Deploys(std::move(impl)));
+}
+
+Deploys::Deploys(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Deploys::~Deploys() { impl_->worker.Stop(); }
+
+std::vector<Deploys::Candidate> Deploys::BootCandidates() {
+  Impl& m = *impl_;
+  std::vector<Candidate> out;
+  std::optional<Branch> branch = m.registry->FindBranch(m.options.branch);
+  if (!branch.has_value()) {
+    return out;
+  }
+  std::set<std::string> seen;
+  auto consider = [&](std::uint64_t seq, const std::string& sha, std::string what) {
+    if (!seen.insert(sha).second) {
+      return;
+    }
+    std::optional<StoredBuild> b = m.registry->FindBuild(sha);
+    if (!b.has_value()) {
+      Log().Warn("{}: build {} is not in the registry", what, sha.substr(0, 12));
+      return;
+    }
+    if (!b->failed_here.empty()) {
+      Log().Info("{}: {} is skipped, it failed here ({})", what, b->id, b->failed_here);
+      return;
+    }
+    if (m.options.prod_rules) {
+      std::optional<Deployment> d = m.registry->FindDeployment(seq);
+      Status v = d.has_value() ? m.VerifySigned(*d, *b, false)
+                               : Status::NotFound("its deployment is no longer recorded");
+      if (!v.ok()) {
+        Log().Warn("{}: {} is skipped on a prod-rules server: {}", what, b->id, v.message());
+        return;
+      }
+    }
+    out.push_back({m.registry->BuildPath(sha), sha, b->id, seq, std::move(what)});
+  };
+  consider(branch->seq, branch->head,
+           fmt::format("the head of {} (#{})", branch->name, branch->seq));
+  for (const Deployment& d : m.registry->Deployments(branch->name, Registry::kDeploymentsKept)) {
+    if (out.size() > kBootTries) {
+      break;
+    }
+    if (d.seq < branch->seq) {
+      consider(d.seq, d.build, fmt::format("{}'s #{} (last known good)", branch->name, d.seq));
+    }
+  }
+  return out;
+}
+
+void Deploys::BootResult(const Candidate& c, const Status& outcome) {
+  Impl& m = *impl_;
+  if (!outcome.ok()) {
+    (void)m.registry->MarkFailed(c.sha256, outcome.message());
+    return;
+  }
+  m.last_swapped_id = c.build_id;
+  m.last_swapped_seq = c.seq;
+  std::optional<Branch> b = m.registry->FindBranch(m.options.branch);
+  if (b.has_value() && b->seq == c.seq && c.seq > m.registry->applied_seq()) {
+    (void)m.registry->SetApplied(c.seq);
+  }
+}
+
+void Deploys::Start(SwapFn swap) {
+  impl_->swap = std::move(swap);
+  impl_->worker.Start();
+}
+
+std::string Deploys::UploadPath() {
+  return (fs::path(impl_->registry->upload_dir()) /
+          fmt::format("upload-{}.molt", impl_->next_upload.fetch_add(1)))
+      .string();
+}
+
+std::uint64_t Deploys::max_build_bytes() const { return impl_->options.max_build_bytes; }
+
+void Deploys::Upload(std::string file, Reply reply) {
+  impl_->worker.Post([this, file = std::move(file), reply = std::move(reply)] {
+    bool was_new = false;
+    Result<StoredBuild> b = impl_->registry->AddBuild(file, &was_new);
+    if (!b.ok()) {
+      reply(Error(b.status().code() == Status::Code::kIoError ? 500 : 400, b.status().message()));
+      return;
+    }
+    if (was_new) {
+      Log().Info("stored build {} ({}, {} bytes)", b->id, b->sha256.substr(0, 12), b->bytes);
+    }
+    reply({was_new ? 201 : 200, json::object{{"build", b->ToJson()}}});
+  });
+}
+
+void Deploys::Deploy(DeployRequest request, std::chrono::seconds wait, Reply reply) {
+  impl_->worker.Post(
+      [this, request = std::move(request), wait, reply = std::move(reply)]() mutable {
+        impl_->RunDeploy(std::move(request), wait, std::move(reply));
+      });
+}
+
+void Deploys::Resolve(std::string branch, std::string build, bool rollback, Reply reply) {
+  impl_->worker.Post([this, branch = std::move(branch), build = std::move(build), rollback,
+                      reply = std::move(reply)] {
+    Impl& m = *impl_;
+    std::optional<StoredBuild> b = rollback && build.empty() ? m.Previous(branch) : m.Find(build);
+    if (!b.has_value()) {
+      reply(Error(404, rollback && build.empty()
+                           ? "no earlier build in " + branch + "'s previous heads or deployments"
+                           : "no stored build is named \"" + build + "\""));
+      return;
+    }
+    reply({200, json::object{{"build", b->ToJson()}, {"next_seq", m.registry->last_seq() + 1}}});
+  });
+}
+
+void Deploys::Builds(std::size_t limit, Reply reply) {
+  impl_->worker.Post([this, limit, reply = std::move(reply)] {
+    json::array builds;
+    for (const StoredBuild& b : impl_->registry->Builds(limit)) {
+      builds.push_back(b.ToJson());
+    }
+    reply({200, json::object{{"builds", std::move(builds)}}});
+  });
+}
+
+void Deploys::Branches(Reply reply) {
+  impl_->worker.Post([this, reply = std::move(reply)] { reply({200, impl_->BranchesJson()}); });
+}
+
+void Deploys::Deployments(std::string branch, std::size_t limit, Reply reply) {
+  impl_->worker.Post([this, branch = std::move(branch), limit, reply = std::move(reply)] {
+    json::array out;
+    for (const Deployment& d : impl_->registry->Deployments(branch, limit)) {
+      out.push_back(d.ToJson());
+    }
+    reply({200, json::object{{"deployments", std::move(out)}}});
+  });
+}
+
+void Deploys::ReloadKeys() {
+  impl_->worker.Post([this] { impl_->LoadKeys("on SIGHUP"); });
+}
+
+std::string Deploys::HeadFile() const {
+  std::lock_guard lock(impl_->head_mu);
+  return impl_->head_file;
+}
+
+void Deploys::RolledBack(std::string build_id, std::string why) {
+  impl_->worker.Post([this, build_id = std::move(build_id), why = std::move(why)] {
+    Impl& m = *impl_;
+    if (m.last_swapped_seq == 0 || m.last_swapped_id != build_id) {
+      return;  // not a deployed build
+    }
+    std::optional<Deployment> d = m.registry->FindDeployment(m.last_swapped_seq);
+    if (d.has_value()) {
+      (void)m.registry->SetResult(d->seq, "rolled_back", why, d->report);
+      (void)m.registry->MarkFailed(d->build, why);
+      Log().Warn("#{} {}: {} rolled back: {}", d->seq, d->branch, d->build_id, why);
+    }
+    m.last_swapped_id.clear();
+  });
+}
+
+}  // namespace molt::kernel::deploy
