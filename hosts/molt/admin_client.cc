@@ -7,6 +7,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <fstream>
+#include <vector>
 
 namespace molt::cli {
 
@@ -46,8 +48,83 @@ Result<AdminClient> AdminClient::Connect(const std::string& server, std::string 
   return c;
 }
 
+namespace {
+
+// Reads the answer to a request written on `stream`.
+HttpAnswer ReadAnswer(beast::tcp_stream& stream) {
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64u << 20);
+  http::read(stream, buffer, parser);
+  beast::error_code ec;
+  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  return HttpAnswer{static_cast<int>(parser.get().result_int()), parser.get().body()};
+}
+
+}  // namespace
+
+Result<HttpAnswer> AdminClient::Upload(
+    const std::string& target, const std::string& path,
+    const std::function<void(std::uint64_t, std::uint64_t)>& progress,
+    std::chrono::seconds timeout) const {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status::NotFound("cannot read \"" + path + "\"");
+  }
+  in.seekg(0, std::ios::end);
+  const auto total = static_cast<std::uint64_t>(in.tellg());
+  in.seekg(0);
+  try {
+    asio::io_context io;
+    asio::ip::tcp::resolver resolver(io);
+    beast::tcp_stream stream(io);
+    stream.expires_after(timeout);
+    stream.connect(resolver.resolve(host_, port_));
+    http::request<http::buffer_body> req(http::verb::post, target, 11);
+    req.set(http::field::host, host_);
+    req.set(http::field::user_agent, "molt");
+    req.set(http::field::content_type, "application/octet-stream");
+    req.set(http::field::authorization, "Bearer " + token_);
+    req.content_length(total);
+    req.body().data = nullptr;
+    req.body().more = true;
+    http::request_serializer<http::buffer_body> sr(req);
+    http::write_header(stream, sr);
+    std::vector<char> chunk(1 << 20);
+    std::uint64_t sent = 0;
+    while (sent < total) {
+      in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      const auto n = static_cast<std::size_t>(in.gcount());
+      if (n == 0) {
+        return Status::IoError("\"" + path + "\" was cut short while it was sent");
+      }
+      sent += n;
+      req.body().data = chunk.data();
+      req.body().size = n;
+      req.body().more = sent < total;
+      beast::error_code ec;
+      http::write(stream, sr, ec);
+      if (ec && ec != http::error::need_buffer) {
+        // moltd may answer (413, 401) and close before the whole body is in: read why.
+        try {
+          return ReadAnswer(stream);
+        } catch (const std::exception&) {
+          throw beast::system_error(ec);
+        }
+      }
+      if (progress) {
+        progress(sent, total);
+      }
+    }
+    return ReadAnswer(stream);
+  } catch (const std::exception& e) {
+    return Status::IoError("cannot reach moltd at " + server_ + " (" + e.what() +
+                           "): is it running, and is --server its admin address?");
+  }
+}
+
 Result<HttpAnswer> AdminClient::Call(const std::string& method, const std::string& target,
-                                     std::chrono::seconds timeout) const {
+                                     std::chrono::seconds timeout, const std::string& body) const {
   try {
     asio::io_context io;
     asio::ip::tcp::resolver resolver(io);
@@ -61,15 +138,13 @@ Result<HttpAnswer> AdminClient::Call(const std::string& method, const std::strin
     if (!token_.empty()) {
       req.set(http::field::authorization, "Bearer " + token_);
     }
+    if (!body.empty()) {
+      req.set(http::field::content_type, "application/json");
+      req.body() = body;
+    }
     req.prepare_payload();
     http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(64u << 20);
-    http::read(stream, buffer, parser);
-    beast::error_code ec;
-    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-    return HttpAnswer{static_cast<int>(parser.get().result_int()), parser.get().body()};
+    return ReadAnswer(stream);
   } catch (const std::exception& e) {
     return Status::IoError("cannot reach moltd at " + server_ + " (" + e.what() +
                            "): is it running, and is --server its admin address?");

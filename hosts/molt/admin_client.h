@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace molt::cli {
@@ -27,9 +28,16 @@ class AdminClient {
   // `server` is "http://HOST:PORT" (the default port 7778 when none is given).
   static Result<AdminClient> Connect(const std::string& server, std::string token);
 
-  // One request; `timeout` bounds it whole. An answer that is not 2xx is still an answer.
+  // One request (`body`, when not empty, sent as JSON); `timeout` bounds it whole. An answer
+  // that is not 2xx is still an answer.
   Result<HttpAnswer> Call(const std::string& method, const std::string& target,
-                          std::chrono::seconds timeout = std::chrono::seconds(30)) const;
+                          std::chrono::seconds timeout = std::chrono::seconds(30),
+                          const std::string& body = "") const;
+  // POSTs the file at `path` as the body, a chunk at a time; `progress` (may be null) hears the
+  // bytes sent so far and the total after each chunk.
+  Result<HttpAnswer> Upload(const std::string& target, const std::string& path,
+                            const std::function<void(std::uint64_t, std::uint64_t)>& progress,
+                            std::chrono::seconds timeout) const;
 
   const std::string& server() const { return server_; }
 

@@ -57,6 +57,14 @@ RunResult RunProgram(const std::vector<std::string>& argv);
 // The verbs that work without a server (build_command.cc).
 int BuildCommand(int argc, char** argv);
 int KeysCommand(int argc, char** argv);
+// The deploy verbs (deploy_verbs.cc).
+int DeployCommand(int argc, char** argv);
+int PromoteCommand(int argc, char** argv);
+int RollbackCommand(int argc, char** argv);
+int BuildsCommand(int argc, char** argv);
+int BranchesCommand(int argc, char** argv);
+int DeploymentsCommand(int argc, char** argv);
+int DoctorCommand(int argc, char** argv);
 
 }  // namespace molt::cli
 

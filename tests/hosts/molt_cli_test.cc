@@ -174,7 +174,7 @@ TEST_F(MoltCliTest, KeysInitWritesAPrivateKeyOnlyItsOwnerReadsAndNeverOverwrites
   ASSERT_EQ(Molt({"keys", "init", "--fallback", "--dir", dir_ + "/keys"}, &out), 0) << out;
   EXPECT_NE(out.find("fingerprint "), std::string::npos) << out;
   EXPECT_TRUE(fs::exists(dir_ + "/keys/fallback.key"));
-  EXPECT_EQ(Molt({"keys", "rotate"}, &out), 2);
+  EXPECT_EQ(Molt({"keys", "spin"}, &out), 2);
 }
 
 TEST_F(MoltCliTest, TheServerVerbsDriveARealMoltd) {

@@ -293,7 +293,7 @@ Status Server::Assemble() {
       admin::AdminSources{kernel, *network_, *plugins_, *profile_db_, *log_ring_, *diagnostics_,
                           *error_watch_,
                           [this](std::function<void(const loader::SwapReport&)> done) {
-                            plugins_->RequestReload(ReloadTarget(), "admin API", std::move(done));
+                            Reload("admin API", std::move(done));
                           },
                           [this](std::string_view reason) { return bundles_->Write(reason); },
                           [this] { return close_requested_.load(); }, deploys_.get()},
@@ -386,9 +386,20 @@ Status Server::LoadPlugins() {
   return booted;
 }
 
-std::string Server::ReloadTarget() const {
-  std::string head = deploys_ != nullptr ? deploys_->HeadFile() : std::string();
-  return head.empty() ? settings_.plugin_dir : head;
+void Server::Reload(const std::string& reason,
+                    std::function<void(const loader::SwapReport&)> done) {
+  const std::string head = deploys_ != nullptr ? deploys_->HeadFile() : std::string();
+  plugins_->RequestReload(
+      head.empty() ? settings_.plugin_dir : head, reason,
+      [this, head, done = std::move(done)](const loader::SwapReport& r) {
+        if (r.ok && !head.empty()) {  // the head serves again, as a new generation
+          deployed_generation_ = r.serving;
+          deployed_sha_ = fs::path(head).stem().string();
+        }
+        if (done) {
+          done(r);
+        }
+      });
 }
 
 void Server::StartDeploys() {
@@ -521,7 +532,7 @@ void Server::OnSignal(int signo) {
     if (deploys_ != nullptr) {
       deploys_->ReloadKeys();
     }
-    kernel_->loop().Post([this] { plugins_->RequestReload(ReloadTarget(), "SIGHUP"); });
+    kernel_->loop().Post([this] { Reload("SIGHUP", nullptr); });
     return;
   }
   std::string reason = signo == SIGTERM ? "SIGTERM" : "SIGINT";

@@ -22,6 +22,7 @@
 #include <molt/kernel/status.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -49,7 +50,8 @@ class Deploys;
 }
 namespace loader {
 class PluginHost;
-}
+struct SwapReport;
+}  // namespace loader
 namespace net {
 class Network;
 }
@@ -79,8 +81,9 @@ class Server {
   // (deploy::Deploys::BootCandidates), the plugin directory (first when the branch has no head),
   // the last known good build.
   Status LoadPlugins();
-  // What a reload (SIGHUP, the admin API) swaps in: the branch's head, else the plugin directory.
-  std::string ReloadTarget() const;
+  // A reload (SIGHUP, the admin API): the branch's head swapped in again, else the plugin
+  // directory; `done` (may be null) hears the report.
+  void Reload(const std::string& reason, std::function<void(const loader::SwapReport&)> done);
   // Deploys ask the kernel thread to serve a build through this (deploy::SwapFn).
   void StartDeploys();
   // The fuzz gate, the listener and the admin endpoint.

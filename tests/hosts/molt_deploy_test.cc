@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: Apache-2.0
+// Deploys end to end, as an operator runs them: `molt build`, `molt deploy`, `molt rollback` and
+// the registry's verbs against a real moltd; signed deploys on a prod server; a deploy and a
+// rollback under 50 verifying clients; a server killed mid-deploy; the last-known-good chain.
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/support/child_process.h"
+#include "tests/support/http_client.h"
+#include "tests/support/test_paths.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using molt::test::kFixtures;
+using molt::test::kMoltCli;
+using molt::test::kMoltd;
+using molt::test::kPlugins;
+using molt::test::Process;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string Sha256Hex(const std::string& bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < n; ++i) {
+    static const char* d = "0123456789abcdef";
+    hex += d[md[i] >> 4];
+    hex += d[md[i] & 15];
+  }
+  return hex;
+}
+
+class MoltDeployTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "molt_deploy_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+           std::to_string(::getpid());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    ::unsetenv("MOLT_TOKEN");
+    ::unsetenv("MOLT_KEY_FILE");
+    ::unsetenv("MOLT_FALLBACK_KEY_FILE");
+  }
+  void TearDown() override {
+    moltd_.reset();
+    fs::remove_all(dir_);
+  }
+  int Molt(std::vector<std::string> args, std::string* out = nullptr) {
+    args.insert(args.begin(), kMoltCli);
+    Process p(std::move(args));
+    const int code = p.Wait();
+    if (out != nullptr) {
+      *out = p.output();
+    }
+    return code;
+  }
+  // `molt VERB ... --json --server S --data D`: its exit code and its JSON (null if none).
+  json::value MoltJson(std::vector<std::string> args, int* code = nullptr) {
+    for (const std::string& a :
+         {std::string("--json"), std::string("--server"), server_, std::string("--data"), data()}) {
+      args.push_back(a);
+    }
+    std::string out;
+    const int c = Molt(std::move(args), &out);
+    if (code != nullptr) {
+      *code = c;
+    }
+    std::error_code ec;
+    // The JSON is the last line (a progress line may come before it on stderr).
+    const std::size_t start = out.find('{');
+    json::value v = start == std::string::npos ? json::value() : json::parse(out.substr(start), ec);
+    EXPECT_FALSE(ec) << out;
+    return v;
+  }
+  std::string data() const { return dir_ + "/data"; }
+  // moltd on `branch` with `extra` flags; admin port in server_.
+  void StartMoltd(const std::string& branch, std::vector<std::string> extra = {},
+                  const std::string& plugins = kPlugins) {
+    std::vector<std::string> args = {kMoltd, "-p",      plugins,       "-d",       data(), "--port",
+                                     "0",    "--admin", "127.0.0.1:0", "--branch", branch};
+    args.insert(args.end(), extra.begin(), extra.end());
+    moltd_ = std::make_unique<Process>(args);
+    ASSERT_TRUE(moltd_->WaitFor("SIGTERM or SIGINT closes")) << moltd_->output();
+    const std::string& out = moltd_->output();
+    const std::string admin = "admin endpoint on http://127.0.0.1:";
+    admin_port_ = std::stoi(out.substr(out.find(admin) + admin.size()));
+    server_ = "http://127.0.0.1:" + std::to_string(admin_port_);
+    const std::string listening = "listening on 127.0.0.1:";
+    port_ = out.substr(out.find(listening) + listening.size(), 5);
+    port_ = port_.substr(0, port_.find_first_not_of("0123456789"));
+  }
+  void StopMoltd() {
+    moltd_->Signal(SIGTERM);
+    EXPECT_EQ(moltd_->Wait(), 0) << moltd_->output();
+  }
+  // `molt build` of `plugins` with `flags`, to dir_/name.molt.
+  std::string Build(const std::string& name, std::vector<std::string> flags = {},
+                    const std::string& plugins = kPlugins) {
+    const std::string out_file = dir_ + "/" + name + ".molt";
+    std::vector<std::string> args = {"build", plugins, "--out", out_file};
+    args.insert(args.end(), flags.begin(), flags.end());
+    std::string out;
+    EXPECT_EQ(Molt(args, &out), 0) << out;
+    return out_file;
+  }
+  // A build file packed by hand (tar, as `molt build` lays it out) from one library: how a test
+  // makes a build that `molt build` would refuse (its plugin fails to start).
+  std::string HandBuild(const std::string& name, const std::string& library,
+                        const std::string& id) {
+    const std::string stage = dir_ + "/stage-" + name;
+    fs::create_directories(stage);
+    fs::copy_file(library, stage + "/fx_gen.so");
+    const json::object manifest{
+        {"build", id},
+        {"channel", "dev"},
+        {"commit", "0000000"},
+        {"plugins",
+         json::array{json::object{{"file", "fx_gen.so"},
+                                  {"sha256", Sha256Hex(ReadFile(stage + "/fx_gen.so"))}}}}};
+    std::ofstream(stage + "/molt-build.json") << json::serialize(manifest);
+    const std::string file = dir_ + "/" + name + ".molt";
+    EXPECT_EQ(std::system(("tar --format=ustar --owner=0 --group=0 --numeric-owner -cf " + file +
+                           " -C " + stage + " molt-build.json fx_gen.so")
+                              .c_str()),
+              0);
+    return file;
+  }
+  std::string Token() { return ReadFile(data() + "/admin.token").substr(0, 64); }
+
+  std::string dir_;
+  std::unique_ptr<Process> moltd_;
+  std::string server_;
+  int admin_port_ = 0;
+  std::string port_;
+};
+
+TEST_F(MoltDeployTest, DeployAdoptRollbackAndTheRegistryVerbsOnADevServer) {
+  StartMoltd("dev");
+  const std::string a = Build("a", {"--channel", "dev"});
+  const std::string b = Build("b", {"--channel", "dev", "--health-errors", "7"});
+  int code = -1;
+  json::value d = MoltJson(
+      {"deploy", a, "--branch", "dev", "--wait", "30", "--message", "first", "--by", "ana"}, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(d.at("result").as_string(), "swapped") << d;
+  EXPECT_EQ(d.at("seq").to_number<int>(), 1);
+  EXPECT_EQ(d.at("branch").as_string(), "dev");
+  // The same build again: adopted, no swap.
+  d = MoltJson({"deploy", a, "--branch", "dev", "--wait", "30"}, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(d.at("result").as_string(), "adopted") << d;
+  d = MoltJson({"deploy", b, "--branch", "dev", "--wait", "30"}, &code);
+  EXPECT_EQ(d.at("result").as_string(), "swapped") << d;
+  // The registry's verbs.
+  json::value builds = MoltJson({"builds"}, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(builds.at("builds").as_array().size(), 2u) << builds;
+  json::value branches = MoltJson({"branches"}, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(branches.at("applied_seq").to_number<int>(), 3) << branches;
+  EXPECT_EQ(branches.at("rules").as_string(), "dev");
+  const std::string b_sha(builds.at("builds").at(0).at("sha256").as_string());
+  EXPECT_EQ(branches.at("branches").at(0).at("head").at("sha256").as_string(), b_sha);
+  json::value history = MoltJson({"deployments", "--branch", "dev"}, &code);
+  ASSERT_EQ(history.at("deployments").as_array().size(), 3u) << history;
+  EXPECT_EQ(history.at("deployments").at(2).at("message").as_string(), "first");
+  EXPECT_EQ(history.at("deployments").at(2).at("by").as_string(), "ana");
+  // Rollback: the previous different head, a's build.
+  d = MoltJson({"rollback", "--branch", "dev", "--wait", "30"}, &code);
+  EXPECT_EQ(code, 0) << d;
+  EXPECT_EQ(d.at("result").as_string(), "swapped") << d;
+  branches = MoltJson({"branches"});
+  EXPECT_NE(branches.at("branches").at(0).at("head").at("sha256").as_string(), b_sha);
+  // The tables, for a person.
+  std::string out;
+  ASSERT_EQ(Molt({"deployments", "--server", server_, "--data", data()}, &out), 0) << out;
+  EXPECT_NE(out.find("rollback"), std::string::npos) << out;
+  EXPECT_NE(out.find("adopted"), std::string::npos) << out;
+  // Promote a dev build onto prod: refused, even with --force (rebuild for prod).
+  d = MoltJson({"promote", "prod", "#1", "--force"}, &code);
+  EXPECT_EQ(code, 1) << d;
+  EXPECT_EQ(d.at("result").as_string(), "refused") << d;
+  EXPECT_NE(std::string(d.at("reason").as_string()).find("rebuild for prod"), std::string::npos)
+      << d;
+  // A restart boots the head.
+  StopMoltd();
+  StartMoltd("dev");
+  EXPECT_NE(moltd_->output().find("booted the head of dev (#4)"), std::string::npos)
+      << moltd_->output();
+  StopMoltd();
+}
+
+TEST_F(MoltDeployTest, AProdServerTakesOnlyDeploysSignedByATrustedKey) {
+  std::string out;
+  ASSERT_EQ(Molt({"keys", "init", "--dir", dir_ + "/keys", "--json"}, &out), 0) << out;
+  const std::string pub(json::parse(out).at("public_key").as_string());
+  const std::string fingerprint(json::parse(out).at("fingerprint").as_string());
+  ASSERT_EQ(Molt({"keys", "init", "--dir", dir_ + "/other", "--json"}, &out), 0) << out;
+  std::ofstream(dir_ + "/trusted.json")
+      << json::serialize(json::object{{"public_keys", json::array{pub.c_str()}}});
+  std::ofstream(dir_ + "/moltd.json")
+      << json::serialize(json::object{{"deploy", json::object{{"keys", dir_ + "/trusted.json"}}}});
+  StartMoltd("prod", {"-c", dir_ + "/moltd.json"});
+  const std::string a = Build("a", {"--channel", "prod"});
+  int code = -1;
+  // Unsigned: refused, with the spec's reason, exit 1.
+  json::value d = MoltJson({"deploy", a, "--branch", "prod", "--force", "--wait", "30"}, &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(d.at("result").as_string(), "refused") << d;
+  EXPECT_NE(std::string(d.at("reason").as_string()).find("unsigned"), std::string::npos) << d;
+  // Signed by a key the server does not trust.
+  d = MoltJson({"deploy", a, "--branch", "prod", "--force", "--wait", "30", "--key",
+                dir_ + "/other/main.key"},
+               &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(std::string(d.at("reason").as_string()).find("bad signature"), std::string::npos) << d;
+  // Signed by the trusted key (MOLT_KEY_FILE).
+  ::setenv("MOLT_KEY_FILE", (dir_ + "/keys/main.key").c_str(), 1);
+  d = MoltJson({"deploy", a, "--branch", "prod", "--force", "--wait", "30"}, &code);
+  EXPECT_EQ(code, 0) << d;
+  EXPECT_EQ(d.at("result").as_string(), "swapped") << d;
+  // The server keeps the refusals.
+  const json::value branches = MoltJson({"branches"});
+  EXPECT_EQ(branches.at("refusals").as_array().size(), 2u) << branches;
+  EXPECT_EQ(branches.at("keys").at("main").as_array().size(), 1u) << branches;
+  EXPECT_TRUE(moltd_->WaitFor("refused a deploy (signature): unsigned")) << moltd_->output();
+  // Rotation: the new key signs, the old one is revoked once moltd reads the file again.
+  ASSERT_EQ(Molt({"keys", "rotate", "--dir", dir_ + "/keys", "--keys-file", dir_ + "/trusted.json"},
+                 &out),
+            0)
+      << out;
+  moltd_->Signal(SIGHUP);
+  ASSERT_TRUE(moltd_->WaitFor("\"reason\":\"SIGHUP\"")) << moltd_->output();
+  d = MoltJson({"deploy", a, "--branch", "prod", "--force", "--wait", "30", "--key",
+                dir_ + "/keys/main.key." + fingerprint + ".revoked"},
+               &code);
+  EXPECT_EQ(code, 1) << d;
+  EXPECT_NE(std::string(d.at("reason").as_string()).find("revoked"), std::string::npos) << d;
+  d = MoltJson({"deploy", a, "--branch", "prod", "--force", "--wait", "30"}, &code);
+  EXPECT_EQ(code, 0) << d;
+  EXPECT_EQ(d.at("result").as_string(), "adopted") << d;
+  StopMoltd();
+}
+
+TEST_F(MoltDeployTest, UploadsAreGuardedCappedAndVerified) {
+  std::ofstream(dir_ + "/moltd.json")
+      << json::serialize(json::object{{"deploy", json::object{{"max_build_mb", 1}}}});
+  StartMoltd("dev", {"-c", dir_ + "/moltd.json"});
+  using molt::test::HttpCall;
+  const auto port = static_cast<std::uint16_t>(admin_port_);
+  // Without the token nothing of the body is read.
+  EXPECT_EQ(HttpCall(port, "POST", "/api/v1/builds", "", "x").status, 401);
+  // Over deploy.max_build_mb: 413 before a byte is stored.
+  EXPECT_EQ(HttpCall(port, "POST", "/api/v1/builds", Token(), std::string(2 << 20, 'x')).status,
+            413);
+  // Not a build file.
+  molt::test::HttpResult r = HttpCall(port, "POST", "/api/v1/builds", Token(), "not a build");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_TRUE(fs::is_empty(data() + "/registry/builds"));
+  EXPECT_TRUE(fs::is_empty(data() + "/registry/uploads"));
+  // A deploy body that is not JSON, a build nobody uploaded.
+  EXPECT_EQ(HttpCall(port, "POST", "/api/v1/deploy", Token(), "{").status, 400);
+  r = HttpCall(port, "POST", "/api/v1/deploy", Token(), R"({"branch":"dev","build":"nope"})");
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_NE(r.body.find("molt builds"), std::string::npos) << r.body;
+  EXPECT_EQ(HttpCall(port, "GET", "/api/v1/deploy", Token()).status, 405);
+  StopMoltd();
+}
+
+// The product's promise for deploys: a deploy and a rollback while 50 clients number their
+// messages on the counter's echo channel; nothing lost, duplicated or reordered.
+TEST_F(MoltDeployTest, ADeployAndARollbackUnderFiftyVerifyingClientsLoseNothing) {
+  StartMoltd("dev");
+  const std::string a = Build("a", {"--channel", "dev"});
+  const std::string b = Build("b", {"--channel", "dev", "--health-errors", "9"});
+  int code = -1;
+  ASSERT_EQ(MoltJson({"deploy", a, "--branch", "dev", "--wait", "30"}, &code).at("result"),
+            "swapped");
+  Process bot({MOLT_BOT_PATH, "--port", port_, "--clients", "50", "--rate", "10", "--duration",
+               "600", "--verify"});
+  ASSERT_TRUE(bot.WaitFor("50/50 clients joined")) << bot.output();
+  json::value d = MoltJson({"deploy", b, "--branch", "dev", "--wait", "30"}, &code);
+  EXPECT_EQ(d.at("result").as_string(), "swapped") << d;
+  ::usleep(300 * 1000);
+  d = MoltJson({"rollback", "--branch", "dev", "--wait", "30"}, &code);
+  EXPECT_EQ(d.at("result").as_string(), "swapped") << d;
+  ::usleep(300 * 1000);
+  bot.Signal(SIGINT);
+  EXPECT_EQ(bot.Wait(), 0) << bot.output();
+  EXPECT_NE(bot.output().find("done: 50/50 connected"), std::string::npos) << bot.output();
+  EXPECT_NE(bot.output().find("disconnects 0"), std::string::npos) << bot.output();
+  EXPECT_NE(bot.output().find(" echoed 0 lost 0 duplicated 0 out of order"), std::string::npos)
+      << bot.output();
+  StopMoltd();
+}
+
+// kill -9 in the middle of a deploy, then a boot: a valid build serves, never an empty server.
+TEST_F(MoltDeployTest, AServerKilledMidDeployBootsAValidBuild) {
+  StartMoltd("dev");
+  const std::string a = Build("a", {"--channel", "dev"});
+  const std::string b = Build("b", {"--channel", "dev", "--health-errors", "9"});
+  int code = -1;
+  ASSERT_EQ(MoltJson({"deploy", a, "--branch", "dev", "--wait", "30"}, &code).at("result"),
+            "swapped");
+  // No --wait: the answer comes at once and the swap is under way when the kill lands.
+  const json::value d = MoltJson({"deploy", b, "--branch", "dev"}, &code);
+  EXPECT_EQ(d.at("result").as_string(), "pending") << d;
+  moltd_->Signal(SIGKILL);
+  moltd_->Wait();
+  StartMoltd("dev");
+  EXPECT_NE(moltd_->output().find("serving 4 plugins"), std::string::npos) << moltd_->output();
+  EXPECT_EQ(molt::test::HttpCall(static_cast<std::uint16_t>(admin_port_), "GET", "/readyz").status,
+            200);
+  StopMoltd();
+}
+
+// The last-known-good chain: the branch's head and the deploy before it do not start; the boot
+// goes on to the third, says so, and marks the two failed here.
+TEST_F(MoltDeployTest, TheLastKnownGoodChainBootsTheThirdWhenTheFirstTwoAreBroken) {
+  const std::string good = HandBuild("good", kFixtures + "/gen/v1/fx_gen_v1.so", "good-000001");
+  const std::string init =
+      HandBuild("init", kFixtures + "/gen/fail_init/fx_gen_fail_init.so", "broken-00init");
+  const std::string start =
+      HandBuild("start", kFixtures + "/gen/fail_start/fx_gen_fail_start.so", "broken-0start");
+  // Recorded by a server on another branch: nothing runs them yet.
+  StartMoltd("other");
+  int code = -1;
+  for (const std::string* file : {&good, &init, &start}) {
+    const json::value d = MoltJson({"deploy", *file, "--branch", "dev", "--force"}, &code);
+    ASSERT_EQ(d.at("result").as_string(), "recorded") << d;
+  }
+  StopMoltd();
+  StartMoltd("dev");
+  const std::string& out = moltd_->output();
+  EXPECT_NE(out.find("the head of dev (#3), broken-0start does not boot"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("dev's #2 (last known good), broken-00init does not boot"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("booted dev's #1 (last known good), good-000001"), std::string::npos) << out;
+  EXPECT_NE(out.find("serving 1 plugins"), std::string::npos) << out;
+  const json::value builds = MoltJson({"builds"});
+  int failed = 0;
+  for (const json::value& b : builds.at("builds").as_array()) {
+    failed += b.at("failed_here").is_string() ? 1 : 0;
+  }
+  EXPECT_EQ(failed, 2) << builds;
+  StopMoltd();
+}
+
+}  // namespace
