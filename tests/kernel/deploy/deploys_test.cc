@@ -261,6 +261,22 @@ TEST_F(DeploysTest, RollbackTakesThePreviousDifferentHeadAndPromoteNeverADevBuil
   EXPECT_EQ(Result(Deploy(promote)), "swapped");
 }
 
+TEST_F(DeploysTest, AHealthWindowRollbackMarksTheDeploymentRolledBackAndTheBuildFailed) {
+  Open(false);
+  const json::object b = Upload({});
+  DeployRequest r;
+  r.branch = "prod";
+  r.build = std::string(b.at("sha256").as_string());
+  ASSERT_EQ(Result(Deploy(r)), "swapped");
+  deploys_->RolledBack("another-build", "health: 3 errors");  // not the deployed one: no change
+  deploys_->RolledBack("abc1234-000001", "health: 3 errors in abc1234-000001#2 within 30 s");
+  Answer list = Call([&](Reply reply) { deploys_->Deployments("prod", 10, reply); });
+  const json::value& d = list.body.at("deployments").as_array().at(0);
+  EXPECT_EQ(d.at("result").as_string(), "rolled_back");
+  EXPECT_EQ(d.at("reason").as_string(), "health: 3 errors in abc1234-000001#2 within 30 s");
+  EXPECT_NE(Result(Deploy(r)).find("failed on this server (health: 3 errors"), std::string::npos);
+}
+
 TEST_F(DeploysTest, AWaitThatRunsOutAnswersPendingAndTheResultLandsLater) {
   Open(false);
   const json::object b = Upload({});
