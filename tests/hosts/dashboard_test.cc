@@ -3,7 +3,8 @@
 // driven over the DevTools protocol, opens the page a real moltd serves while molt-bot plays
 // against it. The page shows the sessions and a channel's counters rising, the wire inspector
 // shows the messages with their verdicts, and a kick from the page ends a session. A wrong token
-// gets the token form, and typing the right one opens the dashboard.
+// gets the token form, and typing the right one opens the dashboard. On a development server the
+// deploy panel lists the branches and deployments, and rolls a branch back from the page.
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 
@@ -55,12 +56,15 @@ void KeepScreenshot(const std::string& base64) {
 
 class DashboardTest : public ::testing::Test {
  protected:
+  // The branch the moltd under test runs.
+  virtual std::string Branch() const { return "prod"; }
   void SetUp() override {
     data_ = ::testing::TempDir() + "dashboard_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(data_);
-    moltd_ = std::make_unique<Process>(std::vector<std::string>{
-        MOLTD_PATH, "-p", MOLT_PLUGIN_DIR, "-d", data_, "--port", "0", "--admin", "127.0.0.1:0"});
+    moltd_ = std::make_unique<Process>(
+        std::vector<std::string>{MOLTD_PATH, "-p", MOLT_PLUGIN_DIR, "-d", data_, "--port", "0",
+                                 "--admin", "127.0.0.1:0", "--branch", Branch()});
     ASSERT_TRUE(moltd_->WaitFor("SIGTERM or SIGINT closes")) << moltd_->output();
     admin_ = PortAfter(moltd_->output(), "admin endpoint on http://127.0.0.1:");
     game_ = PortAfter(moltd_->output(), "listening on 127.0.0.1:");
@@ -141,6 +145,65 @@ TEST_F(DashboardTest, ShowsLiveSessionsAndTrafficAndKicksASessionFromThePage) {
   const molt::test::HttpResult sessions =
       HttpCall(admin_, "GET", "/api/v1/sessions/" + std::string(id.as_string()), token_);
   EXPECT_EQ(sessions.status, 404) << sessions.body;
+}
+
+// A development server (dev rules: unsigned deploys), for the deploy panel.
+class DashboardDeployTest : public DashboardTest {
+ protected:
+  std::string Branch() const override { return "dev"; }
+  // Packs the bundled plugins with `molt build` (`flags` make each build its own) and deploys
+  // the file to dev through the API, waiting for the swap; the deployment's result.
+  std::string Deploy(const std::string& name, std::vector<std::string> flags) {
+    const std::string file = data_ + "/" + name + ".molt";
+    std::vector<std::string> args = {MOLT_CLI_PATH, "build", MOLT_PLUGIN_DIR, "--out", file,
+                                     "--channel",   "dev"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    Process build(args);
+    EXPECT_EQ(build.Wait(), 0) << build.output();
+    std::ifstream in(file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    const molt::test::HttpResult up = HttpCall(admin_, "POST", "/api/v1/builds", token_, bytes);
+    EXPECT_EQ(up.status, 201) << up.body;
+    const std::string sha(json::parse(up.body).at("build").at("sha256").as_string());
+    const molt::test::HttpResult d = HttpCall(
+        admin_, "POST", "/api/v1/deploy?wait=30", token_,
+        R"({"branch":"dev","build":")" + sha + R"(","by":"ci","message":")" + name + R"("})");
+    EXPECT_EQ(d.status, 200) << d.body;
+    return std::string(json::parse(d.body).at("deployment").at("result").as_string());
+  }
+};
+
+// The deploy panel: the branches with their heads, the history with results, and a rollback
+// from the page behind a confirming second click.
+TEST_F(DashboardDeployTest, ShowsTheBranchesAndDeploymentsAndRollsBackFromThePage) {
+  ASSERT_EQ(Deploy("first", {}), "swapped");
+  ASSERT_EQ(Deploy("second", {"--health-errors", "9"}), "swapped");
+  Browser browser(MOLT_CHROMIUM, Url(token_), data_ + "/chromium");
+  ASSERT_TRUE(browser.ok()) << browser.error();
+  ASSERT_TRUE(browser.WaitUntil("window.moltDashboard && moltDashboard.polls >= 1"))
+      << browser.Evaluate("document.body.innerText");
+  EXPECT_NE(browser.Evaluate("document.getElementById('deploy-line').textContent")
+                .as_string()
+                .find("this server runs dev with dev rules, applied #2"),
+            std::string::npos)
+      << browser.Evaluate("document.getElementById('deploy-line').textContent");
+  EXPECT_EQ(browser
+                .Evaluate("document.querySelector('#deployment-rows tr[data-seq=\"2\"] "
+                          "td.result').textContent")
+                .as_string(),
+            "swapped");
+  const std::string button = "document.querySelector('button[data-rollback=\"dev\"]')";
+  browser.Evaluate(button + ".click()");
+  EXPECT_EQ(browser.Evaluate(button + ".textContent").as_string(), "Confirm rollback");
+  browser.Evaluate(button + ".click()");
+  EXPECT_TRUE(moltd_->WaitFor("#3 dev: rollback")) << moltd_->output();
+  EXPECT_TRUE(browser.WaitUntil(
+      "(document.querySelector('#deployment-rows tr[data-seq=\"3\"] td.result') || {})"
+      ".textContent === 'swapped'"))
+      << browser.Evaluate("document.getElementById('deployment-rows').innerText");
+  EXPECT_TRUE(browser.WaitUntil(
+      "document.getElementById('toast').textContent.startsWith('#3 dev: rolled back to ')"))
+      << browser.Evaluate("document.getElementById('toast').textContent");
 }
 
 TEST_F(DashboardTest, AWrongTokenGetsTheTokenFormAndTheRightOneOpensTheDashboard) {
