@@ -65,6 +65,8 @@ int BuildsCommand(int argc, char** argv);
 int BranchesCommand(int argc, char** argv);
 int DeploymentsCommand(int argc, char** argv);
 int DoctorCommand(int argc, char** argv);
+int PinCommand(int argc, char** argv);
+int UnpinCommand(int argc, char** argv);
 
 }  // namespace molt::cli
 

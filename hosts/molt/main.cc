@@ -352,6 +352,8 @@ constexpr Verb kVerbs[] = {
      PromoteCommand},
     {"rollback", "deploy a branch's previous build: rollback --branch B [--to BUILD|#SEQ]",
      RollbackCommand},
+    {"pin", "hold this server on a deployed build: pin BUILD|#SEQ", PinCommand},
+    {"unpin", "end this server's pin", UnpinCommand},
     {"builds", "the builds the server stored", BuildsCommand},
     {"branches", "the branches, their heads and this server's rules and keys", BranchesCommand},
     {"deployments", "the deploy history [--branch B] [--limit N]", DeploymentsCommand},

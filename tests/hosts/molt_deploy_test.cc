@@ -197,6 +197,16 @@ TEST_F(MoltDeployTest, DeployAdoptRollbackAndTheRegistryVerbsOnADevServer) {
   EXPECT_EQ(d.at("result").as_string(), "refused") << d;
   EXPECT_NE(std::string(d.at("reason").as_string()).find("rebuild for prod"), std::string::npos)
       << d;
+  // A pin holds this server on #3's build (b) until an unpin; the head stays.
+  d = MoltJson({"pin", "#3"}, &code);
+  EXPECT_EQ(code, 0) << d;
+  EXPECT_EQ(d.at("result").as_string(), "swapped") << d;
+  branches = MoltJson({"branches"});
+  EXPECT_EQ(branches.at("pin").at("sha256").as_string(), b_sha) << branches;
+  EXPECT_NE(branches.at("branches").at(0).at("head").at("sha256").as_string(), b_sha);
+  d = MoltJson({"unpin"}, &code);
+  EXPECT_EQ(code, 0) << d;
+  EXPECT_TRUE(MoltJson({"branches"}).at("pin").is_null());
   // A restart boots the head.
   StopMoltd();
   StartMoltd("dev");

@@ -21,7 +21,8 @@ constexpr std::chrono::seconds kUploadTime{600};
 
 bool IsDeployCall(std::string_view rest) {
   return rest == "builds" || rest == "resolve" || rest == "branches" || rest == "deploy" ||
-         rest == "promote" || rest == "rollback" || rest == "deployments";
+         rest == "promote" || rest == "rollback" || rest == "deployments" || rest == "pin" ||
+         rest == "unpin";
 }
 
 // ?wait=S: 0 when absent; nullopt when malformed or over the cap.
@@ -88,10 +89,10 @@ Result<deploy::DeployRequest> ParseDeploy(std::string_view kind, const std::stri
     }
     r.force = v->as_bool();
   }
-  if (r.branch.empty()) {
+  if (r.branch.empty() && kind != "pin") {
     return Status::InvalidArgument("\"branch\" is required");
   }
-  if (kind != "rollback" && r.build.empty()) {
+  if (kind != "rollback" && kind != "pin" && r.build.empty()) {
     return Status::InvalidArgument("\"build\" is required: a sha256, a build id or #SEQ");
   }
   if (r.message.size() > 1000 || r.by.size() > 200) {
@@ -138,7 +139,8 @@ bool AdminApi::HandleDeploys(std::string_view rest, HttpRequest& req, HttpReply&
   }
   const bool post = req.method == "POST";
   const bool get = req.method == "GET" || req.method == "HEAD";
-  const bool wants_post = rest == "deploy" || rest == "promote" || rest == "rollback";
+  const bool wants_post = rest == "deploy" || rest == "promote" || rest == "rollback" ||
+                          rest == "pin" || rest == "unpin";
   if ((wants_post && !post) || (!wants_post && rest != "builds" && !get) ||
       (rest == "builds" && !get && !post)) {
     const std::string allowed = rest == "builds" ? "GET, POST" : wants_post ? "POST" : "GET";
@@ -184,9 +186,15 @@ bool AdminApi::HandleDeploys(std::string_view rest, HttpRequest& req, HttpReply&
       reply(Error(400, "wait is a number of seconds, 1 to 600 (or leave it out: 202 at once)"));
       return true;
     }
-    Result<deploy::DeployRequest> r = ParseDeploy(rest, req.body);
+    Result<deploy::DeployRequest> r =
+        ParseDeploy(rest == "pin" || rest == "unpin" ? "pin" : rest, req.body);
     if (!r.ok()) {
       reply(Error(400, r.status().message()));
+      return true;
+    }
+    if (rest == "pin" || rest == "unpin") {
+      deploy::PinRequest p{r->build, rest == "unpin", r->sent_ms, r->sig, r->sig_fallback, r->by};
+      deploys->Pin(std::move(p), std::chrono::seconds(*wait), ToHttp(std::move(reply)));
       return true;
     }
     deploys->Deploy(std::move(*r), std::chrono::seconds(*wait), ToHttp(std::move(reply)));

@@ -134,19 +134,31 @@ struct Deploys::Impl {
   std::map<std::string, std::pair<Clock::time_point, std::uint64_t>>
       refusal_log;  // kind -> last, hidden
 
-  // Swaps run one at a time, in the order deployed.
+  // Swaps run one at a time, in the order asked: a deployment's, a pin's or an unpin's; each
+  // hears its outcome on this thread.
   struct Job {
-    Deployment deployment;
-    std::string file;
-    std::vector<std::shared_ptr<Waiting>> waiting;
+    SwapTarget target;
+    std::string reason;
+    std::function<void(const SwapOutcome&)> finished;
   };
   std::deque<Job> jobs;
   bool swapping = false;
   std::string last_swapped_id;  // the build id of the newest deployment that swapped here
   std::uint64_t last_swapped_seq = 0;
+  // A pin holds this server on a known build until the next deploy of its branch reaches it, an
+  // unpin, or the server closing (never stored).
+  struct Pin {
+    std::string sha256;
+    std::string build_id;
+    std::string by;
+    std::int64_t at_ms = 0;
+  };
+  std::optional<Pin> pin;
 
   void Refuse(std::string_view kind, const std::string& reason);
   void LoadKeys(std::string_view why);
+  // Reads the keys file again every kKeysRefresh (quietly, unless it changed or broke).
+  void RefreshKeys();
   void UpdateHeadFile();
   // The build X names: a sha256, a prefix, a build id, or "#SEQ".
   std::optional<StoredBuild> Find(std::string_view x) const;
@@ -157,8 +169,13 @@ struct Deploys::Impl {
   std::optional<StoredBuild> Previous(const std::string& branch) const;
   std::string ProtocolLine(const std::string& branch, const StoredBuild& b) const;
   void RunDeploy(DeployRequest r, std::chrono::seconds wait, Reply reply);
+  void RunPin(PinRequest r, std::chrono::seconds wait, Reply reply);
+  // Queues a swap; `finished` hears its outcome.
+  void Enqueue(Job job);
   void RunNextSwap();
-  void Finished(Job job, const SwapOutcome& o);
+  void Finished(Deployment d, const std::shared_ptr<Waiting>& waiting, const SwapOutcome& o);
+  // `reply` once at `wait` (202 with `pending`), unless `finished` answers first.
+  std::shared_ptr<Waiting> Wait(std::chrono::seconds wait, Reply reply, Answer pending);
   json::object BranchesJson() const;
 };
 
@@ -194,9 +211,25 @@ void Deploys::Impl::LoadKeys(std::string_view why) {
   }
 }
 
+void Deploys::Impl::RefreshKeys() {
+  if (!options.keys_file.empty()) {
+    const std::string before = json::serialize(keys.ToJson());
+    keys_read = Clock::now();
+    if (Status s = keys.Load(options.keys_file); !s.ok()) {
+      Log().Error("{} (the periodic read): the keys read before stay in force", s.message());
+    } else if (json::serialize(keys.ToJson()) != before) {
+      Log().Info("trusted keys changed in {}: {}", options.keys_file,
+                 json::serialize(keys.ToJson()));
+    }
+  }
+  worker.At(Clock::now() + kKeysRefresh, [this] { RefreshKeys(); });
+}
+
 void Deploys::Impl::UpdateHeadFile() {
   std::string file;
-  if (std::optional<Branch> b = registry->FindBranch(options.branch); b.has_value()) {
+  if (pin.has_value()) {
+    file = registry->BuildPath(pin->sha256);
+  } else if (std::optional<Branch> b = registry->FindBranch(options.branch); b.has_value()) {
     file = registry->BuildPath(b->head);
   }
   std::lock_guard lock(head_mu);
@@ -378,21 +411,34 @@ void Deploys::Impl::RunDeploy(DeployRequest r, std::chrono::seconds wait, Reply 
     reply({200, json::object{{"deployment", recorded->ToJson()}}});
     return;
   }
-  Job job{*recorded, registry->BuildPath(recorded->build), {}};
   if (wait.count() == 0) {
     reply({202, json::object{{"deployment", recorded->ToJson()}}});
-  } else {
-    auto w = std::make_shared<Waiting>(Waiting{std::move(reply), false});
-    job.waiting.push_back(w);
-    worker.At(Clock::now() + wait, [w, d = *recorded] {
-      if (!std::exchange(w->answered, true)) {
-        w->reply({202, json::object{{"deployment", d.ToJson()},
-                                    {"note",
-                                     "the swap did not finish in time; GET "
-                                     "/api/v1/deployments shows its result"}}});
-      }
-    });
   }
+  std::shared_ptr<Waiting> waiting =
+      wait.count() == 0
+          ? nullptr
+          : Wait(wait, std::move(reply),
+                 {202, json::object{{"deployment", recorded->ToJson()},
+                                    {"note",
+                                     "the swap did not finish in time; GET /api/v1/deployments "
+                                     "shows its result"}}});
+  Enqueue({{registry->BuildPath(recorded->build), recorded->build, recorded->build_id},
+           fmt::format("{} #{}", recorded->kind, recorded->seq),
+           [this, d = *recorded, waiting](const SwapOutcome& o) { Finished(d, waiting, o); }});
+}
+
+std::shared_ptr<Waiting> Deploys::Impl::Wait(std::chrono::seconds wait, Reply reply,
+                                             Answer pending) {
+  auto w = std::make_shared<Waiting>(Waiting{std::move(reply), false});
+  worker.At(Clock::now() + wait, [w, pending = std::move(pending)] {
+    if (!std::exchange(w->answered, true)) {
+      w->reply(pending);
+    }
+  });
+  return w;
+}
+
+void Deploys::Impl::Enqueue(Job job) {
   jobs.push_back(std::move(job));
   RunNextSwap();
 }
@@ -402,21 +448,19 @@ void Deploys::Impl::RunNextSwap() {
     return;
   }
   swapping = true;
-  const Deployment& d = jobs.front().deployment;
-  swap({jobs.front().file, d.build, d.build_id}, fmt::format("{} #{}", d.kind, d.seq),
-       [this](SwapOutcome o) {
-         worker.Post([this, o = std::move(o)] {
-           Job job = std::move(jobs.front());
-           jobs.pop_front();
-           swapping = false;
-           Finished(std::move(job), o);
-           RunNextSwap();
-         });
-       });
+  swap(jobs.front().target, jobs.front().reason, [this](SwapOutcome o) {
+    worker.Post([this, o = std::move(o)] {
+      Job job = std::move(jobs.front());
+      jobs.pop_front();
+      swapping = false;
+      job.finished(o);
+      RunNextSwap();
+    });
+  });
 }
 
-void Deploys::Impl::Finished(Job job, const SwapOutcome& o) {
-  Deployment& d = job.deployment;
+void Deploys::Impl::Finished(Deployment d, const std::shared_ptr<Waiting>& waiting,
+                             const SwapOutcome& o) {
   d.result = o.result;
   d.reason = o.reason;
   d.report = o.report;
@@ -436,13 +480,108 @@ void Deploys::Impl::Finished(Job job, const SwapOutcome& o) {
     }
     last_swapped_id = d.build_id;
     last_swapped_seq = d.seq;
+    if (pin.has_value()) {
+      Log().Info("#{} {}: the pin on {} ends: the branch's deploy reached this server", d.seq,
+                 d.branch, pin->build_id);
+      pin.reset();
+      UpdateHeadFile();
+    }
     Log().Info("#{} {}: {} {}", d.seq, d.branch, d.build_id, o.result);
   }
-  for (const std::shared_ptr<Waiting>& w : job.waiting) {
-    if (!std::exchange(w->answered, true)) {
-      w->reply({200, json::object{{"deployment", d.ToJson()}}});
+  if (waiting != nullptr && !std::exchange(waiting->answered, true)) {
+    waiting->reply({200, json::object{{"deployment", d.ToJson()}}});
+  }
+}
+
+void Deploys::Impl::RunPin(PinRequest r, std::chrono::seconds wait, Reply reply) {
+  const std::string what = r.unpin ? "unpin" : "pin";
+  auto refuse = [&](std::string_view kind, const std::string& reason) {
+    Refuse(kind, reason);
+    Answer a = Error(409, reason);
+    a.body["result"] = "refused";
+    reply(std::move(a));
+  };
+  std::optional<StoredBuild> b;
+  if (r.unpin) {
+    if (!pin.has_value()) {
+      refuse("pin", "this server is not pinned");
+      return;
+    }
+    std::optional<Branch> head = registry->FindBranch(options.branch);
+    b = head.has_value() ? registry->FindBuild(head->head) : std::nullopt;
+    if (!b.has_value()) {
+      refuse("pin", options.branch + " has no head to go back to");
+      return;
+    }
+  } else {
+    b = Find(r.build);
+    const bool known = b.has_value() && [&] {
+      for (const Deployment& d : registry->Deployments("", Registry::kDeploymentsKept)) {
+        if (d.build == b->sha256) {
+          return true;
+        }
+      }
+      return false;
+    }();
+    if (!known) {
+      refuse("pin", "build \"" + r.build +
+                        "\" is not a known deployment (a pin takes a build some branch was "
+                        "deployed with: molt deployments)");
+      return;
     }
   }
+  if (options.prod_rules) {
+    const std::int64_t age = NowMs() - static_cast<std::int64_t>(r.sent_ms);
+    if (age > kPinMaxAgeMs || age < -kPinMaxAgeMs) {
+      refuse("pin", fmt::format("a {} is taken within {} s of its signing (sent_ms); this one is "
+                                "{} s off: sign it again",
+                                what, kPinMaxAgeMs / 1000, age / 1000));
+      return;
+    }
+    loader::PinFields f;
+    f.branch = options.branch;
+    f.build = r.unpin ? "" : b->sha256;
+    f.by = r.by;
+    f.sent_ms = r.sent_ms;
+    f.unpin = r.unpin;
+    Status s = keys.Verify(loader::CanonicalPin(f), r.sig, r.sig_fallback);
+    if (!s.ok() && Clock::now() - keys_read >= kKeysRetryGap) {
+      LoadKeys("after a failed signature");
+      s = keys.Verify(loader::CanonicalPin(f), r.sig, r.sig_fallback);
+    }
+    if (!s.ok()) {
+      refuse("signature", "prod servers take only signed pins: " + s.message());
+      return;
+    }
+  }
+  json::object pending{{"result", "pending"}, {"build", b->id}, {"sha256", b->sha256}};
+  if (wait.count() == 0) {
+    reply({202, pending});
+  }
+  std::shared_ptr<Waiting> waiting =
+      wait.count() == 0 ? nullptr : Wait(wait, std::move(reply), {202, pending});
+  Enqueue(
+      {{registry->BuildPath(b->sha256), b->sha256, b->id},
+       what + " by " + (r.by.empty() ? std::string("(unnamed)") : r.by),
+       [this, r, b = *b, waiting](const SwapOutcome& o) {
+         const bool ok = o.result != "failed";
+         if (ok && r.unpin) {
+           Log().Info("unpinned by {}: {} serves again", r.by, b.id);
+           pin.reset();
+         } else if (ok) {
+           Log().Info("pinned to {} by {} until the next deploy of {} reaches this server", b.id,
+                      r.by, options.branch);
+           pin = Pin{b.sha256, b.id, r.by, NowMs()};
+         }
+         UpdateHeadFile();
+         if (waiting != nullptr && !std::exchange(waiting->answered, true)) {
+           json::object body{
+               {"result", o.result}, {"build", b.id}, {"sha256", b.sha256}, {"reason", o.reason}};
+           std::error_code ec;
+           body["report"] = o.report.empty() ? json::value(nullptr) : json::parse(o.report, ec);
+           waiting->reply({200, std::move(body)});
+         }
+       }});
 }
 
 json::object Deploys::Impl::BranchesJson() const {
@@ -474,15 +613,16 @@ json::object Deploys::Impl::BranchesJson() const {
     refused.push_back(json::object{{"at_ms", r.at_ms}, {"kind", r.kind}, {"reason", r.reason}});
   }
   const std::uint64_t last = registry->last_seq();
-  return {{"branch", options.branch},
-          {"rules", options.prod_rules ? "prod" : "dev"},
-          {"seq", last},
-          {"next_seq", last + 1},
-          {"applied_seq", registry->applied_seq()},
-          {"serving", last_swapped_id},
-          {"keys", keys.ToJson()},
-          {"refusals", std::move(refused)},
-          {"branches", std::move(branches)}};
+  json::value pinned = nullptr;
+  if (pin.has_value()) {
+    pinned = json::object{
+        {"build", pin->build_id}, {"sha256", pin->sha256}, {"by", pin->by}, {"at_ms", pin->at_ms}};
+  }
+  return {{"branch", options.branch},       {"rules", options.prod_rules ? "prod" : "dev"},
+          {"pin", std::move(pinned)},       {"seq", last},
+          {"next_seq", last + 1},           {"applied_seq", registry->applied_seq()},
+          {"serving", last_swapped_id},     {"keys", keys.ToJson()},
+          {"refusals", std::move(refused)}, {"branches", std::move(branches)}};
 }
 
 // --- Deploys ---------------------------------------------------------------------------------
@@ -566,6 +706,7 @@ void Deploys::BootResult(const Candidate& c, const Status& outcome) {
 
 void Deploys::Start(SwapFn swap) {
   impl_->swap = std::move(swap);
+  impl_->worker.At(Clock::now() + kKeysRefresh, [this] { impl_->RefreshKeys(); });
   impl_->worker.Start();
 }
 
@@ -596,6 +737,13 @@ void Deploys::Deploy(DeployRequest request, std::chrono::seconds wait, Reply rep
   impl_->worker.Post(
       [this, request = std::move(request), wait, reply = std::move(reply)]() mutable {
         impl_->RunDeploy(std::move(request), wait, std::move(reply));
+      });
+}
+
+void Deploys::Pin(PinRequest request, std::chrono::seconds wait, Reply reply) {
+  impl_->worker.Post(
+      [this, request = std::move(request), wait, reply = std::move(reply)]() mutable {
+        impl_->RunPin(std::move(request), wait, std::move(reply));
       });
 }
 

@@ -13,6 +13,7 @@
 //            when a signature, the seq, the build's channel or a failed-here mark says no.
 //   rollback a deploy of the branch's previous different head (or --to a build or #seq)
 //   promote  a deploy of a build from elsewhere; never a dev or dirty build onto a prod branch
+//   pin      this server held on a deployed build until its branch's next deploy (or unpin)
 //   boot     the candidates a server boots from: the head, then the branch's earlier builds
 //            (the last-known-good chain), each checked like a deploy
 // Rules: prod (signatures required: deploy.require_signatures, on by default for the prod
@@ -90,12 +91,26 @@ struct DeployRequest {
   bool force = false;
 };
 
+// A pin (spec §28): this server held on `build`, a build some branch was deployed with, until
+// the next deploy of its branch reaches it, an unpin, or the server closing; never stored.
+// Signed on prod rules (loader::CanonicalPin, within kPinMaxAgeMs of sent_ms).
+struct PinRequest {
+  std::string build = "";  // as DeployRequest::build; "" for an unpin
+  bool unpin = false;
+  std::uint64_t sent_ms = 0;
+  std::string sig = "";
+  std::string sig_fallback = "";
+  std::string by = "";
+};
+
 class Deploys {
  public:
   static constexpr std::size_t kBootTries = 5;  // LKG_MAX_TRIES
   static constexpr std::size_t kRefusalsKept = 10;
   static constexpr std::chrono::seconds kRefusalLogGap{3};
   static constexpr std::chrono::seconds kKeysRetryGap{60};  // re-read after a failed signature
+  static constexpr std::chrono::seconds kKeysRefresh{600};  // KEYS_REFRESH_SECONDS
+  static constexpr std::int64_t kPinMaxAgeMs = 120'000;     // PIN_MAX_AGE
 
   // Opens the registry and reads the keys; a prod-rules server with no keys warns naming the fix.
   static Result<std::unique_ptr<Deploys>> Open(DeploysOptions options);
@@ -127,13 +142,16 @@ class Deploys {
   void Upload(std::string file, Reply reply);
   // `wait`: 0 answers at once (202, pending); else at most that long for the swap's outcome.
   void Deploy(DeployRequest request, std::chrono::seconds wait, Reply reply);
+  // A pin or an unpin of this server: 200 {"result", "build", "sha256", "reason", "report"}.
+  void Pin(PinRequest request, std::chrono::seconds wait, Reply reply);
   void Resolve(std::string branch, std::string build, bool rollback, Reply reply);
   void Builds(std::size_t limit, Reply reply);
   void Branches(Reply reply);
   void Deployments(std::string branch, std::size_t limit, Reply reply);
   // SIGHUP: the keys file is read again.
   void ReloadKeys();
-  // The build file of this server's branch head ("" : none): what a reload swaps in.
+  // The build file of this server's pin, else of its branch's head ("" : neither): what a
+  // reload swaps in.
   std::string HeadFile() const;
   // The health window rolled back from `build_id`: its deployment's result becomes rolled_back.
   void RolledBack(std::string build_id, std::string why);

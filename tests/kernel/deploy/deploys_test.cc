@@ -277,6 +277,76 @@ TEST_F(DeploysTest, AHealthWindowRollbackMarksTheDeploymentRolledBackAndTheBuild
   EXPECT_NE(Result(Deploy(r)).find("failed on this server (health: 3 errors"), std::string::npos);
 }
 
+TEST_F(DeploysTest, APinHoldsAKnownBuildUntilTheBranchsNextDeployOrAnUnpin) {
+  Open(false);
+  const json::object a = Upload({});
+  const json::object b = Upload({.id = "abc1234-000002", .bytes = "two"});
+  DeployRequest r;
+  r.branch = "prod";
+  r.build = std::string(a.at("sha256").as_string());
+  ASSERT_EQ(Result(Deploy(r)), "swapped");
+  r.build = std::string(b.at("sha256").as_string());
+  ASSERT_EQ(Result(Deploy(r)), "swapped");
+  auto pin = [&](PinRequest p) {
+    return Call([&](Reply reply) { deploys_->Pin(p, std::chrono::seconds(10), reply); });
+  };
+  // Only a known deployment.
+  const Answer unknown = pin({.build = "nothing"});
+  EXPECT_EQ(unknown.status, 409);
+  EXPECT_NE(unknown.body.at("error").as_string().find("is not a known deployment"),
+            std::string::npos);
+  EXPECT_EQ(pin({.unpin = true}).body.at("error").as_string(), "this server is not pinned");
+  // #1's build: swapped in, the head does not move, the pin is reported.
+  const Answer pinned = pin({.build = "#1", .by = "ana"});
+  EXPECT_EQ(pinned.body.at("result").as_string(), "swapped");
+  EXPECT_EQ(Swaps().back(), "abc1234-000001 pin by ana");
+  json::object br = Branches();
+  EXPECT_EQ(br.at("pin").at("build").as_string(), "abc1234-000001");
+  EXPECT_EQ(br.at("branches").at(0).at("head").at("id").as_string(), "abc1234-000002");
+  EXPECT_EQ(deploys_->HeadFile(),
+            dir_ / ("registry/builds/" + std::string(a.at("sha256").as_string()) + ".molt"));
+  // An unpin swaps the head back in.
+  EXPECT_EQ(pin({.unpin = true, .by = "ana"}).body.at("result").as_string(), "swapped");
+  EXPECT_EQ(Swaps().back(), "abc1234-000002 unpin by ana");
+  EXPECT_TRUE(Branches().at("pin").is_null());
+  // Pinned again, the branch's next deploy ends it.
+  ASSERT_EQ(pin({.build = "#1"}).body.at("result").as_string(), "swapped");
+  ASSERT_EQ(Result(Deploy(r)), "swapped");
+  EXPECT_TRUE(Branches().at("pin").is_null());
+}
+
+TEST_F(DeploysTest, AProdServerTakesOnlyFreshSignedPins) {
+  Open(true);
+  const json::object a = Upload({});
+  ASSERT_EQ(Result(Deploy(Signed(a, "prod", 1))), "swapped");
+  auto pin = [&](PinRequest p) {
+    return Call([&](Reply reply) { deploys_->Pin(p, std::chrono::seconds(10), reply); });
+  };
+  const auto now =
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+  auto signed_pin = [&](std::uint64_t sent_ms) {
+    loader::PinFields f;
+    f.branch = "prod";
+    f.build = std::string(a.at("sha256").as_string());
+    f.by = "ana";
+    f.sent_ms = sent_ms;
+    return PinRequest{.build = "#1",
+                      .sent_ms = sent_ms,
+                      .sig = loader::Sign(key_, loader::CanonicalPin(f)).value(),
+                      .by = "ana"};
+  };
+  EXPECT_NE(pin({.build = "#1", .sent_ms = now, .by = "ana"})
+                .body.at("error")
+                .as_string()
+                .find("prod servers take only signed pins: unsigned"),
+            std::string::npos);
+  EXPECT_NE(pin(signed_pin(now - 200'000)).body.at("error").as_string().find("within 120 s"),
+            std::string::npos);
+  EXPECT_EQ(pin(signed_pin(now)).body.at("result").as_string(), "swapped");
+}
+
 TEST_F(DeploysTest, AWaitThatRunsOutAnswersPendingAndTheResultLandsLater) {
   Open(false);
   const json::object b = Upload({});
