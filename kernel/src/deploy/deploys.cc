@@ -121,6 +121,9 @@ struct Deploys::Impl {
   Clock::time_point keys_read{};
   SwapFn swap;
   Worker worker;
+  // Held while this object lives: the kernel side's answer to a swap comes back through it, and
+  // is dropped when it comes after the Deploys (a swap the close outlived).
+  std::shared_ptr<Impl*> alive = std::make_shared<Impl*>(this);
   mutable std::mutex head_mu;
   std::string head_file;  // of options.branch; guarded by head_mu
   std::atomic<std::uint64_t> next_upload{1};
@@ -448,13 +451,19 @@ void Deploys::Impl::RunNextSwap() {
     return;
   }
   swapping = true;
-  swap(jobs.front().target, jobs.front().reason, [this](SwapOutcome o) {
-    worker.Post([this, o = std::move(o)] {
-      Job job = std::move(jobs.front());
-      jobs.pop_front();
-      swapping = false;
+  std::weak_ptr<Impl*> weak = alive;
+  swap(jobs.front().target, jobs.front().reason, [weak](SwapOutcome o) {
+    std::shared_ptr<Impl*> self = weak.lock();
+    if (self == nullptr) {
+      return;  // the Deploys is gone (the close): nobody waits for this answer
+    }
+    Impl* impl = *self;
+    impl->worker.Post([impl, o = std::move(o)] {
+      Job job = std::move(impl->jobs.front());
+      impl->jobs.pop_front();
+      impl->swapping = false;
       job.finished(o);
-      RunNextSwap();
+      impl->RunNextSwap();
     });
   });
 }
