@@ -7,6 +7,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/system/system_error.hpp>
 #include <fstream>
 #include <vector>
 
@@ -59,6 +60,15 @@ HttpAnswer ReadAnswer(beast::tcp_stream& stream) {
   beast::error_code ec;
   stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   return HttpAnswer{static_cast<int>(parser.get().result_int()), parser.get().body()};
+}
+
+// Why a request got no answer, in the system's words (Boost's what() also names the source line
+// that threw, which helps no operator).
+Status Unreachable(const std::string& server, const std::exception& e) {
+  const auto* system = dynamic_cast<const boost::system::system_error*>(&e);
+  return Status::IoError("cannot reach moltd at " + server + " (" +
+                         (system != nullptr ? system->code().message() : std::string(e.what())) +
+                         "): is it running, and is --server its admin address?");
 }
 
 }  // namespace
@@ -118,8 +128,7 @@ Result<HttpAnswer> AdminClient::Upload(
     }
     return ReadAnswer(stream);
   } catch (const std::exception& e) {
-    return Status::IoError("cannot reach moltd at " + server_ + " (" + e.what() +
-                           "): is it running, and is --server its admin address?");
+    return Unreachable(server_, e);
   }
 }
 
@@ -146,8 +155,7 @@ Result<HttpAnswer> AdminClient::Call(const std::string& method, const std::strin
     http::write(stream, req);
     return ReadAnswer(stream);
   } catch (const std::exception& e) {
-    return Status::IoError("cannot reach moltd at " + server_ + " (" + e.what() +
-                           "): is it running, and is --server its admin address?");
+    return Unreachable(server_, e);
   }
 }
 

@@ -372,11 +372,14 @@ int DeployCommand(int argc, char** argv) {
   AddDeployOptions(s.options());
   s.options().parse_positional({"build"});
   s.options().positional_help("BUILD_FILE|BUILD");
-  if (auto done = s.Parse(argc, argv)) {
+  if (auto done = s.ParseFlags(argc, argv)) {
     return *done;
   }
   if (s.parsed().count("build") == 0) {
     return Fail(kExitUsage, "which build? molt deploy BUILD_FILE|BUILD --branch B");
+  }
+  if (auto done = s.Connect()) {
+    return *done;
   }
   return Ship(s, "deploy", s.parsed()["branch"].as<std::string>(),
               s.parsed()["build"].as<std::string>());
@@ -391,11 +394,14 @@ int PromoteCommand(int argc, char** argv) {
   AddDeployOptions(s.options());
   s.options().parse_positional({"target", "build"});
   s.options().positional_help("BRANCH BUILD|#SEQ");
-  if (auto done = s.Parse(argc, argv)) {
+  if (auto done = s.ParseFlags(argc, argv)) {
     return *done;
   }
   if (s.parsed().count("build") == 0) {
-    return Fail(kExitUsage, "molt promote BRANCH BUILD|#SEQ");
+    return Fail(kExitUsage, "which branch and build? molt promote BRANCH BUILD|#SEQ");
+  }
+  if (auto done = s.Connect()) {
+    return *done;
   }
   return Ship(s, "promote", s.parsed()["target"].as<std::string>(),
               s.parsed()["build"].as<std::string>());

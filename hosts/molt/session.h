@@ -62,17 +62,29 @@ class Session {
   cxxopts::Options& options() { return options_; }
   // Parses; returns an exit code when the verb is done (help, a bad flag, no token).
   std::optional<int> Parse(int argc, char** argv) {
+    if (auto done = ParseFlags(argc, argv)) {
+      return done;
+    }
+    return Connect();
+  }
+  // Parse() in two steps, for a verb that checks its arguments before it needs a server (so a
+  // mistake exits 2 even without a token): the flags (help, a bad flag), then the token and the
+  // client.
+  std::optional<int> ParseFlags(int argc, char** argv) {
     try {
       parsed_ = options_.parse(argc, argv);
     } catch (const std::exception& e) {
-      return Fail(kExitUsage, std::string(e.what()) + " (molt " + options_.program() +
-                                  " --help lists the flags)");
+      return Fail(kExitUsage,
+                  std::string(e.what()) + " (" + options_.program() + " --help lists the flags)");
     }
     if (parsed_.count("help") > 0) {
       std::cout << options_.help() << "\n";
       return kExitOk;
     }
     common_ = ReadCommon(parsed_);
+    return std::nullopt;
+  }
+  std::optional<int> Connect() {
     Result<std::string> token = AdminToken(common_);
     if (!token.ok()) {
       return Fail(kExitUnreachable, token.status().message());

@@ -85,6 +85,14 @@ TEST_F(MoltCliTest, HelpListsTheVerbsAndMistakesExitTwoNamingTheFix) {
   EXPECT_EQ(Molt({"build", kPlugins, "--channel", "beta"}, &out), 2);
   EXPECT_NE(out.find("channel \"beta\" is prod or dev"), std::string::npos) << out;
   EXPECT_EQ(Molt({"status", "--no-such-flag"}, &out), 2);
+  EXPECT_NE(out.find("(molt status --help lists the flags)"), std::string::npos) << out;
+  // Arguments are checked before a server is needed: no token, no moltd, still exit 2.
+  EXPECT_EQ(Molt({"deploy", "--branch", "dev"}, &out), 2);
+  EXPECT_NE(out.find("which build? molt deploy BUILD_FILE|BUILD --branch B"), std::string::npos)
+      << out;
+  EXPECT_EQ(Molt({"promote", "dev"}, &out), 2);
+  EXPECT_NE(out.find("which branch and build? molt promote BRANCH BUILD|#SEQ"), std::string::npos)
+      << out;
   EXPECT_EQ(Molt({"reload", "--help"}, &out), 0);
   EXPECT_NE(out.find("--wait"), std::string::npos) << out;
 }
