@@ -12,6 +12,8 @@
 #include <boost/json/serialize.hpp>
 #include <chrono>
 #include <cmath>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 #include "kernel/src/core/logger.h"
@@ -40,6 +42,7 @@ boost::json::object SwapReport::ToJson() const {
           {"ok", ok},
           {"stage", stage},
           {"load_ms", Ms(load_ms)},
+          {"staged_ms", Ms(staged_ms)},
           {"init_ms", Ms(init_ms)},
           {"stop_ms", Ms(stop_ms)},
           {"hard_stopped", Strings(hard_stopped)},
@@ -99,20 +102,41 @@ void PluginHost::MarkFailed(const std::string& build_id, const std::string& why)
   failed_builds_[build_id] = why;
 }
 
-std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string& dir,
-                                                               SwapReport& r, Trigger trigger) {
-  r.stage = "mount";
+PluginHost::StagedBuild PluginHost::StageBuild(const std::string& dir, const std::string& copy_dir,
+                                               const std::string& prefix) {
   const TimePoint t0 = RealNow();
-  Result<BuildSource> source = BuildSource::Open(dir, copy_dir_);
+  StagedBuild staged;
+  Result<BuildSource> source = BuildSource::Open(dir, copy_dir);
   if (!source.ok()) {
-    r.error = source.status().message();
-    return nullptr;
+    staged.status = source.status();
+    return staged;
   }
   Result<Build> build = ReadBuild(source->dir());
   if (!build.ok()) {
-    r.error = build.status().message();
+    staged.status = build.status();
+    return staged;
+  }
+  staged.build = std::move(build).value();
+  staged.files = StageFiles(staged.build.files, staged.build.entries, copy_dir, prefix);
+  staged.ms = MillisSince(t0);
+  return staged;  // the unpacked build file goes with `source`: the copies are what opens
+}
+
+std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string& dir,
+                                                               SwapReport& r, Trigger trigger,
+                                                               StagedBuild* staged) {
+  r.stage = "mount";
+  const TimePoint t0 = RealNow();
+  StagedBuild inline_staged;
+  if (staged == nullptr) {
+    inline_staged = StageBuild(dir, copy_dir_, CopyPrefix());
+    staged = &inline_staged;
+  }
+  if (!staged->status.ok()) {
+    r.error = staged->status.message();
     return nullptr;
   }
+  const Build* build = &staged->build;
   r.build = build->id;
   if (auto failed = failed_builds_.find(build->id); failed != failed_builds_.end()) {
     if (trigger == Trigger::kAutomatic) {
@@ -133,8 +157,10 @@ std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string
     LogScope("Generations").Warn("{}", w);
   }
   r.generation = g->name;
-  Status s = Load(*g, build->files, build->entries, true);
-  r.load_ms = MillisSince(t0);
+  Status s = Open(*g, std::move(staged->files), build->entries, true);
+  // Staged inline, t0 covers it; staged elsewhere, its time is added.
+  r.staged_ms = staged == &inline_staged ? 0 : staged->ms;
+  r.load_ms = MillisSince(t0) + r.staged_ms;
   if (s.ok() && g->plugins.empty()) {
     s = Status::InvalidArgument("plugin directory \"" + dir +
                                 "\" holds no plugin: a swap to nothing is refused");
@@ -395,6 +421,11 @@ SwapReport PluginHost::Finish(SwapReport& r, Callback<void(const SwapReport&)> d
 }
 
 Status PluginHost::Mount(const std::string& dir, const std::string& reason, Trigger trigger) {
+  return MountFrom(dir, reason, trigger, nullptr);
+}
+
+Status PluginHost::MountFrom(const std::string& dir, const std::string& reason, Trigger trigger,
+                             StagedBuild* staged) {
   Discard();
   SwapReport r;
   r.reason = reason;
@@ -403,7 +434,7 @@ Status PluginHost::Mount(const std::string& dir, const std::string& reason, Trig
   Status s = Gate();
   if (s.ok()) {
     in_swap_ = true;
-    mounted_ = MountBuild(dir, r, trigger);
+    mounted_ = MountBuild(dir, r, trigger, staged);
     in_swap_ = false;
     s = mounted_ != nullptr ? Status::Ok() : Status::FailedPrecondition(r.error);
   } else {
@@ -479,21 +510,80 @@ void PluginHost::RequestReload(std::string dir, std::string reason,
     queued_->done(superseded);
   }
   queued_ = Request{std::move(dir), std::move(reason), std::move(done), trigger};
-  if (!reload_scheduled_) {
+  ScheduleQueued();
+}
+
+void PluginHost::RunQueued() {
+  reload_scheduled_ = false;
+  if (!queued_ || staging_ != nullptr) {
+    return;  // a stage in flight runs the queue when it ends
+  }
+  auto req = std::make_shared<Request>(std::move(*queued_));
+  queued_.reset();
+  if (stage_deadline_ == Duration::max()) {
+    MountAndSwap(req, nullptr);
+    return;
+  }
+  // Staged on a thread of its own, which answers through stage_link_ (cut when this host goes:
+  // a stage stuck on a dead file system is abandoned at its deadline, never joined).
+  staging_ = req;
+  const std::uint64_t id = ++stage_id_;
+  std::thread([link = stage_link_, id, dir = req->dir, copy_dir = copy_dir_, prefix = CopyPrefix(),
+               hook = stage_hook_] {
+    if (hook) {
+      hook();
+    }
+    auto staged = std::make_shared<StagedBuild>(StageBuild(dir, copy_dir, prefix));
+    std::lock_guard<std::mutex> lock(link->mu);
+    if (link->host != nullptr) {
+      link->host->kernel_.loop().Post([link, id, staged] {
+        if (link->host != nullptr) {  // read on the kernel thread, where it is cleared
+          link->host->OnStaged(id, std::move(*staged));
+        }
+      });
+    }
+  }).detach();
+  stage_timer_ = kernel_.scheduler().After(
+      stage_deadline_,
+      [this, id] {
+        if (staging_ == nullptr || stage_id_ != id) {
+          return;
+        }
+        std::shared_ptr<Request> req = std::exchange(staging_, nullptr);
+        ++stage_id_;  // its late result is dropped, its copies with it
+        SwapReport r;
+        r.reason = req->reason;
+        r.previous = serving_->name;
+        r.stage = "mount";
+        r.error = fmt::format(
+            "reading the build in {} took more than {:.0f} s: abandoned (is its disk or file "
+            "system stuck?); the serving generation serves on",
+            req->dir, ToSeconds(stage_deadline_));
+        Finish(r, std::move(req->done));
+        ScheduleQueued();
+      },
+      Priority::kKernel, TaskOrigin::Named("reload"));
+}
+
+void PluginHost::OnStaged(std::uint64_t id, StagedBuild staged) {
+  if (staging_ == nullptr || stage_id_ != id) {
+    return;  // abandoned at its deadline
+  }
+  stage_timer_.Cancel();
+  MountAndSwap(std::exchange(staging_, nullptr), &staged);
+  ScheduleQueued();
+}
+
+void PluginHost::ScheduleQueued() {
+  if (queued_ && !reload_scheduled_) {
     reload_scheduled_ = true;
     kernel_.scheduler().Schedule([this] { RunQueued(); }, Priority::kKernel,
                                  TaskOrigin::Named("reload"));
   }
 }
 
-void PluginHost::RunQueued() {
-  reload_scheduled_ = false;
-  if (!queued_) {
-    return;
-  }
-  auto req = std::make_shared<Request>(std::move(*queued_));
-  queued_.reset();
-  if (!Mount(req->dir, req->reason, req->trigger).ok()) {
+void PluginHost::MountAndSwap(const std::shared_ptr<Request>& req, StagedBuild* staged) {
+  if (!MountFrom(req->dir, req->reason, req->trigger, staged).ok()) {
     SwapReport r = std::exchange(mount_report_, SwapReport());
     if (req->done) {
       req->done(r);

@@ -4,9 +4,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <boost/dll/shared_library.hpp>
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 #include "kernel/src/abi/struct_size.h"
 #include "kernel/src/core/logger.h"
@@ -195,10 +197,8 @@ struct Library::Handle {
   boost::dll::shared_library lib;
 };
 
-Result<std::unique_ptr<Library>> Library::Load(const std::string& source,
-                                               const std::string& copy_path,
-                                               std::int32_t expected_kind,
-                                               std::string_view expected_sha256) {
+Result<StagedLibrary> StagedLibrary::Stage(const std::string& source, const std::string& copy_path,
+                                           std::string_view expected_sha256) {
   const std::string where = "plugin file \"" + source + "\": ";
   std::error_code ec;
   if (!fs::is_regular_file(source, ec)) {
@@ -207,14 +207,12 @@ Result<std::unique_ptr<Library>> Library::Load(const std::string& source,
   if (!fs::copy_file(source, copy_path, ec)) {
     return Status::IoError(where + "cannot be copied to \"" + copy_path + "\": " + ec.message());
   }
-  std::unique_ptr<Library> library(new Library());
-  library->source_ = source;
-  library->copy_ = copy_path;
-  auto remove_copy = [&] { fs::remove(copy_path, ec); };
+  StagedLibrary staged;  // from here on, a failure removes the copy with `staged`
+  staged.source_ = source;
+  staged.copy_ = copy_path;
   if (!expected_sha256.empty()) {
     Result<std::string> hash = Sha256File(copy_path);
     if (!hash.ok() || *hash != expected_sha256) {
-      remove_copy();
       return Status::InvalidArgument(
           where + "its SHA-256 is " + (hash.ok() ? *hash : hash.status().message()) + ", but " +
           kBuildManifest + " says " + std::string(expected_sha256) +
@@ -224,7 +222,6 @@ Result<std::unique_ptr<Library>> Library::Load(const std::string& source,
 
   Result<ElfExports> exports = InspectElf(copy_path, source);
   if (!exports.ok()) {
-    remove_copy();
     return exports.status();
   }
   bool has_entry = false;
@@ -238,7 +235,6 @@ Result<std::unique_ptr<Library>> Library::Load(const std::string& source,
     }
   }
   if (!has_entry) {
-    remove_copy();
     return Status::InvalidArgument(where +
                                    "exports no molt_plugin_entry symbol: define it with "
                                    "MOLT_PLUGIN(...) (molt.hpp) or MOLT_PLUGIN_EXPORT "
@@ -252,20 +248,53 @@ Result<std::unique_ptr<Library>> Library::Load(const std::string& source,
     if (extra.size() > 5) {
       list += ", ...";
     }
-    remove_copy();
     return Status::InvalidArgument(where + "exports " + std::to_string(extra.size()) +
                                    " symbols besides molt_plugin_entry (" + list +
                                    "): build it with molt_add_plugin() (hidden visibility and "
                                    "the entry-only export map) or make them static");
   }
   if (!exports->unique_symbols.empty()) {
-    library->unload_blocker_ = "it has STB_GNU_UNIQUE symbols (" + exports->unique_symbols[0] +
-                               (exports->unique_symbols.size() > 1 ? ", ..." : "") +
-                               "): build with -fno-gnu-unique (molt_add_plugin does)";
+    staged.unload_blocker_ = "it has STB_GNU_UNIQUE symbols (" + exports->unique_symbols[0] +
+                             (exports->unique_symbols.size() > 1 ? ", ..." : "") +
+                             "): build with -fno-gnu-unique (molt_add_plugin does)";
   } else if (exports->nodelete) {
-    library->unload_blocker_ = "it is linked with -z nodelete (DF_1_NODELETE)";
+    staged.unload_blocker_ = "it is linked with -z nodelete (DF_1_NODELETE)";
   }
+  return staged;
+}
 
+StagedLibrary::StagedLibrary(StagedLibrary&& other) noexcept
+    : source_(std::move(other.source_)),
+      copy_(std::exchange(other.copy_, std::string())),
+      unload_blocker_(std::move(other.unload_blocker_)) {}
+
+StagedLibrary::~StagedLibrary() {
+  if (!copy_.empty()) {
+    std::error_code ec;
+    fs::remove(copy_, ec);
+  }
+}
+
+Result<std::unique_ptr<Library>> Library::Load(const std::string& source,
+                                               const std::string& copy_path,
+                                               std::int32_t expected_kind,
+                                               std::string_view expected_sha256) {
+  MOLT_ASSIGN_OR_RETURN(StagedLibrary staged,
+                        StagedLibrary::Stage(source, copy_path, expected_sha256));
+  return Open(std::move(staged), expected_kind);
+}
+
+Result<std::unique_ptr<Library>> Library::Open(StagedLibrary staged, std::int32_t expected_kind) {
+  const std::string where = "plugin file \"" + staged.source_ + "\": ";
+  const std::string source = staged.source_;
+  const std::string copy_path = staged.copy_;
+  std::unique_ptr<Library> library(new Library());
+  library->source_ = source;
+  library->copy_ = copy_path;
+  library->unload_blocker_ = staged.unload_blocker_;
+  std::error_code ec;
+  auto remove_copy = [&] { fs::remove(copy_path, ec); };
+  staged.copy_.clear();  // the Library's now: removed by remove_copy() or Unload()
   library->handle_ = std::make_unique<Handle>();
   try {
     library->handle_->lib.load(copy_path,

@@ -2,11 +2,12 @@
 // File: kernel/src/loader/library.h
 //
 // Library: one plugin shared library in the process. Load() copies the file to a fresh private
-// path (so the same file can be resident twice, once per generation), inspects its exports, opens
-// it with RTLD_NOW | RTLD_LOCAL through Boost.DLL, and validates the descriptor its entry symbol
-// returns. Every refusal is one line naming the file, the cause and the fix. Unload() closes the
-// library and checks it really left the process; one that cannot (STB_GNU_UNIQUE symbols,
-// DF_1_NODELETE) is kept mapped and reported as retired, never crashed.
+// path (so the same file can be resident twice, once per generation) and inspects its exports
+// (StagedLibrary: file system work only, any thread), then opens it with RTLD_NOW | RTLD_LOCAL
+// through Boost.DLL and validates the descriptor its entry symbol returns (Open). Every refusal is
+// one line naming the file, the cause and the fix. Unload() closes the library and checks it really
+// left the process; one that cannot (STB_GNU_UNIQUE symbols, DF_1_NODELETE) is kept mapped and
+// reported as retired, never crashed.
 //
 // Thread safety: REQUIRES external synchronization.
 #ifndef MOLT_KERNEL_LOADER_LIBRARY_H_
@@ -35,14 +36,44 @@ Result<molt_plugin_info> ReadDescriptor(const molt_plugin_info* raw, std::string
 // True for "MAJOR.MINOR.PATCH" with optional "-prerelease" and "+build" (semver.org 2.0.0).
 bool IsSemanticVersion(std::string_view version);
 
+// The first half of Library::Load(): `source` copied to its private path, the copy's hash
+// checked and its exports inspected. It touches only the file system, so it may be made on any
+// thread (a swap's build is staged off the kernel thread: PluginHost); opening it (dlopen, the
+// descriptor) is the half that must run where the plugin will. Removes its copy when it is
+// destroyed unopened.
+class StagedLibrary {
+ public:
+  // Copies `source` to `copy_path` (which must not exist yet). With `expected_sha256` (a build
+  // manifest's), the copy must have that hash.
+  static Result<StagedLibrary> Stage(const std::string& source, const std::string& copy_path,
+                                     std::string_view expected_sha256 = {});
+  StagedLibrary(StagedLibrary&& other) noexcept;
+  StagedLibrary& operator=(StagedLibrary&&) = delete;
+  StagedLibrary(const StagedLibrary&) = delete;
+  ~StagedLibrary();
+  const std::string& source() const { return source_; }
+  const std::string& copy() const { return copy_; }
+
+ private:
+  friend class Library;
+  StagedLibrary() = default;
+  std::string source_;
+  std::string copy_;  // "" once opened (or moved from): the copy is the Library's
+  std::string unload_blocker_;
+};
+
 class Library {
  public:
   // Loads `source` through a private copy at `copy_path` (which must not exist yet). With
   // `expected_sha256` (a build manifest's), the copy that is opened must have that hash.
+  // StagedLibrary::Stage() then Open().
   static Result<std::unique_ptr<Library>> Load(const std::string& source,
                                                const std::string& copy_path,
                                                std::int32_t expected_kind,
                                                std::string_view expected_sha256 = {});
+  // Opens a staged copy (RTLD_NOW | RTLD_LOCAL) and validates its descriptor. On failure the
+  // copy is removed.
+  static Result<std::unique_ptr<Library>> Open(StagedLibrary staged, std::int32_t expected_kind);
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
   ~Library();

@@ -33,7 +33,12 @@ abi::PluginInstance* PluginHost::InstanceOf(Service* s) {
 }
 
 PluginHost::PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind)
-    : kernel_(kernel), copy_dir_(std::move(copy_dir)), kind_(kind), shared_(kernel) {
+    : kernel_(kernel),
+      copy_dir_(std::move(copy_dir)),
+      kind_(kind),
+      shared_(kernel),
+      stage_link_(std::make_shared<StageLink>()) {
+  stage_link_->host = this;
   generations_.push_back(std::make_unique<Generation>());
   serving_ = generations_.back().get();
   shared_.set_reload([this](std::string reason) {
@@ -49,6 +54,10 @@ PluginHost::PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind)
 }
 
 PluginHost::~PluginHost() {
+  {
+    std::lock_guard<std::mutex> lock(stage_link_->mu);
+    stage_link_->host = nullptr;  // a stage still running answers no one
+  }
   kernel_.RemoveStatsSection("generations");
   UnloadAll();
 }
@@ -127,28 +136,61 @@ Status PluginHost::LoadFiles(const std::vector<std::string>& files) {
   return Load(g, files, {}, false);
 }
 
+PluginHost::StagedFiles PluginHost::StageFiles(const std::vector<std::string>& files,
+                                               const std::map<std::string, BuildEntry>& entries,
+                                               const std::string& copy_dir,
+                                               const std::string& prefix) {
+  StagedFiles staged;
+  std::error_code ec;
+  fs::create_directories(copy_dir, ec);
+  if (ec) {
+    staged.status = Status::IoError("cannot create the plugin copy directory \"" + copy_dir +
+                                    "\": " + ec.message());
+    return staged;
+  }
+  std::size_t n = 0;
+  for (const std::string& file : files) {
+    const std::string base = fs::path(file).filename().string();
+    const std::string copy =
+        (fs::path(copy_dir) / (prefix + std::to_string(++n) + "-" + base)).string();
+    auto entry = entries.find(base);
+    Result<StagedLibrary> lib = StagedLibrary::Stage(
+        file, copy, entry != entries.end() ? std::string_view(entry->second.sha256) : "");
+    staged.files.emplace_back();
+    if (lib.ok()) {
+      staged.files.back().library.emplace(std::move(lib).value());
+    } else {
+      staged.files.back().refusal = lib.status().message();
+    }
+  }
+  return staged;
+}
+
+std::string PluginHost::CopyPrefix() { return std::to_string(next_copy_++) + "."; }
+
 Status PluginHost::Load(Generation& into, const std::vector<std::string>& files,
                         const std::map<std::string, BuildEntry>& entries, bool dormant) {
-  std::error_code ec;
-  fs::create_directories(copy_dir_, ec);
-  if (ec) {
-    return Status::IoError("cannot create the plugin copy directory \"" + copy_dir_ +
-                           "\": " + ec.message());
-  }
+  return Open(into, StageFiles(files, entries, copy_dir_, CopyPrefix()), entries, dormant);
+}
+
+Status PluginHost::Open(Generation& into, StagedFiles staged,
+                        const std::map<std::string, BuildEntry>& entries, bool dormant) {
+  MOLT_RETURN_IF_ERROR(staged.status);
   std::vector<std::unique_ptr<Library>> loaded;
   std::vector<std::string> refusals;
   std::map<std::string, std::string> names;  // name -> file, this set and those already loaded
   for (const Plugin& p : into.plugins) {
     names.emplace(p.instance->name(), p.instance->file());
   }
-  for (const std::string& file : files) {
-    const std::string base = fs::path(file).filename().string();
-    const std::string copy =
-        (fs::path(copy_dir_) / (std::to_string(next_copy_++) + "-" + base)).string();
-    auto entry = entries.find(base);
+  for (StagedFiles::File& staged_file : staged.files) {
+    if (!staged_file.library) {
+      refusals.push_back(std::move(staged_file.refusal));
+      continue;
+    }
+    const std::string file = staged_file.library->source();
+    auto entry = entries.find(fs::path(file).filename().string());
     const BuildEntry* expected = entry == entries.end() ? nullptr : &entry->second;
-    Result<std::unique_ptr<Library>> lib =
-        Library::Load(file, copy, kind_, expected != nullptr ? expected->sha256 : "");
+    Result<std::unique_ptr<Library>> lib = Library::Open(std::move(*staged_file.library), kind_);
     if (!lib.ok()) {
       refusals.push_back(lib.status().message());
       continue;
@@ -183,8 +225,8 @@ Status PluginHost::Load(Generation& into, const std::vector<std::string>& files,
     for (const std::string& r : refusals) {
       LogScope("Loader").Error("{}", r);
     }
-    std::string text = std::to_string(refusals.size()) + " of " + std::to_string(files.size()) +
-                       " plugin files refused:";
+    std::string text = std::to_string(refusals.size()) + " of " +
+                       std::to_string(staged.files.size()) + " plugin files refused:";
     for (const std::string& r : refusals) {
       text += "\n  " + r;
     }

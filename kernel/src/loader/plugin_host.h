@@ -12,7 +12,8 @@
 // A swap, once the kernel runs: Reload(dir) replaces the serving generation under live clients.
 //   1. mount dormant: read the build, load private copies (hashes checked on the copy that is
 //      opened), check the descriptors against the manifest and the ABI, order by dependencies,
-//      run every init. A dormant instance dispatches nothing (abi/plugin_instance.h).
+//      run every init. A dormant instance dispatches nothing (abi/plugin_instance.h). With
+//      background staging (moltd), reading and copying run on a thread of their own.
 //   2. the swap, on the kernel thread with nothing else running (inbound bytes wait in the
 //      sockets, so nothing is refused or lost): export_state of the old generation (an error
 //      aborts with the old one serving), then each old instance stops in reverse order (its stop()
@@ -38,8 +39,10 @@
 
 #include <boost/json/fwd.hpp>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -62,6 +65,9 @@ struct SwapReport {
   // The last stage reached: gate, mount, export, stop, adopt, import, start, replay, done.
   std::string stage;
   double load_ms = 0;  // read the build, copy, hash, open, check descriptors
+  // Of load_ms, what ran off the kernel thread: the read, copies and hashes of a background
+  // stage (set_background_staging); 0 when staged on the kernel thread.
+  double staged_ms = 0;
   double init_ms = 0;  // every init of the mounted generation
   double stop_ms = 0;  // the old generation's stops and the release of what they held
   // Old instances whose stop() did not run: the soft stop took longer than its bound.
@@ -124,6 +130,17 @@ class PluginHost {
   void RequestReload(std::string dir, std::string reason,
                      Callback<void(const SwapReport&)> done = nullptr,
                      Trigger trigger = Trigger::kOperator);
+  // RequestReload() stages the build on a thread of its own: reading it (unpacking a build file)
+  // and copying and hashing each library, the part of a mount that grows with the build's size,
+  // so the kernel thread serves on meanwhile; opening, init and the swap then run there as
+  // always. A stage past `deadline` (a stuck disk or network file system) is abandoned: its
+  // reload fails naming it, the serving generation serves on, and the next reload may run. Off
+  // unless set (staged inline, as a client app's controllers are); moltd sets it.
+  static constexpr Duration kStageDeadline = std::chrono::seconds(60);
+  void set_background_staging(Duration deadline) { stage_deadline_ = deadline; }
+  // Tests only: runs on the staging thread before each background stage (a file system that
+  // hangs cannot be caused for real in a test).
+  void set_stage_hook_for_testing(std::function<void()> hook) { stage_hook_ = std::move(hook); }
   // Refuses every later reload: the server is closing.
   void Close() { closing_ = true; }
   // Bounds the old generation's soft stop (its stop() calls, in reverse order) in a swap: once
@@ -220,9 +237,29 @@ class PluginHost {
     Trigger trigger;
   };
 
-  // Loads `files` into `into` (all or nothing). `entries` is the manifest by file name (empty:
-  // none); `dormant` instances wait for their generation to serve.
+  // A set of files staged for Open(): each library's private copy made and checked, or why not.
+  // File system work only, so it may be made on any thread (StageFiles, StageBuild).
+  struct StagedFiles {
+    Status status;  // the copy directory could not be made
+    struct File {
+      std::optional<StagedLibrary> library;
+      std::string refusal;  // when there is no library
+    };
+    std::vector<File> files;  // in the order given
+  };
+  // Copies and checks `files` into `copy_dir`, as "<prefix><n>-<name>" (CopyPrefix()).
+  // `entries` is the manifest by file name (empty: none).
+  static StagedFiles StageFiles(const std::vector<std::string>& files,
+                                const std::map<std::string, BuildEntry>& entries,
+                                const std::string& copy_dir, const std::string& prefix);
+  // A prefix no copy of this host has used.
+  std::string CopyPrefix();
+  // Loads `files` into `into` (all or nothing): StageFiles() then Open(). `dormant` instances
+  // wait for their generation to serve.
   Status Load(Generation& into, const std::vector<std::string>& files,
+              const std::map<std::string, BuildEntry>& entries, bool dormant);
+  // Opens what was staged into `into` (all or nothing: every refusal of the set in one error).
+  Status Open(Generation& into, StagedFiles staged,
               const std::map<std::string, BuildEntry>& entries, bool dormant);
   // The boot generation, named after `build_id` when it has no name yet.
   Generation& Boot(const std::string& build_id);
@@ -235,8 +272,21 @@ class PluginHost {
   using States = std::map<std::string, std::pair<std::uint32_t, std::string>>;
   // The refusal of a reload now, or OK.
   Status Gate() const;
+  // A build read and its files staged (StageBuild): file system work only, any thread.
+  struct StagedBuild {
+    Status status;  // reading the build failed
+    Build build;
+    StagedFiles files;
+    double ms = 0;  // how long it took
+  };
+  static StagedBuild StageBuild(const std::string& dir, const std::string& copy_dir,
+                                const std::string& prefix);
   // Mounts the build in `dir` dormant (r's mount fields); nullptr on failure (r.error).
-  std::unique_ptr<Generation> MountBuild(const std::string& dir, SwapReport& r, Trigger trigger);
+  // `staged`: what StageBuild() made of `dir` elsewhere; null: staged here.
+  std::unique_ptr<Generation> MountBuild(const std::string& dir, SwapReport& r, Trigger trigger,
+                                         StagedBuild* staged);
+  Status MountFrom(const std::string& dir, const std::string& reason, Trigger trigger,
+                   StagedBuild* staged);
   // A generation is mounted, its swap a step away: wakes the callback runner (deadlines only).
   void PrimeForSwap();
   // Records that `build_id` failed here, and why.
@@ -298,6 +348,11 @@ class PluginHost {
   // Stops every instance of `g` still running (what they hold in the kernel goes now).
   void StopInstances(Generation& g);
   void RunQueued();
+  void ScheduleQueued();
+  // The stage of the request in staging_ came back (`id` tells it from one abandoned).
+  void OnStaged(std::uint64_t id, StagedBuild staged);
+  // Mounts the build of `req` (from `staged`, or staged here), then swaps it in a later step.
+  void MountAndSwap(const std::shared_ptr<Request>& req, StagedBuild* staged);
 
   Kernel& kernel_;
   std::string copy_dir_;
@@ -324,6 +379,18 @@ class PluginHost {
   std::size_t retired_libraries_ = 0;  // libraries kept mapped, since the start
   std::optional<Request> queued_;
   bool reload_scheduled_ = false;
+  // Background staging (set_background_staging): the request whose build is being staged, and
+  // the link its thread answers through; the thread may outlive this host, which cuts the link.
+  Duration stage_deadline_ = Duration::max();
+  std::shared_ptr<Request> staging_;
+  std::uint64_t stage_id_ = 0;
+  TaskHandle stage_timer_;
+  struct StageLink {
+    std::mutex mu;
+    PluginHost* host;
+  };
+  std::shared_ptr<StageLink> stage_link_;
+  std::function<void()> stage_hook_;
   std::uint64_t swaps_ = 0;      // that ended with a new generation serving
   std::uint64_t failures_ = 0;   // swaps that did not
   std::uint64_t rollbacks_ = 0;  // health-window rollbacks

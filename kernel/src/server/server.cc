@@ -252,6 +252,7 @@ Status Server::Assemble() {
   plugins_->set_health(static_cast<std::uint32_t>(settings_.health_errors),
                        Seconds(settings_.health_window));
   plugins_->set_callback_deadline(Seconds(settings_.callback_deadline));
+  plugins_->set_background_staging(loader::PluginHost::kStageDeadline);
   plugins_->set_last_known_good_dir(last_known_good_);
   if (!options_.check) {
     deploy::DeploysOptions deploy_options;

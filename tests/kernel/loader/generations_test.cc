@@ -8,9 +8,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernel/src/loader/build.h"
@@ -1237,6 +1239,99 @@ TEST_F(GenerationsTest, ReloadsAreGatedAndTheNewestQueuedRequestWins) {
   r = plugins_->Reload(Build("v1"), "late");
   EXPECT_EQ(r.stage, "gate");
   EXPECT_EQ(r.error, "the server is closing: no reload now");
+}
+
+// moltd stages a swap's build on a thread of its own: the kernel thread serves while the build is
+// read, copied and hashed; only the open, init and swap run there.
+TEST_F(GenerationsTest, ABackgroundStageLeavesTheKernelThreadServing) {
+  BootWith("v1");
+  const std::string first = plugins_->generation();
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> in_stage{false};
+  std::thread::id stage_thread;
+  plugins_->set_background_staging(std::chrono::seconds(30));
+  plugins_->set_stage_hook_for_testing([&, released] {
+    stage_thread = std::this_thread::get_id();
+    in_stage = true;
+    released.wait();
+  });
+  std::vector<SwapReport> heard;
+  plugins_->RequestReload(Build("v2"), "test", [&](const SwapReport& x) { heard.push_back(x); });
+  ASSERT_TRUE(RunUntil([&] { return in_stage.load(); }));
+  // The stage is held mid-way: the kernel thread runs tasks and the old generation answers.
+  bool ran = false;
+  kernel_->scheduler().Schedule([&] { ran = true; });
+  ASSERT_TRUE(RunUntil([&] { return ran; }));
+  events_.clear();
+  kernel_->bus().Publish("Gen.Ping");
+  EXPECT_EQ(events_, std::vector<std::string>({"Gen.Ping", "Gen.Pong v1"}));
+  EXPECT_TRUE(heard.empty());
+  EXPECT_EQ(plugins_->generation(), first);
+  release.set_value();
+  ASSERT_TRUE(RunUntil([&] { return !heard.empty(); }));
+  EXPECT_NE(stage_thread, std::this_thread::get_id());
+  ASSERT_TRUE(heard[0].ok) << heard[0].error;
+  EXPECT_EQ(heard[0].serving, plugins_->generation());
+  EXPECT_NE(plugins_->generation(), first);
+  events_.clear();
+  kernel_->bus().Publish("Gen.Ping");
+  EXPECT_EQ(events_, std::vector<std::string>({"Gen.Ping", "Gen.Pong v2"}));
+  EXPECT_GT(heard[0].staged_ms, 0);  // the report says what ran elsewhere
+  EXPECT_LE(heard[0].staged_ms, heard[0].load_ms);
+  // A direct Reload() stages on the calling thread: nothing of it ran elsewhere.
+  SwapReport direct = plugins_->Reload(Build("v1"), "direct");
+  ASSERT_TRUE(direct.ok) << direct.error;
+  EXPECT_EQ(direct.staged_ms, 0);
+  EXPECT_GT(direct.load_ms, 0);
+}
+
+// A stage stuck past its deadline (a dead disk or network file system) is abandoned: the reload
+// fails naming it, the old generation serves on, the next reload runs, and the stuck stage's late
+// result is dropped.
+TEST_F(GenerationsTest, AStageStuckPastItsDeadlineIsAbandonedAndTheNextReloadRuns) {
+  BootWith("v1");
+  const std::string first = plugins_->generation();
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> stages{0};
+  plugins_->set_background_staging(std::chrono::seconds(1));
+  plugins_->set_stage_hook_for_testing([&, released] {
+    if (stages++ == 0) {
+      released.wait();  // the first stage hangs until the end of the test
+    }
+  });
+  std::vector<SwapReport> heard;
+  const std::string stuck = Build("v2");
+  plugins_->RequestReload(stuck, "first", [&](const SwapReport& x) { heard.push_back(x); });
+  ASSERT_TRUE(RunUntil([&] { return !heard.empty(); }));
+  EXPECT_FALSE(heard[0].ok);
+  EXPECT_EQ(heard[0].stage, "mount");
+  EXPECT_EQ(heard[0].error, "reading the build in " + stuck +
+                                " took more than 1 s: abandoned (is its disk or file system "
+                                "stuck?); the serving generation serves on");
+  EXPECT_EQ(heard[0].serving, first);
+  EXPECT_EQ(plugins_->generation(), first);
+  EXPECT_TRUE(plugins_->failed_builds().empty());  // nothing is known of the build itself
+  plugins_->RequestReload(Build("v2"), "second", [&](const SwapReport& x) { heard.push_back(x); });
+  ASSERT_TRUE(RunUntil([&] { return heard.size() == 2; }));
+  ASSERT_TRUE(heard[1].ok) << heard[1].error;
+  const std::string second = plugins_->generation();
+  release.set_value();  // the stuck stage ends: its result finds no one waiting
+  // Its copies (the boot's are "1.*", the stuck stage's "2.*") go with it.
+  auto stuck_copies = [&] {
+    std::size_t n = 0;
+    for (const auto& e : fs::directory_iterator(copies_)) {
+      n += e.path().filename().string().rfind("2.", 0) == 0 ? 1 : 0;
+    }
+    return n;
+  };
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  EXPECT_TRUE(
+      RunUntil([&] { return std::chrono::steady_clock::now() > until && stuck_copies() == 0; }));
+  EXPECT_EQ(heard.size(), 2u);
+  EXPECT_EQ(plugins_->generation(), second);
+  EXPECT_EQ(plugins_->resident_generations(), 2u);  // v2 on probation, v1 kept until it passes
 }
 
 }  // namespace
