@@ -58,13 +58,21 @@ class DashboardTest : public ::testing::Test {
  protected:
   // The branch the moltd under test runs.
   virtual std::string Branch() const { return "prod"; }
+  // Its configuration file's JSON ("": none).
+  virtual std::string Config() const { return ""; }
   void SetUp() override {
     data_ = ::testing::TempDir() + "dashboard_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(data_);
-    moltd_ = std::make_unique<Process>(
-        std::vector<std::string>{MOLTD_PATH, "-p", MOLT_PLUGIN_DIR, "-d", data_, "--port", "0",
-                                 "--admin", "127.0.0.1:0", "--branch", Branch()});
+    std::vector<std::string> args = {MOLTD_PATH, "-p", MOLT_PLUGIN_DIR, "-d",          data_,
+                                     "--port",   "0",  "--admin",       "127.0.0.1:0", "--branch",
+                                     Branch()};
+    if (!Config().empty()) {
+      fs::create_directories(data_);
+      std::ofstream(data_ + "/moltd.json") << Config();
+      args.insert(args.end(), {"-c", data_ + "/moltd.json"});
+    }
+    moltd_ = std::make_unique<Process>(args);
     ASSERT_TRUE(moltd_->WaitFor("SIGTERM or SIGINT closes")) << moltd_->output();
     admin_ = PortAfter(moltd_->output(), "admin endpoint on http://127.0.0.1:");
     game_ = PortAfter(moltd_->output(), "listening on 127.0.0.1:");
@@ -151,6 +159,8 @@ TEST_F(DashboardTest, ShowsLiveSessionsAndTrafficAndKicksASessionFromThePage) {
 class DashboardDeployTest : public DashboardTest {
  protected:
   std::string Branch() const override { return "dev"; }
+  // Short diagnostics windows, so the charts have points within the test.
+  std::string Config() const override { return R"({"server": {"diagnostics_seconds": 0.2}})"; }
   // Packs the bundled plugins with `molt build` (`flags` make each build its own) and deploys
   // the file to dev through the API, waiting for the swap; the deployment's result.
   std::string Deploy(const std::string& name, std::vector<std::string> flags) {
@@ -204,6 +214,57 @@ TEST_F(DashboardDeployTest, ShowsTheBranchesAndDeploymentsAndRollsBackFromThePag
   EXPECT_TRUE(browser.WaitUntil(
       "document.getElementById('toast').textContent.startsWith('#3 dev: rolled back to ')"))
       << browser.Evaluate("document.getElementById('toast').textContent");
+}
+
+// The charts an operator watches during a deploy: sessions, TPS, step, traffic and errors over the
+// last 15 minutes, one point per diagnostics window, with every swap marked on each.
+TEST_F(DashboardDeployTest, ChartsTheLastFifteenMinutesWithTheSwapsMarked) {
+  Process bot({MOLT_BOT_PATH, "--port", std::to_string(game_), "--clients", "2", "--rate", "20",
+               "--duration", "120", "--request", "counter.Get", "--intent", "counter.Add"});
+  ASSERT_TRUE(bot.WaitFor("2/2 clients joined")) << bot.output();
+  ASSERT_EQ(Deploy("first", {}), "swapped");
+  ASSERT_EQ(Deploy("second", {"--health-errors", "9"}), "swapped");
+  // The series behind them, as the API answers it.
+  const molt::test::HttpResult api = HttpCall(admin_, "GET", "/api/v1/series", token_);
+  ASSERT_EQ(api.status, 200) << api.body;
+  const json::object series = json::parse(api.body).as_object();
+  EXPECT_EQ(series.at("history_seconds").to_number<double>(), 900);
+  EXPECT_NEAR(series.at("interval_seconds").to_number<double>(), 0.2, 1e-9);
+  for (const char* column :
+       {"time_ms", "tps", "step_ms", "step_max_ms", "sessions", "net_in_bytes_per_second",
+        "net_out_bytes_per_second", "errors_logged", "net_rejected"}) {
+    EXPECT_TRUE(series.at("series").as_object().contains(column)) << column << " " << api.body;
+  }
+  const json::array& swaps = series.at("swaps").as_array();
+  ASSERT_EQ(swaps.size(), 2u) << api.body;
+  EXPECT_TRUE(swaps[1].at("ok").as_bool());
+  EXPECT_EQ(swaps[1].at("reason").as_string().find("deploy #2"), 0u) << api.body;
+
+  Browser browser(MOLT_CHROMIUM, Url(token_), data_ + "/chromium");
+  ASSERT_TRUE(browser.ok()) << browser.error();
+  ASSERT_TRUE(browser.WaitUntil("window.moltDashboard && moltDashboard.seriesReads >= 2"))
+      << browser.Evaluate("document.body.innerText");
+  EXPECT_EQ(browser.Evaluate("document.querySelectorAll('#charts svg').length").as_int64(), 5);
+  // Every chart marks both swaps, green: they swapped.
+  EXPECT_EQ(browser.Evaluate("document.querySelectorAll('#charts line.swap.ok').length").as_int64(),
+            10);
+  EXPECT_NE(browser.Evaluate("document.querySelector('#chart-tps line.swap title').textContent")
+                .as_string()
+                .find("swapped to "),
+            std::string::npos);
+  // Points, one per window, and the sessions line at the two bots.
+  EXPECT_TRUE(
+      browser.WaitUntil("document.querySelector('#chart-sessions polyline').getAttribute('points')"
+                        ".split(' ').length >= 3"))
+      << browser.Evaluate("document.getElementById('charts').innerHTML");
+  EXPECT_TRUE(
+      browser.WaitUntil("document.querySelector('#chart-sessions .label b').textContent === '2.0'"))
+      << browser.Evaluate("document.getElementById('chart-sessions').innerText");
+  EXPECT_TRUE(browser.WaitUntil(
+      "Number(document.querySelector('#chart-traffic .label b').textContent.split(' / ')[0]) > 0"))
+      << browser.Evaluate("document.getElementById('chart-traffic').innerText");
+  EXPECT_EQ(browser.Evaluate("document.querySelectorAll('#chart-step polyline').length").as_int64(),
+            2);
 }
 
 TEST_F(DashboardTest, AWrongTokenGetsTheTokenFormAndTheRightOneOpensTheDashboard) {

@@ -213,7 +213,7 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
   const std::string_view rest = std::string_view(path).substr(kApi.size());
   if (rest == "status" || rest == "diagnostics" || rest == "errors" || rest == "plugins" ||
       rest == "channels" || rest == "hooks" || rest == "logs" || rest == "sessions" ||
-      rest == "profiles" || rest == "tasks" || rest == "wire") {
+      rest == "profiles" || rest == "tasks" || rest == "wire" || rest == "series") {
     if (!get) {
       method_not_allowed("GET");
       return;
@@ -222,6 +222,8 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
       reply(Json(200, StatusJson(process)));
     } else if (rest == "diagnostics") {
       reply(Json(200, sources_.diagnostics.ToJson()));
+    } else if (rest == "series") {
+      reply(Json(200, SeriesJson()));
     } else if (rest == "wire") {
       reply(Json(200, WireJson(req)));
     } else if (rest == "tasks") {
@@ -553,6 +555,31 @@ json::object AdminApi::TasksJson() const {
   return {{"profiling", sources_.kernel.scheduler().profile_tasks()},
           {"since_seconds", ToSeconds(sources_.diagnostics.open_for())},
           {"tasks", std::move(tasks)}};
+}
+
+json::object AdminApi::SeriesJson() const {
+  json::object o = sources_.diagnostics.SeriesJson();
+  const json::array& times = o.at("series").at("time_ms").as_array();
+  const std::int64_t since = times.empty() ? 0 : times.front().as_int64();
+  json::array swaps;  // oldest first, as the series
+  const json::object generations = sources_.plugins.StatsObject();
+  const json::array& history = generations.at("history").as_array();
+  for (auto it = history.rbegin(); it != history.rend(); ++it) {
+    const std::int64_t at = it->at("time_ms").to_number<std::int64_t>();
+    const json::object& r = it->at("report").as_object();
+    if (at <
+        since - static_cast<std::int64_t>(o.at("interval_seconds").to_number<double>() * 1000)) {
+      continue;  // before the series starts
+    }
+    swaps.push_back({{"time_ms", at},
+                     {"ok", r.at("ok")},
+                     {"rollback", r.at("rollback")},
+                     {"generation", r.at("ok").as_bool() ? r.at("serving") : r.at("generation")},
+                     {"reason", r.at("reason")},
+                     {"error", r.at("error")}});
+  }
+  o["swaps"] = std::move(swaps);
+  return o;
 }
 
 void AdminApi::Profile(std::string key, HttpReply reply) {

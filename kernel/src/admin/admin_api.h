@@ -107,6 +107,8 @@ class AdminApi {
   boost::json::object LogsJson(const HttpRequest& request) const;
   boost::json::object ErrorsJson() const;
   boost::json::object TasksJson() const;
+  // The diagnostics series (15 min) and the swaps within it, for the dashboard's charts.
+  boost::json::object SeriesJson() const;
   // The wire inspector's frames after `since`; each read keeps it recording (Network::Inspect).
   boost::json::object WireJson(const HttpRequest& request);
   // One profile, read without a lease, with its backups; answers when the store does.

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <chrono>
 
 #include "kernel/src/admin/metrics.h"
 #include "kernel/src/core/kernel.h"
@@ -22,7 +24,9 @@ Diagnostics::Diagnostics(Kernel& kernel, DiagnosticsOptions options)
       options_(std::move(options)),
       started_(kernel.scheduler().Now()),
       window_start_(started_),
-      at_start_(kernel.scheduler().stats()) {
+      at_start_(kernel.scheduler().stats()),
+      series_capacity_(static_cast<std::size_t>(
+          std::max<std::int64_t>(1, options_.history / std::max(options_.interval, Duration(1))))) {
   kernel_.scheduler().ResetStepMax();
   kernel_.scheduler().ResetProfile();
   task_ = kernel_.scheduler().Every(
@@ -72,6 +76,17 @@ void Diagnostics::CloseWindow() {
   w.heap_in_use_bytes = memory.heap_in_use_bytes;
   if (options_.extend) {
     options_.extend(w.extra);
+  }
+  Point point{std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count(),
+              w};
+  point.window.hot_tasks.clear();
+  point.window.deferred_keys.clear();
+  point.window.task_max_key.clear();
+  series_.push_back(std::move(point));
+  if (series_.size() > series_capacity_) {
+    series_.pop_front();
   }
   last_ = std::move(w);
   at_start_ = now;
@@ -124,6 +139,35 @@ boost::json::object Diagnostics::ToJson() const {
     o[name] = value;
   }
   return o;
+}
+
+boost::json::object Diagnostics::SeriesJson() const {
+  boost::json::array time_ms, tps, step_ms, step_max_ms, deferred;
+  std::vector<std::pair<std::string, boost::json::array>> extra;
+  for (const Point& p : series_) {
+    time_ms.emplace_back(p.time_ms);
+    tps.emplace_back(p.window.tps);
+    step_ms.emplace_back(p.window.step_ms);
+    step_max_ms.emplace_back(p.window.step_max_ms);
+    deferred.emplace_back(p.window.deferred);
+    for (std::size_t i = 0; i < p.window.extra.size(); ++i) {
+      if (i == extra.size()) {
+        extra.emplace_back(p.window.extra[i].first, boost::json::array());
+      }
+      extra[i].second.emplace_back(p.window.extra[i].second);
+    }
+  }
+  boost::json::object columns{{"time_ms", std::move(time_ms)},
+                              {"tps", std::move(tps)},
+                              {"step_ms", std::move(step_ms)},
+                              {"step_max_ms", std::move(step_max_ms)},
+                              {"deferred", std::move(deferred)}};
+  for (auto& [name, values] : extra) {
+    columns[name] = std::move(values);
+  }
+  return boost::json::object{{"interval_seconds", ToSeconds(options_.interval)},
+                             {"history_seconds", ToSeconds(options_.history)},
+                             {"series", std::move(columns)}};
 }
 
 }  // namespace molt::kernel::admin

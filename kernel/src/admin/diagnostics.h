@@ -22,6 +22,7 @@
 
 #include <boost/json/fwd.hpp>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <utility>
@@ -62,8 +63,11 @@ struct DiagnosticsWindow {
 
 struct DiagnosticsOptions {
   Duration interval = std::chrono::seconds(5);
-  // Adds the host's named figures to each window (net bytes per second, sessions).
+  // Adds the host's named figures to each window (net bytes per second, sessions): the same
+  // names in the same order every window.
   std::function<void(std::vector<std::pair<std::string, double>>&)> extend;
+  // How far back the series (SeriesJson) goes: what an operator watches during a deploy.
+  Duration history = std::chrono::minutes(15);
 };
 
 class Diagnostics {
@@ -85,6 +89,11 @@ class Diagnostics {
   // last() as one JSON object (the Kernel.Overload argument, the admin API's answer).
   std::string Json() const;
   boost::json::object ToJson() const;  // Json(), before it is serialized
+  // The windows closed within the history (15 min), oldest first, as columns of one array each:
+  // "time_ms" (Unix time each closed), "tps", "step_ms", "step_max_ms", "deferred" and the
+  // host's figures; with "interval_seconds" and "history_seconds". The dashboard's charts.
+  boost::json::object SeriesJson() const;
+  std::size_t series_size() const { return series_.size(); }
 
  private:
   void CloseWindow();
@@ -96,6 +105,12 @@ class Diagnostics {
   TimePoint window_start_;
   SchedulerStats at_start_;  // the scheduler's counters when the window opened
   DiagnosticsWindow last_;
+  struct Point {
+    std::int64_t time_ms;
+    DiagnosticsWindow window;  // its hot_tasks and deferred_keys cleared: only figures are kept
+  };
+  std::deque<Point> series_;
+  std::size_t series_capacity_;
   std::uint32_t deferring_windows_ = 0;
 };
 

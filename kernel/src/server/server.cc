@@ -269,9 +269,10 @@ Status Server::Assemble() {
   // Windowed health (Kernel.Overload), with the network's rates.
   admin::DiagnosticsOptions diag_options;
   diag_options.interval = Seconds(settings_.diagnostics_seconds);
-  diag_options.extend = [this, last = net::NetStats(),
+  diag_options.extend = [this, last = net::NetStats(), logged = admin::ErrorWatch::Counts(),
                          at = RealNow()](std::vector<std::pair<std::string, double>>& out) mutable {
     const net::NetStats now = network_->stats();
+    const admin::ErrorWatch::Counts counts = error_watch_->counts();
     const TimePoint t = RealNow();
     const double seconds = std::max(ToSeconds(t - at), 1e-9);
     out.emplace_back("sessions", static_cast<double>(network_->sessions().count()));
@@ -280,8 +281,12 @@ Status Server::Assemble() {
     out.emplace_back("net_out_bytes_per_second",
                      static_cast<double>(now.bytes_out - last.bytes_out) / seconds);
     out.emplace_back("net_rejected",
-                     static_cast<double>(now.intents_rejected + now.requests_rejected));
+                     static_cast<double>((now.intents_rejected + now.requests_rejected) -
+                                         (last.intents_rejected + last.requests_rejected)));
+    out.emplace_back("errors_logged", static_cast<double>(counts.errors - logged.errors));
+    out.emplace_back("warnings_logged", static_cast<double>(counts.warnings - logged.warnings));
     last = now;
+    logged = counts;
     at = t;
   };
   diagnostics_ = std::make_unique<admin::Diagnostics>(kernel, std::move(diag_options));

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 #include <filesystem>
@@ -24,6 +25,7 @@ namespace molt::kernel::admin {
 namespace {
 
 namespace fs = std::filesystem;
+namespace json = boost::json;
 using test::HttpCall;
 using test::HttpRaw;
 
@@ -206,6 +208,36 @@ TEST_F(DiagnosticsTest, WindowsSumDeferralAndTheThirdDeferringWindowPublishesOve
   EXPECT_EQ(snapshots_.size(), 2u) << "the count starts over";
   Window(5);
   EXPECT_EQ(snapshots_.size(), 3u);
+}
+
+// The series behind the dashboard's charts: one point per closed window, oldest first, as columns,
+// and no more than the history holds (here 3 windows of 1 s).
+TEST_F(DiagnosticsTest, TheSeriesKeepsTheWindowsOfItsHistoryAsColumnsOldestFirst) {
+  int sessions = 0;
+  Diagnostics diag(*kernel_, {std::chrono::seconds(1),
+                              [&](auto& extra) { extra.emplace_back("sessions", ++sessions); },
+                              std::chrono::seconds(3)});
+  auto series = [&] { return diag.SeriesJson().at("series").as_object(); };
+  EXPECT_EQ(diag.SeriesJson().at("series").at("time_ms").as_array().size(), 0u);
+  Window(5);
+  Window(1);
+  json::object s = series();
+  ASSERT_EQ(s.at("time_ms").as_array().size(), 2u);
+  EXPECT_EQ(s.at("deferred").as_array()[0].to_number<double>(), 4);  // the deferring window
+  EXPECT_EQ(s.at("deferred").as_array()[1].to_number<double>(), 0);
+  EXPECT_NEAR(s.at("step_max_ms").as_array()[0].to_number<double>(), 2.0, 1e-9);
+  EXPECT_GT(s.at("tps").as_array()[1].to_number<double>(), 0);
+  EXPECT_EQ(s.at("sessions").as_array(), (json::array{1.0, 2.0}));
+  Window(1);
+  Window(1);
+  s = series();
+  EXPECT_EQ(diag.series_size(), 3u);
+  EXPECT_EQ(s.at("sessions").as_array(), (json::array{2.0, 3.0, 4.0}));  // the oldest went
+  EXPECT_EQ(s.at("step_ms").as_array().size(), 3u);
+  const json::array& t = s.at("time_ms").as_array();
+  EXPECT_LE(t[0].as_int64(), t[2].as_int64());
+  EXPECT_EQ(diag.SeriesJson().at("interval_seconds").to_number<double>(), 1);
+  EXPECT_EQ(diag.SeriesJson().at("history_seconds").to_number<double>(), 3);
 }
 
 TEST(DebugBundlesTest, WritesOwnerOnlyFilesAndKeepsTheNewestTen) {
