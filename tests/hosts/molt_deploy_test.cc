@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "test_client.h"
 #include "tests/support/child_process.h"
 #include "tests/support/http_client.h"
 #include "tests/support/test_paths.h"
@@ -88,14 +89,24 @@ class MoltDeployTest : public ::testing::Test {
     return v;
   }
   std::string data() const { return dir_ + "/data"; }
-  // moltd on `branch` with `extra` flags; admin port in server_.
+  // moltd on `branch` with `extra` flags, serving; admin port in server_.
   void StartMoltd(const std::string& branch, std::vector<std::string> extra = {},
                   const std::string& plugins = kPlugins) {
+    LaunchMoltd(branch, std::move(extra), plugins);
+    ASSERT_TRUE(moltd_->WaitFor("SIGTERM or SIGINT closes")) << moltd_->output();
+  }
+  // The same, once it listens (it may still be booting); `env` ("NAME=VALUE") for it alone.
+  void LaunchMoltd(const std::string& branch, std::vector<std::string> extra = {},
+                   const std::string& plugins = kPlugins, std::vector<std::string> env = {}) {
     std::vector<std::string> args = {kMoltd, "-p",      plugins,       "-d",       data(), "--port",
                                      "0",    "--admin", "127.0.0.1:0", "--branch", branch};
     args.insert(args.end(), extra.begin(), extra.end());
+    if (!env.empty()) {  // through env(1): the test's own environment stays as it is
+      env.insert(env.begin(), "/usr/bin/env");
+      args.insert(args.begin(), env.begin(), env.end());
+    }
     moltd_ = std::make_unique<Process>(args);
-    ASSERT_TRUE(moltd_->WaitFor("SIGTERM or SIGINT closes")) << moltd_->output();
+    ASSERT_TRUE(moltd_->WaitFor("admin endpoint on")) << moltd_->output();
     const std::string& out = moltd_->output();
     const std::string admin = "admin endpoint on http://127.0.0.1:";
     admin_port_ = std::stoi(out.substr(out.find(admin) + admin.size()));
@@ -369,6 +380,121 @@ TEST_F(MoltDeployTest, TheLastKnownGoodChainBootsTheThirdWhenTheFirstTwoAreBroke
     failed += b.at("failed_here").is_string() ? 1 : 0;
   }
   EXPECT_EQ(failed, 2) << builds;
+  StopMoltd();
+}
+
+// --- The boot budget (spec §31): a generation serves within 15 s of the start, or moltd says why.
+// A disk or network file system that hangs cannot be made for real here: MOLT_TEST_SLOW_STAGES
+// holds moltd's build reads (server.cc); a start that hangs is a real plugin's (sleep_start).
+
+// The listener opens before the boot: a client that comes meanwhile is refused with "Starting"
+// (whatever its channel table says: the server's is not the game's yet), /readyz says nothing
+// serves, and once a generation serves both are served.
+TEST_F(MoltDeployTest, ClientsThatComeWhileItBootsAreToldItIsStarting) {
+  namespace w = molt::wire;
+  LaunchMoltd("dev", {}, kPlugins, {"MOLT_TEST_SLOW_STAGES=3:1"});
+  ASSERT_EQ(moltd_->output().find("SIGTERM or SIGINT closes"), std::string::npos)
+      << "booted before the held stage ended: " << moltd_->output();
+  const auto port = static_cast<std::uint16_t>(std::stoi(port_));
+  molt::test::TestClient early(port);
+  const molt::test::Frame refused = early.Hello("early", 2, 0x1234);
+  ASSERT_EQ(refused.type(), w::Body::Refuse) << moltd_->output();
+  EXPECT_EQ(refused.envelope()->body_as_Refuse()->reason(), w::RefuseReason::Starting);
+  EXPECT_EQ(refused.envelope()->body_as_Refuse()->text()->str(),
+            "the server is starting: no plugin generation serves yet");
+  EXPECT_EQ(refused.envelope()->body_as_Refuse()->retry_after_ms(), 1000u);
+  const molt::test::HttpResult ready =
+      molt::test::HttpCall(static_cast<std::uint16_t>(admin_port_), "GET", "/readyz");
+  EXPECT_EQ(ready.status, 503);
+  EXPECT_NE(ready.body.find("no plugin generation serves"), std::string::npos) << ready.body;
+  ASSERT_TRUE(moltd_->WaitFor("SIGTERM or SIGINT closes")) << moltd_->output();
+  molt::test::TestClient later(port);
+  EXPECT_EQ(later.Hello("later").type(), w::Body::Welcome) << moltd_->output();
+  EXPECT_EQ(molt::test::HttpCall(static_cast<std::uint16_t>(admin_port_), "GET", "/readyz").status,
+            200);
+  StopMoltd();
+}
+
+// A head whose read hangs is abandoned at the 4 s load cap; the bundled fallback serves, the head
+// is not marked failed (nothing is known of it), and it is swapped in once the disk answers.
+TEST_F(MoltDeployTest, AHeadWhoseReadHangsIsAbandonedAtTheLoadCapAndRetriedOnceServing) {
+  StartMoltd("dev");
+  const std::string a = Build("a", {"--channel", "dev"});
+  int code = -1;
+  ASSERT_EQ(MoltJson({"deploy", a, "--branch", "dev", "--wait", "30"}, &code).at("result"),
+            "swapped");
+  StopMoltd();
+  LaunchMoltd("dev", {}, kPlugins, {"MOLT_TEST_SLOW_STAGES=60:1"});
+  ASSERT_TRUE(moltd_->WaitFor("SIGTERM or SIGINT closes")) << moltd_->output();
+  const std::string& out = moltd_->output();
+  EXPECT_NE(out.find("took more than 4 s: abandoned (is its disk or file system stuck?)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("booting the plugin directory " + kPlugins + " (the bundled fallback)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("serving 4 plugins"), std::string::npos) << out;
+  EXPECT_TRUE(moltd_->WaitFor("\"reason\":\"boot: the head again, after its boot timed out\""))
+      << out;
+  EXPECT_NE(moltd_->output().find("ran out of boot time; retrying it while"), std::string::npos);
+  const json::value builds = MoltJson({"builds"});
+  for (const json::value& b : builds.at("builds").as_array()) {
+    EXPECT_FALSE(b.at("failed_here").is_string()) << b;
+  }
+  StopMoltd();
+}
+
+// Every read hangs: each candidate gets its cap (4 s, squeezed toward the 12 s deadline, never
+// under 2 s), none starts after the 9 s cut-off but the bundled fallback, and when nothing
+// serves moltd exits saying so (its supervisor starts it again).
+TEST_F(MoltDeployTest, WhenNothingBootsWithinTheBudgetMoltdSaysSoAndExits) {
+  StartMoltd("dev");
+  int code = -1;
+  for (const char* name : {"a", "b", "c", "d"}) {
+    const std::string file =
+        Build(name, {"--channel", "dev", "--health-errors", std::to_string(2 + (name[0] - 'a'))});
+    ASSERT_EQ(MoltJson({"deploy", file, "--branch", "dev", "--wait", "30"}, &code).at("result"),
+              "swapped");
+  }
+  StopMoltd();
+  LaunchMoltd("dev", {}, kPlugins, {"MOLT_TEST_SLOW_STAGES=60"});
+  EXPECT_EQ(moltd_->Wait(), 1) << moltd_->output();  // kExitBootFailed
+  const std::string& out = moltd_->output();
+  EXPECT_NE(out.find("past the 9 s fallback cut-off: the plugin directory " + kPlugins +
+                     " (the bundled fallback) boots now"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("took more than 2 s: abandoned"), std::string::npos) << out;  // the floor
+  EXPECT_NE(out.find("cannot start: nothing boots within the 15 s boot budget (5 of 5 builds "
+                     "tried, each failure above): the last known good chain is exhausted "
+                     "(lkg_exhausted)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("serving "), std::string::npos) << out;
+}
+
+// A head whose start() hangs (a real plugin, sleeping past the 5 s callback deadline) is
+// abandoned there, marked failed here, and the next build serves.
+TEST_F(MoltDeployTest, AHeadWhoseStartHangsIsAbandonedAtItsDeadlineAndTheNextServes) {
+  const std::string hang =
+      HandBuild("hang", kFixtures + "/gen/sleep_start/fx_gen_sleep_start.so", "hangs-0start");
+  StartMoltd("other");
+  int code = -1;
+  ASSERT_EQ(MoltJson({"deploy", hang, "--branch", "dev", "--force"}, &code).at("result"),
+            "recorded");
+  StopMoltd();
+  LaunchMoltd("dev", {}, kPlugins, {"MOLT_FX_SLEEP_SECONDS=30"});
+  ASSERT_TRUE(moltd_->WaitFor("SIGTERM or SIGINT closes")) << moltd_->output();
+  const std::string& out = moltd_->output();
+  EXPECT_NE(out.find("the head of dev (#1), hangs-0start does not boot"), std::string::npos) << out;
+  EXPECT_NE(out.find("serving 4 plugins"), std::string::npos) << out;
+  bool marked = false;
+  const json::value builds = MoltJson({"builds"});
+  for (const json::value& b : builds.at("builds").as_array()) {
+    marked =
+        marked || (b.at("id").as_string() == "hangs-0start" && b.at("failed_here").is_string());
+  }
+  EXPECT_TRUE(marked) << builds;
   StopMoltd();
 }
 

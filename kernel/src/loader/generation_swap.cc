@@ -515,7 +515,7 @@ void PluginHost::RequestReload(std::string dir, std::string reason,
 
 void PluginHost::RunQueued() {
   reload_scheduled_ = false;
-  if (!queued_ || staging_ != nullptr) {
+  if (!queued_ || staging_) {
     return;  // a stage in flight runs the queue when it ends
   }
   auto req = std::make_shared<Request>(std::move(*queued_));
@@ -524,11 +524,50 @@ void PluginHost::RunQueued() {
     MountAndSwap(req, nullptr);
     return;
   }
-  // Staged on a thread of its own, which answers through stage_link_ (cut when this host goes:
-  // a stage stuck on a dead file system is abandoned at its deadline, never joined).
-  staging_ = req;
+  staging_ = true;
+  StageThen(req->dir, stage_deadline_, [this, req](StagedBuild* staged) {
+    staging_ = false;
+    if (staged != nullptr) {
+      MountAndSwap(req, staged);
+    } else {
+      SwapReport r;
+      r.reason = req->reason;
+      r.previous = serving_->name;
+      r.stage = "mount";
+      r.error = StageTimeout(req->dir, stage_deadline_) + "; the serving generation serves on";
+      Finish(r, std::move(req->done));
+    }
+    ScheduleQueued();
+  });
+}
+
+std::string PluginHost::StageTimeout(const std::string& dir, Duration deadline) {
+  return fmt::format(
+      "reading the build in {} took more than {:.0f} s: abandoned (is its disk or file system "
+      "stuck?)",
+      dir, ToSeconds(deadline));
+}
+
+void PluginHost::StageThen(const std::string& dir, Duration deadline,
+                           Callback<void(StagedBuild*)> then) {
+  // The thread answers through stage_link_, cut when this host goes: a stage stuck on a dead
+  // file system is abandoned at its deadline, never joined.
   const std::uint64_t id = ++stage_id_;
-  std::thread([link = stage_link_, id, dir = req->dir, copy_dir = copy_dir_, prefix = CopyPrefix(),
+  Stage& stage = stages_[id];
+  stage.then = std::move(then);
+  stage.timer = kernel_.scheduler().After(
+      deadline,
+      [this, id] {
+        auto it = stages_.find(id);
+        if (it == stages_.end()) {
+          return;
+        }
+        Callback<void(StagedBuild*)> late = std::move(it->second.then);
+        stages_.erase(it);  // its result, when it comes, is dropped, its copies with it
+        late(nullptr);
+      },
+      Priority::kKernel, TaskOrigin::Named("reload"));
+  std::thread([link = stage_link_, id, dir, copy_dir = copy_dir_, prefix = CopyPrefix(),
                hook = stage_hook_] {
     if (hook) {
       hook();
@@ -543,35 +582,17 @@ void PluginHost::RunQueued() {
       });
     }
   }).detach();
-  stage_timer_ = kernel_.scheduler().After(
-      stage_deadline_,
-      [this, id] {
-        if (staging_ == nullptr || stage_id_ != id) {
-          return;
-        }
-        std::shared_ptr<Request> req = std::exchange(staging_, nullptr);
-        ++stage_id_;  // its late result is dropped, its copies with it
-        SwapReport r;
-        r.reason = req->reason;
-        r.previous = serving_->name;
-        r.stage = "mount";
-        r.error = fmt::format(
-            "reading the build in {} took more than {:.0f} s: abandoned (is its disk or file "
-            "system stuck?); the serving generation serves on",
-            req->dir, ToSeconds(stage_deadline_));
-        Finish(r, std::move(req->done));
-        ScheduleQueued();
-      },
-      Priority::kKernel, TaskOrigin::Named("reload"));
 }
 
 void PluginHost::OnStaged(std::uint64_t id, StagedBuild staged) {
-  if (staging_ == nullptr || stage_id_ != id) {
+  auto it = stages_.find(id);
+  if (it == stages_.end()) {
     return;  // abandoned at its deadline
   }
-  stage_timer_.Cancel();
-  MountAndSwap(std::exchange(staging_, nullptr), &staged);
-  ScheduleQueued();
+  it->second.timer.Cancel();
+  Callback<void(StagedBuild*)> then = std::move(it->second.then);
+  stages_.erase(it);
+  then(&staged);
 }
 
 void PluginHost::ScheduleQueued() {

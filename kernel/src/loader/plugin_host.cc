@@ -58,6 +58,9 @@ PluginHost::~PluginHost() {
     std::lock_guard<std::mutex> lock(stage_link_->mu);
     stage_link_->host = nullptr;  // a stage still running answers no one
   }
+  for (auto& [id, stage] : stages_) {
+    stage.timer.Cancel();
+  }
   kernel_.RemoveStatsSection("generations");
   UnloadAll();
 }
@@ -114,11 +117,23 @@ std::unique_ptr<PluginHost::Generation> PluginHost::NewGeneration(const std::str
 }
 
 Status PluginHost::LoadDirectory(const std::string& dir) {
-  MOLT_ASSIGN_OR_RETURN(BuildSource source, BuildSource::Open(dir, copy_dir_));
-  MOLT_ASSIGN_OR_RETURN(Build build, ReadBuild(source.dir()));
+  return LoadStaged(dir, StageBuild(dir, copy_dir_, CopyPrefix()));
+}
+
+void PluginHost::LoadDirectoryInBackground(const std::string& dir, Duration deadline,
+                                           Callback<void(Status)> done) {
+  StageThen(dir, deadline, [this, dir, deadline, done = std::move(done)](StagedBuild* staged) {
+    done(staged != nullptr ? LoadStaged(dir, std::move(*staged))
+                           : Status::Cancelled(StageTimeout(dir, deadline)));
+  });
+}
+
+Status PluginHost::LoadStaged(const std::string& dir, StagedBuild staged) {
+  MOLT_RETURN_IF_ERROR(staged.status);
+  const Build& build = staged.build;
   const bool named = serving_->name.empty();
   Generation& g = Boot(build.id);
-  Status s = Load(g, build.files, build.entries, false);
+  Status s = Open(g, std::move(staged.files), build.entries, false);
   if (s.ok()) {
     g.dir = dir;
     g.health_errors = build.health_errors;

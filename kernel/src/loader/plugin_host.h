@@ -101,6 +101,12 @@ class PluginHost {
   // --- The boot generation ---
   // Loads every regular file ending in ".so" in `dir` (and its molt-build.json), in name order.
   Status LoadDirectory(const std::string& dir);
+  // LoadDirectory(), its build staged on a thread of its own (a boot with clients waiting:
+  // moltd's): `done` hears the outcome on the kernel thread; a stage past `deadline` is abandoned
+  // and `done` hears why (Code::kCancelled: nothing is known of the build). Needs the kernel's
+  // loop running.
+  void LoadDirectoryInBackground(const std::string& dir, Duration deadline,
+                                 Callback<void(Status)> done);
   // Loads `files`; all or nothing. On success each plugin is registered with the kernel.
   Status LoadFiles(const std::vector<std::string>& files);
   // Registers a plugin linked into the host: `entry` returns its descriptor, checked like a
@@ -349,8 +355,14 @@ class PluginHost {
   void StopInstances(Generation& g);
   void RunQueued();
   void ScheduleQueued();
-  // The stage of the request in staging_ came back (`id` tells it from one abandoned).
+  // Stages `dir` on a thread of its own; `then` runs on the kernel thread with the staged build,
+  // or with null once `deadline` passed first (the late result is dropped, its copies with it).
+  void StageThen(const std::string& dir, Duration deadline, Callback<void(StagedBuild*)> then);
+  // A stage came back (`id` tells it from one abandoned).
   void OnStaged(std::uint64_t id, StagedBuild staged);
+  static std::string StageTimeout(const std::string& dir, Duration deadline);
+  // LoadDirectory() from what was staged of `dir`.
+  Status LoadStaged(const std::string& dir, StagedBuild staged);
   // Mounts the build of `req` (from `staged`, or staged here), then swaps it in a later step.
   void MountAndSwap(const std::shared_ptr<Request>& req, StagedBuild* staged);
 
@@ -382,9 +394,13 @@ class PluginHost {
   // Background staging (set_background_staging): the request whose build is being staged, and
   // the link its thread answers through; the thread may outlive this host, which cuts the link.
   Duration stage_deadline_ = Duration::max();
-  std::shared_ptr<Request> staging_;
+  bool staging_ = false;  // a queued request's build is being staged
   std::uint64_t stage_id_ = 0;
-  TaskHandle stage_timer_;
+  struct Stage {
+    Callback<void(StagedBuild*)> then;
+    TaskHandle timer;
+  };
+  std::map<std::uint64_t, Stage> stages_;  // in flight, by id
   struct StageLink {
     std::mutex mu;
     PluginHost* host;

@@ -260,6 +260,14 @@ void Network::OnHello(Peer& peer, const void* raw) {
                   fmt::format("protocol version {} is not supported: this server speaks {}",
                               hello->protocol_version(), w::kProtocolVersion));
   }
+  // Before the channel table is compared: while nothing serves, the table is not the game's.
+  if (kernel_.shutting_down() || shut_down_ || closing_) {
+    return refuse(w::RefuseReason::ShuttingDown, "the server is shutting down");
+  }
+  if (!serving_) {
+    return refuse(w::RefuseReason::Starting,
+                  "the server is starting: no plugin generation serves yet", 1);
+  }
   const std::uint64_t hash = channels_.ProtocolHash();
   if (hello->protocol_hash() != 0 && hello->protocol_hash() != hash) {
     return refuse(w::RefuseReason::ProtocolHash,
@@ -271,13 +279,6 @@ void Network::OnHello(Peer& peer, const void* raw) {
   if (!ValidUserId(user)) {
     return refuse(w::RefuseReason::BadHello,
                   fmt::format("the user id must be 1..{} printable characters", kMaxUserId));
-  }
-  if (kernel_.shutting_down() || shut_down_ || closing_) {
-    return refuse(w::RefuseReason::ShuttingDown, "the server is shutting down");
-  }
-  if (!serving_) {
-    return refuse(w::RefuseReason::Starting,
-                  "the server is starting: no plugin generation serves yet", 1);
   }
   const auto token = w::BytesOf(hello->resume_token());
   Session* resume = Resumable(token, user);

@@ -8,10 +8,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/json/object.hpp>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <set>
+#include <thread>
 
 #include "kernel/src/admin/admin_api.h"
 #include "kernel/src/admin/debug_bundle.h"
@@ -150,6 +155,27 @@ int Check(const std::string& plugin_dir, const loader::PluginHost& plugins, net:
   return passed ? kExitOk : kExitCheckFailed;
 }
 
+// Fault injection for the boot-budget tests (tests/hosts/molt_deploy_test.cc): a stuck disk or
+// network file system cannot be made for real in a test. MOLT_TEST_SLOW_STAGES="SECONDS[:N]"
+// holds each of the first N background stages (every one without N) for SECONDS before it reads.
+void InjectSlowStages(loader::PluginHost& plugins) {
+  const char* spec = std::getenv("MOLT_TEST_SLOW_STAGES");
+  if (spec == nullptr || *spec == '\0') {
+    return;
+  }
+  const double seconds = std::atof(spec);
+  const char* colon = std::strchr(spec, ':');
+  const long count = colon != nullptr ? std::atol(colon + 1) : -1;
+  kLog.Warn("fault injection (MOLT_TEST_SLOW_STAGES={}): {} build stages are held {:.1f} s", spec,
+            count < 0 ? std::string("all") : "the first " + std::to_string(count), seconds);
+  auto left = std::make_shared<std::atomic<long>>(count);
+  plugins.set_stage_hook_for_testing([seconds, left, all = count < 0] {
+    if (all || left->fetch_sub(1) > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    }
+  });
+}
+
 }  // namespace
 
 int RunServer(const ServerOptions& options) { return Server(options).Run(); }
@@ -168,20 +194,24 @@ int Server::Run() {
   if (booted.ok()) {
     booted = Assemble();
   }
-  if (booted.ok()) {
-    booted = LoadPlugins();
-  }
   int exit_code = kExitOk;
+  if (booted.ok() && options_.check) {
+    booted = LoadPlugins();
+    if (booted.ok()) {
+      exit_code = Check(settings_.plugin_dir, *plugins_, *network_, *kernel_);
+    }
+  } else if (booted.ok()) {
+    // Clients may connect at once: they are refused with "Starting" until a generation serves.
+    network_->SetServing(false);
+    booted = Open();
+  }
   if (!booted.ok()) {
     kLog.Error("cannot start: {}", booted.message());
     exit_code = kExitBootFailed;
-  } else if (options_.check) {
-    exit_code = Check(settings_.plugin_dir, *plugins_, *network_, *kernel_);
-  } else if (Status s = Open(); !s.ok()) {
-    kLog.Error("cannot start: {}", s.message());
-    exit_code = kExitBootFailed;
-  } else {
-    Serve();
+  } else if (!options_.check) {
+    kernel_->loop().Post([this] { BootFrom(0); });
+    kernel_->loop().Run();
+    exit_code = boot_exit_code_;
   }
   Release();
   if (exit_code == kExitOk) {
@@ -253,6 +283,7 @@ Status Server::Assemble() {
                        Seconds(settings_.health_window));
   plugins_->set_callback_deadline(Seconds(settings_.callback_deadline));
   plugins_->set_background_staging(loader::PluginHost::kStageDeadline);
+  InjectSlowStages(*plugins_);
   plugins_->set_last_known_good_dir(last_known_good_);
   if (!options_.check) {
     deploy::DeploysOptions deploy_options;
@@ -312,84 +343,160 @@ Status Server::Assemble() {
 // bundled fallback); without one, the plugin directory (the development path), then the last
 // known good. Each failure is logged with the next one tried, and a deployed build that failed
 // is marked failed here.
-Status Server::LoadPlugins() {
-  struct Source {
-    std::string path;
-    std::string what;    // for the log
-    std::string reason;  // the swap report's, after "boot: "
-    const deploy::Deploys::Candidate* deployed = nullptr;
-  };
-  const std::vector<deploy::Deploys::Candidate> deployed =
+void Server::PlanBoot() {
+  boot_candidates_ =
       deploys_ != nullptr ? deploys_->BootCandidates() : std::vector<deploy::Deploys::Candidate>();
-  std::vector<Source> sources;
-  for (const deploy::Deploys::Candidate& c : deployed) {
-    sources.push_back({c.file, c.what + ", " + c.build_id, c.what, &c});
+  boot_sources_.clear();
+  for (const deploy::Deploys::Candidate& c : boot_candidates_) {
+    boot_sources_.push_back({c.file, c.what + ", " + c.build_id, c.what, &c});
   }
   std::error_code ec;
   const bool have_good =
       !options_.check && fs::exists(fs::path(last_known_good_) / loader::kBuildManifest, ec);
-  if (deployed.empty()) {
-    sources.push_back(
+  if (boot_candidates_.empty()) {
+    boot_sources_.push_back(
         {settings_.plugin_dir, "the plugin directory " + settings_.plugin_dir, "plugin directory"});
   }
   if (have_good) {
-    sources.push_back({last_known_good_, "the last known good build from " + last_known_good_,
-                       "last known good"});
+    boot_sources_.push_back({last_known_good_, "the last known good build from " + last_known_good_,
+                             "last known good"});
   }
-  if (!deployed.empty()) {
-    sources.push_back({settings_.plugin_dir,
-                       "the plugin directory " + settings_.plugin_dir + " (the bundled fallback)",
-                       "plugin directory"});
+  if (!boot_candidates_.empty()) {
+    boot_sources_.push_back(
+        {settings_.plugin_dir,
+         "the plugin directory " + settings_.plugin_dir + " (the bundled fallback)",
+         "plugin directory"});
   }
+}
+
+void Server::BootFailed(std::size_t at, const Status& why) {
+  kLog.Error("{} does not boot: {}", boot_sources_[at].what, why.message());
+  if (why.code() == Status::Code::kCancelled) {
+    // Out of boot time while it was read: nothing is known of the build (a slow disk), so it
+    // is not marked failed; the head is tried again once something serves.
+    retry_head_ = retry_head_ || (at == 0 && boot_sources_[at].deployed != nullptr);
+  } else if (boot_sources_[at].deployed != nullptr) {
+    deploys_->BootResult(*boot_sources_[at].deployed, why);
+  }
+}
+
+void Server::StopBooting(const std::string& why) {
+  kLog.Error("cannot start: {}", why);
+  boot_exit_code_ = kExitBootFailed;
+  network_->Shutdown();
+  kernel_->loop().Stop();
+}
+
+void Server::Booted(std::size_t at) {
+  const BootSource& source = boot_sources_[at];
+  if (source.deployed != nullptr) {
+    deploys_->BootResult(*source.deployed, Status::Ok());
+    deployed_generation_ = plugins_->generation();
+    deployed_sha_ = source.deployed->sha256;
+  }
+  booted_from_ = source.path;
+  if (at > 0 || source.deployed != nullptr) {
+    kLog.Info("booted {}", source.what);
+  }
+}
+
+// --check: the same order, on this thread, nothing listening.
+Status Server::LoadPlugins() {
+  PlanBoot();
   std::size_t at = 0;
-  auto failed = [&](const Status& why) {
-    kLog.Error("{} does not boot: {}", sources[at].what, why.message());
-    if (sources[at].deployed != nullptr) {
-      deploys_->BootResult(*sources[at].deployed, why);
-    }
-    if (at + 1 < sources.size()) {
-      kLog.Warn("booting {} instead", sources[at + 1].what);
-    }
-  };
   Status booted;
-  for (; at < sources.size(); ++at) {
-    booted = plugins_->LoadDirectory(sources[at].path);
+  for (; at < boot_sources_.size(); ++at) {
+    booted = plugins_->LoadDirectory(boot_sources_[at].path);
     if (booted.ok()) {
       break;
     }
-    if (sources.size() == 1) {
+    if (boot_sources_.size() == 1) {
       return booted;  // the one source: its error is the boot's
     }
-    failed(booted);
+    BootFailed(at, booted);
   }
   if (!booted.ok()) {
     return Status::FailedPrecondition("nothing boots: every build above failed");
   }
   booted = kernel_->Start();
-  while (!booted.ok() && at + 1 < sources.size()) {
-    failed(booted);
+  while (!booted.ok() && at + 1 < boot_sources_.size()) {
+    BootFailed(at, booted);
     ++at;
-    const loader::SwapReport r = plugins_->Reload(sources[at].path, "boot: " + sources[at].reason);
+    const loader::SwapReport r =
+        plugins_->Reload(boot_sources_[at].path, "boot: " + boot_sources_[at].reason);
     booted = r.ok ? Status::Ok() : Status::FailedPrecondition(r.error);
   }
   if (!booted.ok()) {
-    if (sources[at].deployed != nullptr) {
-      deploys_->BootResult(*sources[at].deployed, booted);
-    }
+    BootFailed(at, booted);
     return booted;
   }
-  if (sources[at].deployed != nullptr) {
-    deploys_->BootResult(*sources[at].deployed, booted);
-  }
-  booted_from_ = sources[at].path;
-  if (sources[at].deployed != nullptr) {
-    deployed_generation_ = plugins_->generation();
-    deployed_sha_ = sources[at].deployed->sha256;
-  }
-  if (at > 0 || sources[at].deployed != nullptr) {
-    kLog.Info("booted {}", sources[at].what);
-  }
+  Booted(at);
   return booted;
+}
+
+// The boot budget (spec §31): a generation serves within kBootBudget of the start, or moltd
+// exits saying why (its supervisor starts it again). Each build is read off the kernel thread
+// within its load cap (kBootLoadCap, squeezed toward kBootDeadline, never under kBootLateLoad);
+// one that takes longer is abandoned for the next. Past kBootFallbackAt only the bundled
+// fallback (the last source) is tried. Clients are refused with "Starting" meanwhile.
+void Server::BootFrom(std::size_t at) {
+  if (at == 0) {
+    boot_started_ = RealNow();
+    PlanBoot();
+  }
+  if (close_requested_.load()) {
+    return;  // Close() ends the loop
+  }
+  const Duration elapsed = RealNow() - boot_started_;
+  if (at >= boot_sources_.size() || elapsed >= kBootBudget) {
+    StopBooting(fmt::format(
+        "nothing boots within the {:.0f} s boot budget ({} of {} builds tried, each failure "
+        "above): the last known good chain is exhausted (lkg_exhausted)",
+        ToSeconds(kBootBudget), std::min(at, boot_sources_.size()), boot_sources_.size()));
+    return;
+  }
+  if (elapsed >= kBootFallbackAt && at + 1 < boot_sources_.size()) {
+    kLog.Warn("boot: {:.1f} s passed, past the {:.0f} s fallback cut-off: {} boots now",
+              ToSeconds(elapsed), ToSeconds(kBootFallbackAt), boot_sources_.back().what);
+    at = boot_sources_.size() - 1;
+  }
+  if (at > 0) {
+    kLog.Warn("booting {} instead", boot_sources_[at].what);
+  }
+  const Duration cap = std::max(kBootLateLoad, std::min(kBootLoadCap, kBootDeadline - elapsed));
+  auto next = [this, at](const Status& why) {
+    if (boot_sources_.size() == 1) {  // the one source: its error is the boot's
+      StopBooting(why.message());
+      return;
+    }
+    BootFailed(at, why);
+    BootFrom(at + 1);
+  };
+  if (!kernel_started_) {
+    plugins_->LoadDirectoryInBackground(boot_sources_[at].path, cap, [this, at, next](Status s) {
+      if (s.ok()) {
+        kernel_started_ = true;  // once tried, the kernel does not start again: the next swaps
+        s = kernel_->Start();
+      }
+      if (!s.ok()) {
+        next(s);
+        return;
+      }
+      StartServing(at);
+    });
+    return;
+  }
+  plugins_->set_background_staging(cap);
+  plugins_->RequestReload(boot_sources_[at].path, "boot: " + boot_sources_[at].reason,
+                          [this, at, next](const loader::SwapReport& r) {
+                            plugins_->set_background_staging(loader::PluginHost::kStageDeadline);
+                            InjectSlowStages(*plugins_);
+                            if (!r.ok) {
+                              next(Status::FailedPrecondition(r.error));
+                              return;
+                            }
+                            StartServing(at);
+                          });
 }
 
 void Server::Reload(const std::string& reason,
@@ -440,9 +547,6 @@ void Server::StartDeploys() {
 }
 
 Status Server::Open() {
-  if (settings_.net.auth == net::AuthMode::kDev) {
-    MOLT_RETURN_IF_ERROR(net::FuzzGate(network_->channels(), kernel_->hooks()));
-  }
   MOLT_RETURN_IF_ERROR(network_->Listen());
   return StartAdmin();
 }
@@ -471,8 +575,16 @@ Status Server::StartAdmin() {
 
 // --- serve -------------------------------------------------------------------------------------
 
-void Server::Serve() {
+void Server::StartServing(std::size_t at) {
   Kernel& kernel = *kernel_;
+  if (settings_.net.auth == net::AuthMode::kDev) {
+    if (Status s = net::FuzzGate(network_->channels(), kernel.hooks()); !s.ok()) {
+      StopBooting(s.message());
+      return;
+    }
+  }
+  Booted(at);
+  network_->SetServing(true);
   net::LogSecurityAudit(net::SecurityAudit(network_->channels(), kernel.hooks()));
   plugins_->BeginHealthWindow();
   StartDeploys();
@@ -487,12 +599,17 @@ void Server::Serve() {
   stop_intake_ = kernel.bus().Subscribe(
       "Kernel.Closing", [this](std::string_view, Args) { network_->StopAccepting(); });
   kLog.Info(
-      "serving {} plugins from {} as generation {} (data in {}, profiles in {} as {}); SIGHUP "
-      "reloads them, SIGTERM or SIGINT closes",
-      plugins_->plugins().size(), booted_from_, plugins_->generation(), settings_.data_dir,
-      settings_.profiles_db, profiles_->host());
+      "serving {} plugins from {} as generation {} after {:.0f} ms (data in {}, profiles in {} as "
+      "{}); SIGHUP reloads them, SIGTERM or SIGINT closes",
+      plugins_->plugins().size(), booted_from_, plugins_->generation(),
+      ToSeconds(RealNow() - boot_started_) * 1000, settings_.data_dir, settings_.profiles_db,
+      profiles_->host());
   bundles_->RefreshCrashSnapshot();  // installs the fatal-signal writer
-  kernel.loop().Run();
+  if (retry_head_) {                 // the head ran out of boot time: now, with the normal timeouts
+    kLog.Info("boot: the head of {} ran out of boot time; retrying it while {} serves",
+              settings_.branch, plugins_->generation());
+    Reload("boot: the head again, after its boot timed out", nullptr);
+  }
 }
 
 // The watcher's thread posts each change; the reload waits until they settle.
@@ -555,6 +672,12 @@ void Server::OnSignal(int signo) {
 // miss a final save.
 void Server::Close(const std::string& reason) {
   plugins_->Close();
+  if (booted_from_.empty()) {  // still starting: nothing serves, nothing to drain
+    kLog.Info("closing ({}) while starting: no generation served", reason);
+    network_->Shutdown();
+    kernel_->loop().Stop();
+    return;
+  }
   const TimePoint closing = RealNow();
   close_->Begin(reason, [this, closing] { Drain(closing); });
 }

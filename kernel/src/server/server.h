@@ -25,10 +25,12 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernel/src/core/bus.h"
 #include "kernel/src/core/config.h"
 #include "kernel/src/core/scheduler.h"
+#include "kernel/src/deploy/deploys.h"
 #include "kernel/src/server/settings.h"
 
 namespace molt::kernel {
@@ -45,9 +47,6 @@ class ErrorWatch;
 class HttpServer;
 class LogRing;
 }  // namespace admin
-namespace deploy {
-class Deploys;
-}
 namespace loader {
 class PluginHost;
 struct SwapReport;
@@ -77,20 +76,38 @@ class Server {
   Status Prepare();
   // Every part, from the kernel to the admin API; nothing loaded, nothing listening.
   Status Assemble();
-  // The first build that loads and starts, in order: the branch's head and its earlier builds
+  // What boots, in order: the branch's head and its earlier builds
   // (deploy::Deploys::BootCandidates), the plugin directory (first when the branch has no head),
   // the last known good build.
+  void PlanBoot();
+  // --check: the first of them that loads and starts, on this thread.
   Status LoadPlugins();
+  // The boot of a serving moltd (spec §31), on the kernel thread with its loop running: from
+  // boot_sources_[at] on, within the boot budget, then StartServing(). Clients are refused with
+  // "Starting" until a generation serves.
+  static constexpr Duration kBootBudget = std::chrono::seconds(15);
+  static constexpr Duration kBootDeadline = std::chrono::seconds(12);
+  static constexpr Duration kBootLoadCap = std::chrono::seconds(4);
+  static constexpr Duration kBootLateLoad = std::chrono::seconds(2);
+  static constexpr Duration kBootFallbackAt = std::chrono::seconds(9);
+  void BootFrom(std::size_t at);
+  // boot_sources_[at] failed (logged; a deployed build is marked failed here), or serves.
+  void BootFailed(std::size_t at, const Status& why);
+  void Booted(std::size_t at);
+  // Nothing boots: logs why, and the loop ends with kExitBootFailed.
+  void StopBooting(const std::string& why);
   // A reload (SIGHUP, the admin API): the branch's head swapped in again, else the plugin
   // directory; `done` (may be null) hears the report.
   void Reload(const std::string& reason, std::function<void(const loader::SwapReport&)> done);
   // Deploys ask the kernel thread to serve a build through this (deploy::SwapFn).
   void StartDeploys();
-  // The fuzz gate, the listener and the admin endpoint.
+  // The listener and the admin endpoint.
   Status Open();
   Status StartAdmin();
   // --- serve ---
-  void Serve();
+  // boot_sources_[at] serves: the fuzz gate (dev auth), then clients are admitted and the
+  // server's own tasks start (health window, deploys, crash snapshots, --watch).
+  void StartServing(std::size_t at);
   void StartWatching();  // --watch
   // --- close ---
   void OnSignal(int signo);               // the watcher's thread
@@ -106,7 +123,19 @@ class Server {
   std::string token_file_;
   std::string copy_dir_;  // this process's copies of the plugin libraries
   std::string last_known_good_;
-  std::string booted_from_;  // the build the boot generation came from
+  std::string booted_from_;  // the build the boot generation came from ("": still starting)
+  struct BootSource {
+    std::string path;
+    std::string what;                                      // for the log
+    std::string reason;                                    // the swap report's, after "boot: "
+    const deploy::Deploys::Candidate* deployed = nullptr;  // into boot_candidates_
+  };
+  std::vector<deploy::Deploys::Candidate> boot_candidates_;
+  std::vector<BootSource> boot_sources_;
+  TimePoint boot_started_;
+  bool kernel_started_ = false;  // Kernel::Start() was called (it runs once)
+  bool retry_head_ = false;      // the head ran out of boot time: swap it in once serving
+  int boot_exit_code_ = 0;       // kExitBootFailed when nothing booted
   // The generation a deploy (or the boot) made serve, and its build's manifest SHA-256: a deploy
   // of that build while that generation serves is adopted without a swap (the kernel thread).
   std::string deployed_generation_;
