@@ -418,7 +418,9 @@ int RotateKeys(const std::string& dir, const std::string& keys_file, bool as_jso
               << " (mode 0600)\nrevoked     " << old_fp << " (kept as " << kept << ")\n"
               << (keys_file.empty() ? "list the new public key in the servers' deploy.keys and "
                                       "move the old one to revoked_keys, then SIGHUP moltd\n"
-                                    : keys_file + " updated: SIGHUP moltd to read it again\n");
+                                    : keys_file + " updated: SIGHUP moltd to read it again\n")
+              << "then molt keys resign --key " << file
+              << ": the prod heads the old key signed verify again\n";
   }
   return kExitOk;
 }
@@ -426,6 +428,9 @@ int RotateKeys(const std::string& dir, const std::string& keys_file, bool as_jso
 }  // namespace
 
 int KeysCommand(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "resign") {
+    return KeysResignCommand(argc - 1, argv + 1);
+  }
   cxxopts::Options o(
       "molt keys",
       "Signing keys for deploys (Ed25519).\n"
@@ -437,7 +442,9 @@ int KeysCommand(int argc, char** argv) {
       "  molt keys rotate [--dir DIR] [--keys-file FILE]: a new main key in\n"
       "  DIR/main.key; the old one is kept as DIR/main.key.<fingerprint>.revoked and,\n"
       "  with --keys-file (a server's deploy.keys file), moved from its public_keys to\n"
-      "  its revoked_keys with the new key added; SIGHUP moltd to read it again.");
+      "  its revoked_keys with the new key added; SIGHUP moltd to read it again.\n"
+      "  molt keys resign [--branch B] --key FILE: re-signs the prod heads with the new\n"
+      "  key, so that servers that restart still trust them (molt keys resign --help).");
   o.add_options()("action", "init or rotate", cxxopts::value<std::string>())(
       "fallback", "the fallback key (its signatures are sigF)")("dir", "where the key files are",
                                                                 cxxopts::value<std::string>())(
@@ -450,9 +457,10 @@ int KeysCommand(int argc, char** argv) {
   }
   const std::string action = parsed.count("action") > 0 ? parsed["action"].as<std::string>() : "";
   if (action != "init" && action != "rotate") {
-    return Fail(kExitUsage, action.empty() ? "molt keys init|rotate (molt keys --help)"
+    return Fail(kExitUsage, action.empty() ? "molt keys init|rotate|resign (molt keys --help)"
                                            : "unknown keys action \"" + action +
-                                                 "\": molt keys init|rotate (molt keys --help)");
+                                                 "\": molt keys init|rotate|resign (molt keys "
+                                                 "--help)");
   }
   std::string dir;
   if (parsed.count("dir") > 0) {

@@ -67,6 +67,7 @@ int DeploymentsCommand(int argc, char** argv);
 int DoctorCommand(int argc, char** argv);
 int PinCommand(int argc, char** argv);
 int UnpinCommand(int argc, char** argv);
+int KeysResignCommand(int argc, char** argv);  // molt keys resign: it needs a server
 
 }  // namespace molt::cli
 

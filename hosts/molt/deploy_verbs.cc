@@ -136,7 +136,7 @@ int Report(const Common& common, const json::value& d, int http_status) {
   return ok ? kExitOk : kExitFailed;
 }
 
-// deploy, promote and rollback: resolve the build, sign, post, report.
+// deploy, promote, rollback and resign: resolve the build, sign, post, report.
 int Ship(Session& s, const std::string& kind, const std::string& branch, std::string build) {
   const cxxopts::ParseResult& p = s.parsed();
   Result<Keys> keys = ReadKeys(p);
@@ -203,7 +203,7 @@ int Ship(Session& s, const std::string& kind, const std::string& branch, std::st
       f.commit = Text(target, "commit");
       f.channel = Text(target, "channel");
       f.sent_ms = now;
-      f.reason = kind == "rollback" ? "1" : "";
+      f.reason = loader::DeployReasonField(kind);
       const std::string message = loader::CanonicalDeploy(f);
       body["seq"] = seq;
       if (keys->main) {
@@ -420,6 +420,48 @@ int RollbackCommand(int argc, char** argv) {
   }
   return Ship(s, "rollback", s.parsed()["branch"].as<std::string>(),
               s.parsed().count("to") > 0 ? s.parsed()["to"].as<std::string>() : "");
+}
+
+int KeysResignCommand(int argc, char** argv) {
+  Session s("keys resign",
+            "Re-signs the head of every prod branch (or of --branch B) with the main key\n"
+            "(--key or MOLT_KEY_FILE): the same build under a new seq, taken without a swap.\n"
+            "After molt keys rotate revoked the old key (and the servers read the new keys:\n"
+            "SIGHUP), a head signed by the old one no longer verifies, so a prod server that\n"
+            "restarts would pass it over; this signs it again. Exits 1 when one is refused.");
+  s.options().add_options()("branch", "only this branch (default: every prod branch)",
+                            cxxopts::value<std::string>());
+  AddDeployOptions(s.options());
+  if (auto done = s.ParseFlags(argc, argv)) {
+    return *done;
+  }
+  if (s.parsed().count("key") == 0 && Env("MOLT_KEY_FILE").empty()) {
+    return Fail(kExitUsage, "re-sign with which key? --key FILE (or MOLT_KEY_FILE)");
+  }
+  if (auto done = s.Connect()) {
+    return *done;
+  }
+  auto r = s.Call("GET", "/api/v1/branches");
+  if (auto* code = std::get_if<int>(&r)) {
+    return *code;
+  }
+  const std::string only =
+      s.parsed().count("branch") > 0 ? s.parsed()["branch"].as<std::string>() : std::string();
+  int worst = kExitOk;
+  int signed_heads = 0;
+  for (const json::value& b : std::get<json::value>(r).at("branches").as_array()) {
+    const std::string name = Text(b, "name");
+    if (only.empty() ? name != "prod" : name != only) {
+      continue;
+    }
+    ++signed_heads;
+    worst = std::max(worst, Ship(s, "resign", name, Text(b.at("head"), "sha256")));
+  }
+  if (signed_heads == 0) {
+    return Fail(kExitFailed, only.empty() ? "the server has no prod branch to re-sign"
+                                          : "the server has no branch \"" + only + "\"");
+  }
+  return worst;
 }
 
 int BuildsCommand(int argc, char** argv) {

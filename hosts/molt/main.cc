@@ -357,7 +357,8 @@ constexpr Verb kVerbs[] = {
     {"builds", "the builds the server stored", BuildsCommand},
     {"branches", "the branches, their heads and this server's rules and keys", BranchesCommand},
     {"deployments", "the deploy history [--branch B] [--limit N]", DeploymentsCommand},
-    {"keys", "signing keys: keys init [--fallback] [--dir DIR], keys rotate", KeysCommand},
+    {"keys", "signing keys: keys init [--fallback] [--dir DIR], keys rotate, keys resign",
+     KeysCommand},
     {"doctor", "check the server, the token, the keys and moltd for deploys", DoctorCommand},
 };
 

@@ -387,6 +387,73 @@ TEST_F(MoltDeployTest, TheLastKnownGoodChainBootsTheThirdWhenTheFirstTwoAreBroke
 // A disk or network file system that hangs cannot be made for real here: MOLT_TEST_SLOW_STAGES
 // holds moltd's build reads (server.cc); a start that hangs is a real plugin's (sleep_start).
 
+// After a rotation revoked the key that signed the prod head, a prod server that restarts passes
+// the head over (its signature no longer verifies); `molt keys resign` signs it again with the
+// new key (the same build, a new seq, no swap), and the next restart boots it.
+TEST_F(MoltDeployTest, KeysResignKeepsTheProdHeadTrustedAfterARotation) {
+  std::string out;
+  ASSERT_EQ(Molt({"keys", "init", "--dir", dir_ + "/keys", "--json"}, &out), 0) << out;
+  const std::string pub(json::parse(out).at("public_key").as_string());
+  std::ofstream(dir_ + "/trusted.json")
+      << json::serialize(json::object{{"public_keys", json::array{pub.c_str()}}});
+  std::ofstream(dir_ + "/moltd.json")
+      << json::serialize(json::object{{"deploy", json::object{{"keys", dir_ + "/trusted.json"}}}});
+  const std::vector<std::string> config = {"-c", dir_ + "/moltd.json"};
+  StartMoltd("prod", config);
+  const std::string a = Build("a", {"--channel", "prod"});
+  const std::string key = dir_ + "/keys/main.key";
+  int code = -1;
+  json::value d =
+      MoltJson({"deploy", a, "--branch", "prod", "--force", "--wait", "30", "--key", key}, &code);
+  ASSERT_EQ(d.at("result").as_string(), "swapped") << d;
+  const std::string build(d.at("build").as_string());
+  ASSERT_EQ(Molt({"keys", "rotate", "--dir", dir_ + "/keys", "--keys-file", dir_ + "/trusted.json"},
+                 &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("then molt keys resign --key " + key), std::string::npos) << out;
+  // Without the re-sign: the head is passed over at the next boot.
+  StopMoltd();
+  StartMoltd("prod", config);
+  EXPECT_NE(moltd_->output().find("the head of prod (#1): " + build +
+                                  " is skipped on a prod-rules server"),
+            std::string::npos)
+      << moltd_->output();
+  // Arguments first: no key, no re-sign.
+  EXPECT_EQ(Molt({"keys", "resign", "--server", server_, "--data", data()}, &out), 2) << out;
+  EXPECT_NE(out.find("re-sign with which key? --key FILE (or MOLT_KEY_FILE)"), std::string::npos);
+  d = MoltJson({"keys", "resign", "--key", key, "--wait", "30"}, &code);
+  EXPECT_EQ(code, 0) << d;
+  EXPECT_EQ(d.at("result").as_string(), "adopted") << d;
+  EXPECT_EQ(d.at("seq").to_number<std::int64_t>(), 2) << d;
+  EXPECT_TRUE(moltd_->WaitFor("#2 prod: " + build + " re-signed (no swap)")) << moltd_->output();
+  const json::value history = MoltJson({"deployments"});
+  EXPECT_EQ(history.at("deployments").as_array()[0].at("kind").as_string(), "resign") << history;
+  // A re-sign names the head, nothing else.
+  d = MoltJson({"keys", "resign", "--key", key, "--branch", "nowhere"}, &code);
+  EXPECT_EQ(code, 1);
+  const std::string other = Build("other", {"--channel", "prod", "--health-errors", "9"});
+  const molt::test::HttpResult up = molt::test::HttpCall(
+      static_cast<std::uint16_t>(admin_port_), "POST", "/api/v1/builds", Token(), ReadFile(other));
+  ASSERT_EQ(up.status, 201) << up.body;
+  const json::value stored = json::parse(up.body).at("build");
+  const molt::test::HttpResult refused = molt::test::HttpCall(
+      static_cast<std::uint16_t>(admin_port_), "POST", "/api/v1/resign", Token(),
+      R"({"branch":"prod","build":")" + std::string(stored.at("sha256").as_string()) + R"("})");
+  EXPECT_EQ(refused.status, 409) << refused.body;
+  EXPECT_NE(refused.body.find("a re-sign names the head of prod (build "), std::string::npos)
+      << refused.body;
+  EXPECT_NE(refused.body.find("not build " + std::string(stored.at("id").as_string()) +
+                              ": deploy that build instead"),
+            std::string::npos)
+      << refused.body;
+  StopMoltd();
+  StartMoltd("prod", config);
+  EXPECT_NE(moltd_->output().find("booted the head of prod (#2), " + build), std::string::npos)
+      << moltd_->output();
+  StopMoltd();
+}
+
 // The listener opens before the boot: a client that comes meanwhile is refused with "Starting"
 // (whatever its channel table says: the server's is not the game's yet), /readyz says nothing
 // serves, and once a generation serves both are served.

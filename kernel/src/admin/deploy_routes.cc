@@ -21,8 +21,8 @@ constexpr std::chrono::seconds kUploadTime{600};
 
 bool IsDeployCall(std::string_view rest) {
   return rest == "builds" || rest == "resolve" || rest == "branches" || rest == "deploy" ||
-         rest == "promote" || rest == "rollback" || rest == "deployments" || rest == "pin" ||
-         rest == "unpin";
+         rest == "promote" || rest == "rollback" || rest == "resign" || rest == "deployments" ||
+         rest == "pin" || rest == "unpin";
 }
 
 // ?wait=S: 0 when absent; nullopt when malformed or over the cap.
@@ -140,7 +140,7 @@ bool AdminApi::HandleDeploys(std::string_view rest, HttpRequest& req, HttpReply&
   const bool post = req.method == "POST";
   const bool get = req.method == "GET" || req.method == "HEAD";
   const bool wants_post = rest == "deploy" || rest == "promote" || rest == "rollback" ||
-                          rest == "pin" || rest == "unpin";
+                          rest == "resign" || rest == "pin" || rest == "unpin";
   if ((wants_post && !post) || (!wants_post && rest != "builds" && !get) ||
       (rest == "builds" && !get && !post)) {
     const std::string allowed = rest == "builds" ? "GET, POST" : wants_post ? "POST" : "GET";

@@ -265,7 +265,7 @@ Status Deploys::Impl::VerifySigned(const Deployment& d, const StoredBuild& b, bo
   f.commit = b.ManifestField("commit");
   f.channel = b.ManifestField("channel");
   f.sent_ms = d.sent_ms;
-  f.reason = d.kind == "rollback" ? "1" : "";
+  f.reason = loader::DeployReasonField(d.kind);
   const std::string message = loader::CanonicalDeploy(f);
   Status s = keys.Verify(message, d.sig, d.sig_fallback);
   if (!s.ok() && reread && Clock::now() - keys_read >= kKeysRetryGap) {
@@ -341,7 +341,18 @@ void Deploys::Impl::RunDeploy(DeployRequest r, std::chrono::seconds wait, Reply 
   }
   const bool here = r.branch == options.branch;
   const std::string build_channel = b->ManifestField("channel");
-  if (BranchChannel(r.branch) == "prod" && (build_channel != "prod" || b->dirty())) {
+  if (r.kind == "resign") {  // the head again, under a new seq and today's key: never a swap
+    std::optional<Branch> head = registry->FindBranch(r.branch);
+    if (!head.has_value() || head->head != b->sha256) {
+      refuse("resign", "a re-sign names the head of " + r.branch + " (" +
+                           (head.has_value() ? "build " + head->head.substr(0, 12)
+                                             : std::string("it has none")) +
+                           "), not build " + b->id + ": deploy that build instead");
+      return;
+    }
+  }
+  if (BranchChannel(r.branch) == "prod" && (build_channel != "prod" || b->dirty()) &&
+      r.kind != "resign") {  // a re-signed head was admitted once already
     const std::string what = b->dirty() ? "a dirty build (uncommitted changes)"
                                         : "a " + build_channel + "-channel build";
     if (r.kind == "promote") {
@@ -356,7 +367,7 @@ void Deploys::Impl::RunDeploy(DeployRequest r, std::chrono::seconds wait, Reply 
       return;
     }
   }
-  if (here && !b->failed_here.empty() && !r.force) {
+  if (here && !b->failed_here.empty() && !r.force && r.kind != "resign") {
     refuse("failed_here", "build " + b->id + " failed on this server (" + b->failed_here +
                               "): it is not taken again without --force");
     return;
@@ -412,6 +423,11 @@ void Deploys::Impl::RunDeploy(DeployRequest r, std::chrono::seconds wait, Reply 
              here ? "swapping" : "recorded: this server runs " + options.branch);
   if (!here) {
     reply({200, json::object{{"deployment", recorded->ToJson()}}});
+    return;
+  }
+  if (r.kind == "resign") {  // the applied seq moves; whatever serves keeps serving
+    Finished(*recorded, std::make_shared<Waiting>(Waiting{std::move(reply), false}),
+             {"adopted", "re-signed: the same build, no swap", "", false});
     return;
   }
   if (wait.count() == 0) {
@@ -482,6 +498,11 @@ void Deploys::Impl::Finished(Deployment d, const std::shared_ptr<Waiting>& waiti
     }
     Log().Error("#{} {}: {} failed here: {} ({} keeps serving)", d.seq, d.branch, d.build_id,
                 o.reason, last_swapped_id.empty() ? "the previous build" : last_swapped_id);
+  } else if (d.kind == "resign") {
+    if (Status s = registry->SetApplied(d.seq); !s.ok()) {
+      Log().Error("#{}: {}", d.seq, s.message());
+    }
+    Log().Info("#{} {}: {} re-signed (no swap)", d.seq, d.branch, d.build_id);
   } else {
     (void)registry->ClearFailed(d.build);
     if (Status s = registry->SetApplied(d.seq); !s.ok()) {

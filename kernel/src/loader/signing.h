@@ -67,6 +67,10 @@ struct DeployFields {
   std::string reason;         // r: "1" (a rollback), "resign" or ""
 };
 std::string CanonicalDeploy(const DeployFields& d);
+// The r field of a deploy of `kind` (deploy, promote, rollback, resign).
+inline std::string DeployReasonField(std::string_view kind) {
+  return kind == "rollback" ? "1" : kind == "resign" ? "resign" : "";
+}
 
 struct PinFields {
   std::string branch;
