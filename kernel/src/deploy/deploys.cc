@@ -159,6 +159,8 @@ struct Deploys::Impl {
   std::optional<Pin> pin;
 
   void Refuse(std::string_view kind, const std::string& reason);
+  // The stored builds nothing refers to go (Registry::Prune); what went is logged.
+  void Prune();
   void LoadKeys(std::string_view why);
   // Reads the keys file again every kKeysRefresh (quietly, unless it changed or broke).
   void RefreshKeys();
@@ -181,6 +183,22 @@ struct Deploys::Impl {
   std::shared_ptr<Waiting> Wait(std::chrono::seconds wait, Reply reply, Answer pending);
   json::object BranchesJson() const;
 };
+
+void Deploys::Impl::Prune() {
+  std::set<std::string> keep;
+  if (pin.has_value()) {
+    keep.insert(pin->sha256);
+  }
+  Result<Registry::Pruned> p = registry->Prune(keep);
+  if (!p.ok()) {
+    Log().Error("{}", p.status().message());
+  } else if (p->builds > 0) {
+    Log().Info(
+        "pruned {} stored builds ({:.1f} MB) no branch, kept deployment, pin or recent "
+        "upload refers to",
+        p->builds, static_cast<double>(p->bytes) / (1 << 20));
+  }
+}
 
 void Deploys::Impl::Refuse(std::string_view kind, const std::string& reason) {
   refusals.push_front({NowMs(), std::string(kind), reason});
@@ -417,6 +435,7 @@ void Deploys::Impl::RunDeploy(DeployRequest r, std::chrono::seconds wait, Reply 
     return;
   }
   UpdateHeadFile();
+  Prune();  // the deployments past the kept ones went: so may their builds
   Log().Info("#{} {}: {} {} by {}{} ({})", recorded->seq, recorded->branch, recorded->kind,
              recorded->build_id, recorded->by.empty() ? "(unnamed)" : recorded->by,
              recorded->message.empty() ? "" : ": " + recorded->message,
@@ -758,6 +777,7 @@ void Deploys::Upload(std::string file, Reply reply) {
     }
     if (was_new) {
       Log().Info("stored build {} ({}, {} bytes)", b->id, b->sha256.substr(0, 12), b->bytes);
+      impl_->Prune();
     }
     reply({was_new ? 201 : 200, json::object{{"build", b->ToJson()}}});
   });

@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 #include <filesystem>
+#include <limits>
 #include <utility>
 
 #include "kernel/src/core/clock.h"
@@ -333,6 +334,46 @@ Result<StoredBuild> Registry::AddBuild(const std::string& file, bool* was_new) {
     *was_new = true;
   }
   return b;
+}
+
+Result<Registry::Pruned> Registry::Prune(const std::set<std::string>& keep) {
+  std::set<std::string> kept = keep;
+  for (const Branch& b : Branches()) {
+    kept.insert(b.head);
+    for (const Branch::Previous& p : b.previous) {
+      kept.insert(p.build);
+    }
+  }
+  for (const Deployment& d : Deployments("", kDeploymentsKept)) {
+    kept.insert(d.build);
+  }
+  std::set<std::string> stored;
+  Pruned pruned;
+  std::size_t newest = 0;
+  for (const StoredBuild& b : Builds(std::numeric_limits<std::size_t>::max())) {
+    stored.insert(b.sha256);
+    if (newest++ < kNewestBuildsKept || kept.count(b.sha256) > 0) {
+      continue;
+    }
+    Statement st(db_, "DELETE FROM builds WHERE sha256 = ?1");
+    st.Bind(1, b.sha256);
+    if (st.Step() != SQLITE_DONE) {
+      return Failed("cannot remove a pruned build");
+    }
+    std::error_code ec;
+    fs::remove(BuildPath(b.sha256), ec);
+    ++pruned.builds;
+    pruned.bytes += b.bytes;
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(builds_dir_, ec)) {
+    const fs::path& f = e.path();
+    if (f.extension() == ".molt" && stored.count(f.stem().string()) == 0) {
+      std::error_code rm;
+      fs::remove(f, rm);
+    }
+  }
+  return pruned;
 }
 
 std::optional<StoredBuild> Registry::FindBuild(std::string_view name) const {

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,6 +107,16 @@ class Registry {
   // Failed-here marks: a build that failed on this server is not taken again without --force.
   Status MarkFailed(const std::string& sha256, const std::string& why);
   Status ClearFailed(const std::string& sha256);
+  // Removes the builds nothing refers to, so the data directory does not grow with every
+  // upload: kept are each branch's head and previous heads, the builds of the kept deployments,
+  // the kNewestBuildsKept stored last (an upload waiting for its deploy) and `keep` (a pin).
+  // The row goes first, then the file; a file without a row (a crash between the two) goes too.
+  static constexpr std::size_t kNewestBuildsKept = 10;
+  struct Pruned {
+    std::size_t builds = 0;
+    std::uint64_t bytes = 0;
+  };
+  Result<Pruned> Prune(const std::set<std::string>& keep = {});
   // Where uploads are written before AddBuild (same file system as builds/).
   const std::string& upload_dir() const { return upload_dir_; }
 

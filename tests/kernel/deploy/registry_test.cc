@@ -123,6 +123,45 @@ TEST(RegistryTest, DeploysMoveTheHeadKeepThreePreviousAndClaimOneSeqEach) {
   EXPECT_EQ(registry->Deployments("", 100).front().seq, 10u);  // newest first
 }
 
+// The data directory does not grow with every upload: a build no branch, kept deployment, pin or
+// recent upload refers to goes, row and file; a file left without its row goes too.
+TEST(RegistryTest, PruningRemovesTheBuildsNothingRefersTo) {
+  TestDir dir;
+  auto registry = OpenRegistry(dir);
+  std::vector<StoredBuild> builds;  // oldest first
+  for (int i = 0; i < 16; ++i) {
+    TestBuild t;
+    t.id = "abc1234-0000" + std::to_string(10 + i);
+    t.bytes = "bytes " + std::to_string(i);
+    WriteTestBuild(dir / "b.molt", t);
+    builds.push_back(registry->AddBuild(dir / "b.molt").value());
+  }
+  // #1 and #2 on prod (#1 a previous head, #2 the head), #3 on dev; the pin holds builds[4].
+  ASSERT_TRUE(registry->Record(DeployOf(builds[0], "prod")).ok());
+  ASSERT_TRUE(registry->Record(DeployOf(builds[1], "prod")).ok());
+  ASSERT_TRUE(registry->Record(DeployOf(builds[2], "dev")).ok());
+  const std::string orphan = dir / ("registry/builds/" + std::string(64, 'e') + ".molt");
+  std::ofstream(orphan) << "left by a crash between the row and the file";
+  Result<Registry::Pruned> pruned = registry->Prune({builds[4].sha256});
+  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  // Kept: 0, 1, 2 (referred to), 4 (pinned), 6..15 (the newest 10). Gone: 3 and 5.
+  EXPECT_EQ(pruned->builds, 2u);
+  EXPECT_EQ(pruned->bytes, builds[3].bytes + builds[5].bytes);
+  for (int i : {3, 5}) {
+    EXPECT_FALSE(registry->FindBuild(builds[i].sha256).has_value()) << i;
+    EXPECT_FALSE(fs::exists(registry->BuildPath(builds[i].sha256))) << i;
+  }
+  for (int i : {0, 1, 2, 4, 6, 15}) {
+    EXPECT_TRUE(registry->FindBuild(builds[i].sha256).has_value()) << i;
+    EXPECT_TRUE(fs::exists(registry->BuildPath(builds[i].sha256))) << i;
+  }
+  EXPECT_FALSE(fs::exists(orphan));
+  EXPECT_EQ(registry->Builds(100).size(), 14u);
+  // Without the pin, builds[4] goes at the next prune; nothing else does.
+  EXPECT_EQ(registry->Prune().value().builds, 1u);
+  EXPECT_EQ(registry->Prune().value().builds, 0u);
+}
+
 TEST(RegistryTest, HistoryKeepsOneHundredDeploymentsAndThirtyTwoBranches) {
   TestDir dir;
   auto registry = OpenRegistry(dir);
