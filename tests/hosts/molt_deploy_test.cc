@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -479,6 +480,48 @@ TEST_F(MoltDeployTest, ClientsThatComeWhileItBootsAreToldItIsStarting) {
   EXPECT_EQ(later.Hello("later").type(), w::Body::Welcome) << moltd_->output();
   EXPECT_EQ(molt::test::HttpCall(static_cast<std::uint16_t>(admin_port_), "GET", "/readyz").status,
             200);
+  StopMoltd();
+}
+
+// The registry is read off the kernel thread and waited for at most 3 s: one locked by another
+// process (a write transaction held on registry.db, a real one here) does not stop the boot. The
+// bundled fallback serves, deploys answer 503 naming why, and once the lock goes the registry
+// opens and the branch's head is swapped in.
+TEST_F(MoltDeployTest, ALockedRegistryDoesNotStopTheBootAndTheHeadFollowsOnceItOpens) {
+  StartMoltd("dev");
+  const std::string a = Build("a", {"--channel", "dev"});
+  int code = -1;
+  json::value d = MoltJson({"deploy", a, "--branch", "dev", "--wait", "30"}, &code);
+  ASSERT_EQ(d.at("result").as_string(), "swapped") << d;
+  const std::string build(d.at("build").as_string());
+  StopMoltd();
+  sqlite3* lock = nullptr;
+  ASSERT_EQ(sqlite3_open((data() + "/registry/registry.db").c_str(), &lock), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(lock, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  LaunchMoltd("dev");
+  ASSERT_TRUE(moltd_->WaitFor("SIGTERM or SIGINT closes")) << moltd_->output();
+  EXPECT_NE(moltd_->output().find("boot: the deploy registry is not open after 3 s: booting "
+                                  "without it"),
+            std::string::npos)
+      << moltd_->output();
+  EXPECT_NE(moltd_->output().find("serving 4 plugins from " + kPlugins), std::string::npos);
+  EXPECT_TRUE(moltd_->WaitFor("the deploy registry cannot be opened: ")) << moltd_->output();
+  EXPECT_TRUE(moltd_->WaitFor("database is locked")) << moltd_->output();
+  const molt::test::HttpResult refused = molt::test::HttpCall(
+      static_cast<std::uint16_t>(admin_port_), "GET", "/api/v1/branches", Token());
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_NE(refused.body.find("its deploy registry is not open yet"), std::string::npos)
+      << refused.body;
+  ASSERT_EQ(sqlite3_exec(lock, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(lock);
+  EXPECT_TRUE(moltd_->WaitFor("the deploy registry is open, ")) << moltd_->output();
+  EXPECT_TRUE(
+      moltd_->WaitFor("{\"swap\":\"ok\",\"reason\":\"boot: the head, once the registry opened\""))
+      << moltd_->output();
+  EXPECT_NE(moltd_->output().find("\"build\":\"" + build + "\""), std::string::npos)
+      << moltd_->output();
+  d = MoltJson({"branches"}, &code);
+  EXPECT_EQ(code, 0) << d;
   StopMoltd();
 }
 

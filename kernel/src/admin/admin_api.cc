@@ -116,7 +116,10 @@ Result<std::string> LoadAdminToken(const std::string& path, const std::string& c
 }
 
 AdminApi::AdminApi(AdminSources sources, std::string token)
-    : sources_(std::move(sources)), token_(std::move(token)), started_(RealNow()) {}
+    : sources_(std::move(sources)),
+      deploys_(sources_.deploys),
+      token_(std::move(token)),
+      started_(RealNow()) {}
 
 bool AdminApi::Authorized(const HttpRequest& request) const {
   constexpr std::string_view kBearer = "Bearer ";

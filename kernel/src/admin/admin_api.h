@@ -22,6 +22,7 @@
 
 #include <molt/kernel/status.h>
 
+#include <atomic>
 #include <boost/json/fwd.hpp>
 #include <functional>
 #include <string>
@@ -74,6 +75,9 @@ class AdminApi {
  public:
   // `token`: the bearer token every /api/ request must carry.
   AdminApi(AdminSources sources, std::string token);
+  // The deploys, once the registry is open (the kernel thread; the admin thread's Plan() reads
+  // it too). Until then the deploy calls answer 503.
+  void set_deploys(deploy::Deploys* deploys) { deploys_.store(deploys); }
 
   // On the HTTP thread: checks access, then builds the answer on the kernel thread (the deploy
   // calls: on the deploy thread, deploy_routes.cc).
@@ -115,6 +119,7 @@ class AdminApi {
   void Profile(std::string key, HttpReply reply);
 
   AdminSources sources_;
+  std::atomic<deploy::Deploys*> deploys_;  // sources_.deploys, then set_deploys()
   const std::string token_;
   const TimePoint started_;
 };

@@ -101,6 +101,10 @@ Result<deploy::DeployRequest> ParseDeploy(std::string_view kind, const std::stri
   return r;
 }
 
+constexpr char kNoDeploys[] =
+    "this server takes no deploys now: its deploy registry is not open yet (the log says why; "
+    "it is tried again every second), or it is moltd --check";
+
 }  // namespace
 
 HttpPlan AdminApi::Plan(const HttpRequest& head) const {
@@ -112,11 +116,11 @@ HttpPlan AdminApi::Plan(const HttpRequest& head) const {
   if (rest == "builds" && head.method == "POST") {
     if (!Authorized(head)) {
       plan.refuse = Unauthorized();  // nothing of an unauthorized upload is read
-    } else if (sources_.deploys == nullptr) {
-      plan.refuse = Error(503, "this server takes no builds (moltd --check)");
+    } else if (deploy::Deploys* deploys = deploys_.load(); deploys == nullptr) {
+      plan.refuse = Error(503, kNoDeploys);
     } else {
-      plan.body_file = sources_.deploys->UploadPath();
-      plan.max_body_bytes = sources_.deploys->max_build_bytes();
+      plan.body_file = deploys->UploadPath();
+      plan.max_body_bytes = deploys->max_build_bytes();
       plan.read_timeout = kUploadTime;
       plan.handler_timeout = std::chrono::seconds(60);  // verifying hashes every library
     }
@@ -132,9 +136,9 @@ bool AdminApi::HandleDeploys(std::string_view rest, HttpRequest& req, HttpReply&
   if (!IsDeployCall(rest)) {
     return false;
   }
-  deploy::Deploys* deploys = sources_.deploys;
+  deploy::Deploys* deploys = deploys_.load();
   if (deploys == nullptr) {
-    reply(Error(503, "this server takes no deploys (moltd --check)"));
+    reply(Error(503, kNoDeploys));
     return true;
   }
   const bool post = req.method == "POST";

@@ -34,6 +34,7 @@
 #include "kernel/src/net/network.h"
 #include "kernel/src/server/close_phase.h"
 #include "kernel/src/server/dir_watcher.h"
+#include "kernel/src/server/registry_opener.h"
 #include "kernel/src/server/signal_watcher.h"
 #include "kernel/src/store/profile_api.h"
 #include "kernel/src/store/profile_registry.h"
@@ -209,7 +210,7 @@ int Server::Run() {
     kLog.Error("cannot start: {}", booted.message());
     exit_code = kExitBootFailed;
   } else if (!options_.check) {
-    kernel_->loop().Post([this] { BootFrom(0); });
+    kernel_->loop().Post([this] { AwaitRegistry(); });
     kernel_->loop().Run();
     exit_code = boot_exit_code_;
   }
@@ -285,15 +286,6 @@ Status Server::Assemble() {
   plugins_->set_background_staging(loader::PluginHost::kStageDeadline);
   InjectSlowStages(*plugins_);
   plugins_->set_last_known_good_dir(last_known_good_);
-  if (!options_.check) {
-    deploy::DeploysOptions deploy_options;
-    deploy_options.dir = (fs::path(settings_.data_dir) / "registry").string();
-    deploy_options.branch = settings_.branch;
-    deploy_options.prod_rules = settings_.require_signatures;
-    deploy_options.keys_file = settings_.deploy_keys;
-    deploy_options.max_build_bytes = static_cast<std::uint64_t>(settings_.max_build_mb * (1 << 20));
-    MOLT_ASSIGN_OR_RETURN(deploys_, deploy::Deploys::Open(std::move(deploy_options)));
-  }
   close_ = std::make_unique<ClosePhase>(kernel, Seconds(settings_.close_budget),
                                         [] { std::_Exit(kExitOk); });
   signals_ = std::make_unique<SignalWatcher>([this](int signo) { OnSignal(signo); });
@@ -333,7 +325,7 @@ Status Server::Assemble() {
                             Reload("admin API", std::move(done));
                           },
                           [this](std::string_view reason) { return bundles_->Write(reason); },
-                          [this] { return close_requested_.load(); }, deploys_.get()},
+                          [this] { return close_requested_.load(); }, nullptr},
       admin_token_);
   return Status::Ok();
 }
@@ -439,9 +431,74 @@ Status Server::LoadPlugins() {
 // within its load cap (kBootLoadCap, squeezed toward kBootDeadline, never under kBootLateLoad);
 // one that takes longer is abandoned for the next. Past kBootFallbackAt only the bundled
 // fallback (the last source) is tried. Clients are refused with "Starting" meanwhile.
+// The registry is read on a thread of its own (RegistryOpener); the boot waits for it at most
+// kBootReadsWait, then boots without it (the plugin directory, the last known good), and the
+// branch's head follows once it opens (OnRegistryOpen).
+void Server::AwaitRegistry() {
+  boot_started_ = RealNow();
+  deploy::DeploysOptions o;
+  o.dir = (fs::path(settings_.data_dir) / "registry").string();
+  o.branch = settings_.branch;
+  o.prod_rules = settings_.require_signatures;
+  o.keys_file = settings_.deploy_keys;
+  o.max_build_bytes = static_cast<std::uint64_t>(settings_.max_build_mb * (1 << 20));
+  registry_opener_ = std::make_unique<RegistryOpener>(
+      std::move(o),
+      [this](std::unique_ptr<deploy::Deploys> d) {
+        auto box = std::make_shared<std::unique_ptr<deploy::Deploys>>(std::move(d));
+        kernel_->loop().Post([this, box] { OnRegistryOpen(std::move(*box)); });
+      },
+      [this, last = std::make_shared<std::string>()](const Status& why) {
+        if (why.message() != *last) {  // each new reason once; the retries are quiet
+          *last = why.message();
+          kLog.Error(
+              "the deploy registry cannot be opened: {}; trying again every second (deploys "
+              "wait for it, the branch's head follows once it opens)",
+              why.message());
+        }
+      });
+  registry_gate_ = kernel_->scheduler().After(
+      kBootReadsWait,
+      [this] {
+        if (!boot_begun_) {
+          kLog.Warn("boot: the deploy registry is not open after {:.0f} s: booting without it",
+                    ToSeconds(kBootReadsWait));
+          BootFrom(0);
+        }
+      },
+      Priority::kKernel, TaskOrigin::Named("boot"));
+}
+
+void Server::OnRegistryOpen(std::unique_ptr<deploy::Deploys> deploys) {
+  if (close_requested_.load()) {
+    return;  // released with the box
+  }
+  deploys_ = std::move(deploys);
+  admin_api_->set_deploys(deploys_.get());
+  if (!boot_begun_) {  // in time: the boot plans with it
+    registry_gate_.Cancel();
+    BootFrom(0);
+    return;
+  }
+  kLog.Info("the deploy registry is open, {:.1f} s after the start",
+            ToSeconds(RealNow() - boot_started_));
+  if (!booted_from_.empty()) {  // serving: deploys start, and the head follows now
+    StartDeploys();
+    FollowHeadAfterLateRegistry();
+  }  // still booting: StartServing() does both
+}
+
+void Server::FollowHeadAfterLateRegistry() {
+  if (deploys_ != nullptr && !deploys_->HeadFile().empty()) {
+    kLog.Info("boot: the head of {} follows the late registry", settings_.branch);
+    Reload("boot: the head, once the registry opened", nullptr);
+  }
+}
+
 void Server::BootFrom(std::size_t at) {
   if (at == 0) {
-    boot_started_ = RealNow();
+    boot_begun_ = true;
+    boot_planned_with_registry_ = deploys_ != nullptr;
     PlanBoot();
   }
   if (close_requested_.load()) {
@@ -605,7 +662,9 @@ void Server::StartServing(std::size_t at) {
       ToSeconds(RealNow() - boot_started_) * 1000, settings_.data_dir, settings_.profiles_db,
       profiles_->host());
   bundles_->RefreshCrashSnapshot();  // installs the fatal-signal writer
-  if (retry_head_) {                 // the head ran out of boot time: now, with the normal timeouts
+  if (!boot_planned_with_registry_) {
+    FollowHeadAfterLateRegistry();
+  } else if (retry_head_) {  // the head ran out of boot time: now, with the normal timeouts
     kLog.Info("boot: the head of {} ran out of boot time; retrying it while {} serves",
               settings_.branch, plugins_->generation());
     Reload("boot: the head again, after its boot timed out", nullptr);
@@ -652,10 +711,12 @@ void Server::StartWatching() {
 // the loop.
 void Server::OnSignal(int signo) {
   if (signo == SIGHUP) {  // reload the plugin directory as a new generation
-    if (deploys_ != nullptr) {
-      deploys_->ReloadKeys();
-    }
-    kernel_->loop().Post([this] { Reload("SIGHUP", nullptr); });
+    kernel_->loop().Post([this] {
+      if (deploys_ != nullptr) {
+        deploys_->ReloadKeys();
+      }
+      Reload("SIGHUP", nullptr);
+    });
     return;
   }
   std::string reason = signo == SIGTERM ? "SIGTERM" : "SIGINT";
@@ -726,7 +787,8 @@ void Server::Drain(TimePoint closing) {
 void Server::Release() {
   watcher_.reset();
   admin_server_.reset();
-  deploys_.reset();  // its thread posts to the kernel loop: it goes first
+  registry_opener_.reset();  // no registry arrives from here on
+  deploys_.reset();          // its thread posts to the kernel loop: it goes first
   if (kernel_ != nullptr) {
     if (Status s = kernel_->Shutdown(); !s.ok()) {
       kLog.Error("{}", s.message());

@@ -37,6 +37,7 @@ namespace molt::kernel {
 
 class ClosePhase;
 class DirWatcher;
+class RegistryOpener;
 class Kernel;
 class SignalWatcher;
 namespace admin {
@@ -91,6 +92,12 @@ class Server {
   static constexpr Duration kBootLateLoad = std::chrono::seconds(2);
   static constexpr Duration kBootFallbackAt = std::chrono::seconds(9);
   void BootFrom(std::size_t at);
+  static constexpr Duration kBootReadsWait = std::chrono::seconds(3);
+  // Opens the registry off the kernel thread and boots once it is open, or at kBootReadsWait.
+  void AwaitRegistry();
+  // The registry opened (the kernel thread): deploys start; opened late, the head follows.
+  void OnRegistryOpen(std::unique_ptr<deploy::Deploys> deploys);
+  void FollowHeadAfterLateRegistry();
   // boot_sources_[at] failed (logged; a deployed build is marked failed here), or serves.
   void BootFailed(std::size_t at, const Status& why);
   void Booted(std::size_t at);
@@ -135,7 +142,11 @@ class Server {
   TimePoint boot_started_;
   bool kernel_started_ = false;  // Kernel::Start() was called (it runs once)
   bool retry_head_ = false;      // the head ran out of boot time: swap it in once serving
-  int boot_exit_code_ = 0;       // kExitBootFailed when nothing booted
+  bool boot_begun_ = false;
+  bool boot_planned_with_registry_ = false;  // else the head follows once serving
+  TaskHandle registry_gate_;                 // kBootReadsWait after the start
+  std::unique_ptr<RegistryOpener> registry_opener_;
+  int boot_exit_code_ = 0;  // kExitBootFailed when nothing booted
   // The generation a deploy (or the boot) made serve, and its build's manifest SHA-256: a deploy
   // of that build while that generation serves is adopted without a swap (the kernel thread).
   std::string deployed_generation_;
@@ -146,7 +157,8 @@ class Server {
   std::unique_ptr<net::Network> network_;
   std::unique_ptr<store::ProfileRegistry> profiles_;
   std::unique_ptr<loader::PluginHost> plugins_;
-  std::unique_ptr<deploy::Deploys> deploys_;  // null for --check
+  // Set on the kernel thread once the registry opened (RegistryOpener); null for --check.
+  std::unique_ptr<deploy::Deploys> deploys_;
   std::unique_ptr<ClosePhase> close_;
   std::unique_ptr<SignalWatcher> signals_;
   std::unique_ptr<admin::Diagnostics> diagnostics_;
