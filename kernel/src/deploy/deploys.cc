@@ -135,7 +135,8 @@ struct Deploys::Impl {
   };
   std::deque<Refusal> refusals;  // newest first
   std::map<std::string, std::pair<Clock::time_point, std::uint64_t>>
-      refusal_log;  // kind -> last, hidden
+      refusal_log;                                          // kind -> last, hidden
+  std::map<std::string, Clock::time_point> refusal_events;  // kind -> last on_refusal
 
   // Swaps run one at a time, in the order asked: a deployment's, a pin's or an unpin's; each
   // hears its outcome on this thread.
@@ -205,8 +206,15 @@ void Deploys::Impl::Refuse(std::string_view kind, const std::string& reason) {
   if (refusals.size() > kRefusalsKept) {
     refusals.pop_back();
   }
-  auto& [last, hidden] = refusal_log[std::string(kind)];
   const Clock::time_point now = Clock::now();
+  if (options.on_refusal) {
+    Clock::time_point& told = refusal_events[std::string(kind)];
+    if (told == Clock::time_point{} || now - told >= options.refusal_event_gap) {
+      told = now;
+      options.on_refusal(std::string(kind), reason);
+    }
+  }
+  auto& [last, hidden] = refusal_log[std::string(kind)];
   if (last != Clock::time_point{} && now - last < kRefusalLogGap) {
     ++hidden;
     return;

@@ -48,6 +48,10 @@ struct DeploysOptions {
   bool prod_rules = true;       // signatures required (deploy.require_signatures)
   std::string keys_file;        // deploy.keys ("" : none)
   std::uint64_t max_build_bytes = 1ull << 30;  // deploy.max_build_mb
+  // Hears a refusal (its kind and reason) at most once per kind per refusal_event_gap, on the
+  // deploy thread: moltd publishes it on the Bus as Kernel.DeployRefused (spec §29).
+  std::function<void(const std::string& kind, const std::string& reason)> on_refusal;
+  std::chrono::milliseconds refusal_event_gap{60'000};
 };
 
 // What the kernel did with a build it was asked to serve.

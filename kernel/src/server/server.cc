@@ -442,6 +442,12 @@ void Server::AwaitRegistry() {
   o.prod_rules = settings_.require_signatures;
   o.keys_file = settings_.deploy_keys;
   o.max_build_bytes = static_cast<std::uint64_t>(settings_.max_build_mb * (1 << 20));
+  o.on_refusal = [this](const std::string& kind, const std::string& reason) {
+    kernel_->loop().Post([this, kind, reason] {
+      const Value args[] = {Value::String(kind), Value::String(reason)};
+      kernel_->bus().Publish("Kernel.DeployRefused", args);
+    });
+  };
   registry_opener_ = std::make_unique<RegistryOpener>(
       std::move(o),
       [this](std::unique_ptr<deploy::Deploys> d) {

@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "kernel/src/deploy/registry.h"
 #include "kernel/src/loader/signing.h"
@@ -37,6 +38,11 @@ class DeploysTest : public ::testing::Test {
     o.branch = std::move(branch);
     o.prod_rules = prod_rules;
     o.keys_file = keys.empty() && prod_rules ? dir_ / "keys.json" : keys;
+    o.refusal_event_gap = refusal_event_gap_;
+    o.on_refusal = [this](const std::string& kind, const std::string& reason) {
+      std::lock_guard lock(mu_);
+      refusal_events_.push_back(kind + ": " + reason);
+    };
     deploys_ = Deploys::Open(o).value();
     deploys_->Start(
         [this](SwapTarget target, std::string reason, std::function<void(SwapOutcome)> done) {
@@ -116,6 +122,8 @@ class DeploysTest : public ::testing::Test {
   SwapOutcome outcome_{"swapped", "", "{}", false};
   bool hold_swaps_ = false;
   std::function<void(SwapOutcome)> held_;
+  std::chrono::milliseconds refusal_event_gap_{60'000};
+  std::vector<std::string> refusal_events_;  // what on_refusal heard
 };
 
 TEST_F(DeploysTest, ADevServerTakesUnsignedDeploysAndSwapsOnlyItsOwnBranch) {
@@ -192,6 +200,36 @@ TEST_F(DeploysTest, AProdServerTakesOnlySignedProdBuildsWithANewerSeq) {
   const json::array& refusals = branches.at("refusals").as_array();
   EXPECT_EQ(refusals.size(), 6u);
   EXPECT_EQ(refusals.front().at("kind").as_string(), "channel");
+}
+
+// A refusal is an event too (moltd publishes it as Kernel.DeployRefused), once per kind per gap
+// (60 s; shortened here): a flood of bad deploys is one event per kind, not one each.
+TEST_F(DeploysTest, RefusalsAreEventsAtMostOncePerKindPerGap) {
+  refusal_event_gap_ = std::chrono::milliseconds(1500);
+  Open(true);
+  const json::object b = Upload({});
+  DeployRequest unsigned_r;
+  unsigned_r.branch = "prod";
+  unsigned_r.build = std::string(b.at("sha256").as_string());
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Result(Deploy(unsigned_r)).rfind("refused: unsigned", 0), 0u);
+  }
+  ASSERT_EQ(Result(Deploy(Signed(b, "prod", 1))), "swapped");
+  EXPECT_EQ(Result(Deploy(Signed(b, "prod", 1))).rfind("refused: seq 1", 0), 0u);  // a replay
+  {
+    std::lock_guard lock(mu_);
+    EXPECT_EQ(refusal_events_,
+              (std::vector<std::string>{
+                  "signature: unsigned: a prod-rules server takes only signed deploys, each "
+                  "naming its seq (molt deploy --key FILE signs them)",
+                  "seq: seq 1 is not newer than the applied 1 (replay?)"}));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1600));  // the gap passes
+  Deploy(unsigned_r);
+  EXPECT_EQ(Branches().at("refusals").as_array().size(), 7u);  // every one is still kept
+  std::lock_guard lock(mu_);
+  ASSERT_EQ(refusal_events_.size(), 3u);
+  EXPECT_EQ(refusal_events_[2].rfind("signature: unsigned", 0), 0u);
 }
 
 TEST_F(DeploysTest, ARevokedKeyAndNoKeysAtAllAreRefusedNamingTheFix) {
