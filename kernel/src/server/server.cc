@@ -426,11 +426,6 @@ Status Server::LoadPlugins() {
   return booted;
 }
 
-// The boot budget (spec §31): a generation serves within kBootBudget of the start, or moltd
-// exits saying why (its supervisor starts it again). Each build is read off the kernel thread
-// within its load cap (kBootLoadCap, squeezed toward kBootDeadline, never under kBootLateLoad);
-// one that takes longer is abandoned for the next. Past kBootFallbackAt only the bundled
-// fallback (the last source) is tried. Clients are refused with "Starting" meanwhile.
 // The registry is read on a thread of its own (RegistryOpener); the boot waits for it at most
 // kBootReadsWait, then boots without it (the plugin directory, the last known good), and the
 // branch's head follows once it opens (OnRegistryOpen).
@@ -501,6 +496,11 @@ void Server::FollowHeadAfterLateRegistry() {
   }
 }
 
+// The boot budget (spec §31): a generation serves within kBootBudget of the start, or moltd
+// exits saying why (its supervisor starts it again). Each build is read off the kernel thread
+// within its load cap (kBootLoadCap, squeezed toward kBootDeadline, never under kBootLateLoad);
+// one that takes longer is abandoned for the next. Past kBootFallbackAt only the bundled
+// fallback (the last source) is tried. Clients are refused with "Starting" meanwhile.
 void Server::BootFrom(std::size_t at) {
   if (at == 0) {
     boot_begun_ = true;
