@@ -279,6 +279,28 @@ TEST_F(MoltdAdminTest, DiagnosticsCloseAWindowEveryIntervalWithTheNetworksFigure
   EXPECT_LE(tasks.at("since_seconds").as_double() + d.at("seconds").as_double(),
             status.at("uptime_seconds").as_double())
       << tasks << d << status;
+  // net_rejected is the window's, not the total since the start: three requests with a payload
+  // that is no Query are rejected, and a later window counts none (a total never falls back).
+  std::uint16_t get = 0;
+  auto bob = Join("bob", &get);
+  ASSERT_NE(get, 0);
+  const std::uint8_t junk[] = {1, 2, 3, 4, 5, 6, 7};
+  for (std::uint32_t id = 1; id <= 3; ++id) {
+    bob->Request(get, id, std::span(junk));
+  }
+  bool counted = false;
+  bool then_none = false;
+  json::value series;
+  for (int i = 0; i < 100 && !then_none; ++i) {  // windows of 0.2 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    series = GetJson("/api/v1/series");
+    counted = then_none = false;
+    for (const json::value& v : series.at("series").at("net_rejected").as_array()) {
+      counted = counted || v.to_number<double>() > 0;
+      then_none = then_none || (counted && v.to_number<double>() == 0);
+    }
+  }
+  EXPECT_TRUE(counted && then_none) << series;
 }
 
 TEST_F(MoltdAdminTest, ADebugBundleOnDemandHasTheLogsAndStatsAndNoSecrets) {
