@@ -449,7 +449,7 @@ void Server::AwaitRegistry() {
         auto box = std::make_shared<std::unique_ptr<deploy::Deploys>>(std::move(d));
         kernel_->loop().Post([this, box] { OnRegistryOpen(std::move(*box)); });
       },
-      [this, last = std::make_shared<std::string>()](const Status& why) {
+      [last = std::make_shared<std::string>()](const Status& why) {
         if (why.message() != *last) {  // each new reason once; the retries are quiet
           *last = why.message();
           kLog.Error(
