@@ -343,8 +343,7 @@ void Server::PlanBoot() {
     boot_sources_.push_back({c.file, c.what + ", " + c.build_id, c.what, &c});
   }
   std::error_code ec;
-  const bool have_good =
-      !options_.check && fs::exists(fs::path(last_known_good_) / loader::kBuildManifest, ec);
+  const bool have_good = fs::exists(fs::path(last_known_good_) / loader::kBuildManifest, ec);
   if (boot_candidates_.empty()) {
     boot_sources_.push_back(
         {settings_.plugin_dir, "the plugin directory " + settings_.plugin_dir, "plugin directory"});
@@ -392,38 +391,13 @@ void Server::Booted(std::size_t at) {
   }
 }
 
-// --check: the same order, on this thread, nothing listening.
+// --check boots the plugin directory alone (no registry, no last known good), on this thread,
+// nothing listening.
 Status Server::LoadPlugins() {
-  PlanBoot();
-  std::size_t at = 0;
-  Status booted;
-  for (; at < boot_sources_.size(); ++at) {
-    booted = plugins_->LoadDirectory(boot_sources_[at].path);
-    if (booted.ok()) {
-      break;
-    }
-    if (boot_sources_.size() == 1) {
-      return booted;  // the one source: its error is the boot's
-    }
-    BootFailed(at, booted);
-  }
-  if (!booted.ok()) {
-    return Status::FailedPrecondition("nothing boots: every build above failed");
-  }
-  booted = kernel_->Start();
-  while (!booted.ok() && at + 1 < boot_sources_.size()) {
-    BootFailed(at, booted);
-    ++at;
-    const loader::SwapReport r =
-        plugins_->Reload(boot_sources_[at].path, "boot: " + boot_sources_[at].reason);
-    booted = r.ok ? Status::Ok() : Status::FailedPrecondition(r.error);
-  }
-  if (!booted.ok()) {
-    BootFailed(at, booted);
-    return booted;
-  }
-  Booted(at);
-  return booted;
+  MOLT_RETURN_IF_ERROR(plugins_->LoadDirectory(settings_.plugin_dir));
+  MOLT_RETURN_IF_ERROR(kernel_->Start());
+  booted_from_ = settings_.plugin_dir;
+  return Status::Ok();
 }
 
 // The registry is read on a thread of its own (RegistryOpener); the boot waits for it at most
@@ -535,10 +509,9 @@ void Server::BootFrom(std::size_t at) {
     BootFailed(at, why);
     BootFrom(at + 1);
   };
-  if (!kernel_started_) {
+  if (!kernel_->started()) {  // Start() runs once: after it failed, the next build swaps in
     plugins_->LoadDirectoryInBackground(boot_sources_[at].path, cap, [this, at, next](Status s) {
       if (s.ok()) {
-        kernel_started_ = true;  // once tried, the kernel does not start again: the next swaps
         s = kernel_->Start();
       }
       if (!s.ok()) {

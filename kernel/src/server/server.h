@@ -81,7 +81,7 @@ class Server {
   // (deploy::Deploys::BootCandidates), the plugin directory (first when the branch has no head),
   // the last known good build.
   void PlanBoot();
-  // --check: the first of them that loads and starts, on this thread.
+  // --check: the plugin directory alone, loaded and started on this thread.
   Status LoadPlugins();
   // The boot of a serving moltd (spec §31), on the kernel thread with its loop running: from
   // boot_sources_[at] on, within the boot budget, then StartServing(). Clients are refused with
@@ -140,8 +140,7 @@ class Server {
   std::vector<deploy::Deploys::Candidate> boot_candidates_;
   std::vector<BootSource> boot_sources_;
   TimePoint boot_started_;
-  bool kernel_started_ = false;  // Kernel::Start() was called (it runs once)
-  bool retry_head_ = false;      // the head ran out of boot time: swap it in once serving
+  bool retry_head_ = false;  // the head ran out of boot time: swap it in once serving
   bool boot_begun_ = false;
   bool boot_planned_with_registry_ = false;  // else the head follows once serving
   TaskHandle registry_gate_;                 // kBootReadsWait after the start
