@@ -338,19 +338,24 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   }
 }
 
-Status PluginHost::MountCopiesOf(const Generation& from, Generation& into) {
-  into.dir = from.dir;
-  std::vector<std::string> copies;
+Status PluginHost::CopiesOf(const Generation& from, std::vector<std::string>* copies) {
   for (const Plugin& p : from.plugins) {
     if (p.library == nullptr) {
       return Status::Unsupported("plugin \"" + p.instance->name() +
                                  "\" is linked into the host: it cannot be loaded again");
     }
-    copies.push_back(p.library->copy());
+    copies->push_back(p.library->copy());
   }
-  if (Status s = Load(into, copies, {}, true); !s.ok()) {
-    return s;
-  }
+  return Status::Ok();
+}
+
+Status PluginHost::MountCopiesOf(const Generation& from, Generation& into, StagedFiles* staged) {
+  into.dir = from.dir;
+  std::vector<std::string> copies;
+  MOLT_RETURN_IF_ERROR(CopiesOf(from, &copies));
+  Status s =
+      staged != nullptr ? Open(into, std::move(*staged), {}, true) : Load(into, copies, {}, true);
+  MOLT_RETURN_IF_ERROR(s);
   return into.services->InitAll();
 }
 
@@ -525,7 +530,7 @@ void PluginHost::RunQueued() {
     return;
   }
   staging_ = true;
-  StageThen(req->dir, stage_deadline_, [this, req](StagedBuild* staged) {
+  StageThen(StageOf(req->dir), stage_deadline_, [this, req](StagedBuild* staged) {
     staging_ = false;
     if (staged != nullptr) {
       MountAndSwap(req, staged);
@@ -548,7 +553,13 @@ std::string PluginHost::StageTimeout(const std::string& dir, Duration deadline) 
       dir, ToSeconds(deadline));
 }
 
-void PluginHost::StageThen(const std::string& dir, Duration deadline,
+std::function<PluginHost::StagedBuild()> PluginHost::StageOf(const std::string& dir) {
+  return [dir, copy_dir = copy_dir_, prefix = CopyPrefix()] {
+    return StageBuild(dir, copy_dir, prefix);
+  };
+}
+
+void PluginHost::StageThen(std::function<StagedBuild()> job, Duration deadline,
                            Callback<void(StagedBuild*)> then) {
   // The thread answers through stage_link_, cut when this host goes: a stage stuck on a dead
   // file system is abandoned at its deadline, never joined.
@@ -567,12 +578,11 @@ void PluginHost::StageThen(const std::string& dir, Duration deadline,
         late(nullptr);
       },
       Priority::kKernel, TaskOrigin::Named("reload"));
-  std::thread([link = stage_link_, id, dir, copy_dir = copy_dir_, prefix = CopyPrefix(),
-               hook = stage_hook_] {
+  std::thread([link = stage_link_, id, job = std::move(job), hook = stage_hook_] {
     if (hook) {
       hook();
     }
-    auto staged = std::make_shared<StagedBuild>(StageBuild(dir, copy_dir, prefix));
+    auto staged = std::make_shared<StagedBuild>(job());
     std::lock_guard<std::mutex> lock(link->mu);
     if (link->host != nullptr) {
       link->host->kernel_.loop().Post([link, id, staged] {

@@ -5,7 +5,10 @@
 #include <molt/scope_exit.h>
 
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "kernel/src/core/logger.h"
@@ -119,6 +122,9 @@ void PluginHost::PassProbation() {
 }
 
 void PluginHost::Rollback() {
+  if (rollback_staging_) {
+    return;  // under way: the previous build's libraries are being copied
+  }
   if (in_swap_ || mounted_ != nullptr) {  // wait while busy: it runs once the swap is over
     if (!std::exchange(rollback_pending_, true)) {
       LogScope("Generations")
@@ -133,9 +139,43 @@ void PluginHost::Rollback() {
             "the health-window rollback is moot: a later swap replaced the generation it was for");
     return;
   }
+  probation_->timer.Cancel();  // the window's verdict is in: it cannot pass now
+  std::vector<std::string> copies;
+  if (stage_deadline_ == Duration::max() || !CopiesOf(*probation_->previous, &copies).ok()) {
+    MountRollback(nullptr);  // staged here (or refused here, naming why)
+    return;
+  }
+  // Fresh copies of the previous build's libraries are made off the kernel thread, as a
+  // reload's are: the copy grows with the build, and clients are served meanwhile.
+  rollback_staging_ = true;
+  const std::string dir = probation_->previous->dir;
+  StageThen(
+      [copies, copy_dir = copy_dir_, prefix = CopyPrefix()] {
+        const TimePoint t0 = RealNow();
+        StagedBuild staged;
+        staged.files = StageFiles(copies, {}, copy_dir, prefix);
+        staged.ms = MillisSince(t0);
+        return staged;
+      },
+      stage_deadline_,
+      [this, dir](StagedBuild* staged) {
+        rollback_staging_ = false;
+        StagedBuild late;
+        if (staged == nullptr) {
+          late.status = Status::Cancelled(StageTimeout(dir, stage_deadline_));
+          staged = &late;
+        }
+        if (mounted_ != nullptr || !probation_ || !probation_->rolling_back) {
+          Rollback();  // a reload came first: the rollback waits for it, or is moot
+          return;
+        }
+        MountRollback(staged);
+      });
+}
+
+void PluginHost::MountRollback(StagedBuild* staged) {
   Probation p = std::move(*probation_);
   probation_.reset();
-  p.timer.Cancel();
   Generation& bad = *p.gen;
   Generation& previous = *p.previous;
   SwapReport r;
@@ -152,9 +192,13 @@ void PluginHost::Rollback() {
   r.stage = "mount";
   const TimePoint t0 = RealNow();
   in_swap_ = true;
-  Status s = MountCopiesOf(previous, *g);
+  Status s = staged != nullptr ? staged->status : Status::Ok();
+  if (s.ok()) {
+    s = MountCopiesOf(previous, *g, staged != nullptr ? &staged->files : nullptr);
+  }
   in_swap_ = false;
-  r.load_ms = MillisSince(t0);
+  r.staged_ms = staged != nullptr ? staged->ms : 0;
+  r.load_ms = MillisSince(t0) + r.staged_ms;
   ReleaseLater(&previous);
   if (!s.ok()) {
     r.error = s.message() + " (" + bad.name + " serves on)";
@@ -193,24 +237,73 @@ void PluginHost::SaveLastKnownGood(const Generation& g) {
   }
   // Written beside, then exchanged into place in one step: a crash leaves the old one or the new
   // one, each whole, with its health settings.
-  std::error_code ec;
-  const std::string tmp = lkg_dir_ + ".new";
-  fs::remove_all(tmp, ec);  // a save a crash cut short
-  fs::create_directories(fs::path(lkg_dir_).parent_path(), ec);
-  Status s = WriteBuild(tmp, g.build_id, files, g.health_errors, g.health_window_seconds);
-  if (s.ok()) {
-    s = InstallDirectory(tmp, lkg_dir_);
-  }
-  if (!s.ok()) {
-    fs::remove_all(tmp, ec);
-  }
-  if (!s.ok()) {
-    LogScope("Generations")
-        .Warn("build {} could not be kept as last known good: {}", g.build_id, s.message());
+  auto save = [dir = lkg_dir_, id = g.build_id, files = std::move(files), errors = g.health_errors,
+               window = g.health_window_seconds] {
+    std::error_code ec;
+    const std::string tmp = dir + ".new";
+    fs::remove_all(tmp, ec);  // a save a crash cut short
+    fs::create_directories(fs::path(dir).parent_path(), ec);
+    Status s = WriteBuild(tmp, id, files, errors, window);
+    if (s.ok()) {
+      s = InstallDirectory(tmp, dir);
+    }
+    if (!s.ok()) {
+      fs::remove_all(tmp, ec);
+    }
+    return s;
+  };
+  if (stage_deadline_ == Duration::max()) {
+    LogKept(g.build_id, save());
     return;
   }
-  LogScope("Generations")
-      .Info("build {} is the last known good (kept in {})", g.build_id, lkg_dir_);
+  // With background staging the copy and its fsyncs (they grow with the build) run on a thread
+  // of their own, one save at a time; a save overtaken by a newer one is dropped.
+  const std::uint64_t seq = ++lkg_saver_->started;
+  {
+    std::lock_guard<std::mutex> lock(lkg_saver_->mu);
+    ++lkg_saver_->in_flight;
+  }
+  std::thread([link = stage_link_, saver = lkg_saver_, seq, id = g.build_id, save = std::move(save),
+               hook = stage_hook_] {
+    if (hook) {
+      hook();
+    }
+    std::optional<Status> s;
+    {
+      std::lock_guard<std::mutex> write(saver->write_mu);
+      if (seq > saver->newest) {
+        s = save();
+        saver->newest = seq;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(saver->mu);
+      --saver->in_flight;
+    }
+    saver->cv.notify_all();
+    std::lock_guard<std::mutex> lock(link->mu);
+    if (s && link->host != nullptr) {
+      link->host->kernel_.loop().Post([link, id, s = *s] {
+        if (link->host != nullptr) {
+          link->host->LogKept(id, s);
+        }
+      });
+    }
+  }).detach();
+}
+
+void PluginHost::LogKept(const std::string& build_id, const Status& s) {
+  if (!s.ok()) {
+    LogScope("Generations")
+        .Warn("build {} could not be kept as last known good: {}", build_id, s.message());
+    return;
+  }
+  LogScope("Generations").Info("build {} is the last known good (kept in {})", build_id, lkg_dir_);
+}
+
+void PluginHost::WaitForLastKnownGood(Duration limit) {
+  std::unique_lock<std::mutex> lock(lkg_saver_->mu);
+  lkg_saver_->cv.wait_for(lock, limit, [this] { return lkg_saver_->in_flight == 0; });
 }
 
 }  // namespace molt::kernel::loader

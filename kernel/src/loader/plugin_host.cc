@@ -54,6 +54,7 @@ PluginHost::PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind)
 }
 
 PluginHost::~PluginHost() {
+  WaitForLastKnownGood(kLastKnownGoodWait);  // the copy it reads is unloaded below
   {
     std::lock_guard<std::mutex> lock(stage_link_->mu);
     stage_link_->host = nullptr;  // a stage still running answers no one
@@ -122,10 +123,11 @@ Status PluginHost::LoadDirectory(const std::string& dir) {
 
 void PluginHost::LoadDirectoryInBackground(const std::string& dir, Duration deadline,
                                            Callback<void(Status)> done) {
-  StageThen(dir, deadline, [this, dir, deadline, done = std::move(done)](StagedBuild* staged) {
-    done(staged != nullptr ? LoadStaged(dir, std::move(*staged))
-                           : Status::Cancelled(StageTimeout(dir, deadline)));
-  });
+  StageThen(StageOf(dir), deadline,
+            [this, dir, deadline, done = std::move(done)](StagedBuild* staged) {
+              done(staged != nullptr ? LoadStaged(dir, std::move(*staged))
+                                     : Status::Cancelled(StageTimeout(dir, deadline)));
+            });
 }
 
 Status PluginHost::LoadStaged(const std::string& dir, StagedBuild staged) {

@@ -38,6 +38,7 @@
 #include <molt/kernel/status.h>
 
 #include <boost/json/fwd.hpp>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
@@ -144,8 +145,9 @@ class PluginHost {
   // unless set (staged inline, as a client app's controllers are); moltd sets it.
   static constexpr Duration kStageDeadline = std::chrono::seconds(60);
   void set_background_staging(Duration deadline) { stage_deadline_ = deadline; }
-  // Tests only: runs on the staging thread before each background stage (a file system that
-  // hangs cannot be caused for real in a test).
+  // Tests only: runs on the staging thread before each background stage, a rollback's among
+  // them, and before each last-known-good save off the kernel thread (a file system that hangs
+  // cannot be caused for real in a test).
   void set_stage_hook_for_testing(std::function<void()> hook) { stage_hook_ = std::move(hook); }
   // Refuses every later reload: the server is closing.
   void Close() { closing_ = true; }
@@ -178,8 +180,13 @@ class PluginHost {
     health_errors_ = errors;
     health_window_ = window;
   }
-  // Where the last known good build is kept (a directory this host owns; empty: nowhere).
+  // Where the last known good build is kept (a directory this host owns; empty: nowhere). With
+  // background staging the save (a copy of every library, with fsyncs) runs off the kernel
+  // thread; the host's destruction waits for one in flight for at most kLastKnownGoodWait.
   void set_last_known_good_dir(std::string dir) { lkg_dir_ = std::move(dir); }
+  static constexpr Duration kLastKnownGoodWait = std::chrono::seconds(5);
+  // Waits for the last-known-good saves in flight, for at most `limit`.
+  void WaitForLastKnownGood(Duration limit);
   // Starts the boot generation's health window (after Kernel::Start): if it passes without
   // reaching the threshold, the boot build becomes the last known good.
   void BeginHealthWindow();
@@ -328,11 +335,21 @@ class PluginHost {
   void RunPendingRollback();
   void OnError(const Generation* g);
   void PassProbation();
+  // The window's rollback: fresh copies of the previous build's libraries staged (off the kernel
+  // thread with background staging), then MountRollback().
   void Rollback();
+  // Mounts the previous build for the rollback from `staged` (null: staged here; a status: the
+  // stage failed), its swap the next step.
+  void MountRollback(StagedBuild* staged);
+  // Keeps `g`'s build as the last known good (off the kernel thread with background staging).
   void SaveLastKnownGood(const Generation& g);
+  void LogKept(const std::string& build_id, const Status& s);
+  // The private copies of the libraries `from` has loaded, or why there are none to load again.
+  static Status CopiesOf(const Generation& from, std::vector<std::string>* copies);
   // Mounts `into` dormant from fresh copies of the libraries `from` has loaded (a restore or a
-  // rollback: no static state of a library that ran is reused).
-  Status MountCopiesOf(const Generation& from, Generation& into);
+  // rollback: no static state of a library that ran is reused), from `staged` when they were
+  // staged already.
+  Status MountCopiesOf(const Generation& from, Generation& into, StagedFiles* staged = nullptr);
   // Stops what of `g` still runs now (its names and declarations are free at once), and unloads
   // its libraries in a later task of its own (never in a hold: a dlclose runs the library's
   // static destructors); the first form takes a resident generation out of generations_.
@@ -355,9 +372,13 @@ class PluginHost {
   void StopInstances(Generation& g);
   void RunQueued();
   void ScheduleQueued();
-  // Stages `dir` on a thread of its own; `then` runs on the kernel thread with the staged build,
-  // or with null once `deadline` passed first (the late result is dropped, its copies with it).
-  void StageThen(const std::string& dir, Duration deadline, Callback<void(StagedBuild*)> then);
+  // Runs `job` (file system work only) on a thread of its own; `then` runs on the kernel thread
+  // with what it staged, or with null once `deadline` passed first (the late result is dropped,
+  // its copies with it).
+  void StageThen(std::function<StagedBuild()> job, Duration deadline,
+                 Callback<void(StagedBuild*)> then);
+  // StageBuild() of `dir`, for StageThen().
+  std::function<StagedBuild()> StageOf(const std::string& dir);
   // A stage came back (`id` tells it from one abandoned).
   void OnStaged(std::uint64_t id, StagedBuild staged);
   static std::string StageTimeout(const std::string& dir, Duration deadline);
@@ -377,6 +398,7 @@ class PluginHost {
   std::map<std::string, std::string> failed_builds_;  // build id -> why
   std::optional<Probation> probation_;
   bool rollback_pending_ = false;  // the window's rollback waits for a swap in progress
+  bool rollback_staging_ = false;  // the window's rollback copies the previous build's libraries
   Duration stop_budget_ = kStopBudget;
   Duration callback_deadline_ = Duration::max();
   std::uint32_t health_errors_ = 3;
@@ -406,6 +428,16 @@ class PluginHost {
     PluginHost* host;
   };
   std::shared_ptr<StageLink> stage_link_;
+  // The last-known-good saves running on threads of their own (SaveLastKnownGood).
+  struct LkgSaver {
+    std::uint64_t started = 0;  // kernel thread only
+    std::mutex write_mu;        // one save at a time
+    std::uint64_t newest = 0;   // the newest save written (under write_mu)
+    std::mutex mu;
+    std::condition_variable cv;
+    int in_flight = 0;  // under mu
+  };
+  std::shared_ptr<LkgSaver> lkg_saver_ = std::make_shared<LkgSaver>();
   std::function<void()> stage_hook_;
   std::uint64_t swaps_ = 0;      // that ended with a new generation serving
   std::uint64_t failures_ = 0;   // swaps that did not

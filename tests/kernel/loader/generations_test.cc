@@ -1334,5 +1334,127 @@ TEST_F(GenerationsTest, AStageStuckPastItsDeadlineIsAbandonedAndTheNextReloadRun
   EXPECT_EQ(plugins_->resident_generations(), 2u);  // v2 on probation, v1 kept until it passes
 }
 
+// With background staging, the two other copies of a build the health window makes run off the
+// kernel thread too: the rollback's fresh copies of the previous build, and the last-known-good
+// save (every library copied and fsynced). Held mid-way, the server serves on.
+TEST_F(GenerationsTest, TheWindowsRollbackStagesItsCopiesOffTheKernelThread) {
+  BootWith("v1");
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> in_stage{false};
+  std::atomic<std::thread::id> stage_thread;
+  plugins_->set_health(1, std::chrono::seconds(60));
+  ASSERT_TRUE(plugins_->Reload(Build("v2_faulty"), "test").ok);
+  const std::string faulty = plugins_->generation();
+  plugins_->set_background_staging(std::chrono::seconds(30));
+  plugins_->set_stage_hook_for_testing([&, released] {
+    stage_thread = std::this_thread::get_id();
+    in_stage = true;
+    released.wait();
+  });
+  std::vector<SwapReport> heard;  // the rollback's (the reload's report comes in a later task)
+  plugins_->set_swap_listener([&](const SwapReport& x) {
+    if (x.rollback) {
+      heard.push_back(x);
+    }
+  });
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Intent(Id("gen.Add"), AddPayload(1));  // one error: the window rolls back
+    c.Request(Id("gen.Total"), 1, AddPayload(0));
+    ASSERT_EQ(c.NextOf(w::Body::Response).type(), w::Body::Response);
+  });
+  ASSERT_TRUE(RunUntil([&] { return in_stage.load(); }));
+  bool ran = false;
+  kernel_->scheduler().Schedule([&] { ran = true; });
+  ASSERT_TRUE(RunUntil([&] { return ran; }));
+  EXPECT_EQ(plugins_->generation(), faulty);  // it serves on while v1 is copied
+  EXPECT_EQ(plugins_->rollbacks(), 0u);
+  EXPECT_TRUE(heard.empty());
+  release.set_value();
+  ASSERT_TRUE(RunUntil([&] { return !heard.empty(); }));  // the report: after the swap's task
+  EXPECT_EQ(plugins_->rollbacks(), 1u);
+  EXPECT_NE(stage_thread.load(), std::this_thread::get_id());
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_TRUE(heard[0].ok) << heard[0].error;
+  EXPECT_GT(heard[0].staged_ms, 0);
+  EXPECT_LE(heard[0].staged_ms, heard[0].load_ms);
+  events_.clear();
+  kernel_->bus().Publish("Gen.Ping");
+  EXPECT_EQ(events_, std::vector<std::string>({"Gen.Ping", "Gen.Pong v1"}));
+}
+
+// The rollback's stage stuck past its deadline: the rollback fails naming it and the build on
+// probation serves on, marked failed here; it is never left with no generation.
+TEST_F(GenerationsTest, ARollbackWhoseStageIsStuckLeavesTheBuildServing) {
+  BootWith("v1");
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  plugins_->set_health(1, std::chrono::seconds(60));
+  ASSERT_TRUE(plugins_->Reload(Build("v2_faulty"), "test").ok);
+  const std::string faulty = plugins_->generation();
+  plugins_->set_background_staging(std::chrono::seconds(1));
+  plugins_->set_stage_hook_for_testing([released] { released.wait(); });
+  std::vector<SwapReport> heard;  // the rollback's (the reload's report comes in a later task)
+  plugins_->set_swap_listener([&](const SwapReport& x) {
+    if (x.rollback) {
+      heard.push_back(x);
+    }
+  });
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Intent(Id("gen.Add"), AddPayload(1));
+    c.Request(Id("gen.Total"), 1, AddPayload(0));
+    ASSERT_EQ(c.NextOf(w::Body::Response).type(), w::Body::Response);
+  });
+  ASSERT_TRUE(RunUntil([&] { return !heard.empty(); }));
+  release.set_value();
+  EXPECT_FALSE(heard[0].ok);
+  EXPECT_NE(heard[0].error.find("took more than 1 s: abandoned (is its disk or file system "
+                                "stuck?) (" +
+                                faulty + " serves on)"),
+            std::string::npos)
+      << heard[0].error;
+  EXPECT_EQ(plugins_->generation(), faulty);
+  EXPECT_FALSE(plugins_->on_probation());
+  EXPECT_EQ(plugins_->failed_builds().count(faulty.substr(0, faulty.find('#'))), 1u);
+  events_.clear();
+  kernel_->bus().Publish("Gen.Ping");
+  EXPECT_EQ(events_.size(), 2u);  // v2_faulty still answers
+}
+
+TEST_F(GenerationsTest, TheLastKnownGoodIsSavedOffTheKernelThread) {
+  BootWith("v1");
+  const std::string lkg = copies_ + "-lkg";
+  fs::remove_all(lkg);
+  plugins_->set_last_known_good_dir(lkg);
+  plugins_->set_health(3, std::chrono::milliseconds(50));
+  ASSERT_TRUE(plugins_->Reload(Build("v2"), "test").ok);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> in_save{false};
+  plugins_->set_background_staging(std::chrono::seconds(30));
+  plugins_->set_stage_hook_for_testing([&, released] {
+    in_save = true;
+    released.wait();
+  });
+  ASSERT_TRUE(RunUntil([&] { return !plugins_->on_probation(); }));
+  ASSERT_TRUE(RunUntil([&] { return in_save.load(); }));
+  bool ran = false;
+  kernel_->scheduler().Schedule([&] { ran = true; });
+  ASSERT_TRUE(RunUntil([&] { return ran; }));
+  EXPECT_FALSE(fs::exists(lkg));  // held mid-way: nothing is written yet, and the server serves
+  release.set_value();
+  ASSERT_TRUE(RunUntil([&] { return fs::exists(lkg + "/molt-build.json"); }));
+  Result<loader::Build> kept = ReadBuild(lkg);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(plugins_->generation().substr(0, kept->id.size() + 1), kept->id + "#");
+  EXPECT_FALSE(fs::exists(lkg + ".new"));
+  plugins_->WaitForLastKnownGood(std::chrono::seconds(5));
+  fs::remove_all(lkg);
+}
+
 }  // namespace
 }  // namespace molt::kernel::loader
