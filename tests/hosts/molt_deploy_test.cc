@@ -237,7 +237,8 @@ TEST_F(MoltDeployTest, AProdServerTakesOnlyDeploysSignedByATrustedKey) {
       << json::serialize(json::object{{"public_keys", json::array{pub.c_str()}}});
   std::ofstream(dir_ + "/moltd.json")
       << json::serialize(json::object{{"deploy", json::object{{"keys", dir_ + "/trusted.json"}}}});
-  StartMoltd("prod", {"-c", dir_ + "/moltd.json"});
+  // It boots fx_gen, whose plugin hears the refusals on the Bus.
+  StartMoltd("prod", {"-c", dir_ + "/moltd.json"}, kFixtures + "/gen/v1");
   const std::string a = Build("a", {"--channel", "prod"});
   int code = -1;
   // Unsigned: refused, with the spec's reason, exit 1.
@@ -261,6 +262,13 @@ TEST_F(MoltDeployTest, AProdServerTakesOnlyDeploysSignedByATrustedKey) {
   EXPECT_EQ(branches.at("refusals").as_array().size(), 2u) << branches;
   EXPECT_EQ(branches.at("keys").at("main").as_array().size(), 1u) << branches;
   EXPECT_TRUE(moltd_->WaitFor("refused a deploy (signature): unsigned")) << moltd_->output();
+  // A plugin hears the first refusal of its kind as Kernel.DeployRefused(kind, reason); the
+  // second, of the same kind within 60 s, is not published again.
+  EXPECT_TRUE(moltd_->WaitFor("fx_gen v1 heard Kernel.DeployRefused(signature, unsigned"))
+      << moltd_->output();
+  EXPECT_EQ(moltd_->output().find("heard Kernel.DeployRefused(signature, bad signature"),
+            std::string::npos)
+      << moltd_->output();
   // Rotation: the new key signs, the old one is revoked once moltd reads the file again.
   ASSERT_EQ(Molt({"keys", "rotate", "--dir", dir_ + "/keys", "--keys-file", dir_ + "/trusted.json"},
                  &out),
