@@ -3,11 +3,12 @@
 # Builds and runs the libFuzzer targets in their own build directory, build/fuzz: clang,
 # -fsanitize=fuzzer,address,undefined, the code under test instrumented for coverage.
 #   net     the server's inbound pipeline (tests/fuzz/net_fuzz.cc): what a hostile client sends
+#   ws      the WebSocket layer in front of it (tests/fuzz/ws_fuzz.cc): upgrades and RFC 6455 frames
 #   client  libmolt_client's frame parser (tests/fuzz/client_fuzz.cc): what a hostile server sends
 #
 #   scripts/fuzz.sh                   # fuzz the net target for 60 s from its seed corpus
 #   scripts/fuzz.sh client 600 -jobs=2  # the client target, 600 s; then libFuzzer's arguments
-#   scripts/fuzz.sh --regress         # replay every seed of both once and exit (ctest does too)
+#   scripts/fuzz.sh --regress         # replay every seed of each once and exit (ctest does too)
 #
 # The seeds (tests/fuzz/corpus/<target>, made by tests/fuzz/make_corpus.py) are only read; inputs
 # the fuzzer finds go to build/fuzz/corpus/<target>, crashes to build/fuzz/artifacts/. Reproduce a
@@ -28,15 +29,15 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 if [ "${1:-}" = "--regress" ]; then
-  ninja -C "$build" -j2 molt_net_fuzz molt_client_fuzz
-  for target in net client; do
+  ninja -C "$build" -j2 molt_net_fuzz molt_ws_fuzz molt_client_fuzz
+  for target in net ws client; do
     "$build/tests/fuzz/molt_${target}_fuzz" -runs=0 "tests/fuzz/corpus/$target"
   done
   exit 0
 fi
 target=net
 case "${1:-}" in
-  net | client) target="$1"; shift ;;
+  net | ws | client) target="$1"; shift ;;
 esac
 seconds="${1:-60}"
 shift || true

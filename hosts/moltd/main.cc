@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
       ("tls-cert", "clients connect over TLS 1.2/1.3 with this PEM certificate chain (with "
                    "--tls-key; default: plain TCP)", cxxopts::value<std::string>(), "FILE")
       ("tls-key", "the PEM private key of --tls-cert", cxxopts::value<std::string>(), "FILE")
+      ("ws", "also accept WebSocket clients (browsers) on ADDRESS:PORT, the same frames one per "
+             "binary message; wss:// with --tls-cert (net.websocket; default: off)",
+       cxxopts::value<std::string>(), "ADDRESS:PORT")
       ("admin", "the admin endpoint: the dashboard, the HTTP API, /metrics, /healthz and /readyz "
                 "(default 127.0.0.1:7778; off turns it off; docs/operations.md)",
        cxxopts::value<std::string>(), "ADDRESS:PORT")
@@ -154,6 +157,9 @@ int main(int argc, char** argv) {
   }
   if (args.count("tls-key") != 0) {
     server.tls_key = args["tls-key"].as<std::string>();
+  }
+  if (args.count("ws") != 0) {
+    server.websocket = args["ws"].as<std::string>();
   }
   if (args.count("admin") != 0) {
     server.admin = args["admin"].as<std::string>();

@@ -251,6 +251,46 @@ def client_seeds():
     }
 
 
+def ws_frame(opcode, payload, fin=True, masked=True, key=b"\x37\xfa\x21\x3d"):
+    """A client's WebSocket frame (ws_fuzz.cc): FIN, opcode, masked."""
+    head = bytes([(0x80 if fin else 0) | opcode])
+    m = 0x80 if masked else 0
+    n = len(payload)
+    if n < 126:
+        head += bytes([m | n])
+    elif n <= 0xFFFF:
+        head += bytes([m | 126]) + struct.pack(">H", n)
+    else:
+        head += bytes([m | 127]) + struct.pack(">Q", n)
+    if not masked:
+        return head + payload
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+def ws_seeds():
+    """molt_ws_fuzz: byte 0 bit 0 sends a valid upgrade first, bit 1 refuses its Origin, bit 2
+    sends a server frame after each piece; then three cuts; then the stream."""
+    upgraded, refusing, sending = 1, 2, 4
+    wire = frame(envelope("Ping", {"seq": 1, "time_ns": 2}))
+    plain = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    return {
+        "binary": seed(upgraded | sending, ws_frame(2, wire)),
+        "fragmented_with_ping": seed(upgraded, ws_frame(2, wire[:5], fin=False)
+                                     + ws_frame(9, b"hi") + ws_frame(0, wire[5:])),
+        "two_frames_one_message": seed(upgraded, ws_frame(2, wire + wire)),
+        "short_message": seed(upgraded, ws_frame(2, wire[:3])),
+        "unmasked": seed(upgraded, ws_frame(2, wire, masked=False)),
+        "text": seed(upgraded, ws_frame(1, b"{}")),
+        "close": seed(upgraded | sending, ws_frame(8, b"\x03\xe8bye") + ws_frame(2, wire)),
+        "long_length": seed(upgraded, ws_frame(2, bytes(300))[:12]),
+        "plain_http": seed(0, plain),
+        "refused_origin": seed(upgraded | refusing, ws_frame(2, wire)),
+        "bad_version": seed(0, plain.replace(b"\r\n\r\n", b"\r\nUpgrade: websocket\r\n"
+                                             b"Connection: Upgrade\r\nSec-WebSocket-Version: 8"
+                                             b"\r\n\r\n")),
+    }
+
+
 def write(out, made):
     """Rewrites the generated seeds; inputs the fuzzer found (regress_*) stay."""
     out.mkdir(parents=True, exist_ok=True)
@@ -266,6 +306,7 @@ def main():
     if shutil.which("flatc") is None:
         sys.exit("make_corpus: flatc is missing (apt-get install flatbuffers-compiler)")
     write(CORPUS / "net", seeds())
+    write(CORPUS / "ws", ws_seeds())
     write(CORPUS / "client", client_seeds())
 
 

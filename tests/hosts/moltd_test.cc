@@ -2,6 +2,7 @@
 // A real moltd process: started, signalled, killed, its output and exit code checked. No timing
 // assertions: waits are generous upper bounds that only stop a broken run from hanging.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -383,6 +384,84 @@ TEST_F(MoltdTest, MoltBotLoadsItAndReports) {
 // wake a thousand times.
 // moltd serving TLS from the command line, molt-bot verifying it; the flags' mistakes and a
 // server open to the network without TLS are named.
+// --ws: browsers' transport, wired from the flag and the configuration file to the bundled
+// plugins: plain HTTP is answered, an origin outside the list is refused, and a client that
+// upgrades joins with the same Hello as over TCP, one frame per binary message.
+TEST_F(MoltdTest, ServesWebSocketClientsOnTheWsPort) {
+  const std::string config =
+      Config(R"({"net": {"websocket_origins": "https://a.example, https://b.example"}})");
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0", "--ws",
+             "127.0.0.1:0", "-c", config});
+  ASSERT_FALSE(ServingPort(p).empty()) << p.output();
+  const std::string banner = "WebSocket clients on ws://127.0.0.1:";
+  const std::size_t at = p.output().find(banner);
+  ASSERT_NE(at, std::string::npos) << p.output();
+  EXPECT_NE(p.output().find("(origins: https://a.example, https://b.example)"), std::string::npos)
+      << p.output();
+  const auto port = static_cast<std::uint16_t>(std::stoi(p.output().substr(at + banner.size())));
+  // Everything the server sends until it closes or `limit` passes.
+  auto read_all = [](molt::test::TestClient& c, std::size_t want = SIZE_MAX) {
+    std::string got;
+    char buf[4096];
+    while (got.size() < want) {
+      pollfd pfd{c.fd(), POLLIN, 0};
+      if (::poll(&pfd, 1, 3000) <= 0) {
+        break;
+      }
+      const ssize_t n = ::recv(c.fd(), buf, sizeof(buf), 0);
+      if (n <= 0) {
+        break;
+      }
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+    return got;
+  };
+  {
+    molt::test::TestClient c(port);
+    ASSERT_TRUE(c.SendRaw("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+    EXPECT_EQ(read_all(c).substr(0, 31), "HTTP/1.1 426 Upgrade Required\r\n") << p.output();
+  }
+  const std::string upgrade =
+      "GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nOrigin: ";
+  {
+    molt::test::TestClient c(port);
+    ASSERT_TRUE(c.SendRaw(upgrade + "https://evil.example\r\n\r\n"));
+    const std::string answer = read_all(c);
+    EXPECT_EQ(answer.substr(0, 12), "HTTP/1.1 403") << answer;
+    EXPECT_NE(answer.find("origin \"https://evil.example\" is not allowed here"), std::string::npos)
+        << answer;
+  }
+  molt::test::TestClient c(port);
+  ASSERT_TRUE(c.SendRaw(upgrade + "https://b.example\r\n\r\n"));
+  const std::string switched = read_all(c, 129);  // the 101 answer is 129 bytes
+  ASSERT_EQ(switched.substr(0, 12), "HTTP/1.1 101") << switched;
+  // The Hello as one masked binary message (a zero mask leaves the bytes as they are).
+  const std::vector<std::uint8_t> hello = molt::test::TestClient::HelloFrame("ada");
+  ASSERT_LT(hello.size(), 126u);  // the 7-bit length form
+  std::vector<std::uint8_t> message = {
+      0x82, static_cast<std::uint8_t>(0x80 | hello.size()), 0, 0, 0, 0};
+  message.insert(message.end(), hello.begin(), hello.end());
+  ASSERT_TRUE(c.SendRaw(message));
+  std::string reply = read_all(c, 4);
+  ASSERT_GE(reply.size(), 4u);
+  EXPECT_EQ(static_cast<std::uint8_t>(reply[0]), 0x82);  // a binary message, unmasked
+  const std::size_t len7 = static_cast<std::uint8_t>(reply[1]) & 0x7F;
+  ASSERT_LT(len7, 127u);
+  const std::size_t head = len7 == 126 ? 4 : 2;
+  const std::size_t len =
+      len7 == 126 ? static_cast<std::uint8_t>(reply[2]) << 8 | static_cast<std::uint8_t>(reply[3])
+                  : len7;
+  reply += read_all(c, head + len - reply.size());
+  ASSERT_GE(reply.size(), head + len);
+  molt::test::Frame welcome;
+  welcome.bytes.assign(reply.begin() + static_cast<std::ptrdiff_t>(head),
+                       reply.begin() + static_cast<std::ptrdiff_t>(head + len));
+  EXPECT_EQ(welcome.type(), molt::wire::Body::Welcome);
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+}
+
 TEST_F(MoltdTest, ServesOverTlsToAVerifyingMoltBotAndNamesTlsMistakes) {
   fs::create_directories(data_ + "-pki");
   const molt::test::TestPki pki(data_ + "-pki");

@@ -50,6 +50,9 @@ void NetMetrics(MetricsWriter& w, const net::NetSnapshot& net) {
   const net::Sessions::Stats& ss = net.sessions;
   w.Family("molt_sessions", kGauge, "Sessions connected now (links lost and waiting included).");
   w.Add(Num(ss.active));
+  w.Family("molt_sessions_linked", kGauge, "Sessions linked now, by transport.");
+  w.Add(Num(net.tcp_sessions), {{"transport", "tcp"}});
+  w.Add(Num(net.websocket_sessions), {{"transport", "websocket"}});
   w.Family("molt_sessions_started_total", kCounter, "Sessions that joined.");
   w.Add(Num(ss.started));
   w.Family("molt_sessions_ended_total", kCounter, "Sessions that ended, by reason.");

@@ -43,6 +43,9 @@ json::object NetJson(const net::NetSnapshot& net) {
   root["frames_in"] = s.frames_in;
   root["error_frames"] = s.error_frames;
   root["sessions_waiting_resume"] = net.waiting_resume;
+  root["websocket_port"] = net.websocket_port;
+  root["sessions_tcp"] = net.tcp_sessions;
+  root["sessions_websocket"] = net.websocket_sessions;
   root["links_lost"] = s.links_lost;
   root["resumes"] = s.resumes;
   root["resumes_expired"] = s.resumes_expired;

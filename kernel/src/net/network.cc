@@ -70,19 +70,50 @@ Status Network::Listen() {
     }
     tls = std::move(context).value();
   }
-  transport_ = std::make_unique<TcpTransport>(*this, kernel_.loop().io(), std::move(tls));
-  return transport_->Listen(options_.bind_address, options_.port, options_.descriptor_reserve);
+  transport_ = std::make_unique<TcpTransport>(*this, kernel_.loop().io(), tls);
+  MOLT_RETURN_IF_ERROR(
+      transport_->Listen(options_.bind_address, options_.port, options_.descriptor_reserve));
+  if (options_.websocket.empty()) {
+    return Status::Ok();
+  }
+  const std::size_t colon = options_.websocket.rfind(':');
+  int ws_port = -1;
+  if (colon != std::string::npos && colon + 1 < options_.websocket.size() &&
+      options_.websocket.find_first_not_of("0123456789", colon + 1) == std::string::npos &&
+      colon + 6 >= options_.websocket.size()) {
+    ws_port = std::stoi(options_.websocket.substr(colon + 1));
+  }
+  if (ws_port < 0 || ws_port > 65535) {
+    return Status::InvalidArgument("net.websocket \"" + options_.websocket +
+                                   "\" is not ADDRESS:PORT (for example 127.0.0.1:7780, or "
+                                   "0.0.0.0:0 for any free port)");
+  }
+  std::string address = options_.websocket.substr(0, colon);
+  if (address.size() > 2 && address.front() == '[' && address.back() == ']') {
+    address = address.substr(1, address.size() - 2);  // [::1]:7780
+  }
+  WebSocketOptions ws;
+  ws.origins = options_.websocket_origins;
+  websocket_ =
+      std::make_unique<TcpTransport>(*this, kernel_.loop().io(), std::move(tls), std::move(ws));
+  // The descriptor reserve is the TCP listener's to keep: both share one process limit.
+  return websocket_->Listen(address, static_cast<std::uint16_t>(ws_port),
+                            options_.descriptor_reserve);
 }
 
 std::uint16_t Network::port() const { return transport_ ? transport_->port() : 0; }
+
+std::uint16_t Network::websocket_port() const { return websocket_ ? websocket_->port() : 0; }
 
 void Network::StopAccepting() {
   if (closing_ || shut_down_) {
     return;
   }
   closing_ = true;
-  if (transport_) {
-    transport_->StopAccepting();
+  for (TcpTransport* t : {transport_.get(), websocket_.get()}) {
+    if (t != nullptr) {
+      t->StopAccepting();
+    }
   }
   kNetLog.Info(
       "no new connections: the server is closing ({} sessions stay until the services "
@@ -95,8 +126,10 @@ void Network::Shutdown() {
     return;
   }
   shut_down_ = true;
-  if (transport_) {
-    transport_->StopAccepting();
+  for (TcpTransport* t : {transport_.get(), websocket_.get()}) {
+    if (t != nullptr) {
+      t->StopAccepting();
+    }
   }
   const std::vector<Peer*> peers = peers_;
   if (!peers.empty()) {
@@ -118,8 +151,8 @@ void Network::Shutdown() {
 
 // --- Links -------------------------------------------------------------------------------------
 
-void Network::Fail(Peer& peer, std::string_view text) {
-  End(peer, ExitReason::kTransportError, text);
+void Network::Fail(Peer& peer, std::string_view text, bool flush) {
+  End(peer, ExitReason::kTransportError, text, flush);
 }
 
 void Network::Detach(Peer& peer, ExitReason reason) {
@@ -175,7 +208,7 @@ void Network::SendTo(Session& s, std::span<const std::uint8_t> frame) {
   s.outbox_.insert(s.outbox_.end(), frame.begin(), frame.end());
 }
 
-void Network::End(Peer& peer, ExitReason reason, std::string_view text) {
+void Network::End(Peer& peer, ExitReason reason, std::string_view text, bool flush_queued) {
   if (peer.closed_) {
     return;
   }
@@ -196,7 +229,7 @@ void Network::End(Peer& peer, ExitReason reason, std::string_view text) {
       LogRefusal(ExitReasonName(reason), peer.address(), text);
     }
   }
-  peer.Close(flush);
+  peer.Close(flush || flush_queued);
 }
 
 void Network::SendFrame(Peer& peer, std::span<const std::uint8_t> frame) {
@@ -404,6 +437,12 @@ NetSnapshot Network::Snapshot() const {
   snap.port = port();
   snap.half_open = slots_.size();
   snap.waiting_resume = detached_.size();
+  snap.websocket_port = websocket_port();
+  for (const Peer* p : peers_) {
+    if (p->session() != 0) {
+      ++(p->websocket() ? snap.websocket_sessions : snap.tcp_sessions);
+    }
+  }
   snap.counters = stats_;
   snap.sessions = sessions_.stats();
   snap.replicas = replicas_.stats();

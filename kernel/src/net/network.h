@@ -120,6 +120,10 @@ struct NetOptions {
   // TLS for every client connection when both are set (PEM files; docs/network.md, "TLS").
   std::string tls_cert_file;
   std::string tls_key_file;
+  // "ADDRESS:PORT" of a WebSocket endpoint carrying the same frames (browsers; wss:// with the
+  // TLS files above); empty: none. Its Origin allow-list (empty: any origin).
+  std::string websocket;
+  std::vector<std::string> websocket_origins;
 };
 
 // One connection, as the Network sees it. The transport implements the I/O.
@@ -138,6 +142,8 @@ class Peer {
   virtual void Write(std::span<const std::uint8_t> frame) = 0;
   // Bytes queued and not yet written (the slow-reader check).
   virtual std::size_t queued_bytes() const = 0;
+  // The connection is a WebSocket (the counters say how many sessions use each transport).
+  virtual bool websocket() const { return false; }
   // Closes the transport once the queued frames are written (or at once when `flush` is
   // false). Called once, by the Network; the transport must not call Network again after it.
   virtual void Close(bool flush) = 0;
@@ -211,7 +217,10 @@ struct ChannelSnapshot {
 struct NetSnapshot {
   std::uint16_t port = 0;
   std::size_t half_open = 0;
-  std::size_t waiting_resume = 0;  // sessions whose link is lost, waiting for their client
+  std::size_t waiting_resume = 0;      // sessions whose link is lost, waiting for their client
+  std::uint16_t websocket_port = 0;    // 0: no WebSocket endpoint
+  std::size_t tcp_sessions = 0;        // sessions linked now over TCP
+  std::size_t websocket_sessions = 0;  // and over WebSocket
   NetStats counters;
   Sessions::Stats sessions;
   ReplicaStats replicas;
@@ -236,8 +245,9 @@ class Network {
   // taken, a TLS file is unreadable or wrong, or in production auth mode without an Auth.Hello
   // handler.
   Status Listen();
-  // The bound port once listening, else 0.
+  // The bound port once listening, else 0; the WebSocket endpoint's (net.websocket), else 0.
   std::uint16_t port() const;
+  std::uint16_t websocket_port() const;
   // Whether a plugin generation serves (true by default). While none does, every Hello, resumes
   // included, gets Refuse Starting with a retry-after: a client never joins a server with no
   // game behind it (loader/plugin_host.h says when, through the host layer).
@@ -264,8 +274,9 @@ class Network {
   // (rate-limited) with `why`, and the Refuse frame (ServerFull, a retry-after) to send it.
   std::vector<std::uint8_t> RefuseOverCapacity(const std::string& address, std::string_view why);
   // The transport failed under `peer` (a TLS error): the connection ends as TransportError with
-  // `text`, logged, without a word to the client.
-  void Fail(Peer& peer, std::string_view text);
+  // `text`, logged, without a word to the client; `flush`: after what the transport queued
+  // itself (a WebSocket's HTTP answer or close frame).
+  void Fail(Peer& peer, std::string_view text, bool flush = false);
   // The transport closed on its own (EOF, error). `peer` is not used afterwards. The session
   // waits net.resume_window_seconds for its client to come back (resume) before it ends.
   void Detach(Peer& peer, ExitReason reason);
@@ -340,7 +351,8 @@ class Network {
                     std::span<const std::uint8_t> payload, double retry_after);
 
   // --- network.cc: links, outbound frames, housekeeping, the inspector ---
-  void End(Peer& peer, ExitReason reason, std::string_view text);
+  // `flush`: what is queued goes out first even where `reason` would drop it (Fail()'s).
+  void End(Peer& peer, ExitReason reason, std::string_view text, bool flush = false);
   // Unlinks `peer` from the network; its session ends, or waits for a resume when `resumable`.
   void Unlink(Peer& peer, ExitReason reason, bool resumable);
   // Queues `frame` for `s`: to its peer, or to its outbox while the link is lost.
@@ -367,8 +379,9 @@ class Network {
   Bus::Topic* rejected_topic_;
   Bus::Topic* resumed_topic_;
   std::unique_ptr<TcpTransport> transport_;
-  std::vector<Peer*> peers_;         // attached and not closed
-  std::vector<SessionId> detached_;  // sessions waiting for a resume
+  std::unique_ptr<TcpTransport> websocket_;  // net.websocket
+  std::vector<Peer*> peers_;                 // attached and not closed
+  std::vector<SessionId> detached_;          // sessions waiting for a resume
   HandshakeSlots slots_;
   RefusalLog refusals_;
   PendingRequests requests_;

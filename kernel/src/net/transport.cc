@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -25,6 +27,7 @@
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/net_log.h"
 #include "kernel/src/net/network.h"
+#include "kernel/src/net/websocket.h"
 #include "kernel/src/wire/tls.h"
 
 namespace molt::kernel::net {
@@ -41,8 +44,9 @@ constexpr std::size_t kReadBuffer = 16 * 1024;
 class TcpPeer;
 
 struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
-  Impl(Network& n, asio::io_context& i, std::shared_ptr<wire::TlsContext> t)
-      : net(n), io(i), tls(std::move(t)), acceptor(i), retry(i) {}
+  Impl(Network& n, asio::io_context& i, std::shared_ptr<wire::TlsContext> t,
+       std::optional<WebSocketOptions> w)
+      : net(n), io(i), tls(std::move(t)), websocket(std::move(w)), acceptor(i), retry(i) {}
   ~Impl() { CloseSpare(); }
   void Accept();
   // Accept failed for lack of descriptors: refuse what waits, with the descriptor kept spare.
@@ -64,7 +68,8 @@ struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
 
   Network& net;
   asio::io_context& io;
-  std::shared_ptr<wire::TlsContext> tls;  // null: plain TCP
+  std::shared_ptr<wire::TlsContext> tls;      // null: plain TCP
+  std::optional<WebSocketOptions> websocket;  // set: every connection speaks WebSocket
   tcp::acceptor acceptor;
   asio::steady_timer retry;
   bool accepting = false;
@@ -89,21 +94,43 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
     if (t.tls != nullptr) {
       tls_ = std::make_unique<wire::TlsFilter>(*t.tls, wire::TlsFilter::kServer, "");
     }
+    if (t.websocket) {
+      ws_ = std::make_unique<WebSocketFilter>(*t.websocket);
+    }
   }
 
   void Start() { Read(); }
+
+  bool websocket() const override { return ws_ != nullptr; }
 
   void Write(std::span<const std::uint8_t> frame) override {
     if (done_) {
       return;
     }
-    if (tls_) {
-      (void)tls_->Send(frame);  // waits inside the filter until the handshake is done
-      tls_->TakeOutput(&out_);
+    if (ws_) {
+      ws_->Send(frame);  // one binary message; waits inside the filter until the upgrade
+      TakeWebSocketOutput();
     } else {
-      out_.insert(out_.end(), frame.begin(), frame.end());
+      Emit(frame);
     }
     PostFlush();
+  }
+
+  // Bytes to the client: through TLS when it is on.
+  void Emit(std::span<const std::uint8_t> bytes) {
+    if (tls_) {
+      (void)tls_->Send(bytes);  // waits inside the filter until the handshake is done
+      tls_->TakeOutput(&out_);
+    } else {
+      out_.insert(out_.end(), bytes.begin(), bytes.end());
+    }
+  }
+  void TakeWebSocketOutput() {
+    if (ws_->has_output()) {
+      std::vector<std::uint8_t> bytes;
+      ws_->TakeOutput(&bytes);
+      Emit(bytes);
+    }
   }
 
   void PostFlush() {
@@ -125,6 +152,10 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
       return;
     }
     done_ = true;
+    if (flush && ws_ != nullptr) {
+      ws_->Close(1000);  // the close frame, or, mid-upgrade, Linger answers the upgrade first
+      TakeWebSocketOutput();
+    }
     if (flush && tls_ != nullptr) {
       CloseTls();  // close_notify, or, mid-handshake, Linger finishes the handshake first
     }
@@ -151,12 +182,17 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
   // so its Refuse is sent encrypted; the FIN follows close_notify.
   void Linger() {
     boost::system::error_code ignored;
-    if (tls_ == nullptr || tls_closed_) {
+    if (HandshakesAnswered()) {
       socket_.shutdown(tcp::socket::shutdown_send, ignored);
     }
     linger_.expires_after(std::chrono::seconds(2));
     linger_.async_wait([self = shared_from_this()](boost::system::error_code) { self->Finish(); });
     Drain();
+  }
+  // Nothing waits for a handshake to be answered: close_notify is queued (TLS), the upgrade was
+  // answered (WebSocket).
+  bool HandshakesAnswered() const {
+    return (tls_ == nullptr || tls_closed_) && (ws_ == nullptr || ws_->answered());
   }
   void Drain() {
     socket_.async_read_some(
@@ -169,18 +205,29 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
       Finish();
       return;
     }
-    if (tls_ != nullptr && !tls_closed_) {  // the handshake goes on; its output goes out
-      std::vector<std::uint8_t> ignored;
-      if (!tls_->Receive(std::span(in_.data(), n), &ignored).ok()) {
-        Finish();
-        return;
+    if (!HandshakesAnswered()) {  // the handshakes go on; their output goes out
+      std::span<const std::uint8_t> bytes(in_.data(), n);
+      std::vector<std::uint8_t> plain;
+      if (tls_ != nullptr && !tls_closed_) {
+        if (!tls_->Receive(bytes, &plain).ok()) {
+          Finish();
+          return;
+        }
+        bytes = plain;
       }
-      CloseTls();
+      if (ws_ != nullptr && !ws_->answered()) {
+        std::vector<std::uint8_t> ignored;
+        (void)ws_->Receive(bytes, &ignored);  // the upgrade, then what waited for it
+        TakeWebSocketOutput();
+      }
+      if (tls_ != nullptr) {
+        CloseTls();
+      }
       if (!WriteWhatFits()) {
         Finish();
         return;
       }
-      if (tls_closed_ && queued_bytes() == 0) {
+      if (HandshakesAnswered() && queued_bytes() == 0) {
         error_code ignored_ec;
         socket_.shutdown(tcp::socket::shutdown_send, ignored_ec);
       }
@@ -241,8 +288,31 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
       }
       bytes = plain_;
     }
+    if (ws_ != nullptr) {
+      frames_.clear();
+      const Status s = ws_->Receive(bytes, &frames_);
+      TakeWebSocketOutput();
+      PostFlush();
+      if (!s.ok()) {  // its last words (an HTTP answer, a close frame) go out first
+        t_.net.Fail(*this, s.message(), /*flush=*/true);
+        return;
+      }
+      bytes = frames_;
+    }
     if (!bytes.empty()) {
       t_.net.Receive(*this, bytes);
+    }
+    if (ws_ != nullptr && ws_->peer_closed() && !done_) {
+      // The client's close frame, answered: as an EOF would, the link ends (it may resume).
+      done_ = true;
+      t_.net.Detach(*this, ExitReason::kClientClosed);
+      if (WriteWhatFits() && queued_bytes() == 0) {
+        Linger();
+      } else {
+        Abort();
+        t_.Forget(this);
+      }
+      return;
     }
     if (!done_) {
       Read();
@@ -301,6 +371,8 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
   tcp::socket socket_;
   std::unique_ptr<wire::TlsFilter> tls_;  // null: plain TCP
   std::vector<std::uint8_t> plain_;       // what the last read decrypted to
+  std::unique_ptr<WebSocketFilter> ws_;   // null: frames go on the stream as they are
+  std::vector<std::uint8_t> frames_;      // what the last read's messages carried
   bool tls_closed_ = false;               // close_notify is queued
   asio::steady_timer linger_;
   std::vector<std::uint8_t> in_;
@@ -421,7 +493,14 @@ void TcpTransport::Impl::OutOfDescriptors(const error_code& ec) {
 void TcpTransport::Impl::RefuseAndClose(int fd, const std::string& address,
                                         const std::string& why) {
   const std::vector<std::uint8_t> refuse = net.RefuseOverCapacity(address, why);
-  if (tls == nullptr) {
+  if (websocket) {  // an HTTP answer a browser shows, before its request is even read
+    static constexpr std::string_view kBusy =
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\n"
+        "Content-Length: 25\r\nConnection: close\r\n\r\nthe server is full: retry\n";
+    if (tls == nullptr) {
+      (void)::send(fd, kBusy.data(), kBusy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+  } else if (tls == nullptr) {
     (void)::send(fd, refuse.data(), refuse.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   }
   ::shutdown(fd, SHUT_WR);
@@ -445,8 +524,9 @@ void TcpTransport::Impl::ComputeCapacity(std::size_t keep) {
 }
 
 TcpTransport::TcpTransport(Network& network, asio::io_context& io,
-                           std::shared_ptr<wire::TlsContext> tls)
-    : impl_(std::make_shared<Impl>(network, io, std::move(tls))) {}
+                           std::shared_ptr<wire::TlsContext> tls,
+                           std::optional<WebSocketOptions> websocket)
+    : impl_(std::make_shared<Impl>(network, io, std::move(tls), std::move(websocket))) {}
 
 TcpTransport::~TcpTransport() {
   StopAccepting();
@@ -488,8 +568,16 @@ Status TcpTransport::Listen(const std::string& address, std::uint16_t port, std:
   impl_->OpenSpare();
   impl_->ComputeCapacity(reserve);
   impl_->Accept();
-  kNetLog.Info("listening on {}:{}{}", address, this->port(),
-               impl_->tls != nullptr ? " (TLS 1.2 and 1.3)" : "");
+  if (impl_->websocket) {
+    kNetLog.Info("WebSocket clients on {}://{}:{}/{}", impl_->tls != nullptr ? "wss" : "ws",
+                 address, this->port(),
+                 impl_->websocket->origins.empty()
+                     ? std::string(" (any origin)")
+                     : fmt::format(" (origins: {})", fmt::join(impl_->websocket->origins, ", ")));
+  } else {
+    kNetLog.Info("listening on {}:{}{}", address, this->port(),
+                 impl_->tls != nullptr ? " (TLS 1.2 and 1.3)" : "");
+  }
   if (impl_->tls == nullptr && !ip.is_loopback()) {
     kNetLog.Warn(
         "{} is not a loopback address and TLS is off: credentials and game traffic cross the "

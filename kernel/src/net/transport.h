@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // File: kernel/src/net/transport.h
 //
-// TcpTransport: the Network's TCP side on the kernel's io_context. It accepts connections, reads
-// bytes into Network::Receive, and writes queued frames without ever blocking the kernel thread:
-// frames queued during a handler go out in one write after it; a socket that cannot take more
-// waits for writability while the queue grows, and the Network cuts it off past
+// TcpTransport: the Network's TCP side on the kernel's io_context (and its WebSocket side: the
+// same transport with a WebSocketFilter on every connection, under TLS when it is on). It accepts
+// connections, reads bytes into Network::Receive, and writes queued frames without ever blocking
+// the kernel thread: frames queued during a handler go out in one write after it; a socket that
+// cannot take more waits for writability while the queue grows, and the Network cuts it off past
 // net.max_outbound_bytes. Asio stays in transport.cc.
 //
 // Thread safety: REQUIRES the kernel thread.
@@ -15,7 +16,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+
+#include "kernel/src/net/websocket.h"
 
 namespace boost::asio {
 class io_context;
@@ -31,9 +35,10 @@ class Network;
 
 class TcpTransport {
  public:
-  // `tls`: every connection speaks TLS (server side) with it; null: plain TCP.
-  TcpTransport(Network& network, boost::asio::io_context& io,
-               std::shared_ptr<wire::TlsContext> tls);
+  // `tls`: every connection speaks TLS (server side) with it; null: plain TCP. `websocket`: every
+  // connection is a WebSocket (the upgrade, then one wire frame per binary message).
+  TcpTransport(Network& network, boost::asio::io_context& io, std::shared_ptr<wire::TlsContext> tls,
+               std::optional<WebSocketOptions> websocket = std::nullopt);
   TcpTransport(const TcpTransport&) = delete;
   TcpTransport& operator=(const TcpTransport&) = delete;
   // Closes the listener and every connection.

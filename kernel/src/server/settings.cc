@@ -71,8 +71,13 @@ const NetNumber kNetNumbers[] = {
 };
 
 std::set<std::string, std::less<>> NetKeys() {
-  std::set<std::string, std::less<>> keys = {"net.bind", "net.port", "net.auth", "net.tls_cert",
-                                             "net.tls_key"};
+  std::set<std::string, std::less<>> keys = {"net.bind",
+                                             "net.port",
+                                             "net.auth",
+                                             "net.tls_cert",
+                                             "net.tls_key",
+                                             "net.websocket",
+                                             "net.websocket_origins"};
   for (const NetNumber& n : kNetNumbers) {
     keys.insert(n.key);
   }
@@ -175,6 +180,16 @@ Status ResolveNet(const ServerOptions& options, const Config& config, net::NetOp
       options.bind_address.value_or(Text(config, "net.bind").value_or(out->bind_address));
   out->tls_cert_file = options.tls_cert.value_or(Text(config, "net.tls_cert").value_or(""));
   out->tls_key_file = options.tls_key.value_or(Text(config, "net.tls_key").value_or(""));
+  out->websocket = options.websocket.value_or(Text(config, "net.websocket").value_or(""));
+  // "https://a.example, https://b.example": one string, as every key here is a scalar.
+  const std::string origins = Text(config, "net.websocket_origins").value_or("");
+  for (std::size_t at = 0; at < origins.size();) {
+    const std::size_t end = std::min(origins.find_first_of(", ", at), origins.size());
+    if (end > at) {
+      out->websocket_origins.push_back(origins.substr(at, end - at));
+    }
+    at = end + 1;
+  }
   const std::optional<double> flag =
       options.port ? std::optional<double>(*options.port) : std::nullopt;
   MOLT_ASSIGN_OR_RETURN(const double port, FlagOrNumber(flag, config, "net.port", out->port));

@@ -29,6 +29,7 @@ struct ServerOptions {
   std::optional<int> port;                     // default 7777, 0 picks a free port (net.port)
   std::optional<std::string> tls_cert;         // PEM certificate chain: clients speak TLS
   std::optional<std::string> tls_key;          // its PEM private key (net.tls_cert, net.tls_key)
+  std::optional<std::string> websocket;  // ADDRESS:PORT of a WebSocket endpoint (net.websocket)
   // The admin endpoint (docs/operations.md): "ADDRESS:PORT" or "off"; default 127.0.0.1:7778
   // (admin.address). Port 0 picks a free one and logs it.
   std::optional<std::string> admin;
