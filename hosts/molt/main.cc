@@ -192,12 +192,16 @@ int SessionsCommand(int argc, char** argv) {
     PrintJson(p);
     return kExitOk;
   }
-  std::vector<std::vector<std::string>> rows = {{"ID", "USER", "ADDRESS", "CONNECTED", "RTT"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "USER", "ADDRESS", "VIA", "CONNECTED", "RTT"}};
   for (const json::value& x : p.at("sessions").as_array()) {
     char rtt[32];
     std::snprintf(rtt, sizeof rtt, "%.1f ms", Number(x.at("rtt_seconds")) * 1000);
     rows.push_back({std::to_string(x.at("id").as_int64()), std::string(x.at("user").as_string()),
                     std::string(x.at("address").as_string()),
+                    x.as_object().contains("transport")  // older servers do not say
+                        ? std::string(x.at("transport").as_string())
+                        : std::string(),
                     Duration(Number(x.at("connected_seconds"))),
                     x.at("link_lost").as_bool() ? "link lost" : rtt});
   }

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <string>
 
+#include "kernel/src/wire/wire.h"
+#include "molt_wire_generated.h"
 #include "tests/support/child_process.h"
 #include "tests/support/devtools_client.h"
 #include "tests/support/http_client.h"
@@ -64,9 +66,9 @@ class DashboardTest : public ::testing::Test {
     data_ = ::testing::TempDir() + "dashboard_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(data_);
-    std::vector<std::string> args = {MOLTD_PATH, "-p", MOLT_PLUGIN_DIR, "-d",          data_,
-                                     "--port",   "0",  "--admin",       "127.0.0.1:0", "--branch",
-                                     Branch()};
+    std::vector<std::string> args = {MOLTD_PATH, "-p",   MOLT_PLUGIN_DIR, "-d",          data_,
+                                     "--port",   "0",    "--admin",       "127.0.0.1:0", "--branch",
+                                     Branch(),   "--ws", "127.0.0.1:0"};
     if (!Config().empty()) {
       fs::create_directories(data_);
       std::ofstream(data_ + "/moltd.json") << Config();
@@ -76,6 +78,7 @@ class DashboardTest : public ::testing::Test {
     ASSERT_TRUE(moltd_->WaitFor("SIGTERM or SIGINT closes")) << moltd_->output();
     admin_ = PortAfter(moltd_->output(), "admin endpoint on http://127.0.0.1:");
     game_ = PortAfter(moltd_->output(), "listening on 127.0.0.1:");
+    ws_ = PortAfter(moltd_->output(), "WebSocket clients on ws://127.0.0.1:");
     std::ifstream in(data_ + "/admin.token");
     std::getline(in, token_);
     ASSERT_FALSE(token_.empty());
@@ -88,8 +91,55 @@ class DashboardTest : public ::testing::Test {
   std::unique_ptr<Process> moltd_;
   std::uint16_t admin_ = 0;
   std::uint16_t game_ = 0;
+  std::uint16_t ws_ = 0;  // --ws
   std::string token_;
 };
+
+// The browser's own WebSocket joins moltd's --ws port with the same Hello frame a native client
+// sends (built here, handed to the page as bytes), gets its Welcome, and the dashboard lists the
+// session as a WebSocket one.
+TEST_F(DashboardTest, ABrowsersWebSocketJoinsAndTheDashboardSaysHowItIsLinked) {
+  flatbuffers::FlatBufferBuilder b;
+  const std::vector<std::uint8_t> none;
+  b.FinishSizePrefixed(molt::wire::CreateEnvelope(
+      b, molt::wire::Body::Hello,
+      molt::wire::CreateHelloDirect(b, molt::wire::kProtocolVersion, 0, "ada", &none, &none, &none)
+          .Union()));
+  std::string bytes;
+  for (std::size_t i = 0; i < b.GetSize(); ++i) {
+    bytes += (i == 0 ? "" : ",") + std::to_string(b.GetBufferPointer()[i]);
+  }
+  // A page of its own: the dashboard's policy lets it connect only to its own origin.
+  Browser browser(MOLT_CHROMIUM, "about:blank", data_ + "/chromium-page");
+  ASSERT_TRUE(browser.ok()) << browser.error();
+  browser.Evaluate(
+      "window.got = null; window.wsError = ''; const ws = new WebSocket('ws://127.0.0.1:" +
+      std::to_string(ws_) +
+      "/'); ws.binaryType = 'arraybuffer'; ws.onopen = () => ws.send(new Uint8Array([" + bytes +
+      "])); ws.onerror = () => { window.wsError = 'error'; }; ws.onmessage = (e) => "
+      "{ if (!window.got) window.got = Array.from(new Uint8Array(e.data)); }; "
+      "window.moltWs = ws; true");
+  ASSERT_TRUE(browser.WaitUntil("window.got !== null || window.wsError !== ''"))
+      << moltd_->output();
+  ASSERT_EQ(browser.Evaluate("window.wsError").as_string(), "") << moltd_->output();
+  const boost::json::value got =
+      boost::json::parse(browser.Evaluate("JSON.stringify(window.got)").as_string());
+  ASSERT_TRUE(got.is_array()) << got;
+  std::vector<std::uint8_t> frame;
+  for (const boost::json::value& v : got.as_array()) {
+    frame.push_back(static_cast<std::uint8_t>(v.as_int64()));
+  }
+  ASSERT_GT(frame.size(), 8u);
+  flatbuffers::Verifier verifier(frame.data(), frame.size());
+  ASSERT_TRUE(molt::wire::VerifySizePrefixedEnvelopeBuffer(verifier));
+  EXPECT_EQ(molt::wire::GetSizePrefixedEnvelope(frame.data())->body_type(),
+            molt::wire::Body::Welcome);
+  Browser dashboard(MOLT_CHROMIUM, Url(token_), data_ + "/chromium");
+  ASSERT_TRUE(dashboard.ok()) << dashboard.error();
+  EXPECT_TRUE(dashboard.WaitUntil(
+      "document.getElementById('sessions-rows').textContent.includes('WebSocket')"))
+      << dashboard.Evaluate("document.body.innerText");
+}
 
 TEST_F(DashboardTest, ShowsLiveSessionsAndTrafficAndKicksASessionFromThePage) {
   Process bot({MOLT_BOT_PATH, "--port", std::to_string(game_), "--clients", "3", "--rate", "8",

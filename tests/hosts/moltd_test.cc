@@ -19,6 +19,7 @@
 #include "scores_generated.h"
 #include "test_client.h"
 #include "tests/support/child_process.h"
+#include "tests/support/http_client.h"
 #include "tests/support/test_paths.h"
 #include "tests/support/test_pki.h"
 
@@ -458,6 +459,15 @@ TEST_F(MoltdTest, ServesWebSocketClientsOnTheWsPort) {
   welcome.bytes.assign(reply.begin() + static_cast<std::ptrdiff_t>(head),
                        reply.begin() + static_cast<std::ptrdiff_t>(head + len));
   EXPECT_EQ(welcome.type(), molt::wire::Body::Welcome);
+  // The admin API says how the session is linked.
+  const std::string admin = "admin endpoint on http://127.0.0.1:";
+  const auto admin_port = static_cast<std::uint16_t>(
+      std::stoi(p.output().substr(p.output().find(admin) + admin.size())));
+  std::string token;
+  std::ifstream(data_ + "/admin.token") >> token;
+  const molt::test::HttpResult sessions =
+      molt::test::HttpCall(admin_port, "GET", "/api/v1/sessions", token);
+  EXPECT_NE(sessions.body.find("\"transport\":\"websocket\""), std::string::npos) << sessions.body;
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();
 }

@@ -30,6 +30,14 @@
 namespace molt::kernel::admin {
 namespace {
 
+// How a session is linked now: "tcp", "websocket", or "" while its link is lost.
+const char* TransportOf(const net::Session& s) {
+  if (s.peer() == nullptr) {
+    return "";
+  }
+  return s.peer()->websocket() ? "websocket" : "tcp";
+}
+
 namespace json = boost::json;
 
 constexpr std::string_view kApi = "/api/v1/";
@@ -424,7 +432,8 @@ HttpResponse AdminApi::SessionsPage(const HttpRequest& req) const {
                     {"address", s->address()},
                     {"connected_seconds", ToSeconds(now - s->joined_at())},
                     {"rtt_seconds", ToSeconds(s->rtt())},
-                    {"link_lost", s->detached()}});
+                    {"link_lost", s->detached()},
+                    {"transport", TransportOf(*s)}});
   }
   json::object o{{"total", ids.size()}, {"offset", *offset}, {"sessions", std::move(list)}};
   return Json(200, o);
@@ -443,6 +452,7 @@ HttpResponse AdminApi::SessionJson(std::string_view id_text) const {
                  {"rtt_seconds", ToSeconds(s->rtt())},
                  {"last_rtt_seconds", ToSeconds(s->last_rtt())},
                  {"link_lost", s->detached()},
+                 {"transport", TransportOf(*s)},
                  {"queued_bytes", s->peer() != nullptr ? s->peer()->queued_bytes() : 0}};
   return Json(200, o);
 }
