@@ -453,7 +453,9 @@ TEST_F(MoltdTest, ServesWebSocketClientsOnTheWsPort) {
   const std::size_t len =
       len7 == 126 ? static_cast<std::uint8_t>(reply[2]) << 8 | static_cast<std::uint8_t>(reply[3])
                   : len7;
-  reply += read_all(c, head + len - reply.size());
+  if (reply.size() < head + len) {  // a Ping may follow it in the same read
+    reply += read_all(c, head + len - reply.size());
+  }
   ASSERT_GE(reply.size(), head + len);
   molt::test::Frame welcome;
   welcome.bytes.assign(reply.begin() + static_cast<std::ptrdiff_t>(head),
