@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "kernel/src/core/host_port.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/net/frames.h"
 #include "kernel/src/net/net_log.h"
@@ -76,29 +77,19 @@ Status Network::Listen() {
   if (options_.websocket.empty()) {
     return Status::Ok();
   }
-  const std::size_t colon = options_.websocket.rfind(':');
-  int ws_port = -1;
-  if (colon != std::string::npos && colon + 1 < options_.websocket.size() &&
-      options_.websocket.find_first_not_of("0123456789", colon + 1) == std::string::npos &&
-      colon + 6 >= options_.websocket.size()) {
-    ws_port = std::stoi(options_.websocket.substr(colon + 1));
-  }
-  if (ws_port < 0 || ws_port > 65535) {
+  std::string address;
+  std::uint16_t ws_port = 0;
+  if (!SplitHostPort(options_.websocket, &address, &ws_port)) {
     return Status::InvalidArgument("net.websocket \"" + options_.websocket +
                                    "\" is not ADDRESS:PORT (for example 127.0.0.1:7780, or "
                                    "0.0.0.0:0 for any free port)");
-  }
-  std::string address = options_.websocket.substr(0, colon);
-  if (address.size() > 2 && address.front() == '[' && address.back() == ']') {
-    address = address.substr(1, address.size() - 2);  // [::1]:7780
   }
   WebSocketOptions ws;
   ws.origins = options_.websocket_origins;
   websocket_ =
       std::make_unique<TcpTransport>(*this, kernel_.loop().io(), std::move(tls), std::move(ws));
   // The descriptor reserve is the TCP listener's to keep: both share one process limit.
-  return websocket_->Listen(address, static_cast<std::uint16_t>(ws_port),
-                            options_.descriptor_reserve);
+  return websocket_->Listen(address, ws_port, options_.descriptor_reserve);
 }
 
 std::uint16_t Network::port() const { return transport_ ? transport_->port() : 0; }

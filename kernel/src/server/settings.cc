@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "kernel/src/core/host_port.h"
 #include "kernel/src/loader/build.h"
 
 namespace molt::kernel {
@@ -242,15 +243,9 @@ Status ResolveAdmin(const ServerOptions& options, const Config& config, Settings
     out->admin_enabled = false;
     return Status::Ok();
   }
-  const std::size_t colon = where.rfind(':');
-  std::string host = colon == std::string::npos ? "" : where.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  const std::string port_text = colon == std::string::npos ? "" : where.substr(colon + 1);
-  char* end = nullptr;
-  const long port = port_text.empty() ? -1 : std::strtol(port_text.c_str(), &end, 10);
-  if (host.empty() || port < 0 || port > 65535 || *end != '\0') {
+  std::string host;
+  std::uint16_t port = 0;
+  if (!SplitHostPort(where, &host, &port)) {
     return Status::InvalidArgument("admin endpoint \"" + where +
                                    "\" is not ADDRESS:PORT (e.g. 127.0.0.1:7778) or off");
   }
@@ -262,7 +257,7 @@ Status ResolveAdmin(const ServerOptions& options, const Config& config, Settings
         "admin.allow_insecure_remote to true in the configuration if that network is private");
   }
   out->admin_address = host == "localhost" ? "127.0.0.1" : host;
-  out->admin_port = static_cast<std::uint16_t>(port);
+  out->admin_port = port;
   return Status::Ok();
 }
 
