@@ -16,6 +16,14 @@ packages=(
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 missing=()
+# The TypeScript client (sdk/ts) builds and tests with Node and npm: Debian's, unless the machine
+# already has a Node.js of its own (e.g. NodeSource's, which bundles npm).
+if ! command -v node >/dev/null; then
+  packages+=(nodejs)
+fi
+if ! command -v npm >/dev/null; then
+  packages+=(npm)
+fi
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     missing+=("$p")

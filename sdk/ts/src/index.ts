@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// @molt/client: the Molt client for browsers and Node (docs/client-ts.md).
+export { ALL, MoltClient } from './client.js';
+export type {
+  ClientOptions,
+  ClientState,
+  EventHandler,
+  RequestOptions,
+  ServerError,
+  ServerErrorHandler,
+  StateHandler,
+  WebSocketConstructor,
+  WebSocketLike,
+} from './client.js';
+export { MoltError, Status } from './errors.js';
+export type { MoltErrorCode } from './errors.js';
+export { PROTOCOL_VERSION } from './frames.js';
+export type { ChannelInfo, ChannelKind, ReplicaFieldType, ReplicaValue, Welcome } from './frames.js';
+export type { Replica, ReplicaChange, ReplicaHandler } from './replicas.js';
