@@ -2,7 +2,8 @@
 // Serves the sdk/ts directory over HTTP for the examples, on loopback, with no dependency:
 //   node sdk/ts/examples/serve.mjs [PORT]     (default 8080; 0 picks a free one)
 // then open http://127.0.0.1:PORT/examples/counter/. It prints "examples on http://..." once it
-// listens. Only files under sdk/ts are served; nothing is written. The browser tests import
+// listens. Only files under sdk/ts are served; nothing is written. With MOLT_SERVE_WHILE_PID set
+// it exits when that process does (scripts/run.sh: moltd). The browser tests import
 // `exampleServer` and add their own routes.
 import { createReadStream, statSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -44,5 +45,15 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   server.listen(Number(process.argv[2] ?? 8080), '127.0.0.1', () => {
     console.log(`examples on http://127.0.0.1:${server.address().port}/examples/counter/`);
   });
-  for (const s of ['SIGINT', 'SIGTERM']) process.on(s, () => server.close(() => process.exit(0)));
+  for (const s of ['SIGINT', 'SIGTERM']) process.on(s, () => process.exit(0));
+  const parent = Number(process.env.MOLT_SERVE_WHILE_PID ?? 0);
+  if (parent > 0) {
+    setInterval(() => {
+      try {
+        process.kill(parent, 0);
+      } catch {
+        process.exit(0);
+      }
+    }, 500).unref();
+  }
 }
