@@ -8,7 +8,8 @@
 // p50 and p99, disconnects). The load generator for benchmarks and hot-swap tests: with
 // --verify each client numbers its messages on the counter plugin's echo channel and checks
 // that every echo comes back once and in order (lost, duplicated, out of order are reported).
-// SIGINT or SIGTERM ends the run early, with the summary.
+// SIGINT or SIGTERM ends the run early, with the summary. --ws drives the clients over the
+// server's WebSocket port (moltd --ws) instead of TCP, --tls over TLS, both: wss://.
 //
 // Everything runs on one thread. Between rounds the bot sleeps until one of its clients' sockets
 // is ready, a client's timer is due, or a message is owed: the clients are waited on together
@@ -229,7 +230,8 @@ int main(int argc, char** argv) {
   // clang-format off
   options.add_options()
       ("host", "server address", cxxopts::value<std::string>()->default_value("127.0.0.1"))
-      ("p,port", "server port", cxxopts::value<int>()->default_value("7777"))
+      ("p,port", "server port (with --ws: its WebSocket port, moltd --ws)",
+       cxxopts::value<int>()->default_value("7777"))
       ("c,clients", "simulated clients", cxxopts::value<int>()->default_value("10"))
       ("d,duration", "seconds to run after the clients joined",
        cxxopts::value<double>()->default_value("10"))
@@ -253,6 +255,8 @@ int main(int argc, char** argv) {
        "FILE")
       ("tls-name", "with --tls: the name the certificate must carry (default: --host)",
        cxxopts::value<std::string>(), "NAME")
+      ("ws", "connect over WebSocket (ws://HOST:PORT/; wss:// with --tls), as a browser's "
+             "client does: the same frames, one per binary message")
       ("verify", "send numbered messages on the counter plugin's echo channel (counter.Echo, "
                  "echoed on counter.Echoed) at --rate instead, and check every echo comes back "
                  "once and in order")
@@ -271,7 +275,8 @@ int main(int argc, char** argv) {
         << "  molt-bot --port 7777 --clients 50 --rate 20 --request scores.Get\n"
         << "  molt-bot --clients 1 --rate 0 --duration 2 --controllers build/default/controllers\n"
         << "  molt-bot --clients 50 --rate 20 --duration 60 --verify   (then kill -HUP moltd)\n"
-        << "  molt-bot --host game.example.com --tls --tls-ca ca.pem\n";
+        << "  molt-bot --host game.example.com --tls --tls-ca ca.pem\n"
+        << "  molt-bot --ws --port 7780 --clients 100 --verify   (moltd --ws 127.0.0.1:7780)\n";
     return 0;
   }
   const int clients = args["clients"].as<int>();
@@ -323,6 +328,9 @@ int main(int argc, char** argv) {
   } else if (!tls_ca.empty() || !tls_name.empty()) {
     std::cerr << "molt-bot: --tls-ca and --tls-name go with --tls\n";
     return 2;
+  }
+  if (args.count("ws") != 0) {
+    client_options.flags |= MOLT_CLIENT_WEBSOCKET;
   }
   Totals totals;
   std::vector<Bot> bots(static_cast<std::size_t>(clients));
@@ -408,8 +416,11 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::cout << "molt-bot: " << connected << "/" << bots.size() << " clients joined " << host << ":"
-            << port << "\n";
+  std::cout << "molt-bot: " << connected << "/" << bots.size() << " clients joined "
+            << (args.count("ws") == 0    ? ""
+                : args.count("tls") != 0 ? "wss://"
+                                         : "ws://")
+            << host << ":" << port << (args.count("ws") != 0 ? "/" : "") << "\n";
 
   // Run: each round, every client sends what its rate owes and steps; then the bot sleeps until
   // a client needs a step, the next message is owed, or the next report is due.

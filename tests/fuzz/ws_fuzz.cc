@@ -2,7 +2,7 @@
 // File: tests/fuzz/ws_fuzz.cc
 //
 // libFuzzer target for the WebSocket layer in front of the network's pipeline
-// (kernel/src/net/websocket.h): the upgrade request and RFC 6455 framing of one connection, fed
+// (kernel/src/wire/websocket.h): the upgrade request and RFC 6455 framing of one connection, fed
 // through WebSocketFilter::Receive in several pieces (so a head or a frame header arrives split
 // anywhere), after a valid upgrade for half of the inputs.
 //
@@ -25,12 +25,12 @@
 #include <string_view>
 #include <vector>
 
-#include "kernel/src/net/websocket.h"
+#include "kernel/src/wire/websocket.h"
 
 namespace {
 
-using molt::kernel::net::WebSocketFilter;
-using molt::kernel::net::WebSocketOptions;
+using molt::kernel::wire::WebSocketFilter;
+using molt::kernel::wire::WebSocketOptions;
 
 [[noreturn]] void Fail(const char* what) {
   std::fprintf(stderr, "ws_fuzz: invariant broken: %s\n", what);

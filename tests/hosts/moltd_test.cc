@@ -515,6 +515,41 @@ TEST_F(MoltdTest, ServesOverTlsToAVerifyingMoltBotAndNamesTlsMistakes) {
   fs::remove_all(data_ + "-pki");
 }
 
+// molt-bot --ws over wss:// (the WebSocket port under TLS, verifying the test CA): every client
+// numbers its echoes while moltd swaps its plugins, and every echo comes back once and in order.
+TEST_F(MoltdTest, MoltBotOverWssVerifiesEveryEchoThroughASwap) {
+  fs::create_directories(data_ + "-pki");
+  const molt::test::TestPki pki(data_ + "-pki");
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0", "--ws",
+             "127.0.0.1:0", "--tls-cert", pki.path("server.pem"), "--tls-key",
+             pki.path("server.key")});
+  ASSERT_FALSE(ServingPort(p).empty()) << p.output();
+  const std::string banner = "WebSocket clients on wss://127.0.0.1:";
+  const std::size_t at = p.output().find(banner);
+  ASSERT_NE(at, std::string::npos) << p.output();
+  const std::string port = std::to_string(std::stoi(p.output().substr(at + banner.size())));
+  Process bot({MOLT_BOT_PATH, "--ws", "--tls", "--tls-ca", pki.path("ca.pem"), "--port", port,
+               "--clients", "10", "--rate", "10", "--duration", "3", "--verify"});
+  ASSERT_TRUE(bot.WaitFor("10/10 clients joined wss://127.0.0.1:" + port + "/")) << bot.output();
+  p.Signal(SIGHUP);
+  ASSERT_TRUE(p.WaitFor("\"swap\":\"ok\",\"reason\":\"SIGHUP\"")) << p.output();
+  EXPECT_EQ(bot.Wait(), 0) << bot.output();
+  EXPECT_NE(bot.output().find("done: 10/10 connected"), std::string::npos) << bot.output();
+  EXPECT_NE(bot.output().find("disconnects 0"), std::string::npos) << bot.output();
+  EXPECT_NE(bot.output().find(" echoed 0 lost 0 duplicated 0 out of order"), std::string::npos)
+      << bot.output();
+  // Without --tls the same port is refused with a reason naming the transport.
+  Process plain({MOLT_BOT_PATH, "--ws", "--port", port, "--clients", "1", "--duration", "0.5"});
+  EXPECT_EQ(plain.Wait(), 1) << plain.output();
+  EXPECT_NE(plain.output().find("a WebSocket port (moltd --ws)? One under TLS (wss://) needs "
+                                "MOLT_CLIENT_TLS."),
+            std::string::npos)
+      << plain.output();
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(), 0) << p.output();
+  fs::remove_all(data_ + "-pki");
+}
+
 TEST_F(MoltdTest, AnIdleMoltBotSleepsBetweenPings) {
   Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0"});
   const std::string port = ServingPort(p);

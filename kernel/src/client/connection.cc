@@ -21,6 +21,7 @@
 
 #include "kernel/src/wire/envelope.h"
 #include "kernel/src/wire/tls.h"
+#include "kernel/src/wire/websocket.h"
 
 namespace molt::kernel::client {
 namespace {
@@ -53,6 +54,7 @@ Connection::Connection(const molt_client_options& o)
       tls_wanted_((o.flags & MOLT_CLIENT_TLS) != 0),
       tls_ca_file_(o.tls_ca_file != nullptr ? o.tls_ca_file : ""),
       tls_server_name_(o.tls_server_name != nullptr ? o.tls_server_name : ""),
+      websocket_((o.flags & MOLT_CLIENT_WEBSOCKET) != 0),
       backoff_(kFirstReconnectDelay) {}
 
 Connection::~Connection() {
@@ -148,17 +150,21 @@ void Connection::OnConnected() {
   const std::span<const std::uint8_t> frame = w::FinishFrame(b, w::Body::Hello, hello.Union());
   writing_.clear();
   written_ = 0;
-  if (tls_context_ != nullptr) {  // the TLS handshake first; the Hello waits inside the filter
+  // The TLS handshake first, then the WebSocket upgrade: the Hello waits inside the filters.
+  if (tls_context_ != nullptr) {
     tls_ = std::make_unique<wire::TlsFilter>(*tls_context_, wire::TlsFilter::kClient,
                                              tls_server_name_.empty() ? host_ : tls_server_name_);
     if (Status s = tls_->Begin(); !s.ok()) {
       return Closed(s.message());
     }
-    (void)tls_->Send(frame);
-    TakeTlsOutput();
-  } else {
-    writing_.assign(frame.begin(), frame.end());
   }
+  if (websocket_) {
+    wire::WebSocketOptions o;
+    o.role = wire::WebSocketOptions::kClient;
+    o.host = target_;
+    ws_ = std::make_unique<wire::WebSocketFilter>(std::move(o));
+  }
+  Encode(frame);
   Flush();
   Read();
 }
@@ -171,23 +177,44 @@ void Connection::Read() {
           return;
         }
         if (ec) {
+          if (ec == asio::error::eof && ws_ != nullptr && !ws_->answered()) {
+            return Lost(
+                "the server closed the connection without answering the WebSocket "
+                "upgrade: is " +
+                target_ + " a WebSocket port (moltd --ws)?" +
+                (tls_ == nullptr ? " One under TLS (wss://) needs MOLT_CLIENT_TLS." : ""));
+          }
           return Lost(ec == asio::error::eof ? "the server closed the connection"
                                              : "connection lost: " + ec.message());
         }
         last_receive_ = RealNow();
-        if (tls_ != nullptr) {
-          const Status s = tls_->Receive(std::span(in_.data(), n), &rx_);
-          if (!s.ok()) {
-            return Closed(s.message());  // a refused certificate does not get better by retrying
+        // A refused certificate, a refused upgrade: neither gets better by retrying.
+        std::span<const std::uint8_t> bytes(in_.data(), n);
+        if (tls_ != nullptr) {  // the plaintext goes to the WebSocket filter, or is the frames
+          plain_.clear();
+          if (const Status s = tls_->Receive(bytes, ws_ != nullptr ? &plain_ : &rx_); !s.ok()) {
+            return Closed(s.message());
           }
-          if (tls_->has_output()) {  // the handshake's next flight, the Hello once it is done
-            TakeTlsOutput();
+          bytes = plain_;
+        }
+        if (ws_ != nullptr) {
+          if (const Status s = ws_->Receive(bytes, &rx_); !s.ok()) {
+            TakeFilterOutput();  // a close frame saying why, best effort
             Flush();
+            return Closed(s.message());
           }
-        } else {
-          rx_.insert(rx_.end(), in_.begin(), in_.begin() + static_cast<std::ptrdiff_t>(n));
+        } else if (tls_ == nullptr) {
+          rx_.insert(rx_.end(), bytes.begin(), bytes.end());
+        }
+        // The handshake's next flight, the upgrade's waiting Hello, a pong.
+        if ((tls_ != nullptr && tls_->has_output()) || (ws_ != nullptr && ws_->has_output())) {
+          TakeFilterOutput();
+          Flush();
         }
         Parse(link);
+        if (link == link_ && ws_ != nullptr && ws_->peer_closed()) {
+          return Lost("the server closed the WebSocket (" + ws_->peer_close() + ")");
+        }
         if (link == link_) {
           Read();
         }
@@ -245,6 +272,7 @@ void Connection::DropTransport() {
   io_->socket.close(ignored);
   io_->socket = tcp::socket(io_->io);
   tls_.reset();
+  ws_.reset();
   rx_.clear();
   writing_.clear();  // on the wire when the link broke: may be lost
   written_ = 0;
@@ -296,16 +324,17 @@ void Connection::SayBye() {
   fb::FlatBufferBuilder b(64);
   const std::span<const std::uint8_t> bye =
       w::FinishFrame(b, w::Body::Bye, w::CreateByeDirect(b, "ClientClosed", "").Union());
-  boost::system::error_code ignored;
-  if (tls_ == nullptr) {
-    io_->socket.write_some(asio::buffer(bye.data(), bye.size()), ignored);
-    return;
+  Encode(bye);  // then a close frame and close_notify: the last bytes of the link
+  if (ws_ != nullptr) {
+    ws_->Close(1000);
   }
-  std::vector<std::uint8_t> records;  // the Bye, then close_notify
-  (void)tls_->Send(bye);
-  tls_->Shutdown();
-  tls_->TakeOutput(&records);
-  io_->socket.write_some(asio::buffer(records), ignored);
+  if (tls_ != nullptr) {
+    TakeFilterOutput();
+    tls_->Shutdown();
+  }
+  TakeFilterOutput();
+  boost::system::error_code ignored;
+  io_->socket.write_some(asio::buffer(writing_), ignored);
 }
 
 void Connection::FinishWrites() {
@@ -506,13 +535,12 @@ Connection::WriteState Connection::WriteReady() {
       if (!welcomed()) {
         return WriteState::kDone;
       }
-      if (tls_ != nullptr) {
-        tls_plain_.clear();
-        if (queue_.Release(RealNow(), &tls_plain_) == 0) {
+      if (tls_ != nullptr || ws_ != nullptr) {
+        plain_.clear();
+        if (queue_.Release(RealNow(), &plain_) == 0) {
           return WriteState::kDone;
         }
-        (void)tls_->Send(tls_plain_);
-        TakeTlsOutput();
+        Encode(plain_);
       } else if (queue_.Release(RealNow(), &writing_) == 0) {
         return WriteState::kDone;
       }
@@ -532,12 +560,43 @@ Connection::WriteState Connection::WriteReady() {
   }
 }
 
-void Connection::TakeTlsOutput() {
+void Connection::Encode(std::span<const std::uint8_t> frames) {
+  if (ws_ != nullptr) {
+    for (std::size_t at = 0; frames.size() - at >= 4;) {  // the queue holds whole frames
+      std::uint32_t size = 0;
+      std::memcpy(&size, frames.data() + at, 4);
+      ws_->Send(frames.subspan(at, 4 + std::size_t{size}));
+      at += 4 + std::size_t{size};
+    }
+  } else if (tls_ != nullptr) {
+    (void)tls_->Send(frames);
+  } else {
+    if (written_ == writing_.size()) {
+      writing_.clear();
+      written_ = 0;
+    }
+    writing_.insert(writing_.end(), frames.begin(), frames.end());
+  }
+  TakeFilterOutput();
+}
+
+void Connection::TakeFilterOutput() {
   if (written_ == writing_.size()) {
     writing_.clear();
     written_ = 0;
   }
-  tls_->TakeOutput(&writing_);
+  if (ws_ != nullptr && tls_ != nullptr) {
+    ws_out_.clear();
+    ws_->TakeOutput(&ws_out_);
+    if (!ws_out_.empty()) {
+      (void)tls_->Send(ws_out_);
+    }
+  } else if (ws_ != nullptr) {
+    ws_->TakeOutput(&writing_);
+  }
+  if (tls_ != nullptr) {
+    tls_->TakeOutput(&writing_);
+  }
 }
 
 void Connection::Flush() {

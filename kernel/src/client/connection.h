@@ -59,6 +59,7 @@ struct molt::kernel::abi::SizedStruct<molt_client_options> {
 namespace molt::kernel::wire {
 class TlsContext;
 class TlsFilter;
+class WebSocketFilter;
 }  // namespace molt::kernel::wire
 
 namespace molt::kernel::client {
@@ -197,8 +198,12 @@ class Connection final : public ClientPort {
   // full.
   void Flush();
   enum class WriteState { kDone, kBlocked, kFailed };
-  // TLS: the filter's ciphertext (handshake messages, records) goes after what is being written.
-  void TakeTlsOutput();
+  // Frames (one or more, size-prefixed) to the socket's bytes after what is being written: each
+  // a WebSocket message when the link speaks WebSocket, then TLS records when it speaks TLS.
+  void Encode(std::span<const std::uint8_t> frames);
+  // What the filters hold for the socket (the upgrade request, a pong, TLS handshake messages)
+  // goes after what is being written.
+  void TakeFilterOutput();
   // Writes `writing_`, and what the queue releases now once it is written, until the socket is
   // full (kBlocked), nothing more may go yet (kDone), or a write fails (kFailed: write_error_).
   WriteState WriteReady();
@@ -223,7 +228,10 @@ class Connection final : public ClientPort {
   const std::string tls_server_name_;
   std::shared_ptr<wire::TlsContext> tls_context_;  // made at the first Connect
   std::unique_ptr<wire::TlsFilter> tls_;           // this link's, once TCP connected
-  std::vector<std::uint8_t> tls_plain_;            // released by the queue, to be encrypted
+  const bool websocket_;                           // MOLT_CLIENT_WEBSOCKET
+  std::unique_ptr<wire::WebSocketFilter> ws_;      // this link's, once TCP connected
+  std::vector<std::uint8_t> plain_;   // released by the queue, or read, for the filters
+  std::vector<std::uint8_t> ws_out_;  // the WebSocket filter's bytes, for TLS
   // The link.
   std::uint64_t link_ = 0;  // grows with every link; completions of an older one are ignored
   std::int32_t state_ = MOLT_CLIENT_IDLE;

@@ -84,7 +84,7 @@ Status Network::Listen() {
                                    "\" is not ADDRESS:PORT (for example 127.0.0.1:7780, or "
                                    "0.0.0.0:0 for any free port)");
   }
-  WebSocketOptions ws;
+  wire::WebSocketOptions ws;
   ws.origins = options_.websocket_origins;
   websocket_ =
       std::make_unique<TcpTransport>(*this, kernel_.loop().io(), std::move(tls), std::move(ws));

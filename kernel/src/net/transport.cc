@@ -27,8 +27,8 @@
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/net_log.h"
 #include "kernel/src/net/network.h"
-#include "kernel/src/net/websocket.h"
 #include "kernel/src/wire/tls.h"
+#include "kernel/src/wire/websocket.h"
 
 namespace molt::kernel::net {
 namespace {
@@ -45,7 +45,7 @@ class TcpPeer;
 
 struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
   Impl(Network& n, asio::io_context& i, std::shared_ptr<wire::TlsContext> t,
-       std::optional<WebSocketOptions> w)
+       std::optional<wire::WebSocketOptions> w)
       : net(n), io(i), tls(std::move(t)), websocket(std::move(w)), acceptor(i), retry(i) {}
   ~Impl() { CloseSpare(); }
   void Accept();
@@ -68,8 +68,8 @@ struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
 
   Network& net;
   asio::io_context& io;
-  std::shared_ptr<wire::TlsContext> tls;      // null: plain TCP
-  std::optional<WebSocketOptions> websocket;  // set: every connection speaks WebSocket
+  std::shared_ptr<wire::TlsContext> tls;            // null: plain TCP
+  std::optional<wire::WebSocketOptions> websocket;  // set: every connection speaks WebSocket
   tcp::acceptor acceptor;
   asio::steady_timer retry;
   bool accepting = false;
@@ -95,7 +95,7 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
       tls_ = std::make_unique<wire::TlsFilter>(*t.tls, wire::TlsFilter::kServer, "");
     }
     if (t.websocket) {
-      ws_ = std::make_unique<WebSocketFilter>(*t.websocket);
+      ws_ = std::make_unique<wire::WebSocketFilter>(*t.websocket);
     }
   }
 
@@ -369,11 +369,11 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
 
   TcpTransport::Impl& t_;
   tcp::socket socket_;
-  std::unique_ptr<wire::TlsFilter> tls_;  // null: plain TCP
-  std::vector<std::uint8_t> plain_;       // what the last read decrypted to
-  std::unique_ptr<WebSocketFilter> ws_;   // null: frames go on the stream as they are
-  std::vector<std::uint8_t> frames_;      // what the last read's messages carried
-  bool tls_closed_ = false;               // close_notify is queued
+  std::unique_ptr<wire::TlsFilter> tls_;       // null: plain TCP
+  std::vector<std::uint8_t> plain_;            // what the last read decrypted to
+  std::unique_ptr<wire::WebSocketFilter> ws_;  // null: frames go on the stream as they are
+  std::vector<std::uint8_t> frames_;           // what the last read's messages carried
+  bool tls_closed_ = false;                    // close_notify is queued
   asio::steady_timer linger_;
   std::vector<std::uint8_t> in_;
   bool finished_ = false;
@@ -525,7 +525,7 @@ void TcpTransport::Impl::ComputeCapacity(std::size_t keep) {
 
 TcpTransport::TcpTransport(Network& network, asio::io_context& io,
                            std::shared_ptr<wire::TlsContext> tls,
-                           std::optional<WebSocketOptions> websocket)
+                           std::optional<wire::WebSocketOptions> websocket)
     : impl_(std::make_shared<Impl>(network, io, std::move(tls), std::move(websocket))) {}
 
 TcpTransport::~TcpTransport() {

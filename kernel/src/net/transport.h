@@ -19,7 +19,7 @@
 #include <optional>
 #include <string>
 
-#include "kernel/src/net/websocket.h"
+#include "kernel/src/wire/websocket.h"
 
 namespace boost::asio {
 class io_context;
@@ -38,7 +38,7 @@ class TcpTransport {
   // `tls`: every connection speaks TLS (server side) with it; null: plain TCP. `websocket`: every
   // connection is a WebSocket (the upgrade, then one wire frame per binary message).
   TcpTransport(Network& network, boost::asio::io_context& io, std::shared_ptr<wire::TlsContext> tls,
-               std::optional<WebSocketOptions> websocket = std::nullopt);
+               std::optional<wire::WebSocketOptions> websocket = std::nullopt);
   TcpTransport(const TcpTransport&) = delete;
   TcpTransport& operator=(const TcpTransport&) = delete;
   // Closes the listener and every connection.

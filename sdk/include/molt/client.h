@@ -59,7 +59,7 @@ extern "C" {
 #endif
 
 /** @brief The client API version: grows with every append to this header. */
-#define MOLT_CLIENT_API_VERSION 6
+#define MOLT_CLIENT_API_VERSION 7
 
 #if defined(__GNUC__)
 #define MOLT_CLIENT_EXPORT __attribute__((visibility("default")))
@@ -101,6 +101,11 @@ typedef struct molt_client_options {
  *  name. A certificate that is refused closes the client (MOLT_CLIENT_CLOSED) with the reason,
  *  e.g. "TLS: the server's certificate is refused: certificate has expired". */
 #define MOLT_CLIENT_TLS 2u
+/** Client API 7: connect over WebSocket (RFC 6455) to a server's WebSocket port (moltd --ws),
+ *  `ws://host:port/`, or `wss://` with MOLT_CLIENT_TLS: the same frames, handshake, limits and
+ *  resume, one frame per binary message. An upgrade the server refuses closes the client with
+ *  its status and text, e.g. "WebSocket upgrade refused by the server (403 Forbidden): ...". */
+#define MOLT_CLIENT_WEBSOCKET 4u
 
 /** @brief The connection changed state; `reason` says why (empty when there is none): the
  *  server's Refuse or Bye text prefixed with its reason name, or the transport's error. */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The WebSocket transport (net/websocket.h): the filter's upgrade and framing byte by byte, then
+// The WebSocket transport (wire/websocket.h): the filter's upgrade and framing byte by byte, then
 // a real Network on loopback driven by Boost.Beast's own WebSocket client (an implementation
 // that shares nothing with ours) and by a raw socket that speaks plain HTTP or breaks the rules.
-#include "kernel/src/net/websocket.h"
+#include "kernel/src/wire/websocket.h"
 
 #include <gtest/gtest.h>
 
@@ -24,6 +24,7 @@ namespace {
 
 namespace beast = boost::beast;
 namespace websocket = boost::beast::websocket;
+using wire::WebSocketFilter;
 using tcp = boost::asio::ip::tcp;
 using molt::test::Frame;
 using molt::test::TestClient;
@@ -168,9 +169,9 @@ TEST_F(WebSocketFilterTest, NotHttpAWrongVersionABadKeyAndAHugeHeadAreRefused) {
 }
 
 TEST_F(WebSocketFilterTest, OriginsOutsideTheListAreRefused) {
-  WebSocketFilter allowed({{"http://example.com"}});
+  WebSocketFilter allowed({.origins = {"http://example.com"}});
   EXPECT_EQ(Upgrade(allowed).substr(0, 12), "HTTP/1.1 101");
-  WebSocketFilter refused({{"https://game.example"}});
+  WebSocketFilter refused({.origins = {"https://game.example"}});
   std::vector<std::uint8_t> frames;
   const Status s = refused.Receive(WsBytes(kUpgrade), &frames);
   EXPECT_FALSE(s.ok());

@@ -8,8 +8,9 @@
  *   client API 2     options with MOLT_CLIENT_NO_RECONNECT
  *   client API 3     the compat.board replica
  *   client API 4     waits with molt_client_wait instead of sleeping a frame
+ *   client API 7     with WS_PORT: all of it over moltd's WebSocket port (MOLT_CLIENT_WEBSOCKET)
  *
- *   compat_client PORT     exit 0 after printing what it saw, 1 with the reason otherwise
+ *   compat_client PORT [WS_PORT]   exit 0 after printing what it saw, 1 with the reason otherwise
  */
 #define _POSIX_C_SOURCE 199309L /* nanosleep */
 
@@ -86,8 +87,10 @@ int main(int argc, char** argv) {
   molt_client* c = NULL;
   uint16_t echo = 0, twice = 0, said = 0;
   int connected = 0;
-  if (argc != 2) {
-    fprintf(stderr, "usage: compat_client PORT\n");
+  const char* port = argc >= 2 ? argv[1] : "";
+  if (argc != 2 && !(argc == 3 && MOLT_CLIENT_API_VERSION >= 7)) {
+    fprintf(stderr, "usage: compat_client PORT%s\n",
+            MOLT_CLIENT_API_VERSION >= 7 ? " [WS_PORT]" : "");
     return 2;
   }
   memset(&a, 0, sizeof a);
@@ -96,13 +99,20 @@ int main(int argc, char** argv) {
 #if MOLT_CLIENT_API_VERSION >= 2
   o.flags = MOLT_CLIENT_NO_RECONNECT;
 #endif
+#if MOLT_CLIENT_API_VERSION >= 7
+  if (argc == 3) {
+    o.flags |= MOLT_CLIENT_WEBSOCKET;
+    port = argv[2];
+    printf("over WebSocket\n");
+  }
+#endif
   if (molt_client_create(&o, &c) != MOLT_OK) {
     fprintf(stderr, "compat_client: molt_client_create refused options of %u bytes\n",
             (unsigned)o.struct_size);
     return 1;
   }
   molt_client_on_state(c, on_state, &a);
-  if (molt_client_connect(c, "127.0.0.1", (uint16_t)atoi(argv[1]), "ada", NULL, 0, NULL, 0) !=
+  if (molt_client_connect(c, "127.0.0.1", (uint16_t)atoi(port), "ada", NULL, 0, NULL, 0) !=
       MOLT_OK) {
     return fail(c, "connect");
   }

@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -202,17 +204,25 @@ class CompatServerTest : public ::testing::Test {
     // Today's moltd serving the compat plugin (built against today's headers).
     server_ = std::make_unique<Process>(
         std::vector<std::string>{MOLTD_PATH, "-p", kCompat + "/abi-1.3/c", "-d", data_, "--port",
-                                 "0", "--admin", "127.0.0.1:0"});
+                                 "0", "--admin", "127.0.0.1:0", "--ws", "127.0.0.1:0"});
     port_ = molt::test::ServingPort(*server_, 1);
     ASSERT_FALSE(port_.empty()) << server_->output();
+    const std::string banner = "WebSocket clients on ws://127.0.0.1:";
+    const std::size_t at = server_->output().find(banner);
+    ASSERT_NE(at, std::string::npos) << server_->output();
+    ws_port_ = std::to_string(std::stoi(server_->output().substr(at + banner.size())));
   }
   void TearDown() override {
     server_->Signal(SIGTERM);
     EXPECT_EQ(server_->Wait(), 0) << server_->output();
     fs::remove_all(data_);
   }
-  std::string Run(const std::string& program) {
-    Process p({kCompat + "/" + program, port_});
+  std::string Run(const std::string& program, bool websocket = false) {
+    std::vector<std::string> argv = {kCompat + "/" + program, port_};
+    if (websocket) {
+      argv.push_back(ws_port_);
+    }
+    Process p(argv);
     EXPECT_EQ(p.Wait(), 0) << p.output();
     return p.output();
   }
@@ -220,13 +230,17 @@ class CompatServerTest : public ::testing::Test {
   std::string data_;
   std::unique_ptr<Process> server_;
   std::string port_;
+  std::string ws_port_;
 };
 
 TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
-  for (const char* release :
-       {"client-1", "client-2", "client-3", "client-4", "client-5", "client-5-r2", "client-6"}) {
+  for (const char* release : {"client-1", "client-2", "client-3", "client-4", "client-5",
+                              "client-5-r2", "client-6", "client-7", "client-7+ws"}) {
     const int api = release[7] - '0';
-    const std::string out = Run(std::string(release) + "/compat_client");
+    const bool websocket = std::string_view(release).ends_with("+ws");
+    const std::string out = Run(
+        std::string(release, websocket ? 8 : std::strlen(release)) + "/compat_client", websocket);
+    EXPECT_EQ(out.find("over WebSocket") != std::string::npos, websocket) << out;
     EXPECT_NE(out.find("client API " + std::to_string(api) + ": connected"), std::string::npos)
         << out;
     EXPECT_NE(out.find("echo: hello"), std::string::npos) << out;

@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 // WebSocketFilter (websocket.h): the upgrade, parsed with Beast's HTTP parser once the head is
 // whole, and RFC 6455's framing by hand, unmasking as bytes arrive. Beast stays in this file.
-#include "kernel/src/net/websocket.h"
+#include "kernel/src/wire/websocket.h"
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include <algorithm>
 #include <boost/asio/buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
+#include <chrono>
+#include <cstring>
 #include <string_view>
 #include <utility>
 
-namespace molt::kernel::net {
+namespace molt::kernel::wire {
 namespace {
 
 namespace http = boost::beast::http;
@@ -28,14 +32,25 @@ constexpr std::uint8_t kPing = 0x9;
 constexpr std::uint8_t kPong = 0xA;
 
 // Sec-WebSocket-Accept for `key` (RFC 6455 §4.2.2): base64(SHA-1(key + GUID)).
+std::string Base64(const unsigned char* bytes, std::size_t size) {
+  unsigned char encoded[64];  // for at most 45 bytes
+  const int n = EVP_EncodeBlock(encoded, bytes, static_cast<int>(size));
+  return std::string(reinterpret_cast<const char*>(encoded), static_cast<std::size_t>(n));
+}
+
 std::string AcceptKey(std::string_view key) {
   const std::string text = std::string(key) + std::string(kAcceptGuid);
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha1(), nullptr);
-  unsigned char encoded[64];
-  const int n = EVP_EncodeBlock(encoded, digest, static_cast<int>(size));
-  return std::string(reinterpret_cast<const char*>(encoded), static_cast<std::size_t>(n));
+  return Base64(digest, size);
+}
+
+std::uint64_t SplitMix64(std::uint64_t* state) {
+  std::uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
 }
 
 // A key is the base64 of 16 bytes: 22 characters and "==".
@@ -56,7 +71,26 @@ std::uint32_t Le32(const std::uint8_t* p) {
 
 }  // namespace
 
-WebSocketFilter::WebSocketFilter(WebSocketOptions options) : options_(std::move(options)) {}
+WebSocketFilter::WebSocketFilter(WebSocketOptions options) : options_(std::move(options)) {
+  if (options_.role != WebSocketOptions::kClient) {
+    return;
+  }
+  unsigned char random[16 + 8];
+  if (RAND_bytes(random, sizeof random) != 1) {  // never on Linux: then the clock's bits
+    const auto now =
+        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    for (std::size_t i = 0; i < sizeof random; ++i) {
+      random[i] = static_cast<unsigned char>(now >> (8 * (i % 8)) ^ i * 37);
+    }
+  }
+  key_ = Base64(random, 16);
+  std::memcpy(&mask_state_, random + 16, 8);
+  const std::string request = "GET / HTTP/1.1\r\nHost: " + options_.host +
+                              "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                              "Sec-WebSocket-Key: " +
+                              key_ + "\r\nSec-WebSocket-Version: 13\r\n\r\n";
+  out_.insert(out_.end(), request.begin(), request.end());
+}
 
 Status WebSocketFilter::Receive(std::span<const std::uint8_t> bytes,
                                 std::vector<std::uint8_t>* frames) {
@@ -78,26 +112,34 @@ Status WebSocketFilter::Receive(std::span<const std::uint8_t> bytes,
 }
 
 Status WebSocketFilter::ReceiveHead(std::span<const std::uint8_t> bytes, std::size_t* used) {
+  const bool client = options_.role == WebSocketOptions::kClient;
   const std::size_t before = head_.size();
   head_.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   const std::size_t end = head_.find("\r\n\r\n");
+  const std::size_t head_size = end == std::string::npos ? head_.size() : end + 4;
+  if (head_size > WebSocketOptions::kMaxHeadBytes) {
+    const std::string text =
+        fmt::format("the {} head is over {} bytes", client ? "server's answer" : "request",
+                    WebSocketOptions::kMaxHeadBytes);
+    if (client) {
+      state_ = State::kFailed;
+      return Status::InvalidArgument("WebSocket: " + text);
+    }
+    return Answer(431, "Request Header Fields Too Large", text);
+  }
   if (end == std::string::npos) {
     *used = bytes.size();
-    if (head_.size() > WebSocketOptions::kMaxHeadBytes) {
-      return Answer(
-          431, "Request Header Fields Too Large",
-          fmt::format("the request head is over {} bytes", WebSocketOptions::kMaxHeadBytes));
-    }
     return Status::Ok();
   }
-  const std::size_t head_size = end + 4;
-  if (head_size > WebSocketOptions::kMaxHeadBytes) {
-    return Answer(
-        431, "Request Header Fields Too Large",
-        fmt::format("the request head is over {} bytes", WebSocketOptions::kMaxHeadBytes));
-  }
   *used = head_size - before;  // what follows the head is the first frames
+  if (client) {
+    return Upgraded();  // keeps what follows the head: a refusal's text
+  }
   head_.resize(head_size);
+  return Upgrade();
+}
+
+Status WebSocketFilter::Upgrade() {
   http::request_parser<http::empty_body> parser;
   parser.header_limit(static_cast<std::uint32_t>(WebSocketOptions::kMaxHeadBytes));
   boost::beast::error_code ec;
@@ -144,6 +186,46 @@ Status WebSocketFilter::ReceiveHead(std::span<const std::uint8_t> bytes, std::si
       "Connection: Upgrade\r\nSec-WebSocket-Accept: " +
       AcceptKey(key) + "\r\n\r\n";
   out_.insert(out_.end(), answer.begin(), answer.end());
+  Opened();
+  return Status::Ok();
+}
+
+Status WebSocketFilter::Upgraded() {
+  const std::size_t head_size = head_.find("\r\n\r\n") + 4;
+  http::response_parser<http::empty_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(WebSocketOptions::kMaxHeadBytes));
+  parser.skip(true);  // a refusal's body is read below, as far as it came
+  boost::beast::error_code ec;
+  parser.put(boost::asio::buffer(head_.data(), head_size), ec);
+  state_ = State::kFailed;
+  if (ec || !parser.is_header_done()) {
+    return Status::InvalidArgument("WebSocket: the server did not answer the upgrade in HTTP (" +
+                                   (ec ? ec.message() : std::string("incomplete")) +
+                                   "): is this a WebSocket port?");
+  }
+  const http::response<http::empty_body>& res = parser.get();
+  if (res.result() != http::status::switching_protocols) {
+    std::string text = head_.substr(head_size, 300);
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
+      text.pop_back();
+    }
+    return Status::InvalidArgument(
+        fmt::format("WebSocket upgrade refused by the server ({} {}){}{}", res.result_int(),
+                    std::string(res.reason()), text.empty() ? "" : ": ", text));
+  }
+  if (!boost::beast::iequals(res[http::field::upgrade], "websocket")) {
+    return Status::InvalidArgument("WebSocket: the server's 101 does not upgrade to websocket");
+  }
+  if (res[http::field::sec_websocket_accept] != AcceptKey(key_)) {
+    return Status::InvalidArgument(
+        "WebSocket: the server's Sec-WebSocket-Accept does not match the key sent (a proxy "
+        "that does not speak WebSocket?)");
+  }
+  Opened();
+  return Status::Ok();
+}
+
+void WebSocketFilter::Opened() {
   head_.clear();
   head_.shrink_to_fit();
   state_ = State::kOpen;
@@ -153,7 +235,6 @@ Status WebSocketFilter::ReceiveHead(std::span<const std::uint8_t> bytes, std::si
   if (close_waiting_) {
     Close(close_code_);
   }
-  return Status::Ok();
 }
 
 Status WebSocketFilter::Answer(int status, const std::string& reason, const std::string& text,
@@ -181,15 +262,19 @@ Status WebSocketFilter::ReceiveFrames(std::span<const std::uint8_t> bytes,
       }
       const std::uint8_t len7 = header_[1] & 0x7F;
       const std::size_t ext = len7 == 126 ? 2 : len7 == 127 ? 8 : 0;
+      masked_ = (header_[1] & 0x80) != 0;
       if (header_size_ == 2) {
         if ((header_[0] & 0x70) != 0) {
           return Violation(1002, "a frame with reserved bits set (no extension was agreed)");
         }
-        if ((header_[1] & 0x80) == 0) {
+        if (options_.role == WebSocketOptions::kServer && !masked_) {
           return Violation(1002, "an unmasked frame (a client masks every frame it sends)");
         }
+        if (options_.role == WebSocketOptions::kClient && masked_) {
+          return Violation(1002, "a masked frame (a server masks none)");
+        }
       }
-      if (header_size_ < 2 + ext + 4) {
+      if (header_size_ < 2 + ext + (masked_ ? 4 : 0)) {
         continue;
       }
       fin_ = (header_[0] & 0x80) != 0;
@@ -204,7 +289,9 @@ Status WebSocketFilter::ReceiveFrames(std::span<const std::uint8_t> bytes,
           return Violation(1002, "a frame length with its top bit set");
         }
       }
-      std::copy_n(header_ + 2 + ext, 4, mask_);
+      if (masked_) {
+        std::copy_n(header_ + 2 + ext, 4, mask_);
+      }
       header_size_ = 0;
       const bool control = (opcode_ & 0x8) != 0;
       if (control) {
@@ -238,7 +325,7 @@ Status WebSocketFilter::ReceiveFrames(std::span<const std::uint8_t> bytes,
     std::vector<std::uint8_t>& into = (opcode_ & 0x8) != 0 ? control_ : *frames;
     const std::size_t at = into.size();
     into.insert(into.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = 0; masked_ && i < n; ++i) {
       into[at + i] ^= mask_[(offset_ + i) % 4];
     }
     if ((opcode_ & 0x8) == 0) {
@@ -285,6 +372,12 @@ Status WebSocketFilter::Control() {
     if (control_.size() == 1) {
       return Violation(1002, "a close frame with a 1-byte payload");
     }
+    peer_close_ =
+        control_.size() < 2
+            ? std::string("no code")
+            : fmt::format("code {}", control_[0] << 8 | control_[1]) +
+                  (control_.size() > 2 ? ": " + std::string(control_.begin() + 2, control_.end())
+                                       : std::string());
     if (!close_sent_) {  // answered with the client's own code, as RFC 6455 §5.5.1 says
       const std::uint16_t code =
           control_.size() >= 2 ? static_cast<std::uint16_t>(control_[0] << 8 | control_[1]) : 1000;
@@ -338,21 +431,33 @@ void WebSocketFilter::Close(std::uint16_t code) {
 }
 
 void WebSocketFilter::Message(std::uint8_t opcode, std::span<const std::uint8_t> payload) {
+  const bool mask = options_.role == WebSocketOptions::kClient;  // a client masks every frame
+  const std::uint8_t mask_bit = mask ? 0x80 : 0;
   out_.push_back(static_cast<std::uint8_t>(0x80 | opcode));  // FIN: never fragmented
   const std::uint64_t n = payload.size();
   if (n < 126) {
-    out_.push_back(static_cast<std::uint8_t>(n));
+    out_.push_back(static_cast<std::uint8_t>(mask_bit | n));
   } else if (n <= 0xFFFF) {
-    out_.push_back(126);
+    out_.push_back(mask_bit | 126);
     out_.push_back(static_cast<std::uint8_t>(n >> 8));
     out_.push_back(static_cast<std::uint8_t>(n & 0xFF));
   } else {
-    out_.push_back(127);
+    out_.push_back(mask_bit | 127);
     for (int shift = 56; shift >= 0; shift -= 8) {
       out_.push_back(static_cast<std::uint8_t>(n >> shift & 0xFF));
     }
   }
+  std::uint8_t key[4] = {};
+  if (mask) {
+    const auto bits = static_cast<std::uint32_t>(SplitMix64(&mask_state_));
+    std::memcpy(key, &bits, 4);
+    out_.insert(out_.end(), key, key + 4);
+  }
+  const std::size_t at = out_.size();
   out_.insert(out_.end(), payload.begin(), payload.end());
+  for (std::size_t i = 0; mask && i < n; ++i) {
+    out_[at + i] ^= key[i % 4];
+  }
 }
 
 void WebSocketFilter::TakeOutput(std::vector<std::uint8_t>* out) {
@@ -360,4 +465,4 @@ void WebSocketFilter::TakeOutput(std::vector<std::uint8_t>* out) {
   out_.clear();
 }
 
-}  // namespace molt::kernel::net
+}  // namespace molt::kernel::wire
