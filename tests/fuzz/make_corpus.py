@@ -268,9 +268,10 @@ def ws_frame(opcode, payload, fin=True, masked=True, key=b"\x37\xfa\x21\x3d"):
 
 
 def ws_seeds():
-    """molt_ws_fuzz: byte 0 bit 0 sends a valid upgrade first, bit 1 refuses its Origin, bit 2
-    sends a server frame after each piece; then three cuts; then the stream."""
-    upgraded, refusing, sending = 1, 2, 4
+    """molt_ws_fuzz: byte 0 bit 0 sends a valid upgrade (a client: answer) first, bit 1 refuses
+    its Origin, bit 2 sends a frame after each piece, bit 3 is the client's role; then three
+    cuts; then the stream."""
+    upgraded, refusing, sending, client = 1, 2, 4, 8
     wire = frame(envelope("Ping", {"seq": 1, "time_ns": 2}))
     plain = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
     return {
@@ -288,6 +289,14 @@ def ws_seeds():
         "bad_version": seed(0, plain.replace(b"\r\n\r\n", b"\r\nUpgrade: websocket\r\n"
                                              b"Connection: Upgrade\r\nSec-WebSocket-Version: 8"
                                              b"\r\n\r\n")),
+        # The client's role (bit 3): the stream is the server's, after its valid answer (bit 0).
+        "client_binary": seed(client | upgraded | sending, ws_frame(2, wire, masked=False)),
+        "client_ping_close": seed(client | upgraded, ws_frame(9, b"hi", masked=False)
+                                  + ws_frame(8, b"\x03\xe9bye", masked=False)),
+        "client_masked": seed(client | upgraded, ws_frame(2, wire)),
+        "client_refused": seed(client, b"HTTP/1.1 403 Forbidden\r\nContent-Length: 4\r\n\r\nno\r\n"),
+        "client_bad_accept": seed(client, b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket"
+                                  b"\r\nSec-WebSocket-Accept: x\r\n\r\n"),
     }
 
 

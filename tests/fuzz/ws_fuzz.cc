@@ -6,9 +6,14 @@
 // through WebSocketFilter::Receive in several pieces (so a head or a frame header arrives split
 // anywhere), after a valid upgrade for half of the inputs.
 //
+// With bit 3 of byte 0 the filter is a client's (libmolt_client's WebSocket transport) and the
+// stream is what a server sends it, after the server filter's valid 101 answer for half of the
+// inputs.
+//
 // Input layout:
-//   byte 0      bit 0: send a valid upgrade first; bit 1: an Origin list that refuses it;
-//               bit 2: the server sends a wire frame after each piece
+//   byte 0      bit 0: send a valid upgrade (or, as a client, a valid answer) first; bit 1: an
+//               Origin list that refuses it; bit 2: the filter sends a wire frame after each
+//               piece; bit 3: the client's role
 //   bytes 1..3  three cut points, each at byte / 256 of the stream
 //   bytes 4..   the stream
 //
@@ -16,7 +21,8 @@
 // the frames handed on are never more bytes than arrived; a refused or broken connection hands
 // on nothing more and stays refused; what the server writes before the upgrade is answered is
 // nothing, and the answer is HTTP; every message the server writes once open is an unmasked
-// frame with FIN set whose length is right.
+// frame with FIN set whose length is right. A client writes nothing after its request until the
+// answer, and once open only masked frames with FIN set whose length is right.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -42,15 +48,19 @@ constexpr std::string_view kUpgrade =
     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: http://o\r\n"
     "Sec-WebSocket-Version: 13\r\n\r\n";
 
-// Walks what the server wrote once open: whole frames, FIN, unmasked, lengths that add up.
-void CheckServerFrames(std::span<const std::uint8_t> out) {
+// Walks what a filter wrote once open: whole frames, FIN, masked by a client only, lengths that
+// add up.
+void CheckFrames(std::span<const std::uint8_t> out, bool client) {
   std::size_t at = 0;
   while (at < out.size()) {
     if (out.size() - at < 2) {
       Fail("a truncated frame header from the server");
     }
-    if ((out[at] & 0x80) == 0 || (out[at] & 0x70) != 0 || (out[at + 1] & 0x80) != 0) {
-      Fail("a server frame without FIN, with reserved bits or masked");
+    if ((out[at] & 0x80) == 0 || (out[at] & 0x70) != 0) {
+      Fail("a frame without FIN or with reserved bits");
+    }
+    if (((out[at + 1] & 0x80) != 0) != client) {
+      Fail(client ? "an unmasked client frame" : "a masked server frame");
     }
     std::uint64_t len = out[at + 1] & 0x7F;
     std::size_t head = 2;
@@ -65,8 +75,9 @@ void CheckServerFrames(std::span<const std::uint8_t> out) {
       }
       head += ext;
     }
-    if (out.size() - at - head < len) {
-      Fail("a server frame shorter than its length");
+    head += client ? 4 : 0;  // the mask
+    if (out.size() - at < head || out.size() - at - head < len) {
+      Fail("a frame shorter than its length");
     }
     at += head + static_cast<std::size_t>(len);
   }
@@ -79,13 +90,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   const std::uint8_t flags = data[0];
+  const bool client = (flags & 8) != 0;
   WebSocketOptions options;
   if ((flags & 2) != 0) {
     options.origins = {"https://game.example"};
   }
+  if (client) {
+    options.role = WebSocketOptions::kClient;
+    options.host = "h:1";
+  }
   WebSocketFilter ws(options);
   std::vector<std::uint8_t> stream;
-  if ((flags & 1) != 0) {
+  if (client) {
+    std::vector<std::uint8_t> request;
+    ws.TakeOutput(&request);
+    if ((flags & 1) != 0) {  // the server's own answer to it
+      WebSocketFilter server({});
+      std::vector<std::uint8_t> none;
+      (void)server.Receive(request, &none);
+      server.TakeOutput(&stream);
+    }
+  } else if ((flags & 1) != 0) {
     stream.assign(kUpgrade.begin(), kUpgrade.end());
   }
   stream.insert(stream.end(), data + 4, data + size);
@@ -107,7 +132,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (!s.ok()) {
       failed = true;
-      if (!ws.answered()) {
+      if (!ws.answered() && !client) {
         Fail("an error before the upgrade was answered");
       }
     }
@@ -120,7 +145,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       Fail("output before the upgrade was answered");
     }
     std::span<const std::uint8_t> frames_out(out);
-    if (!was_open && ws.answered() && !out.empty()) {
+    if (!client && !was_open && ws.answered() && !out.empty()) {
       const std::string_view text(reinterpret_cast<const char*>(out.data()), out.size());
       if (text.rfind("HTTP/1.1 ", 0) != 0) {
         Fail("the upgrade's answer is not HTTP");
@@ -133,7 +158,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (ws.open()) {
       was_open = true;
-      CheckServerFrames(frames_out);
+      CheckFrames(frames_out, client);
     }
   }
   return 0;
