@@ -7,7 +7,7 @@
 # to moltd (see `scripts/run.sh --help`); one of them naming --ws replaces the default WebSocket
 # port. Stop it with Ctrl-C (SIGINT) or SIGTERM.
 source "$(dirname "$0")/common.sh"
-molt_build default moltd counter scores rounds uptime
+molt_build default moltd counter scores rounds shop uptime
 moltd=./build/default/bin/moltd
 
 ws=(--ws 127.0.0.1:7780)

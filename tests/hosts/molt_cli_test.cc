@@ -102,7 +102,9 @@ TEST_F(MoltCliTest, ABuildFileIsATarOfTheManifestAndTheLibrariesTheSameEveryTime
   const std::string b = dir_ + "/b.molt";
   std::string out;
   ASSERT_EQ(Molt({"build", kPlugins, "--out", a}, &out), 0) << out;
-  EXPECT_NE(out.find("(4 plugins, "), std::string::npos) << out;
+  EXPECT_NE(out.find("(" + std::to_string(molt::test::kBundledPlugins) + " plugins, "),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find(", protocol "), std::string::npos) << out;
   ASSERT_EQ(Molt({"build", kPlugins, "--out", b, "--json"}, &out), 0) << out;
   EXPECT_EQ(Slurp(a), Slurp(b)) << "the same inputs give the same bytes";
@@ -115,7 +117,8 @@ TEST_F(MoltCliTest, ABuildFileIsATarOfTheManifestAndTheLibrariesTheSameEveryTime
   EXPECT_EQ(m.at("build").as_string(), id);
   EXPECT_EQ(m.at("branch").as_string().size() > 0, true);
   EXPECT_EQ(m.at("protocol").as_string().size(), 16u);
-  ASSERT_EQ(m.at("plugins").as_array().size(), 4u);
+  ASSERT_EQ(m.at("plugins").as_array().size(),
+            static_cast<std::size_t>(molt::test::kBundledPlugins));
   const json::value& first = m.at("plugins").as_array()[0];
   EXPECT_EQ(first.at("kind").as_string(), "service");
   EXPECT_EQ(first.at("abi").as_string(), "1.4");
@@ -138,8 +141,9 @@ TEST_F(MoltCliTest, ABuildFileIsATarOfTheManifestAndTheLibrariesTheSameEveryTime
   // moltd boots a build file as it is, named after its build id.
   Process p({kMoltd, "-p", a, "-d", dir_ + "/data", "--port", "0", "--admin", "off"});
   ASSERT_TRUE(p.WaitFor("SIGTERM or SIGINT closes")) << p.output();
-  EXPECT_NE(p.output().find("serving 4 plugins from " + a + " as generation " + id + "#1"),
-            std::string::npos)
+  EXPECT_NE(
+      p.output().find(molt::test::kServingBundled + " from " + a + " as generation " + id + "#1"),
+      std::string::npos)
       << p.output();
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();
@@ -191,7 +195,9 @@ TEST_F(MoltCliTest, TheServerVerbsDriveARealMoltd) {
   std::string out;
   ASSERT_EQ(Molt({"status", "--server", server_, "--data", data}, &out), 0) << out;
   EXPECT_NE(out.find("  generation  "), std::string::npos) << out;
-  EXPECT_NE(out.find("(4 plugins)"), std::string::npos) << out;
+  EXPECT_NE(out.find("(" + std::to_string(molt::test::kBundledPlugins) + " plugins)"),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("  health      ok"), std::string::npos) << out;
   ASSERT_EQ(Molt({"status", "--server", server_, "--data", data, "--json"}, &out), 0) << out;
   EXPECT_EQ(json::parse(out).at("sessions").as_int64(), 0);

@@ -353,7 +353,8 @@ TEST_F(MoltDeployTest, AServerKilledMidDeployBootsAValidBuild) {
   moltd_->Signal(SIGKILL);
   moltd_->Wait();
   StartMoltd("dev");
-  EXPECT_NE(moltd_->output().find("serving 4 plugins"), std::string::npos) << moltd_->output();
+  EXPECT_NE(moltd_->output().find(molt::test::kServingBundled), std::string::npos)
+      << moltd_->output();
   EXPECT_EQ(molt::test::HttpCall(static_cast<std::uint16_t>(admin_port_), "GET", "/readyz").status,
             200);
   StopMoltd();
@@ -512,7 +513,8 @@ TEST_F(MoltDeployTest, ALockedRegistryDoesNotStopTheBootAndTheHeadFollowsOnceItO
                                   "without it"),
             std::string::npos)
       << moltd_->output();
-  EXPECT_NE(moltd_->output().find("serving 4 plugins from " + kPlugins), std::string::npos);
+  EXPECT_NE(moltd_->output().find(molt::test::kServingBundled + " from " + kPlugins),
+            std::string::npos);
   EXPECT_TRUE(moltd_->WaitFor("the deploy registry cannot be opened: ")) << moltd_->output();
   EXPECT_TRUE(moltd_->WaitFor("database is locked")) << moltd_->output();
   const molt::test::HttpResult refused = molt::test::HttpCall(
@@ -551,7 +553,7 @@ TEST_F(MoltDeployTest, AHeadWhoseReadHangsIsAbandonedAtTheLoadCapAndRetriedOnceS
   EXPECT_NE(out.find("booting the plugin directory " + kPlugins + " (the bundled fallback)"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("serving 4 plugins"), std::string::npos) << out;
+  EXPECT_NE(out.find(molt::test::kServingBundled), std::string::npos) << out;
   EXPECT_TRUE(moltd_->WaitFor("\"reason\":\"boot: the head again, after its boot timed out\""))
       << out;
   EXPECT_NE(moltd_->output().find("ran out of boot time; retrying it while"), std::string::npos);
@@ -605,7 +607,7 @@ TEST_F(MoltDeployTest, AHeadWhoseStartHangsIsAbandonedAtItsDeadlineAndTheNextSer
   ASSERT_TRUE(moltd_->WaitFor("SIGTERM or SIGINT closes")) << moltd_->output();
   const std::string& out = moltd_->output();
   EXPECT_NE(out.find("the head of dev (#1), hangs-0start does not boot"), std::string::npos) << out;
-  EXPECT_NE(out.find("serving 4 plugins"), std::string::npos) << out;
+  EXPECT_NE(out.find(molt::test::kServingBundled), std::string::npos) << out;
   bool marked = false;
   const json::value builds = MoltJson({"builds"});
   for (const json::value& b : builds.at("builds").as_array()) {

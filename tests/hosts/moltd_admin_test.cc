@@ -205,7 +205,7 @@ TEST_F(MoltdAdminTest, LogsPageBySinceAndReloadSwapsInANewGeneration) {
   ASSERT_FALSE(lines.empty());
   bool serving = false;
   for (const json::value& l : lines) {
-    serving |= l.at("message").as_string().find("serving 4 plugins") != std::string::npos;
+    serving |= l.at("message").as_string().find(molt::test::kServingBundled) != std::string::npos;
   }
   EXPECT_TRUE(serving) << logs;
   const std::int64_t next = logs.at("next").as_int64();
@@ -331,7 +331,7 @@ TEST_F(MoltdAdminTest, ADebugBundleOnDemandHasTheLogsAndStatsAndNoSecrets) {
   EXPECT_TRUE(bundle.at("generations").at("plugins").is_array());
   bool serving = false;
   for (const json::value& l : bundle.at("logs").at("lines").as_array()) {
-    serving |= l.at("message").as_string().find("serving 4 plugins") != std::string::npos;
+    serving |= l.at("message").as_string().find(molt::test::kServingBundled) != std::string::npos;
   }
   EXPECT_TRUE(serving) << text;
   EXPECT_EQ(HttpCall(admin_port_, "GET", "/api/v1/bundle", "do-not-leak-this-token-42").status,
@@ -353,7 +353,7 @@ TEST_F(MoltdAdminTest, AFatalSignalLeavesACrashBundle) {
   EXPECT_EQ(snapshot.at("status").at("version").as_string(), MOLT_VERSION);
   bool serving = false;
   for (const json::value& l : snapshot.at("logs").at("lines").as_array()) {
-    serving |= l.at("message").as_string().find("serving 4 plugins") != std::string::npos;
+    serving |= l.at("message").as_string().find(molt::test::kServingBundled) != std::string::npos;
   }
   EXPECT_TRUE(serving) << text;
 }
@@ -510,7 +510,8 @@ TEST_F(MoltdAdminTest, CheckPassesTheBundledPluginsWithoutTouchingTheLiveData) {
   Process p({kMoltd, "--check", "-p", kPlugins, "-d", data_});
   EXPECT_EQ(p.Wait(), 0) << p.output();
   const std::string& out = p.output();
-  EXPECT_NE(out.find("moltd --check " + kPlugins + "\n  plugins: 4 loaded and started ("),
+  EXPECT_NE(out.find("moltd --check " + kPlugins + "\n  plugins: " +
+                     std::to_string(molt::test::kBundledPlugins) + " loaded and started ("),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("\n  security audit: clean\n"), std::string::npos) << out;

@@ -124,7 +124,7 @@ class MoltdProfilesTest : public ::testing::Test {
       args.insert(args.end(), {"--config", path});
     }
     auto p = std::make_unique<Process>(args);
-    port_ = molt::test::ServingPort(*p, 4);
+    port_ = molt::test::ServingPort(*p, molt::test::kBundledPlugins);
     return p;
   }
   std::string Sql(const std::string& db, const std::string& query) {

@@ -39,7 +39,9 @@ class MoltdTest : public ::testing::Test {
     fs::remove_all(data_);
   }
   // Waits until moltd serves (the bundled plugins) and returns the port it logged, or "".
-  static std::string ServingPort(Process& p) { return molt::test::ServingPort(p, 4); }
+  static std::string ServingPort(Process& p) {
+    return molt::test::ServingPort(p, molt::test::kBundledPlugins);
+  }
   // Positions of each needle in the output, in order; -1 when missing.
   std::vector<std::size_t> Positions(const Process& p, const std::vector<std::string>& needles) {
     std::vector<std::size_t> at;
@@ -69,13 +71,16 @@ class MoltdTest : public ::testing::Test {
 TEST_F(MoltdTest, ServesTheBundledPluginsAndClosesInReverseBootOrderOnSigterm) {
   Process p(
       {kMoltd, "--admin", "127.0.0.1:0", "--plugins", kPlugins, "--data", data_, "--port", "0"});
-  ASSERT_TRUE(p.WaitFor("Server booted 4 services")) << p.output();
+  ASSERT_TRUE(
+      p.WaitFor("Server booted " + std::to_string(molt::test::kBundledPlugins) + " services"))
+      << p.output();
   ASSERT_TRUE(p.WaitFor("SIGTERM or SIGINT closes")) << p.output();
   EXPECT_FALSE(fs::is_empty(data_ + "/run"));  // this server's private plugin copies
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();
   const std::vector<std::string> order = {
-      "[molt] closing (SIGTERM): stopping 4 services",
+      "[molt] closing (SIGTERM): stopping " + std::to_string(molt::test::kBundledPlugins) +
+          " services",
       Label(p.output(), "uptime") + " closing after",  // a Kernel.Closing subscriber
       "[molt] stopped service \"uptime\"",
       Label(p.output(), "rounds") + " stopped after",
@@ -100,7 +105,8 @@ TEST_F(MoltdTest, SigintClosesToo) {
   ASSERT_TRUE(p.WaitFor("Server booted")) << p.output();
   p.Signal(SIGINT);
   EXPECT_EQ(p.Wait(), 0) << p.output();
-  EXPECT_NE(p.output().find("\"scope\":\"molt\",\"msg\":\"closing (SIGINT): stopping 4 services\""),
+  EXPECT_NE(p.output().find("\"scope\":\"molt\",\"msg\":\"closing (SIGINT): stopping " +
+                            std::to_string(molt::test::kBundledPlugins) + " services\""),
             std::string::npos)
       << p.output();
 }
@@ -265,7 +271,7 @@ void ExpectDescriptorsRunOutGracefully(MoltdTest& t, int limit, const std::strin
     command += " " + a;
   }
   Process p({"/bin/sh", "-c", command});
-  const std::string serving = molt::test::ServingPort(p, 4);
+  const std::string serving = molt::test::ServingPort(p, molt::test::kBundledPlugins);
   ASSERT_FALSE(serving.empty()) << p.output();
   EXPECT_NE(p.output().find("file descriptors: " + std::to_string(limit)), std::string::npos)
       << p.output();
@@ -506,7 +512,7 @@ TEST_F(MoltdTest, ServesOverTlsToAVerifyingMoltBotAndNamesTlsMistakes) {
       << half.output();
   Process open({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0",
                 "--bind", "0.0.0.0"});
-  ASSERT_TRUE(open.WaitFor("serving 4 plugins")) << open.output();
+  ASSERT_TRUE(open.WaitFor(molt::test::kServingBundled)) << open.output();
   EXPECT_NE(open.output().find("0.0.0.0 is not a loopback address and TLS is off"),
             std::string::npos)
       << open.output();
@@ -656,8 +662,9 @@ TEST_F(MoltdTest, HundredSwapsUnderFiftyVerifyingClientsLoseNothing) {
   EXPECT_NE(bot.output().find(" echoed 0 lost 0 duplicated 0 out of order"), std::string::npos)
       << bot.output();
   // At most two generations are mapped (the serving one and the one its window keeps).
-  EXPECT_GE(early.copies, 4u);  // the measure sees the copies at all
-  EXPECT_LE(late.copies, 2 * 4u);
+  EXPECT_GE(early.copies, static_cast<std::size_t>(
+                              molt::test::kBundledPlugins));  // the measure sees the copies at all
+  EXPECT_LE(late.copies, 2 * static_cast<std::size_t>(molt::test::kBundledPlugins));
   EXPECT_LE(late.copies, early.copies);
   EXPECT_LE(late.fds, early.fds + 2);
 #if !defined(__SANITIZE_ADDRESS__)
@@ -714,7 +721,10 @@ TEST_F(MoltdTest, BootsTheLastKnownGoodBuildWhenThePluginDirectoryFails) {
   Process p(
       {kMoltd, "--admin", "127.0.0.1:0", "-p", dir, "-d", data_, "--port", "0", "-c", config});
   EXPECT_FALSE(ServingPort(p).empty()) << p.output();
-  EXPECT_NE(p.output().find("does not boot: 1 of 5 plugin files refused"), std::string::npos)
+  EXPECT_NE(
+      p.output().find("does not boot: 1 of " + std::to_string(molt::test::kBundledPlugins + 1) +
+                      " plugin files refused"),
+      std::string::npos)
       << p.output();
   EXPECT_NE(p.output().find("booting the last known good build from"), std::string::npos);
   p.Signal(SIGTERM);

@@ -82,7 +82,7 @@ TEST_F(PluginHostTest, BundledPluginsBootInDependencyOrderAndTalkThroughTheInter
   ASSERT_TRUE(host_->LoadDirectory(kPlugins).ok());
   ASSERT_TRUE(kernel_->Start().ok());
   const std::vector<std::string> order = BootOrder();
-  ASSERT_EQ(order.size(), 4u);
+  ASSERT_EQ(order.size(), static_cast<std::size_t>(molt::test::kBundledPlugins));
   EXPECT_LT(std::find(order.begin(), order.end(), "scores"),
             std::find(order.begin(), order.end(), "rounds"));
 
