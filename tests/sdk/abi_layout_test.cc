@@ -117,7 +117,17 @@ MOLT_FROZEN(molt_host_api, profile_transact, 568);
 MOLT_FROZEN(molt_host_api, profile_key_load, 576);
 MOLT_FROZEN(molt_host_api, profile_key_session, 584);
 MOLT_FROZEN(molt_host_api, profile_key_release, 592);
-static_assert(sizeof(molt_host_api) == 600);
+// ABI 1.5: phases.
+MOLT_FROZEN(molt_host_api, task_start, 600);
+static_assert(sizeof(molt_host_api) == 608);
+
+// ABI 1.5: phases.
+MOLT_FROZEN(molt_task_spec, struct_size, 0);
+MOLT_FROZEN(molt_task_spec, phase, 4);
+MOLT_FROZEN(molt_task_spec, kind, 8);
+MOLT_FROZEN(molt_task_spec, priority, 12);
+MOLT_FROZEN(molt_task_spec, seconds, 16);
+static_assert(sizeof(molt_task_spec) == 24);
 
 // ABI 1.4: profiles.
 MOLT_FROZEN(molt_profile_spec, struct_size, 0);

@@ -370,6 +370,58 @@ TEST_F(MoltHppHandleTest, AHostWithoutTheProfileSlotsRefusesTheStoresCalls) {
   EXPECT_EQ(Run([&] { return host_.DeclareProfiles("Wallet", {}); }), refused);
 }
 
+// ABI 1.5: a task in another phase goes through task_start with its spec; the main phase keeps
+// the ABI 1.0 slots, so it works on every host, and an older host refuses the other phases.
+TEST_F(MoltHppHandleTest, ATaskInAPhaseCallsTaskStartAndTheTickKeepsItsSlots) {
+  auto arm = [](molt_context_t* ctx, const std::string& call, void* ud, molt_cleanup_fn release,
+                molt_task_t* out) {
+    *out = 7;
+    release(ud);  // as if it ran once and ended: the box goes back
+    return Answer(ctx, call);
+  };
+  static decltype(arm)* armed = &arm;
+  api_.task_start = [](molt_context_t* ctx, const molt_task_spec* spec, molt_task_fn, void* ud,
+                       molt_cleanup_fn release, molt_task_t* out) -> molt_status_t {
+    return (*armed)(ctx,
+                    "task_start(size " + std::to_string(spec->struct_size) + ", phase " +
+                        std::to_string(spec->phase) + ", kind " + std::to_string(spec->kind) +
+                        ", priority " + std::to_string(spec->priority) + ", " +
+                        std::to_string(spec->seconds) + ")",
+                    ud, release, out);
+  };
+  api_.task_after = [](molt_context_t* ctx, double seconds, std::int32_t priority, molt_task_fn,
+                       void* ud, molt_cleanup_fn release, molt_task_t* out) -> molt_status_t {
+    return (*armed)(ctx,
+                    "task_after(" + std::to_string(seconds) + ", " + std::to_string(priority) + ")",
+                    ud, release, out);
+  };
+  api_.task_cancel = [](molt_context_t* ctx, molt_task_t t) -> molt_status_t {
+    return Answer(ctx, "task_cancel(" + std::to_string(t) + ")");
+  };
+  auto status = [](const molt::Result<molt::Task>& t) {
+    return t.ok() ? molt::Status::Ok() : t.status();
+  };
+  EXPECT_EQ(Run([&] {
+              return status(host_.Every(
+                  0.5, [] {}, MOLT_PRIORITY_LOW, MOLT_PHASE_POST_TICK));
+            }),
+            "a:task_start(size 24, phase 2, kind 2, priority 4, 0.500000) a:task_cancel(7) -> ok");
+  EXPECT_EQ(
+      Run([&] { return status(host_.Schedule([] {}, MOLT_PRIORITY_HIGH, MOLT_PHASE_PRE_TICK)); }),
+      "a:task_start(size 24, phase 1, kind 0, priority 2, 0.000000) a:task_cancel(7) -> ok");
+  EXPECT_EQ(Run([&] { return status(host_.After(2, [] {})); }),
+            "a:task_after(2.000000, 3) a:task_cancel(7) -> ok");
+  api_.struct_size = offsetof(molt_host_api, task_start);  // an ABI 1.4 table
+  EXPECT_EQ(Run([&] {
+              return status(host_.After(
+                  2, [] {}, MOLT_PRIORITY_NORMAL, MOLT_PHASE_PRE_TICK));
+            }),
+            "-> " + std::to_string(MOLT_ERR_UNSUPPORTED) +
+                " this host has no phase schedulers (ABI 1.5): phase 1 needs task_start");
+  EXPECT_EQ(Run([&] { return status(host_.After(2, [] {})); }),
+            "a:task_after(2.000000, 3) a:task_cancel(7) -> ok");
+}
+
 // The MOLT_HPP_REVISION 1 spellings: each still builds, and makes the very calls its replacement
 // makes, with the same outcome, on success and on failure. (The pragma covers these uses only;
 // tests/sdk/deprecations_test.sh compiles them without it, to see every warning.)

@@ -211,7 +211,7 @@ void PluginInstance::ReleaseResource(molt_handle_t handle, Resource& r) {
       r.connection.Disconnect();
       break;
     case Kind::kTask:
-      kernel().scheduler().Cancel(r.task);
+      (r.scheduler != nullptr ? *r.scheduler : kernel().scheduler()).Cancel(r.task);
       break;
     case Kind::kScope:
       r.scope->Close();

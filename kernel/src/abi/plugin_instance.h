@@ -217,6 +217,7 @@ class PluginInstance final : public molt_context,
     std::shared_ptr<ProcessRecord> record{};   // kProcess
     std::shared_ptr<Completion> completion{};  // kCompletion
     std::uint32_t layer_id = 0;                // kChannel, kReplica, kProfile: the layer's id
+    Scheduler* scheduler = nullptr;            // kTask: its phase's (nullptr: the kernel's)
   };
 
   // `info` is copied (the loader's current-size copy of the descriptor); the code and data it

@@ -42,6 +42,12 @@ struct SizedStruct<molt_plugin_info> {
   static constexpr std::uint32_t kMinSize = 112;
 };
 template <>
+struct SizedStruct<molt_task_spec> {
+  static constexpr const char* kName = "molt_task_spec";
+  static constexpr const char* kSince = "ABI 1.5";
+  static constexpr std::uint32_t kMinSize = 24;
+};
+template <>
 struct SizedStruct<molt_process_options> {
   static constexpr const char* kName = "molt_process_options";
   static constexpr const char* kSince = "ABI 1.0";

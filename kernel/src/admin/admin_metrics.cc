@@ -45,6 +45,36 @@ void SchedulerMetrics(MetricsWriter& w, const SchedulerStats& s) {
   w.AddHistogram(bounds, s.step_times, ToSeconds(s.step_time_total));
 }
 
+// The phase schedulers plugins used (task_start): none until one did.
+void PhaseMetrics(MetricsWriter& w, const Scheduler& main) {
+  std::vector<std::pair<std::string_view, const SchedulerStats*>> phases;
+  for (Phase phase : {Phase::kPreTick, Phase::kPostTick}) {
+    if (const Scheduler* p = main.FindPhase(phase)) {
+      phases.emplace_back(PhaseName(phase), &p->stats());
+    }
+  }
+  if (phases.empty()) {
+    return;
+  }
+  w.Family("molt_scheduler_phase_tasks_total", kCounter, "Tasks a phase scheduler ran.");
+  for (const auto& [name, s] : phases) {
+    w.Add(Num(s->tasks_run), {{"phase", name}});
+  }
+  w.Family("molt_scheduler_phase_task_errors_total", kCounter, "Tasks of a phase that threw.");
+  for (const auto& [name, s] : phases) {
+    w.Add(Num(s->errors), {{"phase", name}});
+  }
+  w.Family("molt_scheduler_phase_deferred_tasks", kGauge,
+           "Ready tasks of a phase its last step's budget left waiting.");
+  for (const auto& [name, s] : phases) {
+    w.Add(Num(s->tasks_deferred), {{"phase", name}});
+  }
+  w.Family("molt_scheduler_phase_step_seconds_total", kCounter, "Time a phase's steps took.");
+  for (const auto& [name, s] : phases) {
+    w.Add(ToSeconds(s->step_time_total), {{"phase", name}});
+  }
+}
+
 void NetMetrics(MetricsWriter& w, const net::NetSnapshot& net) {
   const net::NetStats& s = net.counters;
   const net::Sessions::Stats& ss = net.sessions;
@@ -217,6 +247,7 @@ std::string AdminApi::Metrics() const {
       std::to_string(MOLT_ABI_VERSION_MAJOR) + "." + std::to_string(MOLT_ABI_VERSION_MINOR);
   w.Add(1, {{"version", Kernel::Version()}, {"abi", abi}});
   SchedulerMetrics(w, sources_.kernel.scheduler().stats());
+  PhaseMetrics(w, sources_.kernel.scheduler());
   NetMetrics(w, sources_.network.Snapshot());
   HookMetrics(w, sources_.kernel.hooks());
   PluginMetrics(w, sources_.plugins);

@@ -66,7 +66,9 @@ Kernel::Kernel(KernelOptions options) : role_(options.role), config_(std::move(o
   service_registered_ = bus_->Resolve("Kernel.ServiceRegistered");
   // A crashing task is never silent.
   scheduler_->OnError().Connect([](const TaskError& e) {
-    LogScope("molt").Warn("scheduled task errored: {}: {}", e.origin, e.message);
+    LogScope("molt").Warn("{} task errored: {}: {}",
+                          e.phase == Phase::kTick ? "scheduled" : PhaseName(e.phase), e.origin,
+                          e.message);
   });
   config_.Set("kernel.version", std::string(Version()));
   config_.Set("kernel.role", std::string(RoleName(role_)));
@@ -242,6 +244,11 @@ KernelStats Kernel::Stats() const {
   s.role = role_;
   if (scheduler_) {
     s.scheduler = scheduler_->stats();
+    for (Phase phase : {Phase::kPreTick, Phase::kPostTick}) {
+      if (const Scheduler* p = scheduler_->FindPhase(phase)) {
+        s.phases.push_back({phase, p->stats()});
+      }
+    }
   }
   s.service_timings = serving_->timings();
   return s;
@@ -260,6 +267,19 @@ boost::json::object Kernel::StatsObject() const {
   sched["tasks_deferred"] = s.scheduler.tasks_deferred;
   sched["steps"] = s.scheduler.steps;
   sched["errors"] = s.scheduler.errors;
+  if (!s.phases.empty()) {  // the phases plugins used (task_start), each with its own step
+    boost::json::object& phases = sched["phases"].emplace_object();
+    for (const auto& [phase, st] : s.phases) {
+      boost::json::object o;
+      o["last_step_ms"] = ms(st.last_step);
+      o["budget_ms"] = ms(st.last_budget);
+      o["tasks_run"] = st.tasks_run;
+      o["tasks_deferred"] = st.tasks_deferred;
+      o["steps"] = st.steps;
+      o["errors"] = st.errors;
+      phases[PhaseName(phase)] = std::move(o);
+    }
+  }
   root["scheduler"] = std::move(sched);
   root["processes"] = process_count();
   boost::json::array timings;

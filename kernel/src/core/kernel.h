@@ -64,7 +64,8 @@ struct KernelStats {
   std::string version;
   Role role = Role::kServer;
   SchedulerStats scheduler;
-  std::vector<ServiceTiming> service_timings;  // boot order
+  std::vector<std::pair<Phase, SchedulerStats>> phases;  // the phase schedulers built so far
+  std::vector<ServiceTiming> service_timings;            // boot order
 };
 
 class Kernel {

@@ -76,6 +76,18 @@ std::string_view PriorityName(Priority p) {
   return "?";
 }
 
+std::string_view PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kTick:
+      return "tick";
+    case Phase::kPreTick:
+      return "pre_tick";
+    case Phase::kPostTick:
+      return "post_tick";
+  }
+  return "?";
+}
+
 TaskOrigin TaskOrigin::Named(std::string_view label) {
   OriginRegistry& r = OriginRegistry::Get();
   std::lock_guard lock(r.mu);
@@ -346,6 +358,53 @@ void Scheduler::CancelAll() {
       Cancel(MakeId(s.generation, i));
     }
   }
+  for (const std::unique_ptr<Scheduler>& p : phases_) {
+    if (p) {
+      p->CancelAll();
+    }
+  }
+}
+
+// --- Phases ---
+
+namespace {
+std::size_t PhaseSlot(Phase phase) { return phase == Phase::kPreTick ? 0 : 1; }  // in phases_
+}  // namespace
+
+Scheduler& Scheduler::ForPhase(Phase phase) {
+  if (phase == Phase::kTick) {
+    return *this;
+  }
+  std::unique_ptr<Scheduler>& slot = phases_[PhaseSlot(phase)];
+  if (!slot) {
+    SchedulerOptions o = options_;
+    o.budget = BudgetPolicy{options_.budget.floor, std::nullopt};
+    o.tick_period = Duration::zero();  // stepped by this one's steps, which are paced
+    o.profile_tasks = profile_tasks_;
+    slot = std::make_unique<Scheduler>(o);
+    slot->phase_ = phase;
+    slot->SetWakeListener([this] { Notify(); });
+    slot->OnError().Connect([this](const TaskError& e) { on_error_.Fire(e); });
+  }
+  return *slot;
+}
+
+const Scheduler* Scheduler::FindPhase(Phase phase) const {
+  return phase == Phase::kTick ? this : phases_[PhaseSlot(phase)].get();
+}
+
+void Scheduler::StepPhase(Phase phase) {
+  Scheduler* s = phases_[PhaseSlot(phase)].get();
+  if (s == nullptr) {
+    return;
+  }
+  const std::optional<TimePoint> wake = s->NextWake();
+  if (!wake || *wake > Now()) {
+    return;  // idle, or its next task is not due yet
+  }
+  const std::uint64_t start = Ticks();
+  s->Run(s->NextBudget());
+  external_ += TicksToDuration(Ticks() - start);
 }
 
 bool Scheduler::Pending(std::uint64_t id) const {
@@ -442,13 +501,18 @@ std::optional<TimePoint> Scheduler::NextWake() const {
   const TimePoint paced = last_step_start_ == TimePoint::min()
                               ? TimePoint::min()
                               : last_step_start_ + options_.tick_period;
+  std::optional<TimePoint> wake;
   if (live_queued_ > 0) {
-    return paced;
+    wake = paced;
+  } else if (!heap_.empty()) {
+    wake = std::max(At(heap_[0]).deadline, paced);
   }
-  if (!heap_.empty()) {
-    return std::max(At(heap_[0]).deadline, paced);
+  for (const std::unique_ptr<Scheduler>& p : phases_) {
+    if (const std::optional<TimePoint> w = p ? p->NextWake() : std::nullopt) {
+      wake = std::min(wake.value_or(TimePoint::max()), std::max(*w, paced));
+    }
   }
-  return std::nullopt;
+  return wake;
 }
 
 Duration Scheduler::NextBudget() const {
@@ -459,15 +523,23 @@ Duration Scheduler::NextBudget() const {
   return std::max(policy.floor, *policy.target - external_ - overhead_);
 }
 
-void Scheduler::Step() { Run(NextBudget()); }
+void Scheduler::Step() {
+  StepPhase(Phase::kPreTick);
+  Run(NextBudget());  // after pre_tick, whose time it subtracts when frame-aware
+  StepPhase(Phase::kPostTick);
+}
 
-void Scheduler::Step(Duration budget) { Run(budget); }
+void Scheduler::Step(Duration budget) {
+  StepPhase(Phase::kPreTick);
+  Run(budget);
+  StepPhase(Phase::kPostTick);
+}
 
 void Scheduler::ReportError(Slot& slot, std::exception_ptr error) {
   ++stats_.errors;
   const std::string message = ExceptionText(error);
   const std::string origin = OriginLabel(slot.origin);
-  on_error_.Fire(TaskError{origin, message});
+  on_error_.Fire(TaskError{origin, message, phase_});
 }
 
 inline void Scheduler::Finish(std::uint64_t id, Slot& slot) {

@@ -21,6 +21,14 @@
 // and the scheduler's own recent overhead, never below the floor; a frame already late gets the
 // floor. ResolveBudget() turns the spec's boot options into a policy.
 //
+// Phases (spec: phase schedulers): ForPhase(kPreTick) and ForPhase(kPostTick) are schedulers of
+// their own, built on first use, that this one's Step() runs just before and just after its own
+// tasks (input before the step, replication after it), each only when it has work due. Their budget
+// is fixed at this one's floor (a frame-aware one would claim the same slack twice); they copy
+// profile_tasks, stagger_recurring, the clock and the tick period; their errors reach OnError()
+// with the phase's name; an idle phase adds no wake. Their time counts as external work in this
+// one's frame-aware budget.
+//
 // The scheduler does not own a thread or a timer: the Loop (loop.h) steps it on the kernel's
 // io_context, arming one timer for NextWake() only while work exists. Tests call Step().
 //
@@ -57,6 +65,12 @@ enum class Priority : std::uint8_t {
 };
 inline constexpr int kPriorityCount = 5;
 std::string_view PriorityName(Priority p);
+
+// Where in a step a task runs (MOLT_PHASE_* in the ABI).
+enum class Phase : std::uint8_t { kTick = 0, kPreTick = 1, kPostTick = 2 };
+inline constexpr int kPhaseCount = 3;
+// "tick", "pre_tick", "post_tick".
+std::string_view PhaseName(Phase phase);
 
 inline constexpr Duration kDefaultBudget = std::chrono::microseconds(1500);        // BudgetSeconds
 inline constexpr Duration kDefaultTargetFrame = std::chrono::microseconds(16500);  // TargetFrame
@@ -125,6 +139,7 @@ class TaskHandle {
 struct TaskError {
   std::string_view origin;
   std::string_view message;
+  Phase phase = Phase::kTick;  // the phase scheduler it ran in
 };
 
 // The upper bounds of the step-time histogram's buckets (SchedulerStats::step_times), in
@@ -226,8 +241,14 @@ class Scheduler {
 
   bool Cancel(std::uint64_t id);
   bool Pending(std::uint64_t id) const;
-  // Cancels every task and entry (kernel shutdown). Safe from inside a task.
+  // Cancels every task and entry, the phases' too (kernel shutdown). Safe from inside a task.
   void CancelAll();
+
+  // The scheduler of `phase` (kTick: this one), built on first use. Call it on the main
+  // scheduler only: a phase has no phases of its own.
+  Scheduler& ForPhase(Phase phase);
+  // The phase's scheduler when it was built, else nullptr.
+  const Scheduler* FindPhase(Phase phase) const;
 
   // Runs one step under the policy's budget (or `budget`, a fixed slice for this step only).
   void Step();
@@ -310,6 +331,8 @@ class Scheduler {
   Duration TicksToDuration(std::uint64_t ticks) const;
   void ReportError(Slot& slot, std::exception_ptr error);
   void Notify();
+  // Steps the phase's scheduler when it has work due, and charges its time as external work.
+  void StepPhase(Phase phase);
 
   SchedulerOptions options_;
   Clock* clock_;
@@ -333,6 +356,8 @@ class Scheduler {
   Callback<void()> wake_listener_;
   Signal<const TaskError&> on_error_;
   SchedulerStats stats_;
+  Phase phase_ = Phase::kTick;                        // which phase this scheduler is
+  std::array<std::unique_ptr<Scheduler>, 2> phases_;  // pre_tick, post_tick: built on first use
 
   struct OriginStats {
     std::uint64_t ticks = 0;

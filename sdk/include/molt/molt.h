@@ -81,7 +81,7 @@ extern "C" {
 /** @brief The ABI major version: a plugin built against another major never loads. */
 #define MOLT_ABI_VERSION_MAJOR 1
 /** @brief The ABI minor version: grows with every append to this header. */
-#define MOLT_ABI_VERSION_MINOR 4
+#define MOLT_ABI_VERSION_MINOR 5
 /** @brief Packs a version as (major << 16) | minor. */
 #define MOLT_ABI_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)))
 #define MOLT_ABI_VERSION_CURRENT MOLT_ABI_VERSION(MOLT_ABI_VERSION_MAJOR, MOLT_ABI_VERSION_MINOR)
@@ -458,6 +458,29 @@ typedef struct molt_profile_spec {
   double backup_seconds;
 } molt_profile_spec;
 
+/* --- Phases: schedulers stepped at fixed points of the tick (ABI 1.5; spec: phase schedulers) ---
+ */
+
+/* Where in a tick a task runs. PRE_TICK and POST_TICK are schedulers of their own, built on first
+ * use, each with the main scheduler's budget floor as a fixed budget (docs/sdk.md, "Phases"). */
+#define MOLT_PHASE_TICK 0      /**< the main scheduler: task_schedule/after/every's */
+#define MOLT_PHASE_PRE_TICK 1  /**< just before each tick's main tasks: input before the step */
+#define MOLT_PHASE_POST_TICK 2 /**< just after them: replication, work that reads the step */
+
+/* What a task_start task does: the three task slots' behaviours, in any phase. */
+#define MOLT_TASK_NEXT_STEP 0 /**< once, on the phase's next step (as task_schedule) */
+#define MOLT_TASK_AFTER 1     /**< once, at least `seconds` from now (as task_after) */
+#define MOLT_TASK_EVERY 2 /**< every `seconds` (0: every tick) until cancelled (as task_every) */
+
+/** @brief A task for task_start. Zero-initialize, then set what you need. */
+typedef struct molt_task_spec {
+  uint32_t struct_size; /**< sizeof(molt_task_spec) */
+  int32_t phase;        /**< MOLT_PHASE_* */
+  int32_t kind;         /**< MOLT_TASK_* */
+  int32_t priority;     /**< MOLT_PRIORITY_*; 0 is MOLT_PRIORITY_NORMAL */
+  double seconds;       /**< AFTER: the delay; EVERY: the interval (finite, >= 0); else unused */
+} molt_task_spec;
+
 /* --- The host API ----------------------------------------------------------------------------- */
 
 /** @brief The functions a plugin calls, handed to init() and valid until the instance is unloaded.
@@ -798,6 +821,15 @@ typedef struct molt_host_api {
    *  load it. MOLT_ERR_NOT_FOUND when it is not loaded here. */
   molt_status_t (*profile_key_release)(molt_context_t* ctx, molt_profile_t profile,
                                        const char* key);
+
+  /* --- ABI 1.5: phases --- */
+  /** @brief Starts a task as `spec` says, in its phase: MOLT_PHASE_TICK is the scheduler of
+   *  task_schedule/after/every; PRE_TICK runs just before its tasks in every tick, POST_TICK just
+   *  after. `release` is called with `user_data` after the last run or the cancel; task_cancel
+   *  cancels it; the instance's stop releases it like every task. MOLT_ERR_INVALID_ARGUMENT names
+   *  an unknown phase or kind, a bad priority or `seconds`. */
+  molt_status_t (*task_start)(molt_context_t* ctx, const molt_task_spec* spec, molt_task_fn fn,
+                              void* user_data, molt_cleanup_fn release, molt_task_t* out_task);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it

@@ -877,13 +877,19 @@ class Host {
   }
 
   // --- Tasks (fn returns void or molt::Status) ---
+  // `phase` (ABI 1.5): MOLT_PHASE_TICK, the main scheduler; MOLT_PHASE_PRE_TICK runs just before
+  // its tasks in every tick, MOLT_PHASE_POST_TICK just after (task_start). A host older than 1.5
+  // offers only the main one: another phase fails there with MOLT_ERR_UNSUPPORTED.
 
   template <class F>
-  Result<Task> Schedule(F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL) const;
+  Result<Task> Schedule(F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL,
+                        std::int32_t phase = MOLT_PHASE_TICK) const;
   template <class F>
-  Result<Task> After(double seconds, F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL) const;
+  Result<Task> After(double seconds, F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL,
+                     std::int32_t phase = MOLT_PHASE_TICK) const;
   template <class F>
-  Result<Task> Every(double seconds, F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL) const;
+  Result<Task> Every(double seconds, F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL,
+                     std::int32_t phase = MOLT_PHASE_TICK) const;
 
   // --- Processes ---
 
@@ -1302,6 +1308,9 @@ class Host {
   }
   template <class F, class Arm>
   Result<Task> ArmTask(F&& fn, Arm&& arm) const;
+  template <class F>
+  Result<Task> StartTask(std::int32_t kind, double seconds, F&& fn, std::int32_t priority,
+                         std::int32_t phase) const;
 
   molt_context_t* ctx_ = nullptr;
   const molt_host_api* api_ = nullptr;
@@ -1604,28 +1613,49 @@ Result<Task> Host::ArmTask(F&& fn, Arm&& arm) const {
   }));
 }
 
+// The three task calls: the ABI 1.0 slot in the main phase (any host), task_start in another.
 template <class F>
-Result<Task> Host::Schedule(F&& fn, std::int32_t priority) const {
+Result<Task> Host::StartTask(std::int32_t kind, double seconds, F&& fn, std::int32_t priority,
+                             std::int32_t phase) const {
+  if (phase != MOLT_PHASE_TICK && !MOLT_API_HAS(api_, task_start)) {
+    return Status(MOLT_ERR_UNSUPPORTED, "this host has no phase schedulers (ABI 1.5): phase " +
+                                            std::to_string(phase) + " needs task_start");
+  }
   return ArmTask(std::forward<F>(fn),
                  [&](molt_task_fn f, void* ud, molt_cleanup_fn rel, molt_task_t* out) {
-                   return api_->task_schedule(ctx_, priority, f, ud, rel, out);
+                   if (phase != MOLT_PHASE_TICK) {
+                     molt_task_spec spec{};
+                     spec.struct_size = sizeof(spec);
+                     spec.phase = phase;
+                     spec.kind = kind;
+                     spec.priority = priority;
+                     spec.seconds = seconds;
+                     return api_->task_start(ctx_, &spec, f, ud, rel, out);
+                   }
+                   switch (kind) {
+                     case MOLT_TASK_AFTER:
+                       return api_->task_after(ctx_, seconds, priority, f, ud, rel, out);
+                     case MOLT_TASK_EVERY:
+                       return api_->task_every(ctx_, seconds, priority, f, ud, rel, out);
+                     default:
+                       return api_->task_schedule(ctx_, priority, f, ud, rel, out);
+                   }
                  });
 }
 
 template <class F>
-Result<Task> Host::After(double seconds, F&& fn, std::int32_t priority) const {
-  return ArmTask(std::forward<F>(fn),
-                 [&](molt_task_fn f, void* ud, molt_cleanup_fn rel, molt_task_t* out) {
-                   return api_->task_after(ctx_, seconds, priority, f, ud, rel, out);
-                 });
+Result<Task> Host::Schedule(F&& fn, std::int32_t priority, std::int32_t phase) const {
+  return StartTask(MOLT_TASK_NEXT_STEP, 0, std::forward<F>(fn), priority, phase);
 }
 
 template <class F>
-Result<Task> Host::Every(double seconds, F&& fn, std::int32_t priority) const {
-  return ArmTask(std::forward<F>(fn),
-                 [&](molt_task_fn f, void* ud, molt_cleanup_fn rel, molt_task_t* out) {
-                   return api_->task_every(ctx_, seconds, priority, f, ud, rel, out);
-                 });
+Result<Task> Host::After(double seconds, F&& fn, std::int32_t priority, std::int32_t phase) const {
+  return StartTask(MOLT_TASK_AFTER, seconds, std::forward<F>(fn), priority, phase);
+}
+
+template <class F>
+Result<Task> Host::Every(double seconds, F&& fn, std::int32_t priority, std::int32_t phase) const {
+  return StartTask(MOLT_TASK_EVERY, seconds, std::forward<F>(fn), priority, phase);
 }
 
 template <class F>

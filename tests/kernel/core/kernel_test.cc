@@ -195,6 +195,18 @@ TEST_F(KernelTest, ScheduledTaskErrorsBecomeAWarning) {
   EXPECT_EQ(lines_.back(), "[molt] scheduled task errored: Mover: nil index");
 }
 
+TEST_F(KernelTest, APhasesTaskErrorsBecomeAWarningNamingThePhase) {
+  kernel_->scheduler()
+      .ForPhase(Phase::kPostTick)
+      .Schedule([] { throw std::runtime_error("no replica"); }, Priority::kNormal,
+                TaskOrigin::Named("Replicator"));
+  kernel_->scheduler().Step();
+  ASSERT_FALSE(lines_.empty());
+  EXPECT_EQ(lines_.back(), "[molt] post_tick task errored: Replicator: no replica");
+  EXPECT_EQ(kernel_->scheduler().FindPhase(Phase::kPostTick)->stats().errors, 1u);
+  EXPECT_EQ(kernel_->scheduler().stats().errors, 0u);
+}
+
 TEST_F(KernelTest, StatsJsonCarriesVersionRoleSchedulerAndTimings) {
   ASSERT_TRUE(kernel_->RegisterService(std::make_shared<Native>("Chat")).ok());
   ASSERT_TRUE(kernel_->Start().ok());

@@ -38,6 +38,91 @@ TEST_F(SchedulerTest, ScheduledTaskRunsOnNextStep) {
   EXPECT_EQ(log_.size(), 1u);
 }
 
+// Phases (spec: phase schedulers): pre_tick and post_tick are schedulers of their own that a
+// step runs just before and just after its tasks.
+TEST_F(SchedulerTest, PhasesRunBeforeAndAfterTheTicksTasksInOneStep) {
+  Scheduler s = Make();
+  EXPECT_EQ(s.FindPhase(Phase::kPreTick), nullptr);  // built on first use
+  EXPECT_EQ(&s.ForPhase(Phase::kTick), &s);
+  Scheduler& pre = s.ForPhase(Phase::kPreTick);
+  Scheduler& post = s.ForPhase(Phase::kPostTick);
+  EXPECT_EQ(s.FindPhase(Phase::kPreTick), &pre);
+  EXPECT_EQ(&s.ForPhase(Phase::kPreTick), &pre);  // cached
+  post.Every(Duration::zero(), [&] { log_.push_back("post"); });
+  s.Every(Duration::zero(), [&] { log_.push_back("tick"); });
+  pre.Schedule([&] {
+    log_.push_back("input");
+    s.Schedule([&] { log_.push_back("step reads input"); });  // this tick's step takes it
+    pre.Schedule([&] { log_.push_back("next input"); });      // the phase's next step
+  });
+  s.Step();
+  EXPECT_EQ(log_, (std::vector<std::string>{"input", "tick", "step reads input", "post"}));
+  log_.clear();
+  s.Step();
+  EXPECT_EQ(log_, (std::vector<std::string>{"next input", "tick", "post"}));
+  EXPECT_EQ(pre.stats().steps, 2u);
+  EXPECT_EQ(post.stats().tasks_run, 2u);
+}
+
+TEST_F(SchedulerTest, APhaseHasTheFloorAsAFixedBudgetAndItsTimeComesOffTheFrame) {
+  Scheduler s = Make(BudgetPolicy{milliseconds(1), milliseconds(16)});
+  Scheduler& pre = s.ForPhase(Phase::kPreTick);
+  pre.Schedule([&] { clock_.Advance(milliseconds(5)); });
+  s.Schedule([] {});
+  s.Step();
+  EXPECT_EQ(pre.stats().last_budget, milliseconds(1));  // not the frame's slack a second time
+  EXPECT_EQ(s.stats().last_budget, milliseconds(11));   // 16 ms less the 5 the phase took
+  // post_tick's time comes off the next frame.
+  s.ForPhase(Phase::kPostTick).Schedule([&] { clock_.Advance(milliseconds(4)); });
+  s.Step();
+  EXPECT_EQ(s.NextBudget(), milliseconds(12));
+}
+
+TEST_F(SchedulerTest, AnIdlePhaseAddsNoWakeAndABusyOneWakesAtTheTicksPace) {
+  SchedulerOptions o;
+  o.clock = &clock_;
+  o.tick_period = milliseconds(16);
+  Scheduler s(o);
+  Scheduler& post = s.ForPhase(Phase::kPostTick);
+  EXPECT_EQ(s.NextWake(), std::nullopt);
+  TaskHandle every = post.Every(Duration::zero(), [&] { log_.push_back("post"); });
+  s.Step();
+  const TimePoint stepped = clock_.Now();
+  ASSERT_TRUE(s.NextWake().has_value());
+  EXPECT_EQ(*s.NextWake(), stepped + milliseconds(16));  // paced by the tick, not "now"
+  every.Cancel();
+  post.After(milliseconds(100), [&] { log_.push_back("later"); });
+  EXPECT_EQ(*s.NextWake(), stepped + milliseconds(100));
+  clock_.Advance(milliseconds(50));
+  s.Step();
+  EXPECT_EQ(log_, std::vector<std::string>{"post"});  // not due: the phase was not stepped
+  clock_.Advance(milliseconds(50));
+  s.Step();
+  EXPECT_EQ(log_, (std::vector<std::string>{"post", "later"}));
+  EXPECT_EQ(s.NextWake(), std::nullopt);
+}
+
+TEST_F(SchedulerTest, APhasesErrorsReachOnErrorWithThePhaseAndCancelAllReachesIt) {
+  Scheduler s = Make();
+  std::vector<std::string> errors;
+  auto c = s.OnError().Connect([&](const TaskError& e) {
+    errors.push_back(std::string(PhaseName(e.phase)) + " " + std::string(e.origin) + ": " +
+                     std::string(e.message));
+  });
+  s.ForPhase(Phase::kPreTick)
+      .Schedule([] { throw std::runtime_error("bad input"); }, Priority::kNormal,
+                TaskOrigin::Named("Input"));
+  s.Schedule([] { throw std::runtime_error("bad step"); }, Priority::kNormal,
+             TaskOrigin::Named("Step"));
+  s.Step();
+  EXPECT_EQ(errors, (std::vector<std::string>{"pre_tick Input: bad input", "tick Step: bad step"}));
+  s.ForPhase(Phase::kPostTick).Every(Duration::zero(), [&] { log_.push_back("post"); });
+  s.CancelAll();
+  s.Step();
+  EXPECT_TRUE(log_.empty());
+  EXPECT_EQ(s.NextWake(), std::nullopt);
+}
+
 TEST_F(SchedulerTest, DrainsPrioritiesInOrderAndFifoWithin) {
   Scheduler s = Make();
   s.Schedule([&] { log_.push_back("bg"); }, Priority::kBackground);

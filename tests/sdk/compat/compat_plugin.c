@@ -156,6 +156,14 @@ static void on_ended(void* user_data, molt_session_t session, int32_t reason) {
 }
 #endif
 
+#if MOLT_ABI_VERSION_MINOR >= 5
+static molt_status_t on_pre_tick(void* user_data) {
+  (void)user_data;
+  note("pre_tick ran");
+  return MOLT_OK;
+}
+#endif
+
 #if MOLT_ABI_VERSION_MINOR >= 4
 static molt_profile_t visits_store;
 
@@ -326,6 +334,19 @@ static molt_status_t init(molt_context_t* ctx, const molt_host_api* host, void**
     if ((s = api->profile_declare(ctx, &spec, NULL, &visits_store)) != MOLT_OK ||
         (s = api->bus_subscribe(ctx, "Kernel.ProfileLoaded", on_profile_loaded, NULL, NULL,
                                 &loaded)) != MOLT_OK) {
+      goto fail;
+    }
+  }
+#endif
+#if MOLT_ABI_VERSION_MINOR >= 5
+  {
+    molt_task_spec task;
+    molt_task_t handle;
+    memset(&task, 0, sizeof task);
+    task.struct_size = sizeof task; /* the size of this release's struct */
+    task.phase = MOLT_PHASE_PRE_TICK;
+    task.kind = MOLT_TASK_NEXT_STEP;
+    if ((s = api->task_start(ctx, &task, on_pre_tick, NULL, NULL, &handle)) != MOLT_OK) {
       goto fail;
     }
   }

@@ -128,6 +128,10 @@ class Plugin : public molt::Service {
       Note(st.ok() ? "profile visits " + next : "profile_set failed: " + st.message());
     }));
 #endif
+#if MOLT_ABI_VERSION_MINOR >= 5
+    TAKE(post_tick_, host().Schedule([this] { Note("post_tick ran"); }, MOLT_PRIORITY_NORMAL,
+                                     MOLT_PHASE_POST_TICK));
+#endif
     return molt::Status::Ok();
   }
 
@@ -167,6 +171,9 @@ class Plugin : public molt::Service {
 #endif
 #if MOLT_ABI_VERSION_MINOR >= 4
   molt::Subscription loaded_;
+#endif
+#if MOLT_ABI_VERSION_MINOR >= 5
+  molt::Task post_tick_;
 #endif
 };
 

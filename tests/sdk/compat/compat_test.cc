@@ -167,6 +167,10 @@ TEST_P(CompatPluginTest, LoadsAndRunsThroughTheSlotsOfItsRelease) {
       EXPECT_TRUE(Noted("ended ada reason 0")) << testing::PrintToString(notes_);
       EXPECT_TRUE(Noted("claim refused outside a swap"));
     }
+    if (c.minor >= 5) {  // phases: a task in pre_tick (C) or post_tick (C++) ran
+      EXPECT_TRUE(Noted(std::string(c.lang) == "c" ? "pre_tick ran" : "post_tick ran"))
+          << testing::PrintToString(notes_);
+    }
     if (c.minor >= 4) {  // a profile store: loaded on join, written, saved when the session ended
       EXPECT_TRUE(Noted("profile visits 1")) << testing::PrintToString(notes_);
       ASSERT_TRUE(RunUntil([&] { return profiles_->Find("compat")->stats().saves == 1; }));
@@ -190,6 +194,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PluginCase{"abi-1.3", 3, "c"}, PluginCase{"abi-1.3", 3, "cpp"},
                       PluginCase{"abi-1.4", 4, "c"}, PluginCase{"abi-1.4", 4, "cpp"},
                       PluginCase{"abi-1.4-r2", 4, "c"}, PluginCase{"abi-1.4-r2", 4, "cpp"},
+                      PluginCase{"abi-1.5", 5, "c"}, PluginCase{"abi-1.5", 5, "cpp"},
                       // revision-1 source (the deprecated Host spellings) on the r2 header
                       PluginCase{"abi-1.4-r2", 4, "cpp_rev1"}),
     CaseName);
@@ -234,12 +239,14 @@ class CompatServerTest : public ::testing::Test {
 };
 
 TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
-  for (const char* release : {"client-1", "client-2", "client-3", "client-4", "client-5",
-                              "client-5-r2", "client-6", "client-7", "client-7+ws"}) {
+  for (const char* release :
+       {"client-1", "client-2", "client-3", "client-4", "client-5", "client-5-r2", "client-6",
+        "client-7", "client-7+ws", "client-7-r2", "client-7-r2+ws"}) {
     const int api = release[7] - '0';
     const bool websocket = std::string_view(release).ends_with("+ws");
-    const std::string out = Run(
-        std::string(release, websocket ? 8 : std::strlen(release)) + "/compat_client", websocket);
+    const std::string_view dir =
+        std::string_view(release).substr(0, std::strlen(release) - (websocket ? 3 : 0));
+    const std::string out = Run(std::string(dir) + "/compat_client", websocket);
     EXPECT_EQ(out.find("over WebSocket") != std::string::npos, websocket) << out;
     EXPECT_NE(out.find("client API " + std::to_string(api) + ": connected"), std::string::npos)
         << out;
@@ -271,6 +278,7 @@ TEST(CompatSizesTest, EachMinimumIsTheSizeInTheReleaseThatIntroducedTheStruct) {
   EXPECT_EQ(abi::SizedStruct<molt_session_info>::kMinSize, MOLT_COMPAT_SIZEOF_SESSION_1_1);
   EXPECT_EQ(abi::SizedStruct<molt_replica_spec>::kMinSize, MOLT_COMPAT_SIZEOF_REPLICA_1_2);
   EXPECT_EQ(abi::SizedStruct<molt_profile_spec>::kMinSize, MOLT_COMPAT_SIZEOF_PROFILE_1_4);
+  EXPECT_EQ(abi::SizedStruct<molt_task_spec>::kMinSize, MOLT_COMPAT_SIZEOF_TASK_1_5);
   EXPECT_EQ(abi::SizedStruct<molt_client_options>::kMinSize, MOLT_COMPAT_SIZEOF_CLIENT_OPTIONS_1);
 }
 
