@@ -124,15 +124,41 @@ class Counter : public molt::Service {
       // Every addition scores for its player (the scores plugin, when loaded, counts it).
       (void)host().Publish("Score.Add", {molt::Value::String(who->user), molt::Value::Int(amount)});
     }
+    last_ = who.ok() ? who->user : "";
+    return Replicate();
+  }
+
+  // The replica is written once per tick, after the tick's additions however many arrived: in
+  // the post_tick phase (ABI 1.5; docs/sdk.md, "Phases"), or at once on a host without phases.
+  molt::Status Replicate() {
+    if (flush_) {
+      return molt::Status::Ok();  // this tick's write is already due
+    }
+    molt::Result<molt::Task> task = host().Schedule(
+        [this] {
+          (void)flush_.Release();  // a one-shot: the host lets it go once it ran
+          return Flush();
+        },
+        MOLT_PRIORITY_NORMAL, MOLT_PHASE_POST_TICK);
+    if (!task.ok()) {
+      return task.status().code() == MOLT_ERR_UNSUPPORTED ? Flush() : task.status();
+    }
+    flush_ = std::move(task).value();
+    return molt::Status::Ok();
+  }
+
+  molt::Status Flush() {
     if (molt::Status s = replica_.SetInt(kValue, value_); !s.ok()) {
       return s;
     }
-    return replica_.SetBytes(kLast, who.ok() ? who->user : "");
+    return replica_.SetBytes(kLast, last_);
   }
 
   std::int64_t value_ = 0;
+  std::string last_;                             // who added last
   std::map<std::string, std::int64_t> by_user_;  // this generation's additions per user
   molt::Replica replica_;
+  molt::Task flush_;  // the replica's write after this tick, while one is due
   molt::Channel add_;
   molt::Channel get_;
   molt::Channel echo_;

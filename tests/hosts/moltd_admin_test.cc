@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "counter_generated.h"
 #include "scores_generated.h"
 #include "test_client.h"
 #include "tests/support/child_process.h"
@@ -70,13 +71,18 @@ class MoltdAdminTest : public ::testing::Test {
   // Joins as `user` and returns the client (asserting the Welcome); `get` receives the id of the
   // scores.Get channel when given.
   std::unique_ptr<molt::test::TestClient> Join(const std::string& user,
-                                               std::uint16_t* get = nullptr) {
+                                               std::uint16_t* get = nullptr,
+                                               std::uint16_t* add = nullptr) {
     auto c = std::make_unique<molt::test::TestClient>(game_port_);
     molt::test::Frame welcome = c->Hello(user);
     EXPECT_EQ(welcome.type(), molt::wire::Body::Welcome);
-    if (get != nullptr && welcome.type() == molt::wire::Body::Welcome) {
+    if (welcome.type() == molt::wire::Body::Welcome) {
       for (const auto* ch : *welcome.envelope()->body_as_Welcome()->channels()) {
-        *get = ch->name()->str() == "scores.Get" ? ch->id() : *get;
+        if (get != nullptr && ch->name()->str() == "scores.Get") {
+          *get = ch->id();
+        } else if (add != nullptr && ch->name()->str() == "counter.Add") {
+          *add = ch->id();
+        }
       }
     }
     return c;
@@ -91,8 +97,13 @@ class MoltdAdminTest : public ::testing::Test {
 TEST_F(MoltdAdminTest, HealthReadinessAndMetricsAnswerWithoutCredentialsAndPassPromtool) {
   ASSERT_TRUE(Start()) << moltd_->output();
   std::uint16_t get = 0xffff;
-  auto ada = Join("ada", &get);
+  std::uint16_t add = 0xffff;
+  auto ada = Join("ada", &get, &add);
   ASSERT_NE(get, 0xffff);
+  ASSERT_NE(add, 0xffff);
+  flatbuffers::FlatBufferBuilder a;
+  a.Finish(molt::counter::CreateAdd(a, 1));  // the counter writes its replica in post_tick
+  ada->Intent(add, std::span(a.GetBufferPointer(), a.GetSize()));
   flatbuffers::FlatBufferBuilder b;
   b.Finish(molt::scores::CreateQuery(b, b.CreateString("")));
   ada->Request(get, 1, std::span(b.GetBufferPointer(), b.GetSize()));
@@ -105,6 +116,12 @@ TEST_F(MoltdAdminTest, HealthReadinessAndMetricsAnswerWithoutCredentialsAndPassP
   EXPECT_EQ(ready.status, 200);
   EXPECT_EQ(ready.body, "ready\n");
   HttpResult metrics = HttpCall(admin_port_, "GET", "/metrics");
+  for (int i = 0;
+       i < 50 && metrics.body.find("molt_scheduler_phase_tasks_total") == std::string::npos;
+       ++i) {  // the post_tick task runs at the end of the tick that took the addition
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    metrics = HttpCall(admin_port_, "GET", "/metrics");
+  }
   ASSERT_EQ(metrics.status, 200);
   EXPECT_NE(metrics.headers.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
   const std::string& text = metrics.body;
@@ -113,6 +130,10 @@ TEST_F(MoltdAdminTest, HealthReadinessAndMetricsAnswerWithoutCredentialsAndPassP
             std::string::npos)
       << text;
   EXPECT_NE(text.find("molt_scheduler_step_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
+  // The counter writes its replica from a post_tick task, after the additions of a tick.
+  EXPECT_NE(text.find("\nmolt_scheduler_phase_tasks_total{phase=\"post_tick\"} "),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("molt_build_info{version=\"" MOLT_VERSION "\",abi="), std::string::npos);
   EXPECT_NE(text.find("molt_plugin_errors_total{plugin=\"scores\",generation=\"local-"),
             std::string::npos);
