@@ -150,6 +150,7 @@ class Connection final : public ClientPort {
     std::string name;
     std::int32_t kind = 0;  // molt::wire::ChannelKind
     double timeout_seconds = 15;
+    double rate = 0;  // the server's, per second (the bucket admits a share of it)
     TokenBucket bucket{0, 1, TimePoint()};
   };
   struct Pending {

@@ -54,7 +54,7 @@ Result<Connection::Channel*> Connection::CheckSend(std::uint16_t id, std::int32_
   }
   if (!it->second.bucket.Take(RealNow())) {
     char rate[32];
-    std::snprintf(rate, sizeof rate, "%g", it->second.bucket.rate());
+    std::snprintf(rate, sizeof rate, "%g", it->second.rate);
     return Status::RateLimited("channel \"" + it->second.name + "\" allows " + rate +
                                " per second: the server would refuse this one");
   }

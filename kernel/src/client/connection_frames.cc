@@ -192,7 +192,10 @@ void Connection::SetChannels(const std::vector<const w::ChannelInfo*>& infos, bo
     c.name = info->name()->str();
     c.kind = static_cast<std::int32_t>(info->kind());
     c.timeout_seconds = info->timeout_ms() / 1000.0;
-    c.bucket = TokenBucket(info->rate(), info->burst(), now);
+    c.rate = info->rate();
+    // The app may queue the server's burst, refilled at the send queue's pace: what waits stays
+    // bounded, and the queue lets it out with the margin jitter takes (send_queue.h).
+    c.bucket = TokenBucket(SendQueue::kRateShare * info->rate(), info->burst(), now);
     auto kept = old.find(info->id());
     const bool same = same_session && kept != old.end() && kept->second.name == c.name &&
                       kept->second.bucket.rate() == c.bucket.rate() &&

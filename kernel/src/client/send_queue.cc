@@ -36,7 +36,11 @@ void SendQueue::SetChannelRate(std::uint16_t channel, double rate, double burst,
     channels_.erase(channel);
     return;
   }
-  channels_.insert_or_assign(channel, TokenBucket(rate, burst, now));
+  // The transport budget's shares: frames sent exactly 1/rate apart can reach the server closer
+  // together (the network, a server that reads its clock once per batch), and its bucket,
+  // drained to its last token, refuses them.
+  channels_.insert_or_assign(
+      channel, TokenBucket(kRateShare * rate, std::max(kBurstShare * burst, 1.0), now));
 }
 
 void SendQueue::Push(std::span<const std::uint8_t> frame, std::optional<std::uint16_t> channel) {

@@ -9,8 +9,9 @@
 // in order under:
 //   - the transport budget at 95% of the server's rates, with a quarter of its burst (at least one
 //     maximal frame): what network jitter clumps together still fits the server's burst;
-//   - each rate-limited channel's rate and burst, so frames that waited in the queue (behind the
-//     transport budget, or a lost link) do not arrive closer together than they were sent.
+//   - each rate-limited channel at the same shares of its rate and burst, so frames that waited
+//     in the queue (behind the transport budget, or a lost link), or an app that sends at the
+//     channel's full rate, never meet a drained server bucket.
 // Control frames (ping, pong) go ahead of the app's frames; the app's frames keep their order.
 // Time is passed in, so tests drive it with a manual clock.
 //

@@ -115,6 +115,34 @@ TEST_F(ClientTest, TheClientMirrorsTheChannelsRateLimitSoTheServerNeverRefuses) 
   EXPECT_EQ(net_->channels().Find(say)->counters().rejected_total(), 0u);
 }
 
+// An app that sends as fast as the library admits, for long enough to drain the channel's burst
+// and then ride its rate: frames sent exactly 1/rate apart can reach the server closer together
+// (the network, and a server that reads its clock once per batch), and a server bucket drained to
+// its last token refuses those. The send queue leaves a margin (95% of the rate, a quarter of the
+// burst), so a client that never breaks the rules is never refused.
+TEST_F(ClientTest, AnAppSendingAtTheChannelsFullRateIsNeverRefused) {
+  const ChannelId say = DeclareSay("chat.Say", true, /*rate=*/40);  // burst 40
+  Listen();
+  ASSERT_TRUE(Connect());
+  const std::vector<std::uint8_t> p = SayPayload("x");
+  int sent = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
+  while (std::chrono::steady_clock::now() < end) {
+    while (molt_client_intent(client_, say, p.data(), p.size()) == MOLT_OK) {
+      ++sent;
+    }
+    Pump([] { return false; }, std::chrono::milliseconds(2));
+  }
+  ASSERT_TRUE(Pump([&] {
+    return net_->channels().Find(say)->counters().accepted +
+               net_->channels().Find(say)->counters().rejected_total() ==
+           static_cast<std::uint64_t>(sent);
+  }));
+  EXPECT_GT(sent, 100);  // the burst, then the rate for 2.5 s
+  EXPECT_EQ(net_->channels().Find(say)->counters().rejected_total(), 0u);
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_CONNECTED);
+}
+
 // The issue that made the client pace itself: an app sending intents as fast as the library
 // accepts them, on a channel with no rate limit, was ended as Flood after a few hundred. Now the
 // client holds what the server's transport budget would refuse and lets it out at its pace.

@@ -107,18 +107,28 @@ TEST_F(SendQueueTest, ControlFramesGoAheadOfTheAppsAndKeepTheirOwnOrder) {
   EXPECT_EQ(Tags(Release()), std::vector<int>{3});
 }
 
-TEST_F(SendQueueTest, AChannelsFramesArriveNoCloserThanItsRateAllows) {
+// A channel's frames leave at the transport budget's shares of its rate and burst (95%, a quarter
+// of the burst, at least one): what the server's bucket refills, with the margin jitter takes.
+TEST_F(SendQueueTest, AChannelsFramesLeaveAtAShareOfItsRateAndBurst) {
   Messages(1e6, 1e6);                       // the transport allows anything
-  q_.SetChannelRate(7, 10, 2, now_);        // channel 7: 10 per second, burst 2
+  q_.SetChannelRate(7, 10, 8, now_);        // channel 7: 10 per second, burst 8: paced 9.5, 2
   q_.SetChannelRate(8, INFINITY, 0, now_);  // channel 8: unlimited, not paced
   q_.Push(FrameOf(1), std::uint16_t{7});
   q_.Push(FrameOf(2), std::uint16_t{7});
   q_.Push(FrameOf(3), std::uint16_t{7});
   q_.Push(FrameOf(4), std::uint16_t{8});  // behind channel 7's third: order is kept
   EXPECT_EQ(Tags(Release()), (std::vector<int>{1, 2}));
-  EXPECT_EQ(q_.NextRelease(now_), now_ + milliseconds(100));
+  const std::optional<TimePoint> next = q_.NextRelease(now_);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_GT(*next, now_ + milliseconds(100));  // 1 / 9.5 s, not 1 / 10
+  EXPECT_LE(*next, now_ + milliseconds(107));
   now_ += milliseconds(100);
+  EXPECT_TRUE(Release().empty());
+  now_ += milliseconds(7);
   EXPECT_EQ(Tags(Release()), (std::vector<int>{3, 4}));
+  q_.SetChannelRate(9, 0.5, 1, now_);  // a quarter of a burst of 1 is still 1
+  q_.Push(FrameOf(5), std::uint16_t{9});
+  EXPECT_EQ(Tags(Release()), std::vector<int>{5});
   q_.ClearChannelRates();
   for (std::uint8_t i = 0; i < 5; ++i) {
     q_.Push(FrameOf(i), std::uint16_t{7});
