@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "kernel/src/admin/metrics.h"
+#include "kernel/src/core/clock.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 
@@ -77,10 +78,7 @@ void Diagnostics::CloseWindow() {
   if (options_.extend) {
     options_.extend(w.extra);
   }
-  Point point{std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::system_clock::now().time_since_epoch())
-                  .count(),
-              w};
+  Point point{WallMs(), w};
   point.window.hot_tasks.clear();
   point.window.deferred_keys.clear();
   point.window.task_max_key.clear();

@@ -39,6 +39,14 @@ const CycleCalibration& Calibration();
 // The real clock's two readings, inline.
 inline TimePoint RealNow() noexcept { return std::chrono::steady_clock::now(); }
 
+// Milliseconds since the Unix epoch, by the wall clock: the timestamps written down (records,
+// files, reports). Never for durations: the wall clock jumps.
+inline std::int64_t WallMs() noexcept {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // Milliseconds of real time since `t0` (what reports and logs print).
 inline double MillisSince(TimePoint t0) noexcept {
   return std::chrono::duration<double, std::milli>(RealNow() - t0).count();

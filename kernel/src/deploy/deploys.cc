@@ -14,6 +14,7 @@
 #include <thread>
 #include <utility>
 
+#include "kernel/src/core/clock.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/deploy/registry.h"
 #include "kernel/src/deploy/trusted_keys.h"
@@ -29,12 +30,6 @@ using Clock = std::chrono::steady_clock;
 LogScope& Log() {
   static LogScope log("Deploys");
   return log;
-}
-
-std::int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // A branch name: 1..64 of [A-Za-z0-9._-].
@@ -202,7 +197,7 @@ void Deploys::Impl::Prune() {
 }
 
 void Deploys::Impl::Refuse(std::string_view kind, const std::string& reason) {
-  refusals.push_front({NowMs(), std::string(kind), reason});
+  refusals.push_front({WallMs(), std::string(kind), reason});
   if (refusals.size() > kRefusalsKept) {
     refusals.pop_back();
   }
@@ -588,7 +583,7 @@ void Deploys::Impl::RunPin(PinRequest r, std::chrono::seconds wait, Reply reply)
     }
   }
   if (options.prod_rules) {
-    const std::int64_t age = NowMs() - static_cast<std::int64_t>(r.sent_ms);
+    const std::int64_t age = WallMs() - static_cast<std::int64_t>(r.sent_ms);
     if (age > kPinMaxAgeMs || age < -kPinMaxAgeMs) {
       refuse("pin", fmt::format("a {} is taken within {} s of its signing (sent_ms); this one is "
                                 "{} s off: sign it again",
@@ -628,7 +623,7 @@ void Deploys::Impl::RunPin(PinRequest r, std::chrono::seconds wait, Reply reply)
          } else if (ok) {
            Log().Info("pinned to {} by {} until the next deploy of {} reaches this server", b.id,
                       r.by, options.branch);
-           pin = Pin{b.sha256, b.id, r.by, NowMs()};
+           pin = Pin{b.sha256, b.id, r.by, WallMs()};
          }
          UpdateHeadFile();
          if (waiting != nullptr && !std::exchange(waiting->answered, true)) {

@@ -42,12 +42,6 @@ constexpr const char* kDeploymentColumns =
     "seq, branch, build, build_id, kind, by, message, at_ms, sent_ms, sig, sig_fallback, result, "
     "reason, protocol, report";
 
-std::int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 bool IsHexPrefix(std::string_view s) {
   return s.size() >= 8 && s.size() <= 64 &&
          s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
@@ -316,7 +310,7 @@ Result<StoredBuild> Registry::AddBuild(const std::string& file, bool* was_new) {
   b.manifest = std::move(manifest);
   b.id = b.ManifestField("build");
   b.bytes = fs::file_size(file, ec);
-  b.added_ms = NowMs();
+  b.added_ms = WallMs();
   const std::string to = BuildPath(b.sha256);
   MOLT_RETURN_IF_ERROR(loader::SyncPath(file));
   fs::rename(file, to, ec);
@@ -443,7 +437,7 @@ Result<Deployment> Registry::Record(Deployment d) {
                                  " branches already: deploy to one of them"));
   }
   if (d.at_ms == 0) {
-    d.at_ms = NowMs();
+    d.at_ms = WallMs();
   }
   json::array previous;
   if (branch.has_value()) {

@@ -19,16 +19,13 @@
 #include <variant>
 #include <vector>
 
+#include "kernel/src/core/clock.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/store/sqlite_db.h"
 
 namespace molt::kernel::store {
 
-WallMillis WallNow() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+WallMillis WallNow() { return WallMs(); }
 
 // A load waiting for the store's thread.
 struct LoadRequest {
