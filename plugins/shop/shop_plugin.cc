@@ -15,6 +15,7 @@
 #include <molt/scope_exit.h>
 
 #include <charconv>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <molt/molt.hpp>
@@ -78,6 +79,24 @@ void WriteCounts(std::string& doc, const Counts& counts) {
   items += '}';
   const auto [begin, end] = ItemsSpan(doc);
   doc.replace(begin, end - begin, items);
+}
+
+// `text` as the inside of a JSON string.
+std::string Escaped(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\u%04x", static_cast<unsigned>(c));
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 class Shop : public molt::Service {
@@ -249,6 +268,10 @@ class Shop : public molt::Service {
     host().Info(replay ? "receipt " : "granted ", p.receipt,
                 replay ? " granted before, to " : " to ", p.user, ": ", p.item, " (", owned[p.item],
                 " owned)");
+    if (!replay) {  // product analytics (ABI 1.5): the host counts it if it drops it
+      (void)host().Track("purchase", p.session, 1,
+                         R"({"item":")" + p.item + R"(","receipt":")" + Escaped(p.receipt) + "\"}");
+    }
     flatbuffers::FlatBufferBuilder b(128);
     b.Finish(molt::shop::CreateGranted(b, b.CreateString(p.receipt), b.CreateString(p.item),
                                        owned[p.item], replay));

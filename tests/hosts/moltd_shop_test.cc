@@ -6,6 +6,7 @@
 #include <molt/molt.h>
 #include <signal.h>
 
+#include <boost/json.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -178,6 +179,19 @@ TEST_F(MoltdShopTest, APurchaseIsGrantedOnceAndItsReceiptSentAgainIsAReplay) {
       << server->output();
   EXPECT_NE(server->output().find("receipt r1 granted before, to ada: gem (1 owned)"),
             std::string::npos);
+  // Each grant (not the replays) is a product event, written at the latest by the close.
+  std::ifstream events(data_ + "/analytics/events.jsonl");
+  std::vector<std::string> purchases;
+  for (std::string line; std::getline(events, line);) {
+    const boost::json::object e = boost::json::parse(line).as_object();
+    EXPECT_EQ(e.at("name").as_string(), "purchase");
+    EXPECT_EQ(e.at("plugin").as_string(), "shop");
+    purchases.push_back(std::string(e.at("user").as_string()) + " " +
+                        std::string(e.at("fields").at("receipt").as_string()) + " " +
+                        std::string(e.at("fields").at("item").as_string()));
+  }
+  EXPECT_EQ(purchases, (std::vector<std::string>{"ada r1 gem", "ada r2 gem", "ada r3 crown",
+                                                 "ada r4 crown", "bob r1 sword"}));
 }
 
 // 1,000 purchases, eight in flight at a time, while moltd is killed with SIGKILL every 40 to 160

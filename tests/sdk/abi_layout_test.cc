@@ -119,7 +119,9 @@ MOLT_FROZEN(molt_host_api, profile_key_session, 584);
 MOLT_FROZEN(molt_host_api, profile_key_release, 592);
 // ABI 1.5: phases.
 MOLT_FROZEN(molt_host_api, task_start, 600);
-static_assert(sizeof(molt_host_api) == 608);
+// ABI 1.5: analytics.
+MOLT_FROZEN(molt_host_api, analytics_track, 608);
+static_assert(sizeof(molt_host_api) == 616);
 
 // ABI 1.5: phases.
 MOLT_FROZEN(molt_task_spec, struct_size, 0);

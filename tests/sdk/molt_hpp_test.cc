@@ -422,6 +422,24 @@ TEST_F(MoltHppHandleTest, ATaskInAPhaseCallsTaskStartAndTheTickKeepsItsSlots) {
             "a:task_after(2.000000, 3) a:task_cancel(7) -> ok");
 }
 
+TEST_F(MoltHppHandleTest, TrackCallsTheAnalyticsSlotAndAnOlderHostSaysItKeepsNone) {
+  api_.analytics_track = [](molt_context_t* ctx, const char* name, molt_session_t session,
+                            double value, const char* fields, std::size_t size) -> molt_status_t {
+    return Answer(ctx, "analytics_track(" + Text(name) + ", " + std::to_string(session) + ", " +
+                           std::to_string(value) + ", " + Text(fields, size) + ")");
+  };
+  EXPECT_EQ(Run([&] { return host_.Track("purchase", 5, 2.5, R"({"item":"gem"})"); }),
+            "a:analytics_track(purchase, 5, 2.500000, {\"item\":\"gem\"}) -> ok");
+  Fail(MOLT_ERR_REJECTED, "sampled out");
+  EXPECT_EQ(Run([&] { return host_.Track("tick"); }),
+            "a:analytics_track(tick, 0, 0.000000, null) -> " + std::to_string(MOLT_ERR_REJECTED) +
+                " sampled out");
+  api_.struct_size = offsetof(molt_host_api, analytics_track);  // before the slot
+  EXPECT_EQ(
+      Run([&] { return host_.Track("tick"); }),
+      "-> " + std::to_string(MOLT_ERR_UNSUPPORTED) + " this host keeps no analytics (ABI 1.5)");
+}
+
 // The MOLT_HPP_REVISION 1 spellings: each still builds, and makes the very calls its replacement
 // makes, with the same outcome, on success and on failure. (The pragma covers these uses only;
 // tests/sdk/deprecations_test.sh compiles them without it, to see every warning.)

@@ -544,6 +544,7 @@ molt_status_t ReloadRequest(molt_context_t* ctx, const char* reason) noexcept {
 constexpr char kNoNetwork[] = "this host has no network (channels and sessions are server-side)";
 constexpr char kNoProfiles[] =
     "this host keeps no profiles (moltd does: profile stores are server-side)";
+constexpr char kNoAnalytics[] = "this host keeps no analytics (moltd does)";
 constexpr char kNotClient[] =
     "this host is not a client (intents, requests and replica reads are for controllers)";
 
@@ -592,6 +593,7 @@ molt_host_api MakeTable() {
   api.stats_json = StatsJson;
   InstallProcessSlots(api);
   api.reload_request = ReloadRequest;
+  SetRefusal<kNoAnalytics>(api.analytics_track);
   SetRefusal<kNoNetwork>(api.channel_declare);
   SetRefusal<kNoNetwork>(api.channel_remove);
   SetRefusal<kNoNetwork>(api.event_send);

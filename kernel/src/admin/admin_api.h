@@ -46,6 +46,9 @@ class ProfileStore;
 namespace deploy {
 class Deploys;
 }
+namespace analytics {
+class Analytics;
+}
 }  // namespace molt::kernel
 
 namespace molt::kernel::admin {
@@ -69,6 +72,8 @@ struct AdminSources {
   std::function<bool()> closing;  // true once the close began
   // Builds and deploys (deploy/deploys.h); null: this server takes none (--check).
   deploy::Deploys* deploys = nullptr;
+  // The analytics queue (/metrics' molt_analytics_*); null: none.
+  const analytics::Analytics* analytics = nullptr;
 };
 
 class AdminApi {

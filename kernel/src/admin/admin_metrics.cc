@@ -8,6 +8,7 @@
 #include "kernel/src/admin/admin_api.h"
 #include "kernel/src/admin/error_watch.h"
 #include "kernel/src/admin/metrics.h"
+#include "kernel/src/analytics/analytics.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/network.h"
@@ -73,6 +74,20 @@ void PhaseMetrics(MetricsWriter& w, const Scheduler& main) {
   for (const auto& [name, s] : phases) {
     w.Add(ToSeconds(s->step_time_total), {{"phase", name}});
   }
+}
+
+void AnalyticsMetrics(MetricsWriter& w, const analytics::AnalyticsStats& s) {
+  w.Family("molt_analytics_events_total", kCounter,
+           "Analytics events plugins tracked (queued), and written.");
+  w.Add(Num(s.tracked), {{"outcome", "tracked"}});
+  w.Add(Num(s.written), {{"outcome", "written"}});
+  w.Family("molt_analytics_dropped_total", kCounter, "Analytics events not written, by reason.");
+  for (int i = 0; i < analytics::kDropReasonCount; ++i) {
+    w.Add(Num(s.dropped[i]),
+          {{"reason", analytics::DropReasonName(static_cast<analytics::DropReason>(i))}});
+  }
+  w.Family("molt_analytics_queued", kGauge, "Analytics events waiting to be written.");
+  w.Add(Num(s.queued));
 }
 
 void NetMetrics(MetricsWriter& w, const net::NetSnapshot& net) {
@@ -252,6 +267,9 @@ std::string AdminApi::Metrics() const {
   HookMetrics(w, sources_.kernel.hooks());
   PluginMetrics(w, sources_.plugins);
   StoreMetrics(w, sources_.store.stats());
+  if (sources_.analytics != nullptr) {
+    AnalyticsMetrics(w, sources_.analytics->stats());
+  }
   const ErrorWatch::Counts logged = sources_.errors.counts();
   w.Family("molt_log_messages_total", kCounter, "Warnings and errors logged, repeats included.");
   w.Add(Num(logged.warnings), {{"level", "warn"}});

@@ -111,4 +111,22 @@ json::object StoreJson(const store::StoreStats& s) {
           {"queued", s.queued}};
 }
 
+boost::json::object AnalyticsJson(const analytics::AnalyticsStats& s) {
+  boost::json::object o;
+  o["tracked"] = s.tracked;
+  o["written"] = s.written;
+  o["queued"] = s.queued;
+  o["batches"] = s.batches;
+  o["rotations"] = s.rotations;
+  boost::json::object dropped;
+  for (int i = 0; i < analytics::kDropReasonCount; ++i) {
+    dropped[analytics::DropReasonName(static_cast<analytics::DropReason>(i))] = s.dropped[i];
+  }
+  o["dropped"] = std::move(dropped);
+  if (!s.last_error.empty()) {
+    o["last_error"] = s.last_error;
+  }
+  return o;
+}
+
 }  // namespace molt::kernel::admin

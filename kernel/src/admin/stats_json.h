@@ -14,6 +14,7 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
+#include "kernel/src/analytics/analytics.h"
 #include "kernel/src/net/network.h"
 #include "kernel/src/store/profile_store.h"
 
@@ -29,6 +30,9 @@ boost::json::array ChannelsJson(const net::NetSnapshot& net);
 
 // The profile store's counters (/api/v1/profiles).
 boost::json::object StoreJson(const store::StoreStats& store);
+
+// The "analytics" section: events tracked, written, waiting, and dropped by reason.
+boost::json::object AnalyticsJson(const analytics::AnalyticsStats& stats);
 
 }  // namespace molt::kernel::admin
 

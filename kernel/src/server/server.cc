@@ -25,6 +25,7 @@
 #include "kernel/src/admin/http_server.h"
 #include "kernel/src/admin/log_ring.h"
 #include "kernel/src/admin/stats_json.h"
+#include "kernel/src/analytics/analytics_api.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/deploy/deploys.h"
@@ -244,6 +245,7 @@ Status Server::Prepare() {
   if (options_.check) {  // nothing of the live server is touched: a scratch database
     fs::create_directories(run_root, ec);
     settings_.profiles_db = copy_dir_ + "-check.db";
+    settings_.analytics.dir = copy_dir_ + "-check-analytics";
   }
   last_known_good_ = (fs::path(settings_.data_dir) / "builds" / "last-known-good").string();
   return Status::Ok();
@@ -277,6 +279,15 @@ Status Server::Assemble() {
   plugins_ = std::make_unique<loader::PluginHost>(kernel, copy_dir_);
   abi::AttachNetwork(plugins_->shared(), network_.get());
   abi::AttachProfiles(plugins_->shared(), *profiles_);
+  // Analytics: a queue on the kernel thread, JSON Lines written by a thread of its own.
+  analytics_ = std::make_unique<analytics::Analytics>(kernel, settings_.analytics);
+  abi::AttachAnalytics(plugins_->shared(), *analytics_, [this](molt_session_t id) {
+    const net::Session* s = network_->sessions().Find(id);
+    return s != nullptr ? s->user() : std::string();
+  });
+  kernel.AddStatsSection("analytics", [this](boost::json::object& section) {
+    section = admin::AnalyticsJson(analytics_->stats());
+  });
   if (!options_.check) {
     profiles_->ReclaimAbandoned();  // a killed predecessor's leases: queued before any load
   }
@@ -325,7 +336,7 @@ Status Server::Assemble() {
                             Reload("admin API", std::move(done));
                           },
                           [this](std::string_view reason) { return bundles_->Write(reason); },
-                          [this] { return close_requested_.load(); }, nullptr},
+                          [this] { return close_requested_.load(); }, nullptr, analytics_.get()},
       admin_token_);
   return Status::Ok();
 }
@@ -725,6 +736,8 @@ void Server::Close(const std::string& reason) {
 // Every profile's final save and lease release, then the sessions end and the loop stops; at the
 // drain's deadline (its budget, counted from the close) they do anyway, naming what is unsaved.
 void Server::Drain(TimePoint closing) {
+  // What the services tracked, their stop() included, is written before anything ends.
+  analytics_->Drain();
   struct State {
     TaskHandle timer;
     bool finished = false;
@@ -785,6 +798,7 @@ void Server::Release() {
     for (const char* suffix : {"-check.db", "-check.db-wal", "-check.db-shm"}) {
       fs::remove(copy_dir_ + suffix, ec);
     }
+    fs::remove_all(copy_dir_ + "-check-analytics", ec);
   }
 }
 

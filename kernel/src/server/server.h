@@ -40,6 +40,9 @@ class DirWatcher;
 class RegistryOpener;
 class Kernel;
 class SignalWatcher;
+namespace analytics {
+class Analytics;
+}  // namespace analytics
 namespace admin {
 class AdminApi;
 class DebugBundles;
@@ -155,6 +158,7 @@ class Server {
   std::unique_ptr<admin::ErrorWatch> error_watch_;
   std::unique_ptr<net::Network> network_;
   std::unique_ptr<store::ProfileRegistry> profiles_;
+  std::unique_ptr<analytics::Analytics> analytics_;  // destroyed before the kernel: it drains
   std::unique_ptr<loader::PluginHost> plugins_;
   // Set on the kernel thread once the registry opened (RegistryOpener); null for --check.
   std::unique_ptr<deploy::Deploys> deploys_;

@@ -28,6 +28,9 @@ const std::set<std::string, std::less<>> kServerKeys = {"server.tick_rate",
                                                         "server.callback_deadline_seconds"};
 const std::set<std::string, std::less<>> kProfileKeys = {
     "profiles.database", "profiles.synchronous", "profiles.drain_seconds"};
+const std::set<std::string, std::less<>> kAnalyticsKeys = {
+    "analytics.flush_seconds", "analytics.max_per_minute", "analytics.seed",
+    "analytics.rotate_bytes", "analytics.keep_files"};  // and analytics.sample.<event>
 const std::set<std::string, std::less<>> kDeployKeys = {
     "deploy.branch", "deploy.keys", "deploy.require_signatures", "deploy.max_build_mb"};
 const std::set<std::string, std::less<>> kAdminKeys = {"admin.address", "admin.token",
@@ -120,16 +123,22 @@ Status CheckKeys(const Config& config, const std::string& source) {
       return Status::InvalidArgument(source + ": unknown key \"" + key +
                                      "\" (known: " + Join(kAdminKeys) + ")");
     }
+    if (section == "analytics" && kAnalyticsKeys.count(key) == 0 &&
+        key.rfind("analytics.sample.", 0) != 0) {
+      return Status::InvalidArgument(source + ": unknown key \"" + key + "\" (known: " +
+                                     Join(kAnalyticsKeys) + ", analytics.sample.<event>)");
+    }
     if (section == "deploy" && kDeployKeys.count(key) == 0) {
       return Status::InvalidArgument(source + ": unknown key \"" + key +
                                      "\" (deploy takes branch, keys, require_signatures, "
                                      "max_build_mb)");
     }
     if (section != "server" && section != "scheduler" && section != "net" &&
-        section != "profiles" && section != "admin" && section != "deploy") {
+        section != "profiles" && section != "admin" && section != "deploy" &&
+        section != "analytics") {
       return Status::InvalidArgument(
           source + ": unknown section \"" + section +
-          "\" (known: server, scheduler, net, profiles, admin, deploy, plugins)");
+          "\" (known: server, scheduler, net, profiles, admin, deploy, analytics, plugins)");
     }
   }
   return Status::Ok();
@@ -361,6 +370,44 @@ Status ResolveProfiles(const Config& config, Settings* out) {
   return Status::Ok();
 }
 
+// "analytics": the flush delay, the per-minute cap, sampling, the seed, rotation.
+Status ResolveAnalytics(const Config& config, Settings* out) {
+  analytics::AnalyticsOptions& a = out->analytics;
+  a.dir = (std::filesystem::path(out->data_dir) / "analytics").string();
+  auto number = [&config](const char* key, double min, double max, double* v) -> Status {
+    if (config.Get(key) == nullptr) {
+      return Status::Ok();
+    }
+    MOLT_ASSIGN_OR_RETURN(*v, Number(config, key));
+    if (!(*v >= min && *v <= max)) {
+      return Status::InvalidArgument(
+          fmt::format("configuration key \"{}\" is {}: use {} to {}", key, *v, min, max));
+    }
+    return Status::Ok();
+  };
+  double flush = 10, cap = a.max_per_minute, seed = 0, rotate = static_cast<double>(a.rotate_bytes),
+         keep = a.keep_files;
+  MOLT_RETURN_IF_ERROR(number("analytics.flush_seconds", 0.01, 3600, &flush));
+  MOLT_RETURN_IF_ERROR(number("analytics.max_per_minute", 0, 1e9, &cap));
+  MOLT_RETURN_IF_ERROR(number("analytics.seed", 0, 9e15, &seed));
+  MOLT_RETURN_IF_ERROR(number("analytics.rotate_bytes", 4096, 1e12, &rotate));
+  MOLT_RETURN_IF_ERROR(number("analytics.keep_files", 0, 10000, &keep));
+  a.flush_after = Seconds(flush);
+  a.max_per_minute = static_cast<std::uint32_t>(cap);
+  a.seed = static_cast<std::uint64_t>(seed);
+  a.rotate_bytes = static_cast<std::uint64_t>(rotate);
+  a.keep_files = static_cast<std::uint32_t>(keep);
+  constexpr std::string_view kSample = "analytics.sample.";
+  for (const std::string& key : config.Keys()) {
+    if (key.rfind(kSample, 0) == 0) {
+      double share = 1;
+      MOLT_RETURN_IF_ERROR(number(key.c_str(), 0, 1, &share));
+      a.sample[key.substr(kSample.size())] = share;
+    }
+  }
+  return Status::Ok();
+}
+
 // "deploy": the branch this server runs, its trusted keys, its rules, the build size cap.
 Status ResolveDeploy(const ServerOptions& options, const Config& config, Settings* out) {
   out->branch = options.branch.value_or(Text(config, "deploy.branch").value_or("prod"));
@@ -388,6 +435,7 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
   MOLT_RETURN_IF_ERROR(ResolveServer(options, config, out));
   MOLT_RETURN_IF_ERROR(ResolveScheduler(config, &out->scheduler));
   MOLT_RETURN_IF_ERROR(ResolveProfiles(config, out));
+  MOLT_RETURN_IF_ERROR(ResolveAnalytics(config, out));
   MOLT_RETURN_IF_ERROR(ResolveNet(options, config, &out->net));
   MOLT_RETURN_IF_ERROR(ResolveAdmin(options, config, out));
   MOLT_RETURN_IF_ERROR(ResolveDeploy(options, config, out));

@@ -16,6 +16,7 @@
 
 #include <string>
 
+#include "kernel/src/analytics/analytics.h"
 #include "kernel/src/core/config.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/core/scheduler.h"
@@ -43,6 +44,7 @@ struct Settings {
   std::string profiles_db;          // profiles.database: <data_dir>/profiles.db by default
   bool profiles_sync_full = false;  // profiles.synchronous = "full"
   double profiles_drain = 27;  // profiles.drain_seconds: the drain ends this long after the close
+  analytics::AnalyticsOptions analytics;  // analytics.*: dir is <data_dir>/analytics
   // The admin endpoint: off, or where it listens; its token ("" : the data directory's
   // admin.token); whether a bind beyond loopback is allowed over plain HTTP.
   bool admin_enabled = true;

@@ -347,6 +347,14 @@ TEST_F(HostApiTest, PhaseTasksRunAroundTheTicksTasksAndAreReleasedWithTheirInsta
   EXPECT_TRUE(events.empty());
 }
 
+// A host without the analytics layer (this one: moltd attaches it) refuses analytics_track.
+TEST_F(HostApiTest, AnalyticsWithoutTheLayerAreRefusedSayingWhoKeepsThem) {
+  Boot();
+  EXPECT_TRUE(MOLT_API_HAS(&api(), analytics_track));
+  EXPECT_EQ(api().analytics_track(a(), "purchase", 0, 1, nullptr, 0), MOLT_ERR_UNSUPPORTED);
+  EXPECT_EQ(Error(a()), "this host keeps no analytics (moltd does)");
+}
+
 TEST_F(HostApiTest, ATaskSpecThatIsWrongIsRefusedNamingTheField) {
   Boot();
   auto task = [](void*) -> molt_status_t { return MOLT_OK; };

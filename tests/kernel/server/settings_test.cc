@@ -93,6 +93,29 @@ TEST_F(SettingsTest, TheResumeWindowIsAKeyWithItsRange) {
             "configuration key \"net.resume_window_seconds\" = -1 is out of range: use 0..86400");
 }
 
+TEST_F(SettingsTest, AnalyticsTakeTheirKeysAndRefuseWhatIsNotOne) {
+  ASSERT_TRUE(Resolve().ok());
+  EXPECT_EQ(settings_.analytics.flush_after, std::chrono::seconds(10));
+  EXPECT_EQ(settings_.analytics.max_per_minute, 120u);
+  EXPECT_TRUE(settings_.analytics.sample.empty());
+  Status s = Resolve(R"({"analytics": {"flush_seconds": 2, "max_per_minute": 0, "seed": 7,
+                                       "keep_files": 3, "sample": {"tick": 0.1, "buy": 1}}})");
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(settings_.analytics.flush_after, std::chrono::seconds(2));
+  EXPECT_EQ(settings_.analytics.max_per_minute, 0u);
+  EXPECT_EQ(settings_.analytics.seed, 7u);
+  EXPECT_EQ(settings_.analytics.keep_files, 3u);
+  EXPECT_EQ(settings_.analytics.sample.at("tick"), 0.1);
+  EXPECT_EQ(settings_.analytics.sample.at("buy"), 1);
+  EXPECT_EQ(Resolve(R"({"analytics": {"sample": {"tick": 2}}})").message(),
+            "configuration key \"analytics.sample.tick\" is 2: use 0 to 1");
+  EXPECT_EQ(Resolve(R"({"analytics": {"flush_second": 2}})").message(),
+            "config file \"" + file_ +
+                "\": unknown key \"analytics.flush_second\" (known: analytics.flush_seconds, "
+                "analytics.keep_files, analytics.max_per_minute, analytics.rotate_bytes, "
+                "analytics.seed, analytics.sample.<event>)");
+}
+
 TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
   auto error = [&](const std::string& json) { return Resolve(json).message(); };
   EXPECT_EQ(error(R"({"server": {"tick_rat": 30}})"),
@@ -118,7 +141,7 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
   EXPECT_EQ(error(R"({"sever": {"x": 1}})"),
             "config file \"" + file_ +
                 "\": unknown section \"sever\" (known: server, "
-                "scheduler, net, profiles, admin, deploy, plugins)");
+                "scheduler, net, profiles, admin, deploy, analytics, plugins)");
   EXPECT_EQ(error(R"({"profiles": {"datbase": "x.db"}})"),
             "config file \"" + file_ +
                 "\": unknown key \"profiles.datbase\" (known: profiles.database, "

@@ -891,6 +891,20 @@ class Host {
   Result<Task> Every(double seconds, F&& fn, std::int32_t priority = MOLT_PRIORITY_NORMAL,
                      std::int32_t phase = MOLT_PHASE_TICK) const;
 
+  // --- Analytics (ABI 1.5) ---
+
+  // analytics_track: queues a product event (`fields_json`: empty, or a JSON object). Ok when
+  // queued; Rejected when sampled out or over the host's cap (counted there, never silent);
+  // Unsupported on a host that keeps no analytics.
+  Status Track(std::string_view name, SessionId session = 0, double value = 0,
+               std::string_view fields_json = {}) const {
+    if (!MOLT_API_HAS(api_, analytics_track)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no analytics (ABI 1.5)");
+    }
+    return Check(api_->analytics_track(ctx_, std::string(name).c_str(), session, value,
+                                       fields_json.data(), fields_json.size()));
+  }
+
   // --- Processes ---
 
   // A Created process running `body` (returning void, std::string (its result) or

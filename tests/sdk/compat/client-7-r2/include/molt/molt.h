@@ -830,6 +830,17 @@ typedef struct molt_host_api {
    *  an unknown phase or kind, a bad priority or `seconds`. */
   molt_status_t (*task_start)(molt_context_t* ctx, const molt_task_spec* spec, molt_task_fn fn,
                               void* user_data, molt_cleanup_fn release, molt_task_t* out_task);
+
+  /* --- ABI 1.5: analytics (docs/operations.md, "Analytics"; MOLT_ERR_UNSUPPORTED where the host
+   * keeps none) --- */
+  /** @brief Tracks a product-analytics event (spec: Analytics): `name` ([A-Za-z0-9_:-], 1..64
+   *  characters), the user of `session` (0: none), `value` (finite), `fields_json` (NULL or ""
+   *  for none, else a JSON object of at most 4096 bytes). A queue insert: the host writes events
+   *  in batches off the kernel thread. MOLT_OK when queued; MOLT_ERR_REJECTED when sampled out,
+   *  over the per-minute cap or the queue is full; MOLT_ERR_INVALID_ARGUMENT names what is wrong.
+   *  Every event not queued is counted by its reason, in the stats and /metrics. */
+  molt_status_t (*analytics_track)(molt_context_t* ctx, const char* name, molt_session_t session,
+                                   double value, const char* fields_json, size_t fields_size);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it
