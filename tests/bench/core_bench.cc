@@ -142,6 +142,48 @@ void BM_Scheduler_ScheduleStep_Unprofiled(benchmark::State& state) {
 }
 BENCHMARK(BM_Scheduler_ScheduleStep_Unprofiled)->Arg(1)->Arg(64);
 
+// Phases (ABI 1.5): `batch` tasks scheduled in post_tick, then one step of the main scheduler runs
+// them after its own (none here). Reported per task, beside ScheduleStep on the main one.
+void BM_Scheduler_PostTickScheduleStep_Unprofiled(benchmark::State& state) {
+  SchedulerOptions options;
+  options.budget = {std::chrono::seconds(1), std::nullopt};
+  options.profile_tasks = false;
+  Scheduler scheduler(options);
+  Scheduler& post = scheduler.ForPhase(Phase::kPostTick);
+  std::int64_t sum = 0;
+  const int batch = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    for (int i = 0; i < batch; ++i) {
+      post.Schedule([&sum] { ++sum; });
+    }
+    scheduler.Step();
+  }
+  state.SetItemsProcessed(state.iterations() * batch);
+  benchmark::DoNotOptimize(sum);
+}
+BENCHMARK(BM_Scheduler_PostTickScheduleStep_Unprofiled)->Arg(1)->Arg(64);
+
+// What phases cost a tick that has no work in them: one main task a step, with both phases
+// built and idle (Arg 1) or never built (Arg 0, the baseline in the same run).
+void BM_Scheduler_StepWithIdlePhases(benchmark::State& state) {
+  SchedulerOptions options;
+  options.budget = {std::chrono::seconds(1), std::nullopt};
+  options.profile_tasks = false;
+  Scheduler scheduler(options);
+  if (state.range(0) != 0) {
+    (void)scheduler.ForPhase(Phase::kPreTick);
+    (void)scheduler.ForPhase(Phase::kPostTick);
+  }
+  std::int64_t sum = 0;
+  for (auto _ : state) {
+    scheduler.Schedule([&sum] { ++sum; });
+    scheduler.Step();
+    benchmark::DoNotOptimize(scheduler.NextWake());
+  }
+  benchmark::DoNotOptimize(sum);
+}
+BENCHMARK(BM_Scheduler_StepWithIdlePhases)->Arg(0)->Arg(1);
+
 // Baseline: a vector of std::function filled and drained, the floor of any deferred-call queue.
 void BM_Baseline_VectorOfFunctions(benchmark::State& state) {
   std::vector<std::function<void()>> queue;
