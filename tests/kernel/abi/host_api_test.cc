@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <stdexcept>
@@ -14,6 +16,8 @@
 #include <vector>
 
 #include "kernel/src/abi/plugin_instance.h"
+#include "kernel/src/analytics/analytics.h"
+#include "kernel/src/analytics/analytics_api.h"
 #include "kernel/src/net/net_api.h"
 
 namespace molt::kernel::abi {
@@ -353,6 +357,34 @@ TEST_F(HostApiTest, AnalyticsWithoutTheLayerAreRefusedSayingWhoKeepsThem) {
   EXPECT_TRUE(MOLT_API_HAS(&api(), analytics_track));
   EXPECT_EQ(api().analytics_track(a(), "purchase", 0, 1, nullptr, 0), MOLT_ERR_UNSUPPORTED);
   EXPECT_EQ(Error(a()), "this host keeps no analytics (moltd does)");
+}
+
+// With the layer: fields may be NULL or "" (none), a NULL name is refused naming it, and the
+// event carries the plugin's name and the session's user.
+TEST_F(HostApiTest, AnalyticsTrackTakesNoFieldsAndRefusesANullNameNamingIt) {
+  analytics::AnalyticsOptions o;
+  o.dir = ::testing::TempDir() + "host_api_analytics";
+  std::filesystem::remove_all(o.dir);
+  analytics::Analytics events(*kernel_, o);
+  AttachAnalytics(*shared_, events, [](molt_session_t s) { return "user" + std::to_string(s); });
+  Boot();
+  EXPECT_EQ(api().analytics_track(a(), "purchase", 3, 1, nullptr, 0), MOLT_OK) << Error(a());
+  EXPECT_EQ(api().analytics_track(a(), "visit", 0, 0, "", 0), MOLT_OK);
+  EXPECT_EQ(api().analytics_track(a(), nullptr, 0, 0, nullptr, 0), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(Error(a()).find("name"), std::string::npos) << Error(a());
+  EXPECT_EQ(api().analytics_track(a(), "purchase", 0, 0, "[1]", 3), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(a()),
+            "analytics event \"purchase\": its fields are not a JSON object of at most 4096 "
+            "bytes (3 bytes)");
+  events.Drain();
+  EXPECT_EQ(events.stats().written, 2u);
+  std::ifstream in(o.dir + "/events.jsonl");
+  std::string first;
+  std::getline(in, first);
+  EXPECT_NE(first.find("\"name\":\"purchase\",\"plugin\":\"alpha\",\"user\":\"user3\""),
+            std::string::npos)
+      << first;
+  std::filesystem::remove_all(o.dir);
 }
 
 TEST_F(HostApiTest, ATaskSpecThatIsWrongIsRefusedNamingTheField) {
