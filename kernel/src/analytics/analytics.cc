@@ -2,9 +2,6 @@
 // Analytics: the queue on the kernel thread, the JSON Lines writer on its own.
 #include "kernel/src/analytics/analytics.h"
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cerrno>
@@ -18,6 +15,7 @@
 
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
+#include "kernel/src/core/threads.h"
 
 namespace molt::kernel::analytics {
 namespace {
@@ -67,14 +65,7 @@ Analytics::Analytics(Kernel& kernel, AnalyticsOptions options)
   if (fs::exists(path(), ec)) {
     file_bytes_ = fs::file_size(path(), ec);
   }
-  writer_ = std::thread([this] {
-    // Process signals (SIGTERM, SIGHUP) are for the server's signal thread, never this one: a
-    // signal taken here would run its default action and end the process.
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, nullptr);
-    WriterLoop();
-  });
+  writer_ = QuietThread([this] { WriterLoop(); });
 }
 
 Analytics::~Analytics() {

@@ -5,9 +5,6 @@
 // kept here, around the database's calls.
 #include "kernel/src/store/sqlite_store.h"
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -21,6 +18,7 @@
 
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/logger.h"
+#include "kernel/src/core/threads.h"
 #include "kernel/src/store/sqlite_db.h"
 
 namespace molt::kernel::store {
@@ -70,14 +68,7 @@ class SqliteStore::Worker {
 
   Worker(std::unique_ptr<SqliteDb> db, ProfileStore::Deliver deliver)
       : db_(std::move(db)), deliver_(std::move(deliver)) {
-    thread_ = std::thread([this] {
-      // Process signals (SIGTERM, SIGHUP) are for the server's signal thread, never this one:
-      // a signal taken here would run its default action and end the process.
-      sigset_t all;
-      sigfillset(&all);
-      pthread_sigmask(SIG_BLOCK, &all, nullptr);
-      Run();
-    });
+    thread_ = QuietThread([this] { Run(); });
   }
   ~Worker() { Stop(); }
 
