@@ -121,7 +121,7 @@ TEST_F(MoltCliTest, ABuildFileIsATarOfTheManifestAndTheLibrariesTheSameEveryTime
             static_cast<std::size_t>(molt::test::kBundledPlugins));
   const json::value& first = m.at("plugins").as_array()[0];
   EXPECT_EQ(first.at("kind").as_string(), "service");
-  EXPECT_EQ(first.at("abi").as_string(), "1.5");
+  EXPECT_EQ(first.at("abi").as_string(), "1.6");
   EXPECT_EQ(first.at("sha256").as_string().size(), 64u);
   // tar reads it: the manifest first, then the libraries.
   ASSERT_EQ(std::system(("tar tf " + a + " > " + dir_ + "/list").c_str()), 0);

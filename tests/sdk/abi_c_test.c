@@ -21,7 +21,11 @@ C_STATIC_ASSERT(offsetof(molt_host_api, reload_request) == 488, host_api_last_sl
 C_STATIC_ASSERT(offsetof(molt_host_api, profile_key_release) == 592, host_api_last_slot_1_4);
 C_STATIC_ASSERT(offsetof(molt_host_api, task_start) == 600, host_api_phase_slot_1_5);
 C_STATIC_ASSERT(offsetof(molt_host_api, analytics_track) == 608, host_api_last_slot_1_5);
-C_STATIC_ASSERT(sizeof(molt_host_api) == 616, host_api_size);
+C_STATIC_ASSERT(offsetof(molt_host_api, job_cancel) == 640, host_api_last_slot_1_6);
+C_STATIC_ASSERT(sizeof(molt_host_api) == 648, host_api_size);
+C_STATIC_ASSERT(sizeof(molt_job_spec) == 64, job_spec_size);
+C_STATIC_ASSERT(sizeof(molt_job_result) == 64, job_result_size);
+C_STATIC_ASSERT(sizeof(molt_bytes_view) == 16, bytes_view_size);
 C_STATIC_ASSERT(sizeof(molt_task_spec) == 24, task_spec_size);
 C_STATIC_ASSERT(sizeof(molt_profile_spec) == 96, profile_spec_size);
 C_STATIC_ASSERT(sizeof(molt_channel_spec) == 120, channel_spec_size);

@@ -121,7 +121,37 @@ MOLT_FROZEN(molt_host_api, profile_key_release, 592);
 MOLT_FROZEN(molt_host_api, task_start, 600);
 // ABI 1.5: analytics.
 MOLT_FROZEN(molt_host_api, analytics_track, 608);
-static_assert(sizeof(molt_host_api) == 616);
+// ABI 1.6: workers.
+MOLT_FROZEN(molt_host_api, job_handler, 616);
+MOLT_FROZEN(molt_host_api, job_submit, 624);
+MOLT_FROZEN(molt_host_api, job_fork_join, 632);
+MOLT_FROZEN(molt_host_api, job_cancel, 640);
+static_assert(sizeof(molt_host_api) == 648);
+
+// ABI 1.6: workers.
+MOLT_FROZEN(molt_bytes_view, data, 0);
+MOLT_FROZEN(molt_bytes_view, size, 8);
+static_assert(sizeof(molt_bytes_view) == 16);
+MOLT_FROZEN(molt_job_spec, struct_size, 0);
+MOLT_FROZEN(molt_job_spec, flags, 4);
+MOLT_FROZEN(molt_job_spec, handler, 8);
+MOLT_FROZEN(molt_job_spec, fn, 16);
+MOLT_FROZEN(molt_job_spec, user_data, 24);
+MOLT_FROZEN(molt_job_spec, release, 32);
+MOLT_FROZEN(molt_job_spec, timeout_seconds, 40);
+MOLT_FROZEN(molt_job_spec, tag, 48);
+MOLT_FROZEN(molt_job_spec, chunk_size, 56);
+static_assert(sizeof(molt_job_spec) == 64);
+MOLT_FROZEN(molt_job_result, struct_size, 0);
+MOLT_FROZEN(molt_job_result, status, 4);
+MOLT_FROZEN(molt_job_result, job, 8);
+MOLT_FROZEN(molt_job_result, tag, 16);
+MOLT_FROZEN(molt_job_result, error, 24);
+MOLT_FROZEN(molt_job_result, count, 32);
+MOLT_FROZEN(molt_job_result, results, 40);
+MOLT_FROZEN(molt_job_result, failed_item, 48);
+MOLT_FROZEN(molt_job_result, inherited, 56);
+static_assert(sizeof(molt_job_result) == 64);
 
 // ABI 1.5: phases.
 MOLT_FROZEN(molt_task_spec, struct_size, 0);

@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "kernel/src/abi/plugin_instance.h"
+#include "kernel/src/abi/worker_thread.h"
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/scheduler.h"
 
@@ -63,8 +64,17 @@ molt_status_t GuardLive(PluginInstance& p, F&& body) noexcept {
 // A host call while a plugin callback runs off the kernel thread (callback_runner.h): on the
 // runner's thread it holds the call's baton, and one made by an abandoned callback is refused
 // without touching anything (not even the plugin's error text).
+// One made by a worker job is refused the same way (worker_thread.h). A call on the kernel
+// thread, the common case while jobs run, is known by its thread id without reading any
+// thread-local state.
 template <class F>
 [[gnu::noinline]] molt_status_t GuardOffThread(PluginInstance& p, F&& body) noexcept {
+  if (p.shared().on_kernel_thread()) {
+    return GuardLive(p, std::forward<F>(body));
+  }
+  if (OnWorkerThread()) {
+    return MOLT_ERR_STATE;  // its text is last_error's on this thread
+  }
   CallbackRunner::HostCall call;
   if (call.refused()) {
     return MOLT_ERR_STALE;
@@ -72,16 +82,24 @@ template <class F>
   return GuardLive(p, std::forward<F>(body));
 }
 
+// Whether a host call of `p` may skip the checks: its instance is live and the call comes from
+// the kernel thread with no callback off it (while worker jobs are out, one more compare: the
+// thread).
+inline bool OnFastPath(const PluginInstance& p) {
+  const std::uint8_t gate = p.gate();
+  return gate == 0 || (gate == PluginInstance::kGateWorkers && p.shared().on_kernel_thread());
+}
+
 // A host API slot: runs `body(instance)` for a live instance, its error text on the instance.
 // One load decides the fast path (PluginInstance::gate): live, and no callback off the kernel
-// thread.
+// thread (while worker jobs are out, also a thread id compare).
 template <class F>
 molt_status_t Guard(molt_context_t* ctx, F&& body) noexcept {
   if (ctx == nullptr) {
     return MOLT_ERR_INVALID_ARGUMENT;
   }
   PluginInstance& p = PluginInstance::From(ctx);
-  if (p.gate() != 0) [[unlikely]] {
+  if (!OnFastPath(p)) [[unlikely]] {
     return p.off_thread() ? GuardOffThread(p, std::forward<F>(body))
                           : GuardLive(p, std::forward<F>(body));
   }

@@ -25,11 +25,14 @@ Args ToArgs(const molt_value* args, std::size_t n) {
 // --- errors and logging ---
 
 const char* LastError(molt_context_t* ctx) noexcept {
+  if (OnWorkerThread()) {
+    return kWorkerThreadRefusal;  // the instance's text is the kernel thread's
+  }
   return ctx == nullptr ? "" : PluginInstance::From(ctx).last_error();
 }
 
 void SetError(molt_context_t* ctx, const char* message) noexcept {
-  if (ctx != nullptr) {
+  if (ctx != nullptr && !OnWorkerThread()) {
     std::optional<CallbackRunner::HostCall> call;  // the baton, off the kernel thread
     if (PluginInstance::From(ctx).off_thread()) {
       call.emplace();
@@ -123,7 +126,7 @@ molt_status_t BusPublishTopic(molt_context_t* ctx, molt_topic_t topic, const mol
   }
   PluginInstance& p = PluginInstance::From(ctx);
   // The gate first (not live, or off the kernel thread): an abandoned callback's host may be gone.
-  if (p.gate() != 0) [[unlikely]] {
+  if (!OnFastPath(p)) [[unlikely]] {
     return PublishTopicGuarded(ctx, topic, args, n);
   }
   Bus::Topic* t = p.shared().TopicAt(topic);
@@ -545,6 +548,7 @@ constexpr char kNoNetwork[] = "this host has no network (channels and sessions a
 constexpr char kNoProfiles[] =
     "this host keeps no profiles (moltd does: profile stores are server-side)";
 constexpr char kNoAnalytics[] = "this host keeps no analytics (moltd does)";
+constexpr char kNoWorkers[] = "this host runs no worker jobs (moltd does)";
 constexpr char kNotClient[] =
     "this host is not a client (intents, requests and replica reads are for controllers)";
 
@@ -594,6 +598,10 @@ molt_host_api MakeTable() {
   InstallProcessSlots(api);
   api.reload_request = ReloadRequest;
   SetRefusal<kNoAnalytics>(api.analytics_track);
+  SetRefusal<kNoWorkers>(api.job_handler);
+  SetRefusal<kNoWorkers>(api.job_submit);
+  SetRefusal<kNoWorkers>(api.job_fork_join);
+  SetRefusal<kNoWorkers>(api.job_cancel);
   SetRefusal<kNoNetwork>(api.channel_declare);
   SetRefusal<kNoNetwork>(api.channel_remove);
   SetRefusal<kNoNetwork>(api.event_send);

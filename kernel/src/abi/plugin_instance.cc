@@ -52,21 +52,20 @@ std::vector<std::string> Dependencies(const molt_plugin_info& info) {
 AbiShared::AbiShared(Kernel& kernel)
     : kernel_(kernel), api_(std::make_unique<molt_host_api>(CoreHostApi())) {}
 
-void AbiShared::BeginOffThread() {
-  if (off_thread_calls_++ == 0) {
+void AbiShared::Count(int& counter, int delta) {
+  const bool before = counter > 0;
+  counter += delta;
+  if (before != (counter > 0)) {
     for (PluginInstance* p : instances_) {
       p->UpdateGate();
     }
   }
 }
 
-void AbiShared::EndOffThread() {
-  if (--off_thread_calls_ == 0) {
-    for (PluginInstance* p : instances_) {
-      p->UpdateGate();
-    }
-  }
-}
+void AbiShared::BeginOffThread() { Count(off_thread_calls_, 1); }
+void AbiShared::EndOffThread() { Count(off_thread_calls_, -1); }
+void AbiShared::BeginWorkerJobs() { Count(worker_jobs_, 1); }
+void AbiShared::EndWorkerJobs() { Count(worker_jobs_, -1); }
 
 void AbiShared::Withdraw(PluginInstance* p) { std::erase(instances_, p); }
 
@@ -123,7 +122,9 @@ PluginInstance::~PluginInstance() {
 void PluginInstance::UpdateGate() {
   // A stuck instance's abandoned callback may call at any time; its host may even be gone.
   const bool off = stuck_ || (enrolled_ && shared_.off_thread());
-  gate_.store(static_cast<std::uint8_t>((live_ ? 0 : kGateNotLive) | (off ? kGateOffThread : 0)),
+  const bool jobs = enrolled_ && shared_.worker_jobs();
+  gate_.store(static_cast<std::uint8_t>((live_ ? 0 : kGateNotLive) | (off ? kGateOffThread : 0) |
+                                        (jobs ? kGateWorkers : 0)),
               std::memory_order_relaxed);
 }
 
@@ -149,6 +150,8 @@ std::string_view PluginInstance::KindName(molt_handle_t handle) {
       return "replica";
     case static_cast<int>(Kind::kProfile):
       return "profile store";
+    case static_cast<int>(Kind::kJob):
+      return "job";
   }
   return "handle";
 }
@@ -231,6 +234,7 @@ void PluginInstance::ReleaseResource(molt_handle_t handle, Resource& r) {
     case Kind::kChannel:
     case Kind::kReplica:
     case Kind::kProfile:
+    case Kind::kJob:
       shared_.ForEachLayer([&](HostLayer& layer) {
         layer.Release(this, handle, static_cast<std::uint8_t>(r.kind), r.layer_id);
       });
@@ -245,6 +249,40 @@ void PluginInstance::ReleaseResource(molt_handle_t handle, Resource& r) {
   if (r.release != nullptr) {
     RunRelease(r.release, r.user_data);
   }
+}
+
+struct PluginInstance::CodeAnchor {
+  std::vector<Callback<void()>> then;
+  ~CodeAnchor() {
+    for (Callback<void()>& fn : then) {
+      fn();
+    }
+  }
+};
+
+std::shared_ptr<PluginInstance::CodeHold> PluginInstance::HoldCode() {
+  if (anchor_ == nullptr) {
+    anchor_ = std::make_shared<CodeAnchor>();
+    anchor_seen_ = anchor_;
+  }
+  return std::make_shared<CodeHold>(anchor_, shared_from_this());
+}
+
+std::size_t PluginInstance::code_holds() const {
+  const long n = anchor_seen_.use_count();
+  return static_cast<std::size_t>(anchor_ != nullptr ? n - 1 : n);
+}
+
+void PluginInstance::AfterCodeHolds(Callback<void()> fn) {
+  if (code_holds() == 0) {
+    fn();
+    return;
+  }
+  if (anchor_ == nullptr) {
+    anchor_ = anchor_seen_.lock();  // still held: not null
+  }
+  anchor_->then.push_back(std::move(fn));
+  anchor_.reset();  // the last hold's end runs it
 }
 
 void PluginInstance::RunRelease(molt_cleanup_fn fn, void* user_data) {

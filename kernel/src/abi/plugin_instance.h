@@ -96,8 +96,16 @@ class AbiShared {
   // every instance's host calls check which thread they come from (PluginInstance::gate, Guard).
   void BeginOffThread();
   void EndOffThread();
+  // While worker jobs are out (workers/workers_api.h) every instance's host calls check, off the
+  // kernel thread, whether they come from a worker's (Guard).
+  void BeginWorkerJobs();
+  void EndWorkerJobs();
+  bool worker_jobs() const { return worker_jobs_ > 0; }
   void MarkAbandoned() { abandoned_ = true; }
   bool off_thread() const { return off_thread_calls_ > 0 || abandoned_; }
+  // The caller runs on the thread that built this object (the kernel thread, for the hosts): its
+  // thread pointer, one register read, names the thread.
+  bool on_kernel_thread() const { return __builtin_thread_pointer() == kernel_thread_; }
   // Every instance of this host (PluginInstance enrolls itself).
   void Enroll(PluginInstance* p) { instances_.push_back(p); }
   void Withdraw(PluginInstance* p);
@@ -151,6 +159,8 @@ class AbiShared {
   static constexpr std::uint64_t kTopicTag = 5;
 
  private:
+  // Adds `delta` to `counter`; every instance's gate follows when it crosses zero.
+  void Count(int& counter, int delta);
   // A distinct address per layer type, with no RTTI.
   template <class L>
   static const void* TypeKey() {
@@ -163,11 +173,13 @@ class AbiShared {
   };
 
   Kernel& kernel_;
+  void* const kernel_thread_ = __builtin_thread_pointer();
   std::unique_ptr<molt_host_api> api_;
   std::vector<LayerEntry> layers_;
   CallbackRunner runner_;
   std::vector<PluginInstance*> instances_;
   int off_thread_calls_ = 0;
+  int worker_jobs_ = 0;
   bool abandoned_ = false;
   std::vector<std::string> stuck_;
   Callback<Status(std::string)> reload_;
@@ -190,6 +202,7 @@ class PluginInstance final : public molt_context,
     kCompletion = 7,
     kReplica = 8,  // ABI 1.2
     kProfile = 9,  // ABI 1.4: a profile store (the kernel's; the handle is the declaration)
+    kJob = 10,     // ABI 1.6: a worker job (its layer's; workers/workers_api.h)
   };
 
   // What the ABI keeps beside a plugin's process.
@@ -266,7 +279,11 @@ class PluginInstance final : public molt_context,
   // callback runs off the kernel thread or was abandoned (AbiShared::off_thread). One load on
   // every host call's fast path (an atomic byte: an abandoned callback may read it meanwhile).
   std::uint8_t gate() const { return gate_.load(std::memory_order_relaxed); }
-  bool off_thread() const { return (gate() & kGateOffThread) != 0; }
+  // A host call may come from another thread than the kernel's: a callback off it, or a job.
+  bool off_thread() const { return (gate() & (kGateOffThread | kGateWorkers)) != 0; }
+  static constexpr std::uint8_t kGateNotLive = 1;
+  static constexpr std::uint8_t kGateOffThread = 2;
+  static constexpr std::uint8_t kGateWorkers = 4;  // worker jobs are out (AbiShared)
   // AbiShared's off-thread state changed: the gate follows.
   void UpdateGate();
   // Its AbiShared is going away first.
@@ -278,6 +295,7 @@ class PluginInstance final : public molt_context,
   Kernel& kernel() { return shared_.kernel(); }
   Bus& bus() { return *bus_; }
   AbiShared& shared() { return shared_; }
+  const AbiShared& shared() const { return shared_; }
   const molt_plugin_info& info() const { return info_; }
   const std::string& file() const { return file_; }
   // Identity is (name, generation): "counter@3f2a9c1e#2" in logs, task origins and errors.
@@ -366,6 +384,16 @@ class PluginInstance final : public molt_context,
   void Pin(const void* code, std::string why);
   const std::string& pinned_by() const { return pinned_by_; }
 
+  // Code of it runs off the kernel thread (a worker job, workers/workers_api.h): each hold keeps
+  // the instance alive and its library mapped. The loader unloads the library after the last
+  // hold is dropped (AfterCodeHolds); the instance goes first. Take and drop holds on the kernel
+  // thread.
+  class CodeHold;
+  std::shared_ptr<CodeHold> HoldCode();
+  std::size_t code_holds() const;
+  // Runs `fn` once no hold is left: now, or when the last one is dropped.
+  void AfterCodeHolds(Callback<void()> fn);
+
   // Calls the plugin's release function (after its callback returns, when inside one).
   void RunRelease(molt_cleanup_fn fn, void* user_data);
 
@@ -386,8 +414,6 @@ class PluginInstance final : public molt_context,
 
   AbiShared& shared_;
   Bus* bus_;  // the kernel's, cached for the publish hot path
-  static constexpr std::uint8_t kGateNotLive = 1;
-  static constexpr std::uint8_t kGateOffThread = 2;
   std::atomic<std::uint8_t> gate_{kGateNotLive};
   bool enrolled_ = true;  // in shared_'s list of instances
   const molt_plugin_info info_;
@@ -411,6 +437,9 @@ class PluginInstance final : public molt_context,
   std::uint64_t callback_errors_ = 0;
   Callback<void()> on_error_;
   std::string pinned_by_;
+  struct CodeAnchor;
+  std::shared_ptr<CodeAnchor> anchor_;     // copied by every CodeHold; reset by AfterCodeHolds
+  std::weak_ptr<CodeAnchor> anchor_seen_;  // counts the holds once anchor_ is reset
   struct InterfaceUse {
     std::weak_ptr<PluginInstance> exporter;
     std::string service;
@@ -424,6 +453,19 @@ class PluginInstance final : public molt_context,
   Duration callback_limit_ = Duration::max();
   bool stuck_ = false;
   bool abandoned_ = false;
+};
+
+// What PluginInstance::HoldCode() returns. The instance is let go before the anchor, whose end
+// may unload the instance's library.
+class PluginInstance::CodeHold {
+ public:
+  CodeHold(std::shared_ptr<CodeAnchor> anchor, std::shared_ptr<PluginInstance> instance)
+      : anchor_(std::move(anchor)), instance_(std::move(instance)) {}
+  PluginInstance& instance() const { return *instance_; }
+
+ private:
+  std::shared_ptr<CodeAnchor> anchor_;
+  std::shared_ptr<PluginInstance> instance_;  // destroyed first (reverse order)
 };
 
 // The status code of a kernel Status (the same values by construction).

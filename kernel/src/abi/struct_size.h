@@ -48,6 +48,18 @@ struct SizedStruct<molt_task_spec> {
   static constexpr std::uint32_t kMinSize = 24;
 };
 template <>
+struct SizedStruct<molt_job_spec> {
+  static constexpr const char* kName = "molt_job_spec";
+  static constexpr const char* kSince = "ABI 1.6";
+  static constexpr std::uint32_t kMinSize = 64;
+};
+template <>
+struct SizedStruct<molt_job_result> {
+  static constexpr const char* kName = "molt_job_result";
+  static constexpr const char* kSince = "ABI 1.6";
+  static constexpr std::uint32_t kMinSize = 64;
+};
+template <>
 struct SizedStruct<molt_process_options> {
   static constexpr const char* kName = "molt_process_options";
   static constexpr const char* kSince = "ABI 1.0";

@@ -13,6 +13,7 @@
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/network.h"
 #include "kernel/src/store/profile_store.h"
+#include "kernel/src/workers/workers_api.h"
 
 namespace molt::kernel::admin {
 namespace {
@@ -88,6 +89,33 @@ void AnalyticsMetrics(MetricsWriter& w, const analytics::AnalyticsStats& s) {
   }
   w.Family("molt_analytics_queued", kGauge, "Analytics events waiting to be written.");
   w.Add(Num(s.queued));
+}
+
+void WorkersMetrics(MetricsWriter& w, const workers::WorkersStats& s) {
+  const workers::PoolStats& p = s.pool;
+  w.Family("molt_workers_threads", kGauge, "Worker threads serving the job queue.");
+  w.Add(Num(p.threads));
+  w.Family("molt_workers_hung", kGauge,
+           "Replaced workers whose timed-out job function has not returned yet.");
+  w.Add(Num(p.hung));
+  w.Family("molt_workers_queued", kGauge, "Worker jobs with chunks waiting for a worker.");
+  w.Add(Num(p.queued));
+  w.Family("molt_workers_running", kGauge, "Chunks of worker jobs running now.");
+  w.Add(Num(p.running));
+  w.Family("molt_workers_jobs_total", kCounter, "Worker jobs submitted, and how they ended.");
+  w.Add(Num(p.submitted), {{"outcome", "submitted"}});
+  w.Add(Num(p.completed), {{"outcome", "completed"}});
+  w.Add(Num(p.failed), {{"outcome", "failed"}});
+  w.Add(Num(p.timed_out), {{"outcome", "timed_out"}});
+  w.Add(Num(p.cancelled), {{"outcome", "cancelled"}});
+  w.Add(Num(p.refused), {{"outcome", "refused"}});
+  w.Family("molt_workers_results_total", kCounter,
+           "Job results handed to a done handler (inherited: by a later generation), or dropped.");
+  w.Add(Num(s.delivered), {{"outcome", "delivered"}});
+  w.Add(Num(s.inherited), {{"outcome", "inherited"}});
+  w.Add(Num(s.dropped), {{"outcome", "dropped"}});
+  w.Family("molt_workers_replaced_total", kCounter, "Workers replaced after a job timed out.");
+  w.Add(Num(p.replaced));
 }
 
 void NetMetrics(MetricsWriter& w, const net::NetSnapshot& net) {
@@ -269,6 +297,10 @@ std::string AdminApi::Metrics() const {
   StoreMetrics(w, sources_.store.stats());
   if (sources_.analytics != nullptr) {
     AnalyticsMetrics(w, sources_.analytics->stats());
+  }
+  if (const workers::Workers* jobs = sources_.plugins.shared().Layer<workers::Workers>();
+      jobs != nullptr) {
+    WorkersMetrics(w, jobs->stats());
   }
   const ErrorWatch::Counts logged = sources_.errors.counts();
   w.Family("molt_log_messages_total", kCounter, "Warnings and errors logged, repeats included.");

@@ -129,4 +129,14 @@ boost::json::object AnalyticsJson(const analytics::AnalyticsStats& s) {
   return o;
 }
 
+boost::json::object WorkersJson(const workers::WorkersStats& s) {
+  const workers::PoolStats& p = s.pool;
+  return {{"threads", p.threads},     {"hung", p.hung},           {"queued", p.queued},
+          {"running", p.running},     {"submitted", p.submitted}, {"completed", p.completed},
+          {"failed", p.failed},       {"timed_out", p.timed_out}, {"cancelled", p.cancelled},
+          {"refused", p.refused},     {"replaced", p.replaced},   {"handlers", s.handlers},
+          {"jobs", s.jobs},           {"detached", s.detached},   {"delivered", s.delivered},
+          {"inherited", s.inherited}, {"dropped", s.dropped}};
+}
+
 }  // namespace molt::kernel::admin

@@ -17,6 +17,7 @@
 #include "kernel/src/analytics/analytics.h"
 #include "kernel/src/net/network.h"
 #include "kernel/src/store/profile_store.h"
+#include "kernel/src/workers/workers_api.h"
 
 namespace molt::kernel::admin {
 
@@ -33,6 +34,9 @@ boost::json::object StoreJson(const store::StoreStats& store);
 
 // The "analytics" section: events tracked, written, waiting, and dropped by reason.
 boost::json::object AnalyticsJson(const analytics::AnalyticsStats& stats);
+
+// The "workers" section: the pool's threads, queue and job outcomes, and the results handed over.
+boost::json::object WorkersJson(const workers::WorkersStats& stats);
 
 }  // namespace molt::kernel::admin
 

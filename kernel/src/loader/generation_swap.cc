@@ -51,7 +51,8 @@ boost::json::object SwapReport::ToJson() const {
           {"error", error},
           {"restored", restored},
           {"rollback", rollback},
-          {"retired", Strings(retired)}};
+          {"retired", Strings(retired)},
+          {"held", Strings(held)}};
 }
 
 std::string SwapReport::Json() const { return boost::json::serialize(ToJson()); }
@@ -271,6 +272,12 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     r.hard_stopped.push_back(s->name());
   }
   r.stop_ms = MillisSince(t_stop);
+  for (const Plugin& p : old.plugins) {
+    if (const std::size_t n = p.instance->code_holds(); n > 0) {
+      r.held.push_back(p.instance->label() + ": " + std::to_string(n) +
+                       " worker job(s) still running keep its library mapped until they return");
+    }
+  }
   if (!r.hard_stopped.empty()) {
     LogScope("Generations")
         .Warn(

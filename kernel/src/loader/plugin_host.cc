@@ -317,6 +317,16 @@ std::size_t PluginHost::Unload(Generation& g) {
     if (it->library && !it->instance->pinned_by().empty()) {
       it->library->set_unload_blocker(it->instance->pinned_by());
     }
+    if (it->library && it->instance->code_holds() > 0) {
+      // Worker jobs still run its code: the last one to return unloads it.
+      LogScope("Loader").Info(
+          "plugin \"{}\": {} worker job(s) still run its code; its library is unloaded when "
+          "they return",
+          it->instance->label(), it->instance->code_holds());
+      it->instance->AfterCodeHolds(
+          [library = std::shared_ptr<Library>(std::move(it->library))] { library->Unload(); });
+      continue;
+    }
     if (it->library && !it->library->Unload()) {
       ++retired;
     }

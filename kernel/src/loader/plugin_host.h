@@ -82,6 +82,8 @@ struct SwapReport {
   bool restored = false;             // an import or start failure restored the previous one
   bool rollback = false;             // the health window rolled back to the previous build
   std::vector<std::string> retired;  // kernel objects no instance of the new one adopted
+  // Old instances whose code still runs on worker threads (their libraries unload afterwards).
+  std::vector<std::string> held;
   // The report as one JSON object (the swap's log line, the swap history); Json() serialized.
   boost::json::object ToJson() const;
   std::string Json() const;

@@ -40,6 +40,7 @@
 #include "kernel/src/store/profile_api.h"
 #include "kernel/src/store/profile_registry.h"
 #include "kernel/src/store/sqlite_store.h"
+#include "kernel/src/workers/workers_api.h"
 
 namespace molt::kernel {
 namespace {
@@ -188,6 +189,7 @@ Server::Server(ServerOptions options)
 Server::~Server() {
   if (kernel_ != nullptr && network_ != nullptr) {
     kernel_->RemoveStatsSection("net");
+    kernel_->RemoveStatsSection("workers");  // the layer goes with the plugins, first
   }
 }
 
@@ -287,6 +289,11 @@ Status Server::Assemble() {
   });
   kernel.AddStatsSection("analytics", [this](boost::json::object& section) {
     section = admin::AnalyticsJson(analytics_->stats());
+  });
+  // Worker jobs: a pool of the layer's own (AbiShared's, like every layer).
+  workers::Workers& workers = workers::AttachWorkers(plugins_->shared(), settings_.workers);
+  kernel.AddStatsSection("workers", [&workers](boost::json::object& section) {
+    section = admin::WorkersJson(workers.stats());
   });
   if (!options_.check) {
     profiles_->ReclaimAbandoned();  // a killed predecessor's leases: queued before any load
@@ -723,6 +730,10 @@ void Server::OnSignal(int signo) {
 // miss a final save.
 void Server::Close(const std::string& reason) {
   plugins_->Close();
+  // Worker jobs not ended are cancelled: their handlers hear so while the plugins still run.
+  if (workers::Workers* w = plugins_->shared().Layer<workers::Workers>(); w != nullptr) {
+    w->Close();
+  }
   if (booted_from_.empty()) {  // still starting: nothing serves, nothing to drain
     kLog.Info("closing ({}) while starting: no generation served", reason);
     network_->Shutdown();

@@ -31,6 +31,8 @@ const std::set<std::string, std::less<>> kProfileKeys = {
 const std::set<std::string, std::less<>> kAnalyticsKeys = {
     "analytics.flush_seconds", "analytics.max_per_minute", "analytics.seed",
     "analytics.rotate_bytes", "analytics.keep_files"};  // and analytics.sample.<event>
+const std::set<std::string, std::less<>> kWorkersKeys = {
+    "workers.threads", "workers.timeout_seconds", "workers.queue_max", "workers.detached_max"};
 const std::set<std::string, std::less<>> kDeployKeys = {
     "deploy.branch", "deploy.keys", "deploy.require_signatures", "deploy.max_build_mb"};
 const std::set<std::string, std::less<>> kAdminKeys = {"admin.address", "admin.token",
@@ -128,6 +130,10 @@ Status CheckKeys(const Config& config, const std::string& source) {
       return Status::InvalidArgument(source + ": unknown key \"" + key + "\" (known: " +
                                      Join(kAnalyticsKeys) + ", analytics.sample.<event>)");
     }
+    if (section == "workers" && kWorkersKeys.count(key) == 0) {
+      return Status::InvalidArgument(source + ": unknown key \"" + key +
+                                     "\" (known: " + Join(kWorkersKeys) + ")");
+    }
     if (section == "deploy" && kDeployKeys.count(key) == 0) {
       return Status::InvalidArgument(source + ": unknown key \"" + key +
                                      "\" (deploy takes branch, keys, require_signatures, "
@@ -135,10 +141,10 @@ Status CheckKeys(const Config& config, const std::string& source) {
     }
     if (section != "server" && section != "scheduler" && section != "net" &&
         section != "profiles" && section != "admin" && section != "deploy" &&
-        section != "analytics") {
-      return Status::InvalidArgument(
-          source + ": unknown section \"" + section +
-          "\" (known: server, scheduler, net, profiles, admin, deploy, analytics, plugins)");
+        section != "analytics" && section != "workers") {
+      return Status::InvalidArgument(source + ": unknown section \"" + section +
+                                     "\" (known: server, scheduler, net, profiles, admin, deploy, "
+                                     "analytics, workers, plugins)");
     }
   }
   return Status::Ok();
@@ -408,6 +414,34 @@ Status ResolveAnalytics(const Config& config, Settings* out) {
   return Status::Ok();
 }
 
+// "workers": the pool's threads, the default job timeout, the queue's and detached jobs' caps.
+Status ResolveWorkers(const Config& config, Settings* out) {
+  workers::WorkersOptions& w = out->workers;
+  auto number = [&config](const char* key, double min, double max, double* v) -> Status {
+    if (config.Get(key) == nullptr) {
+      return Status::Ok();
+    }
+    MOLT_ASSIGN_OR_RETURN(*v, Number(config, key));
+    if (!(*v >= min && *v <= max) || (min >= 1 && *v != std::floor(*v))) {
+      return Status::InvalidArgument(fmt::format("configuration key \"{}\" is {}: use {} to {}{}",
+                                                 key, *v, min, max,
+                                                 min >= 1 ? " (a whole number)" : ""));
+    }
+    return Status::Ok();
+  };
+  double threads = static_cast<double>(w.threads), timeout = ToSeconds(w.timeout),
+         queue = static_cast<double>(w.queue_max), detached = static_cast<double>(w.detached_max);
+  MOLT_RETURN_IF_ERROR(number("workers.threads", 1, 256, &threads));  // unset: 0, cores - 1
+  MOLT_RETURN_IF_ERROR(number("workers.timeout_seconds", 0.001, 86400, &timeout));
+  MOLT_RETURN_IF_ERROR(number("workers.queue_max", 1, 1e7, &queue));
+  MOLT_RETURN_IF_ERROR(number("workers.detached_max", 1, 1e6, &detached));
+  w.threads = static_cast<std::size_t>(threads);
+  w.timeout = Seconds(timeout);
+  w.queue_max = static_cast<std::size_t>(queue);
+  w.detached_max = static_cast<std::size_t>(detached);
+  return Status::Ok();
+}
+
 // "deploy": the branch this server runs, its trusted keys, its rules, the build size cap.
 Status ResolveDeploy(const ServerOptions& options, const Config& config, Settings* out) {
   out->branch = options.branch.value_or(Text(config, "deploy.branch").value_or("prod"));
@@ -436,6 +470,7 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
   MOLT_RETURN_IF_ERROR(ResolveScheduler(config, &out->scheduler));
   MOLT_RETURN_IF_ERROR(ResolveProfiles(config, out));
   MOLT_RETURN_IF_ERROR(ResolveAnalytics(config, out));
+  MOLT_RETURN_IF_ERROR(ResolveWorkers(config, out));
   MOLT_RETURN_IF_ERROR(ResolveNet(options, config, &out->net));
   MOLT_RETURN_IF_ERROR(ResolveAdmin(options, config, out));
   MOLT_RETURN_IF_ERROR(ResolveDeploy(options, config, out));

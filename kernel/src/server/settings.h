@@ -22,6 +22,7 @@
 #include "kernel/src/core/scheduler.h"
 #include "kernel/src/net/network.h"
 #include "kernel/src/server/close_phase.h"
+#include "kernel/src/workers/workers_api.h"
 
 namespace molt::kernel {
 
@@ -45,6 +46,7 @@ struct Settings {
   bool profiles_sync_full = false;  // profiles.synchronous = "full"
   double profiles_drain = 27;  // profiles.drain_seconds: the drain ends this long after the close
   analytics::AnalyticsOptions analytics;  // analytics.*: dir is <data_dir>/analytics
+  workers::WorkersOptions workers;        // workers.*: threads, timeout, queue and detached caps
   // The admin endpoint: off, or where it listens; its token ("" : the data directory's
   // admin.token); whether a bind beyond loopback is allowed over plain HTTP.
   bool admin_enabled = true;

@@ -41,7 +41,8 @@
  *  6. Types. Only fixed-width integers, double, pointers and function pointers cross the ABI: no
  *     bool (uint8_t, 0 or 1) and no enum storage (int32_t with #defined values).
  *  7. Threads. Call the table only from the kernel thread: the one running init, start, stop and
- *     every callback. Plugin code never needs a lock for kernel state.
+ *     every callback. Plugin code never needs a lock for kernel state. A job's function (ABI 1.6)
+ *     runs on a worker thread instead, and calls none of it.
  *  8. Exceptions never cross this boundary in either direction (C++ plugins: molt/molt.hpp catches
  *     them in its trampolines).
  *
@@ -81,7 +82,7 @@ extern "C" {
 /** @brief The ABI major version: a plugin built against another major never loads. */
 #define MOLT_ABI_VERSION_MAJOR 1
 /** @brief The ABI minor version: grows with every append to this header. */
-#define MOLT_ABI_VERSION_MINOR 5
+#define MOLT_ABI_VERSION_MINOR 6
 /** @brief Packs a version as (major << 16) | minor. */
 #define MOLT_ABI_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)))
 #define MOLT_ABI_VERSION_CURRENT MOLT_ABI_VERSION(MOLT_ABI_VERSION_MAJOR, MOLT_ABI_VERSION_MINOR)
@@ -481,6 +482,63 @@ typedef struct molt_task_spec {
   double seconds;       /**< AFTER: the delay; EVERY: the interval (finite, >= 0); else unused */
 } molt_task_spec;
 
+/* --- Workers: jobs on the kernel's worker threads (ABI 1.6; docs/workers.md) ------------------ */
+
+typedef molt_handle_t molt_job_t; /**< a job (ABI 1.6): live until its result was handed over */
+
+/** @brief A byte range (ABI 1.6): a fork_join's items and a job's results. */
+typedef struct molt_bytes_view {
+  const void* data; /**< NULL only when size is 0 */
+  size_t size;
+} molt_bytes_view;
+
+/** A detached job survives a swap: when the instance that submitted it stopped, its result goes
+ *  to the handler of the same name in the next generation's instance of the plugin. */
+#define MOLT_JOB_DETACHED 1u
+
+/** @brief A job's work, on a worker thread: reads the `size` bytes at `input` and writes its
+ *  result to `sink` (appended, over any number of calls), then returns MOLT_OK; or returns an
+ *  error code, and what it wrote is the error's text. Pure: it reads `user_data` as immutable and
+ *  never calls the host (from a worker thread every slot but log, log_enabled and last_error
+ *  fails with MOLT_ERR_STATE). */
+typedef molt_status_t (*molt_job_fn)(void* user_data, const void* input, size_t size,
+                                     molt_bytes_fn sink, void* sink_user_data);
+
+/** @brief How a job ended, handed to its done handler on the kernel thread (valid during the
+ *  call). */
+typedef struct molt_job_result {
+  uint32_t struct_size; /**< sizeof(molt_job_result) as the host compiled it */
+  /** MOLT_OK; the error an item returned; MOLT_ERR_TIMEOUT (past its timeout: what it still
+   *  computes is dropped); MOLT_ERR_CANCELLED (the server closes) */
+  molt_status_t status;
+  molt_job_t job;
+  uint64_t tag;      /**< the spec's tag */
+  const char* error; /**< "" when status is MOLT_OK, else why: the job's text or the host's */
+  size_t count;      /**< entries in `results`: 1 for job_submit, every item for job_fork_join;
+                          0 when status is not MOLT_OK */
+  const molt_bytes_view* results; /**< what each item wrote to its sink, in item order */
+  size_t failed_item;             /**< job_fork_join: the index of the first item that failed */
+  int32_t inherited; /**< 1: an earlier generation's instance submitted it (MOLT_JOB_DETACHED) */
+} molt_job_result;
+
+/** @brief A done handler (job_handler): hears each job submitted naming it. */
+typedef void (*molt_job_done_fn)(void* user_data, const molt_job_result* result);
+
+/** @brief A job for job_submit and job_fork_join. Zero-initialize, then set what you need. */
+typedef struct molt_job_spec {
+  uint32_t struct_size; /**< sizeof(molt_job_spec) */
+  uint32_t flags;       /**< MOLT_JOB_* */
+  const char* handler;  /**< the name of the done handler that hears the result (job_handler) */
+  molt_job_fn fn;       /**< the work */
+  void* user_data;      /**< fn's, read by workers at once: immutable while the job runs */
+  /** gets `user_data` on the kernel thread once no worker runs fn for this job (may be NULL) */
+  molt_cleanup_fn release;
+  double timeout_seconds; /**< past it the job ends as MOLT_ERR_TIMEOUT; 0: the host's (10 s) */
+  uint64_t tag;           /**< handed back in the result: what a later generation knows it by */
+  size_t chunk_size;      /**< job_fork_join: items a worker takes at once; 0: count / (4 ×
+                               workers), rounded up */
+} molt_job_spec;
+
 /* --- The host API ----------------------------------------------------------------------------- */
 
 /** @brief The functions a plugin calls, handed to init() and valid until the instance is unloaded.
@@ -841,6 +899,27 @@ typedef struct molt_host_api {
    *  Every event not queued is counted by its reason, in the stats and /metrics. */
   molt_status_t (*analytics_track)(molt_context_t* ctx, const char* name, molt_session_t session,
                                    double value, const char* fields_json, size_t fields_size);
+
+  /* --- ABI 1.6: workers (docs/workers.md; MOLT_ERR_UNSUPPORTED where the host runs none) --- */
+  /** @brief Names a done handler of this instance: `fn(user_data, result)` runs on the kernel
+   *  thread for every job submitted with `name` (1..64 of [A-Za-z0-9_.:-]). `release` gets
+   *  `user_data` when the instance stops. MOLT_ERR_ALREADY_EXISTS when the name is taken. */
+  molt_status_t (*job_handler)(molt_context_t* ctx, const char* name, molt_job_done_fn fn,
+                               void* user_data, molt_cleanup_fn release);
+  /** @brief Runs spec->fn on a worker thread with a copy of `input`; its handler hears how it
+   *  ended. A job of an instance that stops is dropped (counted) unless it is MOLT_JOB_DETACHED;
+   *  its library stays mapped while fn runs. MOLT_ERR_NOT_FOUND names a handler not declared;
+   *  MOLT_ERR_RATE_LIMITED when the queue (or the detached jobs' cap) is full. */
+  molt_status_t (*job_submit)(molt_context_t* ctx, const molt_job_spec* spec, const void* input,
+                              size_t size, molt_job_t* out_job);
+  /** @brief Runs spec->fn once per item (copied), in chunks idle workers pull; the handler hears
+   *  every result in item order, or the first item that failed (no chunk starts after it, and
+   *  those running end first). `count` is 1..1,000,000. Otherwise as job_submit. */
+  molt_status_t (*job_fork_join)(molt_context_t* ctx, const molt_job_spec* spec,
+                                 const molt_bytes_view* items, size_t count, molt_job_t* out_job);
+  /** @brief Cancels a job of this instance: no chunk of it starts any more, and its handler never
+   *  hears of it. MOLT_ERR_STALE when it already ended. */
+  molt_status_t (*job_cancel)(molt_context_t* ctx, molt_job_t job);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it

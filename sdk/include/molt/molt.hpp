@@ -784,6 +784,26 @@ struct Interface {
 // --- Host ----------------------------------------------------------------------------------------
 
 // The plugin's view of the host: its context and the host API table.
+// --- Workers (ABI 1.6) ---------------------------------------------------------------------------
+
+// How a job ended, as its done handler hears it (Host::OnJobDone). The views are valid during the
+// handler's call only.
+struct JobResult {
+  molt_job_t job = 0;
+  std::uint64_t tag = 0;
+  Status status;                          // ok; the item's error; Timeout; Cancelled (closing)
+  std::vector<std::string_view> results;  // in item order (one for Submit); empty on error
+  std::size_t failed_item = 0;            // ForkJoin: the first item that failed
+  bool inherited = false;                 // a detached job of an earlier generation
+};
+
+struct JobOptions {
+  bool detached = false;       // MOLT_JOB_DETACHED: a swap hands the result to the next generation
+  double timeout_seconds = 0;  // 0: the host's (10 s)
+  std::uint64_t tag = 0;       // handed back in the result
+  std::size_t chunk_size = 0;  // ForkJoin: items a worker takes at once; 0: the host picks
+};
+
 class Host {
  public:
   Host() = default;
@@ -903,6 +923,33 @@ class Host {
     }
     return Check(api_->analytics_track(ctx_, std::string(name).c_str(), session, value,
                                        fields_json.data(), fields_json.size()));
+  }
+
+  // --- Workers (ABI 1.6; docs/workers.md) ---
+  // A job runs `work(std::string_view input)` on a worker thread; it returns std::string or
+  // molt::Result<std::string> (an error, or an exception, fails the job with its text). `work` is
+  // copied into the job and may run on several workers at once (ForkJoin): it must not touch the
+  // host or any state but its input. Its result comes back on the kernel thread, to the handler
+  // declared under the job's handler name: `fn(const JobResult&)`. Unsupported before ABI 1.6.
+
+  // job_handler: the handler is this instance's until it stops.
+  template <class F>
+  Status OnJobDone(std::string_view name, F&& fn) const;
+  // job_submit: one call of `work` with `input`.
+  template <class W>
+  Result<molt_job_t> Submit(std::string_view handler, W&& work, std::string_view input,
+                            const JobOptions& options = {}) const;
+  // job_fork_join: one call of `work` per item; the results in item order.
+  template <class W>
+  Result<molt_job_t> ForkJoin(std::string_view handler, W&& work,
+                              const std::vector<std::string>& items,
+                              const JobOptions& options = {}) const;
+  // job_cancel: its handler never hears of it.
+  Status CancelJob(molt_job_t job) const {
+    if (!MOLT_API_HAS(api_, job_cancel)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host runs no worker jobs (ABI 1.6)");
+    }
+    return Check(api_->job_cancel(ctx_, job));
   }
 
   // --- Processes ---
@@ -1322,6 +1369,10 @@ class Host {
   }
   template <class F, class Arm>
   Result<Task> ArmTask(F&& fn, Arm&& arm) const;
+  // Submit and ForkJoin: `work` boxed for the workers, then `call(spec)`.
+  template <class W, class Call>
+  Result<molt_job_t> StartJob(std::string_view handler, W&& work, const JobOptions& o,
+                              Call&& call) const;
   template <class F>
   Result<Task> StartTask(std::int32_t kind, double seconds, F&& fn, std::int32_t priority,
                          std::int32_t phase) const;
@@ -1625,6 +1676,121 @@ Result<Task> Host::ArmTask(F&& fn, Arm&& arm) const {
   return Wrap<Task>(Register(box, [&](void* ud, molt_cleanup_fn release, molt_handle_t* out) {
     return arm(run, ud, release, out);
   }));
+}
+
+namespace detail {
+
+// What a worker runs: the plugin's callable, called from workers only (never the host).
+template <class W>
+struct JobBox {
+  W work;
+  static molt_status_t Run(void* ud, const void* input, std::size_t size, molt_bytes_fn sink,
+                           void* sink_ud) noexcept {
+    auto emit = [&](std::string_view bytes) { sink(sink_ud, bytes.data(), bytes.size()); };
+    try {
+      auto r = static_cast<const JobBox*>(ud)->work(
+          std::string_view(static_cast<const char*>(input), input != nullptr ? size : 0));
+      if constexpr (std::is_same_v<std::decay_t<decltype(r)>, Result<std::string>>) {
+        if (!r.ok()) {
+          emit(r.status().message());
+          return r.status().code();
+        }
+        emit(*r);
+      } else {
+        static_assert(std::is_convertible_v<decltype(r), std::string_view>,
+                      "a job returns std::string or molt::Result<std::string>");
+        emit(r);
+      }
+      return MOLT_OK;
+    } catch (const std::exception& e) {
+      emit(e.what());
+    } catch (...) {
+      emit("unknown exception");
+    }
+    return MOLT_ERR_INTERNAL;
+  }
+};
+
+}  // namespace detail
+
+template <class F>
+Status Host::OnJobDone(std::string_view name, F&& fn) const {
+  if (!MOLT_API_HAS(api_, job_handler)) {
+    return Status(MOLT_ERR_UNSUPPORTED, "this host runs no worker jobs (ABI 1.6)");
+  }
+  auto* box = detail::MakeBox(*this, std::forward<F>(fn));
+  using B = std::remove_pointer_t<decltype(box)>;
+  molt_job_done_fn done = [](void* ud, const molt_job_result* r) noexcept {
+    auto* b = static_cast<B*>(ud);
+    JobResult result;
+    result.job = r->job;
+    result.tag = r->tag;
+    result.status = r->status == MOLT_OK ? Status() : Status(r->status, r->error);
+    for (std::size_t i = 0; i < r->count; ++i) {
+      result.results.emplace_back(static_cast<const char*>(r->results[i].data), r->results[i].size);
+    }
+    result.failed_item = r->failed_item;
+    result.inherited = r->inherited != 0;
+    detail::CallLogged(b->host, "job done handler", [&] { b->fn(std::as_const(result)); });
+  };
+  const std::string n(name);
+  const molt_status_t code = api_->job_handler(ctx_, n.c_str(), done, box, &detail::DeleteBox<B>);
+  if (code != MOLT_OK) {
+    delete box;  // refused: the host never took it
+  }
+  return Check(code);
+}
+
+template <class W, class Call>
+Result<molt_job_t> Host::StartJob(std::string_view handler, W&& work, const JobOptions& o,
+                                  Call&& call) const {
+  if (!MOLT_API_HAS(api_, job_submit)) {
+    return Status(MOLT_ERR_UNSUPPORTED, "this host runs no worker jobs (ABI 1.6)");
+  }
+  using B = detail::JobBox<std::decay_t<W>>;
+  auto* box = new B{std::forward<W>(work)};
+  const std::string h(handler);
+  molt_job_spec spec{};
+  spec.struct_size = sizeof(spec);
+  spec.flags = o.detached ? MOLT_JOB_DETACHED : 0;
+  spec.handler = h.c_str();
+  spec.fn = &B::Run;
+  spec.user_data = box;
+  spec.release = &detail::DeleteBox<B>;
+  spec.timeout_seconds = o.timeout_seconds;
+  spec.tag = o.tag;
+  spec.chunk_size = o.chunk_size;
+  molt_job_t job = 0;
+  const molt_status_t code = call(spec, &job);
+  if (code != MOLT_OK) {
+    delete box;  // refused: the host never took it
+    return Check(code);
+  }
+  return job;
+}
+
+template <class W>
+Result<molt_job_t> Host::Submit(std::string_view handler, W&& work, std::string_view input,
+                                const JobOptions& options) const {
+  return StartJob(handler, std::forward<W>(work), options,
+                  [&](const molt_job_spec& spec, molt_job_t* out) {
+                    return api_->job_submit(ctx_, &spec, input.data(), input.size(), out);
+                  });
+}
+
+template <class W>
+Result<molt_job_t> Host::ForkJoin(std::string_view handler, W&& work,
+                                  const std::vector<std::string>& items,
+                                  const JobOptions& options) const {
+  std::vector<molt_bytes_view> views;
+  views.reserve(items.size());
+  for (const std::string& item : items) {
+    views.push_back({item.data(), item.size()});
+  }
+  return StartJob(handler, std::forward<W>(work), options,
+                  [&](const molt_job_spec& spec, molt_job_t* out) {
+                    return api_->job_fork_join(ctx_, &spec, views.data(), views.size(), out);
+                  });
 }
 
 // The three task calls: the ABI 1.0 slot in the main phase (any host), task_start in another.

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 namespace molt::kernel {
 namespace {
@@ -116,6 +117,34 @@ TEST_F(SettingsTest, AnalyticsTakeTheirKeysAndRefuseWhatIsNotOne) {
                 "analytics.seed, analytics.sample.<event>)");
 }
 
+TEST_F(SettingsTest, WorkersTakeTheirKeysAndRefuseWhatIsNotOne) {
+  ASSERT_TRUE(Resolve().ok());
+  EXPECT_EQ(settings_.workers.threads, 0u);  // the cores but one, decided by the pool
+  EXPECT_EQ(settings_.workers.timeout, std::chrono::seconds(10));
+  EXPECT_EQ(settings_.workers.queue_max, 10000u);
+  EXPECT_EQ(settings_.workers.detached_max, 256u);
+  Status s = Resolve(R"({"workers": {"threads": 3, "timeout_seconds": 2.5, "queue_max": 50,
+                                     "detached_max": 4}})");
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(settings_.workers.threads, 3u);
+  EXPECT_EQ(settings_.workers.timeout, std::chrono::milliseconds(2500));
+  EXPECT_EQ(settings_.workers.queue_max, 50u);
+  EXPECT_EQ(settings_.workers.detached_max, 4u);
+  EXPECT_EQ(Resolve(R"({"workers": {"threads": 0}})").message(),
+            "configuration key \"workers.threads\" is 0: use 1 to 256 (a whole number)");
+  EXPECT_EQ(Resolve(R"({"workers": {"threads": 1.5}})").message(),
+            "configuration key \"workers.threads\" is 1.5: use 1 to 256 (a whole number)");
+  EXPECT_EQ(Resolve(R"({"workers": {"timeout_seconds": 0}})").message(),
+            "configuration key \"workers.timeout_seconds\" is 0: use 0.001 to 86400");
+  EXPECT_EQ(Resolve(R"({"workers": {"thread": 2}})").message(),
+            "config file \"" + file_ +
+                "\": unknown key \"workers.thread\" (known: workers.detached_max, "
+                "workers.queue_max, workers.threads, workers.timeout_seconds)");
+  const unsigned cores = std::thread::hardware_concurrency();
+  EXPECT_EQ(workers::WorkerThreads(0), cores > 1 ? cores - 1 : 1u);
+  EXPECT_EQ(workers::WorkerThreads(5), 5u);
+}
+
 TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
   auto error = [&](const std::string& json) { return Resolve(json).message(); };
   EXPECT_EQ(error(R"({"server": {"tick_rat": 30}})"),
@@ -141,7 +170,7 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
   EXPECT_EQ(error(R"({"sever": {"x": 1}})"),
             "config file \"" + file_ +
                 "\": unknown section \"sever\" (known: server, "
-                "scheduler, net, profiles, admin, deploy, analytics, plugins)");
+                "scheduler, net, profiles, admin, deploy, analytics, workers, plugins)");
   EXPECT_EQ(error(R"({"profiles": {"datbase": "x.db"}})"),
             "config file \"" + file_ +
                 "\": unknown key \"profiles.datbase\" (known: profiles.database, "

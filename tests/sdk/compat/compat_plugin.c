@@ -164,6 +164,34 @@ static molt_status_t on_pre_tick(void* user_data) {
 }
 #endif
 
+#if MOLT_ABI_VERSION_MINOR >= 6
+/* A worker job: the input reversed. */
+static molt_status_t reverse_job(void* user_data, const void* input, size_t size,
+                                 molt_bytes_fn sink, void* sink_user_data) {
+  char out[64];
+  size_t i;
+  (void)user_data;
+  if (size > sizeof out) {
+    sink(sink_user_data, "too long", 8);
+    return MOLT_ERR_INVALID_ARGUMENT;
+  }
+  for (i = 0; i < size; ++i) {
+    out[i] = ((const char*)input)[size - 1 - i];
+  }
+  sink(sink_user_data, out, size);
+  return MOLT_OK;
+}
+
+static void on_job_done(void* user_data, const molt_job_result* result) {
+  (void)user_data;
+  if (result->status == MOLT_OK && result->count == 1) {
+    note2("job done: ", (const char*)result->results[0].data, result->results[0].size);
+  } else {
+    note2("job failed: ", result->error, strlen(result->error));
+  }
+}
+#endif
+
 #if MOLT_ABI_VERSION_MINOR >= 4
 static molt_profile_t visits_store;
 
@@ -347,6 +375,20 @@ static molt_status_t init(molt_context_t* ctx, const molt_host_api* host, void**
     task.phase = MOLT_PHASE_PRE_TICK;
     task.kind = MOLT_TASK_NEXT_STEP;
     if ((s = api->task_start(ctx, &task, on_pre_tick, NULL, NULL, &handle)) != MOLT_OK) {
+      goto fail;
+    }
+  }
+#endif
+#if MOLT_ABI_VERSION_MINOR >= 6
+  {
+    molt_job_spec job;
+    molt_job_t handle;
+    memset(&job, 0, sizeof job);
+    job.struct_size = sizeof job; /* the size of this release's struct */
+    job.handler = "compat";
+    job.fn = reverse_job;
+    if ((s = api->job_handler(ctx, "compat", on_job_done, NULL, NULL)) != MOLT_OK ||
+        (s = api->job_submit(ctx, &job, "work", 4, &handle)) != MOLT_OK) {
       goto fail;
     }
   }

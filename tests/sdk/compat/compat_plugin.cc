@@ -132,6 +132,21 @@ class Plugin : public molt::Service {
     TAKE(post_tick_, host().Schedule([this] { Note("post_tick ran"); }, MOLT_PRIORITY_NORMAL,
                                      MOLT_PHASE_POST_TICK));
 #endif
+#if MOLT_ABI_VERSION_MINOR >= 6
+    if (molt::Status st = host().OnJobDone("compat",
+                                           [this](const molt::JobResult& r) {
+                                             Note(r.status.ok()
+                                                      ? "job done: " + std::string(r.results[0])
+                                                      : "job failed: " + r.status.message());
+                                           });
+        !st.ok()) {
+      return st;
+    }
+    TAKE(job_,
+         host().Submit(
+             "compat", [](std::string_view in) { return std::string(in.rbegin(), in.rend()); },
+             "work"));
+#endif
     return molt::Status::Ok();
   }
 
@@ -174,6 +189,9 @@ class Plugin : public molt::Service {
 #endif
 #if MOLT_ABI_VERSION_MINOR >= 5
   molt::Task post_tick_;
+#endif
+#if MOLT_ABI_VERSION_MINOR >= 6
+  molt_job_t job_ = 0;
 #endif
 };
 

@@ -24,6 +24,7 @@
 #include "kernel/src/store/profile_api.h"
 #include "kernel/src/store/profile_registry.h"
 #include "kernel/src/store/sqlite_store.h"
+#include "kernel/src/workers/workers_api.h"
 #include "net_fixture.h"
 #include "tests/support/child_process.h"
 
@@ -76,6 +77,7 @@ class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<Pl
     plugins_ = std::make_unique<loader::PluginHost>(*kernel_, copies_ + "/copies");
     abi::AttachNetwork(plugins_->shared(), net_.get());
     abi::AttachProfiles(plugins_->shared(), *profiles_);
+    workers::AttachWorkers(plugins_->shared(), {});
     const std::string dir = kCompat + "/" + GetParam().abi + "/" + GetParam().lang;
     Status s = plugins_->LoadDirectory(dir);
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -171,6 +173,10 @@ TEST_P(CompatPluginTest, LoadsAndRunsThroughTheSlotsOfItsRelease) {
       EXPECT_TRUE(Noted(std::string(c.lang) == "c" ? "pre_tick ran" : "post_tick ran"))
           << testing::PrintToString(notes_);
     }
+    if (c.minor >= 6) {  // workers: a job submitted at init, its result heard on the kernel thread
+      EXPECT_TRUE(RunUntil([&] { return Noted("job done: krow"); }))
+          << testing::PrintToString(notes_);
+    }
     if (c.minor >= 4) {  // a profile store: loaded on join, written, saved when the session ended
       EXPECT_TRUE(Noted("profile visits 1")) << testing::PrintToString(notes_);
       ASSERT_TRUE(RunUntil([&] { return profiles_->Find("compat")->stats().saves == 1; }));
@@ -195,6 +201,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PluginCase{"abi-1.4", 4, "c"}, PluginCase{"abi-1.4", 4, "cpp"},
                       PluginCase{"abi-1.4-r2", 4, "c"}, PluginCase{"abi-1.4-r2", 4, "cpp"},
                       PluginCase{"abi-1.5", 5, "c"}, PluginCase{"abi-1.5", 5, "cpp"},
+                      PluginCase{"abi-1.6", 6, "c"}, PluginCase{"abi-1.6", 6, "cpp"},
                       // revision-1 source (the deprecated Host spellings) on the r2 header
                       PluginCase{"abi-1.4-r2", 4, "cpp_rev1"}),
     CaseName);
@@ -239,9 +246,9 @@ class CompatServerTest : public ::testing::Test {
 };
 
 TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
-  for (const char* release :
-       {"client-1", "client-2", "client-3", "client-4", "client-5", "client-5-r2", "client-6",
-        "client-7", "client-7+ws", "client-7-r2", "client-7-r2+ws"}) {
+  for (const char* release : {"client-1", "client-2", "client-3", "client-4", "client-5",
+                              "client-5-r2", "client-6", "client-7", "client-7+ws", "client-7-r2",
+                              "client-7-r2+ws", "client-7-r3", "client-7-r3+ws"}) {
     const int api = release[7] - '0';
     const bool websocket = std::string_view(release).ends_with("+ws");
     const std::string_view dir =
@@ -279,6 +286,8 @@ TEST(CompatSizesTest, EachMinimumIsTheSizeInTheReleaseThatIntroducedTheStruct) {
   EXPECT_EQ(abi::SizedStruct<molt_replica_spec>::kMinSize, MOLT_COMPAT_SIZEOF_REPLICA_1_2);
   EXPECT_EQ(abi::SizedStruct<molt_profile_spec>::kMinSize, MOLT_COMPAT_SIZEOF_PROFILE_1_4);
   EXPECT_EQ(abi::SizedStruct<molt_task_spec>::kMinSize, MOLT_COMPAT_SIZEOF_TASK_1_5);
+  EXPECT_EQ(abi::SizedStruct<molt_job_spec>::kMinSize, MOLT_COMPAT_SIZEOF_JOB_1_6);
+  EXPECT_EQ(abi::SizedStruct<molt_job_result>::kMinSize, MOLT_COMPAT_SIZEOF_JOB_RESULT_1_6);
   EXPECT_EQ(abi::SizedStruct<molt_client_options>::kMinSize, MOLT_COMPAT_SIZEOF_CLIENT_OPTIONS_1);
 }
 
