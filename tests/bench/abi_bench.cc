@@ -65,6 +65,20 @@ void BM_Abi_PublishFromPluginThroughTheTable(benchmark::State& state) {
 }
 BENCHMARK(BM_Abi_PublishFromPluginThroughTheTable);
 
+// The same while worker jobs are out: every host call first checks that it comes from the kernel
+// thread (a worker's is refused, abi/worker_thread.h), then does the same work.
+void BM_Abi_PublishWhileWorkerJobsRun(benchmark::State& state) {
+  AbiRig rig;
+  rig.host_->shared().BeginWorkerJobs();  // what the workers layer does while a job is out
+  for (auto _ : state) {
+    rig.vtable_->publish_n(rig.self_, kPublishBatch);
+  }
+  rig.host_->shared().EndWorkerJobs();
+  state.SetItemsProcessed(state.iterations() * kPublishBatch);
+  benchmark::DoNotOptimize(rig.sum_);
+}
+BENCHMARK(BM_Abi_PublishWhileWorkerJobsRun);
+
 void BM_Abi_BaselinePublishDirectlyInTheKernel(benchmark::State& state) {
   AbiRig rig;
   const Value args[] = {Value::Int(1)};
