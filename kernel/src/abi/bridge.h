@@ -64,14 +64,10 @@ molt_status_t GuardLive(PluginInstance& p, F&& body) noexcept {
 // A host call while a plugin callback runs off the kernel thread (callback_runner.h): on the
 // runner's thread it holds the call's baton, and one made by an abandoned callback is refused
 // without touching anything (not even the plugin's error text).
-// One made by a worker job is refused the same way (worker_thread.h). A call on the kernel
-// thread, the common case while jobs run, is known by its thread id without reading any
-// thread-local state.
+// One made by a worker job is refused the same way (worker_thread.h). Neither check touches
+// the instance's host: it may be gone.
 template <class F>
 [[gnu::noinline]] molt_status_t GuardOffThread(PluginInstance& p, F&& body) noexcept {
-  if (p.shared().on_kernel_thread()) {
-    return GuardLive(p, std::forward<F>(body));
-  }
   if (OnWorkerThread()) {
     return MOLT_ERR_STATE;  // its text is last_error's on this thread
   }

@@ -121,7 +121,7 @@ PluginInstance::~PluginInstance() {
 
 void PluginInstance::UpdateGate() {
   // A stuck instance's abandoned callback may call at any time; its host may even be gone.
-  const bool off = stuck_ || (enrolled_ && shared_.off_thread());
+  const bool off = stuck_ || jobs_outlived_host_ || (enrolled_ && shared_.off_thread());
   const bool jobs = enrolled_ && shared_.worker_jobs();
   gate_.store(static_cast<std::uint8_t>((live_ ? 0 : kGateNotLive) | (off ? kGateOffThread : 0) |
                                         (jobs ? kGateWorkers : 0)),

@@ -287,7 +287,12 @@ class PluginInstance final : public molt_context,
   // AbiShared's off-thread state changed: the gate follows.
   void UpdateGate();
   // Its AbiShared is going away first.
-  void Unenroll() { enrolled_ = false; }
+  // A job's function may still run on a worker (workers/): its calls keep taking the slow path.
+  void Unenroll() {
+    jobs_outlived_host_ = (gate() & kGateWorkers) != 0;
+    enrolled_ = false;
+    UpdateGate();
+  }
 
   // True between the start of Init() and the end of Stop(): host calls are accepted (a plugin's
   // own stop may still release things while the kernel shuts down).
@@ -415,7 +420,8 @@ class PluginInstance final : public molt_context,
   AbiShared& shared_;
   Bus* bus_;  // the kernel's, cached for the publish hot path
   std::atomic<std::uint8_t> gate_{kGateNotLive};
-  bool enrolled_ = true;  // in shared_'s list of instances
+  bool enrolled_ = true;             // in shared_'s list of instances
+  bool jobs_outlived_host_ = false;  // Unenroll() came while worker jobs were out
   const molt_plugin_info info_;
   std::string name_;
   std::string generation_;
