@@ -168,6 +168,14 @@ TEST_F(WorkersTest, AFailedItemEndsTheForkJoinWithItsIndexOnce) {
   EXPECT_EQ(workers_->stats().pool.failed, 1u);
 }
 
+TEST_F(WorkersTest, TheCSlotsTakeNullInputAndNullItemsOfSizeZero) {
+  Attach();
+  BootWith("v1");
+  Go("raw", "", 30);
+  EXPECT_EQ(Await("Work.Done v1 30"), "Work.Done v1 30 0 0 0 false");
+  EXPECT_EQ(Await("Work.Done v1 31"), "Work.Done v1 31 0 0,1 0 false");
+}
+
 TEST_F(WorkersTest, AJobThatThrowsFailsWithItsText) {
   Attach();
   BootWith("v1");
