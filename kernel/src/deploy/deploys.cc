@@ -5,17 +5,16 @@
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
-#include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/logger.h"
+#include "kernel/src/core/serial_thread.h"
 #include "kernel/src/deploy/registry.h"
 #include "kernel/src/deploy/trusted_keys.h"
 #include "kernel/src/loader/signing.h"
@@ -46,61 +45,6 @@ Answer Error(int status, std::string text) {
   return {status, json::object{{"error", std::move(text)}}};
 }
 
-// The thread deploys run on: tasks in order, some of them at a time.
-class Worker {
- public:
-  Worker() = default;
-  ~Worker() { Stop(); }
-  void Start() {
-    thread_ = std::thread([this] { Run(); });
-  }
-  void Post(std::function<void()> fn) { At(Clock::now(), std::move(fn)); }
-  void At(Clock::time_point when, std::function<void()> fn) {
-    {
-      std::lock_guard lock(mu_);
-      tasks_.emplace(when, std::move(fn));
-    }
-    cv_.notify_one();
-  }
-  void Stop() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_one();
-    if (thread_.joinable()) {
-      thread_.join();
-    }
-  }
-
- private:
-  void Run() {
-    std::unique_lock lock(mu_);
-    while (!stop_) {
-      if (tasks_.empty()) {
-        cv_.wait(lock);
-        continue;
-      }
-      auto first = tasks_.begin();
-      if (first->first > Clock::now()) {
-        cv_.wait_until(lock, first->first);
-        continue;
-      }
-      std::function<void()> fn = std::move(first->second);
-      tasks_.erase(first);
-      lock.unlock();
-      fn();
-      lock.lock();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::multimap<Clock::time_point, std::function<void()>> tasks_;
-  bool stop_ = false;
-  std::thread thread_;
-};
-
 // One caller waiting for a deployment's outcome.
 struct Waiting {
   Reply reply;
@@ -115,7 +59,7 @@ struct Deploys::Impl {
   TrustedKeys keys;
   Clock::time_point keys_read{};
   SwapFn swap;
-  Worker worker;
+  SerialThread worker;  // the deploy thread
   // Held while this object lives: the kernel side's answer to a swap comes back through it, and
   // is dropped when it comes after the Deploys (a swap the close outlived).
   std::shared_ptr<Impl*> alive = std::make_shared<Impl*>(this);

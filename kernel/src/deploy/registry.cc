@@ -12,12 +12,14 @@
 #include "kernel/src/core/clock.h"
 #include "kernel/src/loader/build.h"
 #include "kernel/src/loader/build_archive.h"
+#include "kernel/src/store/sqlite_statement.h"
 
 namespace molt::kernel::deploy {
 namespace {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
+using Statement = store::SqliteStatement;
 
 constexpr int kLayout = 1;
 
@@ -48,40 +50,6 @@ bool IsHexPrefix(std::string_view s) {
 }
 
 }  // namespace
-
-// One prepared statement, finalized with this object. Text is bound transiently (copied).
-class Registry::Statement {
- public:
-  Statement(sqlite3* db, const std::string& sql) {
-    rc_ = sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr);
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  bool ok() const { return rc_ == SQLITE_OK; }
-  Statement& Bind(int i, std::string_view v) {
-    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Statement& Bind(int i, std::int64_t v) {
-    sqlite3_bind_int64(stmt_, i, v);
-    return *this;
-  }
-  Statement& Bind(int i, std::uint64_t v) { return Bind(i, static_cast<std::int64_t>(v)); }
-  // SQLITE_ROW, SQLITE_DONE or an error.
-  int Step() { return ok() ? sqlite3_step(stmt_) : rc_; }
-  std::string Text(int col) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
-    return p == nullptr
-               ? std::string()
-               : std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
-  }
-  std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_ = SQLITE_OK;
-};
 
 namespace {
 
@@ -219,19 +187,8 @@ Result<std::unique_ptr<Registry>> Registry::Open(const std::string& dir) {
     }
   }
   const std::string path = (fs::path(dir) / "registry.db").string();
-  sqlite3* db = nullptr;
-  if (int rc =
-          sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-      rc != SQLITE_OK) {
-    std::string why = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-    sqlite3_close(db);
-    return Status::IoError("registry \"" + path + "\" cannot be opened: " + why +
-                           " (check the data directory's permissions and free space)");
-  }
+  MOLT_ASSIGN_OR_RETURN(sqlite3 * db, store::OpenSqliteFile(path, "registry"));
   std::unique_ptr<Registry> r(new Registry(dir, db));
-  sqlite3_busy_timeout(db, 5000);
-  MOLT_RETURN_IF_ERROR(r->Exec("PRAGMA journal_mode=WAL"));
-  MOLT_RETURN_IF_ERROR(r->Exec("PRAGMA synchronous=FULL"));
   MOLT_RETURN_IF_ERROR(r->Exec(kSchema));
   const std::uint64_t layout = r->Meta("layout");
   if (layout > kLayout) {
@@ -256,13 +213,7 @@ Registry::Registry(std::string dir, sqlite3* db)
 Registry::~Registry() { sqlite3_close(db_); }
 
 Status Registry::Exec(const char* sql) const {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string why = err != nullptr ? err : sqlite3_errmsg(db_);
-    sqlite3_free(err);
-    return Status::IoError("registry \"" + dir_ + "/registry.db\": " + why);
-  }
-  return Status::Ok();
+  return store::ExecSql(db_, sql, "registry", dir_ + "/registry.db");
 }
 
 Status Registry::Failed(const char* what) const {

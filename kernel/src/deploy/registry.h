@@ -138,7 +138,6 @@ class Registry {
   std::optional<Deployment> FindDeployment(std::uint64_t seq) const;
 
  private:
-  class Statement;
   Registry(std::string dir, sqlite3* db);
   Status Exec(const char* sql) const;
   Status Failed(const char* what) const;
