@@ -68,6 +68,8 @@ int DoctorCommand(int argc, char** argv);
 int PinCommand(int argc, char** argv);
 int UnpinCommand(int argc, char** argv);
 int KeysResignCommand(int argc, char** argv);  // molt keys resign: it needs a server
+// The live values verb (config_verbs.cc).
+int ConfigCommand(int argc, char** argv);
 
 }  // namespace molt::cli
 

@@ -22,28 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace loader = kernel::loader;
 
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::string(v) : std::string();
-}
-
-std::string Text(const json::value& v, std::string_view key) {
-  const json::value* f = v.is_object() ? v.as_object().if_contains(key) : nullptr;
-  return f != nullptr && f->is_string() ? std::string(f->as_string()) : std::string();
-}
-
-std::uint64_t Whole(const json::value& v, std::string_view key) {
-  const json::value* f = v.is_object() ? v.as_object().if_contains(key) : nullptr;
-  return f != nullptr && f->is_number() ? f->to_number<std::uint64_t>() : 0;
-}
-
-std::string Age(std::int64_t at_ms) {
-  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
-  return at_ms <= 0 ? "-" : Duration(static_cast<double>(now - at_ms) / 1000) + " ago";
-}
-
 std::string Megabytes(std::uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MB", static_cast<double>(bytes) / 1e6);

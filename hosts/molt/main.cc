@@ -364,6 +364,8 @@ constexpr Verb kVerbs[] = {
     {"keys", "signing keys: keys init [--fallback] [--dir DIR], keys rotate, keys resign",
      KeysCommand},
     {"doctor", "check the server, the token, the keys and moltd for deploys", DoctorCommand},
+    {"config", "live values: config get [KEY], set KEY JSON, unset KEY, history [KEY]",
+     ConfigCommand},
 };
 
 int Help() {
@@ -383,7 +385,8 @@ int Help() {
          "directory, whose admin.token it is; ./data/admin.token when none is given).\n\n"
          "Exit codes: 0 done; 1 the operation failed (a swap, a build); 2 bad flags or\n"
          "arguments; 3 no server at --server, or the token was refused.\n"
-         "docs/operations.md and docs/deploys.md describe what each verb does.\n";
+         "docs/operations.md, docs/deploys.md and docs/live-values.md describe what each verb\n"
+         "does.\n";
   return kExitOk;
 }
 

@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -51,6 +52,31 @@ inline std::string Duration(double seconds) {
 
 inline double Number(const json::value& v) {
   return v.is_double() ? v.as_double() : v.is_int64() ? static_cast<double>(v.as_int64()) : 0;
+}
+
+// An environment variable, "" when unset.
+inline std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::string(v) : std::string();
+}
+
+// A field of a JSON object: its text, or its number; "" / 0 when absent or of another type.
+inline std::string Text(const json::value& v, std::string_view key) {
+  const json::value* f = v.is_object() ? v.as_object().if_contains(key) : nullptr;
+  return f != nullptr && f->is_string() ? std::string(f->as_string()) : std::string();
+}
+
+inline std::uint64_t Whole(const json::value& v, std::string_view key) {
+  const json::value* f = v.is_object() ? v.as_object().if_contains(key) : nullptr;
+  return f != nullptr && f->is_number() ? f->to_number<std::uint64_t>() : 0;
+}
+
+// "5m3s ago" for a time in ms since the epoch; "-" for none.
+inline std::string Age(std::int64_t at_ms) {
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  return at_ms <= 0 ? "-" : Duration(static_cast<double>(now - at_ms) / 1000) + " ago";
 }
 
 // A verb that talks to moltd: its parsed options, a client, and the call made.

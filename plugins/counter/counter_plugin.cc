@@ -6,7 +6,8 @@
 // replica survive a hot swap: state version 2 is "<total> <replica handle>", and the next
 // instance claims the replica (same id, no remove for clients); it still reads version 1
 // ("<total>") from builds before ABI 1.3. Every addition is also published as
-// Score.Add(user, amount): the scores plugin counts it.
+// Score.Add(user, amount): the scores plugin counts it. Each addition counts `counter.multiplier`
+// times, a live value an operator sets while the game runs (molt config set).
 #include <flatbuffers/flatbuffers.h>
 
 #include <charconv>
@@ -34,6 +35,12 @@ class Counter : public molt::Service {
   enum Field : std::uint32_t { kValue = 0, kLast = 1 };
 
   molt::Status Init() override {
+    // A live value (ABI 1.7; docs/live-values.md): each addition counts `multiplier` times, so
+    // an operator runs a double-points event with `molt config set counter.multiplier 2`.
+    if (molt::Status s = host().DeclareLive("multiplier", "1", CheckMultiplier);
+        !s.ok() && s.code() != MOLT_ERR_UNSUPPORTED) {
+      return s;  // a host without live values (before 1.7, a client) counts each addition once
+    }
     molt::ChannelOptions add;
     add.schema = "molt.counter.Add";
     add.rules = {molt::RangeRule(0, "amount", MOLT_FIELD_INT32, -10, 10)};
@@ -116,7 +123,16 @@ class Counter : public molt::Service {
   }
 
  private:
-  molt::Status Change(molt::SessionId session, std::int32_t amount) {
+  static molt::Status CheckMultiplier(std::string_view value) {
+    std::int64_t m = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), m);
+    return ec == std::errc() && end == value.data() + value.size() && m >= 1 && m <= 100
+               ? molt::Status::Ok()
+               : molt::Status(MOLT_ERR_REJECTED, "the multiplier is a whole number from 1 to 100");
+  }
+
+  molt::Status Change(molt::SessionId session, std::int32_t added) {
+    const auto amount = static_cast<std::int32_t>(added * host().LiveNumber("multiplier", 1));
     value_ += amount;
     const molt::Result<molt_session_info> who = host().GetSession(session);
     if (who.ok()) {

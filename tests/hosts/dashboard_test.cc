@@ -155,6 +155,19 @@ TEST_F(DashboardTest, ShowsLiveSessionsAndTrafficAndKicksASessionFromThePage) {
   EXPECT_EQ(browser.Evaluate("document.getElementById('live').textContent").as_string(), "live");
   EXPECT_EQ(browser.Evaluate("document.getElementById('version').textContent").as_string(),
             MOLT_VERSION);
+  // The toolkit's figures and the live values the bundled plugins declare, with an override.
+  EXPECT_NE(browser.Evaluate("document.getElementById('toolkit-figures').innerText")
+                .as_string()
+                .find("worker threads"),
+            std::string::npos);
+  const molt::test::HttpResult set =
+      HttpCall(admin_, "POST", "/api/v1/config", token_,
+               R"({"key":"counter.multiplier","value":3,"by":"dash"})");
+  EXPECT_EQ(set.status, 200) << set.body;
+  EXPECT_TRUE(browser.WaitUntil(
+      "document.getElementById('live-rows').innerText.includes('counter.multiplier\t3\t1\tby "
+      "dash')"))
+      << browser.Evaluate("document.getElementById('live-rows').innerText");
 
   // The session count, and the counter.Add channel's accepted intents rising.
   EXPECT_TRUE(browser.WaitUntil("document.getElementById('sessions-count').textContent === '3'"))

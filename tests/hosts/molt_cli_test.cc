@@ -121,7 +121,7 @@ TEST_F(MoltCliTest, ABuildFileIsATarOfTheManifestAndTheLibrariesTheSameEveryTime
             static_cast<std::size_t>(molt::test::kBundledPlugins));
   const json::value& first = m.at("plugins").as_array()[0];
   EXPECT_EQ(first.at("kind").as_string(), "service");
-  EXPECT_EQ(first.at("abi").as_string(), "1.6");
+  EXPECT_EQ(first.at("abi").as_string(), "1.7");
   EXPECT_EQ(first.at("sha256").as_string().size(), 64u);
   // tar reads it: the manifest first, then the libraries.
   ASSERT_EQ(std::system(("tar tf " + a + " > " + dir_ + "/list").c_str()), 0);
@@ -226,6 +226,70 @@ TEST_F(MoltCliTest, TheServerVerbsDriveARealMoltd) {
   EXPECT_EQ(moltd_->Wait(), 0) << moltd_->output();
   EXPECT_EQ(Molt({"status", "--server", server_, "--data", data}, &out), 3);
   EXPECT_NE(out.find("cannot reach moltd at " + server_), std::string::npos) << out;
+}
+
+TEST_F(MoltCliTest, ConfigSetsALiveValueTheServerChecksStoresAndKeepsAcrossARestart) {
+  StartMoltd(kPlugins);
+  const std::string data = dir_ + "/data";
+  const std::vector<std::string> at = {"--server", server_, "--data", data};
+  auto molt = [&](std::vector<std::string> args, std::string* out) {
+    args.insert(args.end(), at.begin(), at.end());
+    return Molt(std::move(args), out);
+  };
+  std::string out;
+  ASSERT_EQ(molt({"config", "get"}, &out), 0) << out;
+  EXPECT_NE(out.find("counter.multiplier  1      1"), std::string::npos) << out;
+  // Mistakes exit 2 before any call; refusals exit 1 with the server's reason.
+  EXPECT_EQ(Molt({"config", "set", "counter.multiplier"}, &out), 2);
+  EXPECT_NE(out.find("molt config set KEY JSON"), std::string::npos) << out;
+  EXPECT_EQ(Molt({"config", "set", "counter.multiplier", "festival"}, &out), 2);
+  EXPECT_NE(out.find("a string needs its quotes"), std::string::npos) << out;
+  EXPECT_EQ(Molt({"config", "spin"}, &out), 2);
+  EXPECT_NE(out.find("unknown action \"spin\": get, set, unset or history"), std::string::npos)
+      << out;
+  EXPECT_EQ(molt({"config", "set", "counter.multiplier", "\"two\""}, &out), 1);
+  EXPECT_NE(out.find("moltd answered 400: live value counter.multiplier: \"two\" is a string, "
+                     "but the default 1 is a whole number"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(molt({"config", "set", "counter.multiplier", "500"}, &out), 1);
+  EXPECT_NE(out.find("moltd answered 422: live value counter.multiplier: the plugin refused 500: "
+                     "the multiplier is a whole number from 1 to 100"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(molt({"config", "set", "nobody.knows", "1"}, &out), 1);
+  EXPECT_NE(out.find("moltd answered 404: no running plugin declares the live value"),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(molt({"config", "set", "counter.multiplier", "2", "--by", "ada"}, &out), 0) << out;
+  EXPECT_EQ(out, "counter.multiplier set: serving 2\n");
+  ASSERT_EQ(molt({"config", "set", "counter.multiplier", "2", "--by", "ada"}, &out), 0) << out;
+  EXPECT_EQ(out, "counter.multiplier set: serving 2 (unchanged: it served that already)\n");
+  // A restart reads it at boot.
+  moltd_->Signal(SIGTERM);
+  ASSERT_EQ(moltd_->Wait(), 0) << moltd_->output();
+  StartMoltd(kPlugins);
+  const std::vector<std::string> again = {"--server", server_, "--data", data};
+  ASSERT_EQ(Molt({"config", "get", "counter.multiplier", "--json", again[0], again[1], again[2],
+                  again[3]},
+                 &out),
+            0)
+      << out;
+  const json::value v = json::parse(out);
+  EXPECT_EQ(v.at("value").as_int64(), 2);
+  EXPECT_EQ(v.at("default").as_int64(), 1);
+  EXPECT_EQ(v.at("override").at("by").as_string(), "ada");
+  ASSERT_EQ(Molt({"config", "unset", "counter.multiplier", "--by", "bo", again[0], again[1],
+                  again[2], again[3]},
+                 &out),
+            0)
+      << out;
+  EXPECT_EQ(out, "counter.multiplier unset: serving 1\n");
+  ASSERT_EQ(Molt({"config", "history", again[0], again[1], again[2], again[3]}, &out), 0) << out;
+  EXPECT_NE(out.find("counter.multiplier  unset   -      bo"), std::string::npos) << out;
+  EXPECT_NE(out.find("counter.multiplier  set     2      ada"), std::string::npos) << out;
+  EXPECT_TRUE(moltd_->WaitFor("live value counter.multiplier unset by bo; now 1"))
+      << moltd_->output();
 }
 
 TEST_F(MoltCliTest, ReloadExitsOneWhenTheSwapFails) {

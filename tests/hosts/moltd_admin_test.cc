@@ -141,6 +141,10 @@ TEST_F(MoltdAdminTest, HealthReadinessAndMetricsAnswerWithoutCredentialsAndPassP
   EXPECT_NE(text.find("\nmolt_workers_threads "), std::string::npos) << text;
   EXPECT_NE(text.find("\nmolt_workers_jobs_total{outcome=\"timed_out\"} 0\n"), std::string::npos)
       << text;
+  // The bundled counter declares counter.multiplier; nobody overrode it.
+  EXPECT_NE(text.find("\nmolt_live_values{kind=\"declared\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nmolt_live_changes_total{outcome=\"stored\"} 0\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("\nmolt_profile_store_queue_depth "), std::string::npos);
   EXPECT_NE(text.find("\nmolt_profile_store_latency_seconds_bucket{op=\"load\",le=\"+Inf\"} "),
             std::string::npos)

@@ -174,7 +174,7 @@ TEST_F(MoltdTest, HelpExplainsItselfAndBadFlagsExitTwo) {
   }
   Process version({kMoltd, "--admin", "127.0.0.1:0", "--version"});
   EXPECT_EQ(version.Wait(), 0);
-  EXPECT_EQ(version.output(), "moltd " MOLT_VERSION " (plugin ABI 1.6)\n");
+  EXPECT_EQ(version.output(), "moltd " MOLT_VERSION " (plugin ABI 1.7)\n");
   Process bad({kMoltd, "--admin", "127.0.0.1:0", "--frobnicate"});
   EXPECT_EQ(bad.Wait(), 2);
   EXPECT_NE(bad.output().find("Try 'moltd --help'."), std::string::npos) << bad.output();

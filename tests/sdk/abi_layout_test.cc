@@ -126,7 +126,10 @@ MOLT_FROZEN(molt_host_api, job_handler, 616);
 MOLT_FROZEN(molt_host_api, job_submit, 624);
 MOLT_FROZEN(molt_host_api, job_fork_join, 632);
 MOLT_FROZEN(molt_host_api, job_cancel, 640);
-static_assert(sizeof(molt_host_api) == 648);
+// ABI 1.7: live values.
+MOLT_FROZEN(molt_host_api, live_declare, 648);
+MOLT_FROZEN(molt_host_api, live_get, 656);
+static_assert(sizeof(molt_host_api) == 664);
 
 // ABI 1.6: workers.
 MOLT_FROZEN(molt_bytes_view, data, 0);

@@ -549,6 +549,7 @@ constexpr char kNoProfiles[] =
     "this host keeps no profiles (moltd does: profile stores are server-side)";
 constexpr char kNoAnalytics[] = "this host keeps no analytics (moltd does)";
 constexpr char kNoWorkers[] = "this host runs no worker jobs (moltd does)";
+constexpr char kNoLive[] = "this host keeps no live values (moltd does)";
 constexpr char kNotClient[] =
     "this host is not a client (intents, requests and replica reads are for controllers)";
 
@@ -602,6 +603,8 @@ molt_host_api MakeTable() {
   SetRefusal<kNoWorkers>(api.job_submit);
   SetRefusal<kNoWorkers>(api.job_fork_join);
   SetRefusal<kNoWorkers>(api.job_cancel);
+  SetRefusal<kNoLive>(api.live_declare);
+  SetRefusal<kNoLive>(api.live_get);
   SetRefusal<kNoNetwork>(api.channel_declare);
   SetRefusal<kNoNetwork>(api.channel_remove);
   SetRefusal<kNoNetwork>(api.event_send);

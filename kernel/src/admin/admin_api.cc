@@ -222,6 +222,9 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
     return;
   }
   const std::string_view rest = std::string_view(path).substr(kApi.size());
+  if (HandleLive(rest, req, reply)) {
+    return;
+  }
   if (rest == "status" || rest == "diagnostics" || rest == "errors" || rest == "plugins" ||
       rest == "channels" || rest == "hooks" || rest == "logs" || rest == "sessions" ||
       rest == "profiles" || rest == "tasks" || rest == "wire" || rest == "series") {

@@ -49,6 +49,9 @@ class Deploys;
 namespace analytics {
 class Analytics;
 }
+namespace live {
+class LiveValues;
+}
 }  // namespace molt::kernel
 
 namespace molt::kernel::admin {
@@ -74,6 +77,8 @@ struct AdminSources {
   deploy::Deploys* deploys = nullptr;
   // The analytics queue (/metrics' molt_analytics_*); null: none.
   const analytics::Analytics* analytics = nullptr;
+  // The live values (/api/v1/config, live_routes.cc); null: none.
+  live::LiveValues* live = nullptr;
 };
 
 class AdminApi {
@@ -105,6 +110,9 @@ class AdminApi {
   // The deploy calls (builds, resolve, branches, deploy, promote, rollback, deployments): true
   // when `rest` (the path after /api/v1/) is one of them, answered from the deploy thread.
   bool HandleDeploys(std::string_view rest, HttpRequest& request, HttpReply& reply);
+  // The live values' calls (config, config/history): true when `rest` is one of them (the
+  // kernel thread; a set is answered once stored).
+  bool HandleLive(std::string_view rest, const HttpRequest& request, HttpReply& reply);
   // On the kernel thread; `process` was read on the HTTP thread for /metrics and status.
   void Route(const HttpRequest& request, const ProcessFigures& process, HttpReply& reply);
   void Ready(HttpReply reply);

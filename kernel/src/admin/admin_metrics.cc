@@ -10,6 +10,7 @@
 #include "kernel/src/admin/metrics.h"
 #include "kernel/src/analytics/analytics.h"
 #include "kernel/src/core/kernel.h"
+#include "kernel/src/live/live_values.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/network.h"
 #include "kernel/src/store/profile_store.h"
@@ -116,6 +117,18 @@ void WorkersMetrics(MetricsWriter& w, const workers::WorkersStats& s) {
   w.Add(Num(s.dropped), {{"outcome", "dropped"}});
   w.Family("molt_workers_replaced_total", kCounter, "Workers replaced after a job timed out.");
   w.Add(Num(p.replaced));
+}
+
+void LiveMetrics(MetricsWriter& w, const live::LiveStats& s) {
+  w.Family("molt_live_values", kGauge,
+           "Live values: declared by a running plugin, and overridden by an operator.");
+  w.Add(Num(s.declared), {{"kind", "declared"}});
+  w.Add(Num(s.overrides), {{"kind", "overridden"}});
+  w.Family("molt_live_changes_total", kCounter,
+           "Live value sets and unsets: stored, refused (type, check, store), expired.");
+  w.Add(Num(s.sets), {{"outcome", "stored"}});
+  w.Add(Num(s.refused), {{"outcome", "refused"}});
+  w.Add(Num(s.expired), {{"outcome", "expired"}});
 }
 
 void NetMetrics(MetricsWriter& w, const net::NetSnapshot& net) {
@@ -297,6 +310,9 @@ std::string AdminApi::Metrics() const {
   StoreMetrics(w, sources_.store.stats());
   if (sources_.analytics != nullptr) {
     AnalyticsMetrics(w, sources_.analytics->stats());
+  }
+  if (sources_.live != nullptr) {
+    LiveMetrics(w, sources_.live->stats());
   }
   if (const workers::Workers* jobs = sources_.plugins.shared().Layer<workers::Workers>();
       jobs != nullptr) {

@@ -139,4 +139,9 @@ boost::json::object WorkersJson(const workers::WorkersStats& s) {
           {"inherited", s.inherited}, {"dropped", s.dropped}};
 }
 
+boost::json::object LiveJson(const live::LiveStats& s) {
+  return {{"open", s.open}, {"declared", s.declared}, {"overrides", s.overrides},
+          {"sets", s.sets}, {"refused", s.refused},   {"expired", s.expired}};
+}
+
 }  // namespace molt::kernel::admin

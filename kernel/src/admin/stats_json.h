@@ -15,6 +15,7 @@
 #include <boost/json/object.hpp>
 
 #include "kernel/src/analytics/analytics.h"
+#include "kernel/src/live/live_values.h"
 #include "kernel/src/net/network.h"
 #include "kernel/src/store/profile_store.h"
 #include "kernel/src/workers/workers_api.h"
@@ -37,6 +38,9 @@ boost::json::object AnalyticsJson(const analytics::AnalyticsStats& stats);
 
 // The "workers" section: the pool's threads, queue and job outcomes, and the results handed over.
 boost::json::object WorkersJson(const workers::WorkersStats& stats);
+
+// The "live" section: live values declared and overridden, sets stored, refused and expired.
+boost::json::object LiveJson(const live::LiveStats& stats);
 
 }  // namespace molt::kernel::admin
 

@@ -29,6 +29,8 @@
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/deploy/deploys.h"
+#include "kernel/src/live/live_api.h"
+#include "kernel/src/live/live_values.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/audit.h"
 #include "kernel/src/net/net_api.h"
@@ -290,6 +292,23 @@ Status Server::Assemble() {
   kernel.AddStatsSection("analytics", [this](boost::json::object& section) {
     section = admin::AnalyticsJson(analytics_->stats());
   });
+  // Live values: overrides read at boot (so a server that starts mid-event serves them), stored
+  // by a thread of their own, Config.Changed on the Bus for each real change.
+  live::LiveOptions live_options;
+  live_options.path = options_.check ? copy_dir_ + "-check-live.db"
+                                     : (fs::path(settings_.data_dir) / "live.db").string();
+  live_ = std::make_unique<live::LiveValues>(
+      std::move(live_options),
+      [&kernel](std::function<void()> fn) { kernel.loop().Post(std::move(fn)); },
+      [&kernel](const std::string& key, const std::string& value) {
+        const Value args[] = {Value::String(key), Value::String(value)};
+        kernel.bus().Publish("Config.Changed", args);
+      },
+      [] { return WallMs(); });
+  (void)live_->Open();  // an error is logged: the defaults are served, sets refused with it
+  live::AttachLive(plugins_->shared(), *live_);
+  kernel.AddStatsSection(
+      "live", [this](boost::json::object& section) { section = admin::LiveJson(live_->stats()); });
   // Worker jobs: a pool of the layer's own (AbiShared's, like every layer).
   workers::Workers& workers = workers::AttachWorkers(plugins_->shared(), settings_.workers);
   kernel.AddStatsSection("workers", [&workers](boost::json::object& section) {
@@ -337,13 +356,13 @@ Status Server::Assemble() {
       [this](std::string_view reason) { return admin_api_->BundleJson(reason); });
   // The admin endpoint: its own thread; its answers are built on this one.
   admin_api_ = std::make_unique<admin::AdminApi>(
-      admin::AdminSources{kernel, *network_, *plugins_, *profile_db_, *log_ring_, *diagnostics_,
-                          *error_watch_,
-                          [this](std::function<void(const loader::SwapReport&)> done) {
-                            Reload("admin API", std::move(done));
-                          },
-                          [this](std::string_view reason) { return bundles_->Write(reason); },
-                          [this] { return close_requested_.load(); }, nullptr, analytics_.get()},
+      admin::AdminSources{
+          kernel, *network_, *plugins_, *profile_db_, *log_ring_, *diagnostics_, *error_watch_,
+          [this](std::function<void(const loader::SwapReport&)> done) {
+            Reload("admin API", std::move(done));
+          },
+          [this](std::string_view reason) { return bundles_->Write(reason); },
+          [this] { return close_requested_.load(); }, nullptr, analytics_.get(), live_.get()},
       admin_token_);
   return Status::Ok();
 }
@@ -806,7 +825,8 @@ void Server::Release() {
   std::error_code ec;
   fs::remove_all(copy_dir_, ec);
   if (options_.check) {
-    for (const char* suffix : {"-check.db", "-check.db-wal", "-check.db-shm"}) {
+    for (const char* suffix : {"-check.db", "-check.db-wal", "-check.db-shm", "-check-live.db",
+                               "-check-live.db-wal", "-check-live.db-shm"}) {
       fs::remove(copy_dir_ + suffix, ec);
     }
     fs::remove_all(copy_dir_ + "-check-analytics", ec);

@@ -43,6 +43,9 @@ class SignalWatcher;
 namespace analytics {
 class Analytics;
 }  // namespace analytics
+namespace live {
+class LiveValues;
+}  // namespace live
 namespace admin {
 class AdminApi;
 class DebugBundles;
@@ -159,6 +162,7 @@ class Server {
   std::unique_ptr<net::Network> network_;
   std::unique_ptr<store::ProfileRegistry> profiles_;
   std::unique_ptr<analytics::Analytics> analytics_;  // destroyed before the kernel: it drains
+  std::unique_ptr<live::LiveValues> live_;           // outlives the plugins that declare
   std::unique_ptr<loader::PluginHost> plugins_;
   // Set on the kernel thread once the registry opened (RegistryOpener); null for --check.
   std::unique_ptr<deploy::Deploys> deploys_;

@@ -82,7 +82,7 @@ extern "C" {
 /** @brief The ABI major version: a plugin built against another major never loads. */
 #define MOLT_ABI_VERSION_MAJOR 1
 /** @brief The ABI minor version: grows with every append to this header. */
-#define MOLT_ABI_VERSION_MINOR 6
+#define MOLT_ABI_VERSION_MINOR 7
 /** @brief Packs a version as (major << 16) | minor. */
 #define MOLT_ABI_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)))
 #define MOLT_ABI_VERSION_CURRENT MOLT_ABI_VERSION(MOLT_ABI_VERSION_MAJOR, MOLT_ABI_VERSION_MINOR)
@@ -539,6 +539,16 @@ typedef struct molt_job_spec {
                                workers), rounded up */
 } molt_job_spec;
 
+/* --- Live values: values an operator tunes while the game runs (ABI 1.7; docs/live-values.md) ---
+ */
+
+/** @brief A plugin's check of an operator's value for its live value `key` ("<plugin>.<name>"),
+ *  `value_json` (already of the default's type), on the kernel thread before the value is stored:
+ *  MOLT_OK takes it; any other status refuses it, and set_error's text is the reason the operator
+ *  reads. A check that fails to answer (a throw) refuses too (ABI 1.7). */
+typedef molt_status_t (*molt_live_check_fn)(void* user_data, const char* key,
+                                            const char* value_json, size_t size);
+
 /* --- The host API ----------------------------------------------------------------------------- */
 
 /** @brief The functions a plugin calls, handed to init() and valid until the instance is unloaded.
@@ -920,6 +930,24 @@ typedef struct molt_host_api {
   /** @brief Cancels a job of this instance: no chunk of it starts any more, and its handler never
    *  hears of it. MOLT_ERR_STALE when it already ended. */
   molt_status_t (*job_cancel)(molt_context_t* ctx, molt_job_t job);
+
+  /* --- ABI 1.7: live values (docs/live-values.md; MOLT_ERR_UNSUPPORTED where the host keeps
+   * none) --- */
+  /** @brief Declares the live value "<plugin>.<name>" (`name`: 1..64 of [A-Za-z0-9_-]) with its
+   *  default `default_json` (JSON: a number, true/false, a string, an array or an object, at most
+   *  64 KiB): the source-controlled truth, whose type every override must have. An operator
+   *  overrides it while the game runs (molt config set); `check` (may be NULL) is asked first.
+   *  `release` gets `user_data` when the instance stops. The Bus topic "Config.Changed" (key,
+   *  value as JSON) tells of every real change of a value served. MOLT_ERR_ALREADY_EXISTS when
+   *  this instance declared `name` already; MOLT_ERR_INVALID_ARGUMENT names a bad name or
+   *  default. */
+  molt_status_t (*live_declare)(molt_context_t* ctx, const char* name, const char* default_json,
+                                size_t default_size, molt_live_check_fn check, void* user_data,
+                                molt_cleanup_fn release);
+  /** @brief Hands `sink` the value served for this instance's `name`, as JSON: the operator's
+   *  override, else the default. MOLT_ERR_NOT_FOUND when this instance did not declare it. */
+  molt_status_t (*live_get)(molt_context_t* ctx, const char* name, molt_bytes_fn sink,
+                            void* sink_user_data);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it

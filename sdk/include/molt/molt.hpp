@@ -102,6 +102,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <initializer_list>
@@ -952,6 +953,53 @@ class Host {
     return Check(api_->job_cancel(ctx_, job));
   }
 
+  // --- Live values (ABI 1.7; docs/live-values.md) ---
+  // Values an operator tunes while the game runs ("<plugin>.<name>"; molt config set). The
+  // default (JSON) is the truth in source control and fixes the type every override must have.
+  // `check(std::string_view value_json)` (optional) returns molt::Status or bool: an error (or
+  // false, or a throw) refuses the operator's value, its message the reason. Config.Changed on
+  // the Bus (key, value JSON) tells of each real change. Unsupported before ABI 1.7.
+
+  // live_declare.
+  Status DeclareLive(std::string_view name, std::string_view default_json) const {
+    return DeclareLive(name, default_json, nullptr);
+  }
+  template <class F>
+  Status DeclareLive(std::string_view name, std::string_view default_json, F&& check) const;
+  // live_get: the value served, as JSON: the override, else the default.
+  Result<std::string> Live(std::string_view name) const {
+    if (!MOLT_API_HAS(api_, live_get)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no live values (ABI 1.7)");
+    }
+    std::string out;
+    const std::string n(name);
+    if (Status s = Check(api_->live_get(
+            ctx_, n.c_str(),
+            [](void* ud, const void* data, std::size_t size) {
+              static_cast<std::string*>(ud)->append(static_cast<const char*>(data), size);
+            },
+            &out));
+        !s.ok()) {
+      return s;
+    }
+    return out;
+  }
+  // Live() as a number, or `fallback` when it is none (or not declared).
+  double LiveNumber(std::string_view name, double fallback) const {
+    Result<std::string> v = Live(name);
+    if (!v.ok() || v->empty()) {
+      return fallback;
+    }
+    char* end = nullptr;
+    const double d = std::strtod(v->c_str(), &end);
+    return end == v->c_str() + v->size() ? d : fallback;
+  }
+  // Live() as true/false, or `fallback` when it is neither (or not declared).
+  bool LiveBool(std::string_view name, bool fallback) const {
+    Result<std::string> v = Live(name);
+    return v.ok() && (*v == "true" || *v == "false") ? *v == "true" : fallback;
+  }
+
   // --- Processes ---
 
   // A Created process running `body` (returning void, std::string (its result) or
@@ -1739,6 +1787,32 @@ Status Host::OnJobDone(std::string_view name, F&& fn) const {
     delete box;  // refused: the host never took it
   }
   return Check(code);
+}
+
+template <class F>
+Status Host::DeclareLive(std::string_view name, std::string_view default_json, F&& check) const {
+  if (!MOLT_API_HAS(api_, live_declare)) {
+    return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no live values (ABI 1.7)");
+  }
+  const std::string n(name);
+  if constexpr (std::is_null_pointer_v<std::decay_t<F>>) {
+    return Check(api_->live_declare(ctx_, n.c_str(), default_json.data(), default_json.size(),
+                                    nullptr, nullptr, nullptr));
+  } else {
+    auto* box = detail::MakeBox(*this, std::forward<F>(check));
+    using B = std::remove_pointer_t<decltype(box)>;
+    molt_live_check_fn fn = [](void* ud, const char*, const char* value,
+                               std::size_t size) noexcept {
+      auto* b = static_cast<B*>(ud);
+      return detail::CallGuarded(b->host, [&] { return b->fn(std::string_view(value, size)); });
+    };
+    const molt_status_t code = api_->live_declare(
+        ctx_, n.c_str(), default_json.data(), default_json.size(), fn, box, &detail::DeleteBox<B>);
+    if (code != MOLT_OK) {
+      delete box;  // refused: the host never took it
+    }
+    return Check(code);
+  }
 }
 
 template <class W, class Call>

@@ -164,6 +164,14 @@ static molt_status_t on_pre_tick(void* user_data) {
 }
 #endif
 
+#if MOLT_ABI_VERSION_MINOR >= 7
+/* A live value read back: "live level <value>". */
+static void on_live_value(void* user_data, const void* data, size_t size) {
+  (void)user_data;
+  note2("live level ", (const char*)data, size);
+}
+#endif
+
 #if MOLT_ABI_VERSION_MINOR >= 6
 /* A worker job: the input reversed. */
 static molt_status_t reverse_job(void* user_data, const void* input, size_t size,
@@ -391,6 +399,12 @@ static molt_status_t init(molt_context_t* ctx, const molt_host_api* host, void**
         (s = api->job_submit(ctx, &job, "work", 4, &handle)) != MOLT_OK) {
       goto fail;
     }
+  }
+#endif
+#if MOLT_ABI_VERSION_MINOR >= 7
+  if ((s = api->live_declare(ctx, "level", "3", 1, NULL, NULL, NULL)) != MOLT_OK ||
+      (s = api->live_get(ctx, "level", on_live_value, NULL)) != MOLT_OK) {
+    goto fail;
   }
 #endif
   return MOLT_OK;

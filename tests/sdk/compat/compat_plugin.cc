@@ -147,6 +147,15 @@ class Plugin : public molt::Service {
              "compat", [](std::string_view in) { return std::string(in.rbegin(), in.rend()); },
              "work"));
 #endif
+#if MOLT_ABI_VERSION_MINOR >= 7
+    if (molt::Status st =
+            host().DeclareLive("level", "3", [](std::string_view v) { return v != "0"; });
+        !st.ok()) {
+      return st;
+    }
+    molt::Result<std::string> level = host().Live("level");
+    Note(level.ok() ? "live level " + *level : "live failed: " + level.status().message());
+#endif
     return molt::Status::Ok();
   }
 

@@ -19,6 +19,8 @@
 
 #include "kernel/src/abi/struct_size.h"
 #include "kernel/src/client/connection.h"
+#include "kernel/src/live/live_api.h"
+#include "kernel/src/live/live_values.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/net_api.h"
 #include "kernel/src/store/profile_api.h"
@@ -78,6 +80,12 @@ class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<Pl
     abi::AttachNetwork(plugins_->shared(), net_.get());
     abi::AttachProfiles(plugins_->shared(), *profiles_);
     workers::AttachWorkers(plugins_->shared(), {});
+    live_ = std::make_unique<live::LiveValues>(
+        live::LiveOptions{copies_ + "/live.db"},
+        [this](std::function<void()> fn) { kernel_->loop().Post(std::move(fn)); }, nullptr,
+        [] { return WallMs(); });
+    ASSERT_TRUE(live_->Open().ok());
+    live::AttachLive(plugins_->shared(), *live_);
     const std::string dir = kCompat + "/" + GetParam().abi + "/" + GetParam().lang;
     Status s = plugins_->LoadDirectory(dir);
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -90,6 +98,7 @@ class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<Pl
       (void)kernel_->Shutdown();
     }
     plugins_.reset();
+    live_.reset();
     profiles_.reset();
     store_.reset();
     NetTest::TearDown();
@@ -109,6 +118,7 @@ class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<Pl
   std::string copies_;
   std::unique_ptr<store::SqliteStore> store_;
   std::unique_ptr<store::ProfileRegistry> profiles_;
+  std::unique_ptr<live::LiveValues> live_;
   std::unique_ptr<loader::PluginHost> plugins_;
   std::vector<std::string> notes_;
   std::atomic<bool> profile_noted_{false};
@@ -177,6 +187,9 @@ TEST_P(CompatPluginTest, LoadsAndRunsThroughTheSlotsOfItsRelease) {
       EXPECT_TRUE(RunUntil([&] { return Noted("job done: krow"); }))
           << testing::PrintToString(notes_);
     }
+    if (c.minor >= 7) {  // live values: one declared at init, read back at its default
+      EXPECT_TRUE(Noted("live level 3")) << testing::PrintToString(notes_);
+    }
     if (c.minor >= 4) {  // a profile store: loaded on join, written, saved when the session ended
       EXPECT_TRUE(Noted("profile visits 1")) << testing::PrintToString(notes_);
       ASSERT_TRUE(RunUntil([&] { return profiles_->Find("compat")->stats().saves == 1; }));
@@ -202,6 +215,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PluginCase{"abi-1.4-r2", 4, "c"}, PluginCase{"abi-1.4-r2", 4, "cpp"},
                       PluginCase{"abi-1.5", 5, "c"}, PluginCase{"abi-1.5", 5, "cpp"},
                       PluginCase{"abi-1.6", 6, "c"}, PluginCase{"abi-1.6", 6, "cpp"},
+                      PluginCase{"abi-1.7", 7, "c"}, PluginCase{"abi-1.7", 7, "cpp"},
                       // revision-1 source (the deprecated Host spellings) on the r2 header
                       PluginCase{"abi-1.4-r2", 4, "cpp_rev1"}),
     CaseName);
@@ -246,9 +260,10 @@ class CompatServerTest : public ::testing::Test {
 };
 
 TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
-  for (const char* release : {"client-1", "client-2", "client-3", "client-4", "client-5",
-                              "client-5-r2", "client-6", "client-7", "client-7+ws", "client-7-r2",
-                              "client-7-r2+ws", "client-7-r3", "client-7-r3+ws"}) {
+  for (const char* release :
+       {"client-1", "client-2", "client-3", "client-4", "client-5", "client-5-r2", "client-6",
+        "client-7", "client-7+ws", "client-7-r2", "client-7-r2+ws", "client-7-r3", "client-7-r3+ws",
+        "client-7-r4", "client-7-r4+ws"}) {
     const int api = release[7] - '0';
     const bool websocket = std::string_view(release).ends_with("+ws");
     const std::string_view dir =
