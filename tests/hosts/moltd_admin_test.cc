@@ -138,6 +138,7 @@ TEST_F(MoltdAdminTest, HealthReadinessAndMetricsAnswerWithoutCredentialsAndPassP
   EXPECT_NE(text.find("molt_plugin_errors_total{plugin=\"scores\",generation=\"local-"),
             std::string::npos);
   EXPECT_NE(text.find("\nmolt_process_open_fds "), std::string::npos);
+  EXPECT_NE(text.find("\nmolt_analytics_retries_total 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nmolt_workers_threads "), std::string::npos) << text;
   EXPECT_NE(text.find("\nmolt_workers_jobs_total{outcome=\"timed_out\"} 0\n"), std::string::npos)
       << text;

@@ -20,6 +20,7 @@
 #include "shop_generated.h"
 #include "test_client.h"
 #include "tests/support/child_process.h"
+#include "tests/support/http_endpoint.h"
 #include "tests/support/test_paths.h"
 
 namespace {
@@ -192,6 +193,41 @@ TEST_F(MoltdShopTest, APurchaseIsGrantedOnceAndItsReceiptSentAgainIsAReplay) {
   }
   EXPECT_EQ(purchases, (std::vector<std::string>{"ada r1 gem", "ada r2 gem", "ada r3 crown",
                                                  "ada r4 crown", "bob r1 sword"}));
+}
+
+// With analytics.http_url the grants go to the endpoint instead of the file: a batch refused
+// with a 503 is sent again, and the close waits for it.
+TEST_F(MoltdShopTest, PurchaseEventsArePostedToTheAnalyticsEndpointAndRetried) {
+  molt::test::Endpoint endpoint({503});
+  auto server = Start(R"({"analytics": {"http_url": ")" + endpoint.url("/molt/events") +
+                      R"(", "http_backoff_seconds": 0.05}})");
+  ASSERT_FALSE(port_.empty()) << server->output();
+  {
+    Buyer ada(port_, "ada");
+    ASSERT_TRUE(ada.joined()) << server->output();
+    EXPECT_EQ(ada.Buy("r1", "gem").status, 0);
+    EXPECT_EQ(ada.Buy("r2", "sword").status, 0);
+    ada.Leave();
+  }
+  server->Signal(SIGTERM);  // the close: the batch is flushed, refused once, sent again
+  EXPECT_EQ(server->Wait(), 0) << server->output();
+  const std::vector<molt::test::Request> got = endpoint.requests();
+  ASSERT_EQ(got.size(), 2u) << server->output();
+  EXPECT_EQ(got[0].head.substr(0, got[0].head.find("\r\n")), "POST /molt/events HTTP/1.1");
+  EXPECT_EQ(got[1].body, got[0].body);
+  std::vector<std::string> purchases;
+  std::size_t at = 0;
+  for (std::size_t nl; (nl = got[1].body.find('\n', at)) != std::string::npos; at = nl + 1) {
+    const boost::json::object e = boost::json::parse(got[1].body.substr(at, nl - at)).as_object();
+    purchases.push_back(std::string(e.at("fields").at("receipt").as_string()) + " " +
+                        std::string(e.at("fields").at("item").as_string()));
+  }
+  EXPECT_EQ(purchases, (std::vector<std::string>{"r1 gem", "r2 sword"}));
+  EXPECT_FALSE(fs::exists(data_ + "/analytics/events.jsonl"));
+  EXPECT_NE(server->output().find("[analytics] " + endpoint.url("/molt/events") +
+                                  " answered 503: nope; sending again in 50 ms (retry 1 of 5)"),
+            std::string::npos)
+      << server->output();
 }
 
 // 1,000 purchases, eight in flight at a time, while moltd is killed with SIGKILL every 40 to 160

@@ -90,6 +90,9 @@ void AnalyticsMetrics(MetricsWriter& w, const analytics::AnalyticsStats& s) {
   }
   w.Family("molt_analytics_queued", kGauge, "Analytics events waiting to be written.");
   w.Add(Num(s.queued));
+  w.Family("molt_analytics_retries_total", kCounter,
+           "Analytics batches sent to the HTTP endpoint again after a failed try.");
+  w.Add(Num(s.retries));
 }
 
 void WorkersMetrics(MetricsWriter& w, const workers::WorkersStats& s) {

@@ -118,6 +118,7 @@ boost::json::object AnalyticsJson(const analytics::AnalyticsStats& s) {
   o["queued"] = s.queued;
   o["batches"] = s.batches;
   o["rotations"] = s.rotations;
+  o["retries"] = s.retries;
   boost::json::object dropped;
   for (int i = 0; i < analytics::kDropReasonCount; ++i) {
     dropped[analytics::DropReasonName(static_cast<analytics::DropReason>(i))] = s.dropped[i];

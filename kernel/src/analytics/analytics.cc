@@ -192,6 +192,7 @@ AnalyticsStats Analytics::stats() const {
   s.batches = batches_total_.load();
   s.queued = queued_.load();
   s.rotations = rotations_.load();
+  s.retries = retries_.load();
   for (int i = 0; i < kDropReasonCount; ++i) {
     s.dropped[i] = dropped_[i].load();
   }
@@ -220,36 +221,71 @@ void Analytics::WriterLoop() {
 
 void Analytics::Write(const Batch& batch) {
   const std::uint64_t n = batch.lines.size();
-  std::string failure;
+  std::string text;
+  for (const std::string& line : batch.lines) {
+    text += line;
+    text += '\n';
+  }
+  const std::string failure = options_.http ? Post(text) : WriteFile(text);
+  queued_ -= n;
+  if (failure.empty()) {
+    written_ += n;
+    return;
+  }
+  Drop(DropReason::kFailed, n);
+  // The HTTP sink's reasons begin with the URL.
+  const std::string why = std::to_string(n) + " analytics events not written" +
+                          (options_.http ? std::string() : " to " + path()) + ": " + failure +
+                          " (counted as dropped: failed)";
+  LogScope("analytics").Warn("{}", why);
+  std::lock_guard lock(mu_);
+  last_error_ = why;
+}
+
+std::string Analytics::WriteFile(const std::string& text) {
   std::error_code ec;
   fs::create_directories(options_.dir, ec);
   RotateIfDue();
-  if (std::FILE* f = std::fopen(path().c_str(), "ab")) {
-    std::string text;
-    for (const std::string& line : batch.lines) {
-      text += line;
-      text += '\n';
-    }
-    const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    const int write_errno = errno;
-    const bool closed = std::fclose(f) == 0;
-    if (wrote && closed) {
-      file_bytes_ += text.size();
-      written_ += n;
-    } else {
-      failure = std::strerror(wrote ? errno : write_errno);
-    }
-  } else {
-    failure = std::string("cannot open: ") + std::strerror(errno);
+  std::FILE* f = std::fopen(path().c_str(), "ab");
+  if (f == nullptr) {
+    return std::string("cannot open: ") + std::strerror(errno);
   }
-  queued_ -= n;
-  if (!failure.empty()) {
-    Drop(DropReason::kFailed, n);
-    const std::string text = std::to_string(n) + " analytics events not written to " + path() +
-                             ": " + failure + " (counted as dropped: failed)";
-    LogScope("analytics").Warn("{}", text);
-    std::lock_guard lock(mu_);
-    last_error_ = text;
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const int write_errno = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!wrote || !closed) {
+    return std::strerror(wrote ? errno : write_errno);
+  }
+  file_bytes_ += text.size();
+  return std::string();
+}
+
+std::string Analytics::Post(const std::string& text) {
+  Duration backoff = options_.http_backoff;
+  for (std::uint32_t attempt = 0;; ++attempt) {
+    const Status s = PostLines(*options_.http, text, options_.http_timeout);
+    if (s.ok()) {
+      std::lock_guard lock(mu_);
+      endpoint_down_ = false;
+      return std::string();
+    }
+    if (s.code() == Status::Code::kRejected) {
+      return s.message() + " (not retried: the endpoint refuses the batch itself)";
+    }
+    std::unique_lock lock(mu_);
+    if (attempt >= options_.http_retries || endpoint_down_ || stop_) {
+      endpoint_down_ = true;  // the next batches try once each until one gets through
+      return s.message() + " (after " + std::to_string(attempt + 1) +
+             (attempt == 0 ? " try" : " tries") + ")";
+    }
+    LogScope("analytics")
+        .Warn("{}; sending again in {} ms (retry {} of {})", s.message(),
+              std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count(), attempt + 1,
+              options_.http_retries);
+    ++retries_;
+    // The destructor's stop ends the wait: what is left is counted, not waited for.
+    work_.wait_for(lock, backoff, [this] { return stop_; });
+    backoff = std::min<Duration>(backoff * 2, std::chrono::minutes(1));
   }
 }
 

@@ -3,9 +3,9 @@
 //
 // Analytics (spec: Analytics): product events plugins track (analytics_track, ABI 1.5), queued on
 // the kernel thread and written off it as JSON Lines, one event a line, to
-// <dir>/events.jsonl, rotated by size. Nothing is dropped silently: an event sampled out, over
-// the per-minute cap, invalid, past the queue's bound or lost to a failed write is counted by
-// reason.
+// <dir>/events.jsonl, rotated by size, or POSTed to an HTTP endpoint (http_sink.h) with retries
+// and backoff. Nothing is dropped silently: an event sampled out, over the per-minute cap,
+// invalid, past the queue's bound or lost to a failed write is counted by reason.
 //
 //   Analytics analytics(kernel, options);          // starts the writer thread
 //   analytics.Track("shop", "purchase", "ada", 12, 2.5, R"({"item":"gem"})");
@@ -14,7 +14,12 @@
 //
 // A flush runs `flush_after` after the first event queued since the last one: the kernel thread
 // hands the batch to the writer thread and goes on. A batch that cannot be written (the disk is
-// full, the directory is gone) is counted as failed, event by event.
+// full, the directory is gone) is counted as failed, event by event. A batch the endpoint does
+// not take is sent again after http_backoff, doubling to a minute, up to http_retries times
+// (a 4xx but 408 and 429 is not retried); then it is counted as failed, and later batches are
+// tried once each until one gets through (so an endpoint that is down delays the close by one
+// batch's retries, not by every batch's). Batches go in order: while one waits for its retry the
+// next waits behind it, bounded by max_queue.
 //
 // Thread safety: Track, Flush and Drain on the kernel thread; stats() from any thread.
 #ifndef MOLT_KERNEL_ANALYTICS_ANALYTICS_H_
@@ -35,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernel/src/analytics/http_sink.h"
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/scheduler.h"
 
@@ -53,6 +59,10 @@ struct AnalyticsOptions {
   std::uint64_t rotate_bytes = 64ull << 20;         // analytics.rotate_bytes
   std::uint32_t keep_files = 10;                    // analytics.keep_files: rotated files kept
   std::size_t max_queue = 10000;                    // events waiting for a flush, at most
+  std::optional<HttpEndpoint> http;                 // analytics.http_url: POST, not the file
+  std::uint32_t http_retries = 5;                   // analytics.http_retries: after the first try
+  Duration http_backoff = std::chrono::seconds(1);  // analytics.http_backoff_seconds: the first
+  std::chrono::milliseconds http_timeout = std::chrono::seconds(10);  // a request, at most
 };
 
 // Why an event was not written.
@@ -73,6 +83,7 @@ struct AnalyticsStats {
   std::uint64_t batches = 0;  // flushes handed to the writer
   std::uint64_t queued = 0;   // waiting for a flush or the writer now
   std::uint64_t rotations = 0;
+  std::uint64_t retries = 0;  // batches sent to the endpoint again
   std::uint64_t dropped[kDropReasonCount] = {};
   std::string last_error;  // the last failed write's reason
 };
@@ -109,6 +120,9 @@ class Analytics {
   void Drop(DropReason reason, std::uint64_t n = 1);
   void WriterLoop();
   void Write(const Batch& batch);
+  // The file sink and the HTTP sink: "" when written, otherwise why not.
+  std::string WriteFile(const std::string& text);
+  std::string Post(const std::string& text);
   void RotateIfDue();
 
   Kernel& kernel_;
@@ -125,8 +139,10 @@ class Analytics {
   std::deque<Batch> batches_;     // guarded by mu_
   bool writing_ = false;          // guarded by mu_
   bool stop_ = false;             // guarded by mu_
+  bool endpoint_down_ = false;    // guarded by mu_: a batch ran out of retries, none got through
   std::string last_error_;        // guarded by mu_
-  std::atomic<std::uint64_t> tracked_{0}, written_{0}, batches_total_{0}, queued_{0}, rotations_{0};
+  std::atomic<std::uint64_t> tracked_{0}, written_{0}, batches_total_{0}, queued_{0}, rotations_{0},
+      retries_{0};
   std::atomic<std::uint64_t> dropped_[kDropReasonCount] = {};
   std::uint64_t file_bytes_ = 0;  // writer thread: the size of events.jsonl
   std::thread writer_;

@@ -29,8 +29,15 @@ const std::set<std::string, std::less<>> kServerKeys = {"server.tick_rate",
 const std::set<std::string, std::less<>> kProfileKeys = {
     "profiles.database", "profiles.synchronous", "profiles.drain_seconds"};
 const std::set<std::string, std::less<>> kAnalyticsKeys = {
-    "analytics.flush_seconds", "analytics.max_per_minute", "analytics.seed",
-    "analytics.rotate_bytes", "analytics.keep_files"};  // and analytics.sample.<event>
+    "analytics.flush_seconds",
+    "analytics.max_per_minute",
+    "analytics.seed",
+    "analytics.rotate_bytes",
+    "analytics.keep_files",
+    "analytics.http_url",
+    "analytics.http_retries",
+    "analytics.http_backoff_seconds",
+    "analytics.http_timeout_seconds"};  // and analytics.sample.<event>
 const std::set<std::string, std::less<>> kWorkersKeys = {
     "workers.threads", "workers.timeout_seconds", "workers.queue_max", "workers.detached_max"};
 const std::set<std::string, std::less<>> kDeployKeys = {
@@ -376,7 +383,7 @@ Status ResolveProfiles(const Config& config, Settings* out) {
   return Status::Ok();
 }
 
-// "analytics": the flush delay, the per-minute cap, sampling, the seed, rotation.
+// "analytics": the flush delay, the per-minute cap, sampling, the seed, rotation, the endpoint.
 Status ResolveAnalytics(const Config& config, Settings* out) {
   analytics::AnalyticsOptions& a = out->analytics;
   a.dir = (std::filesystem::path(out->data_dir) / "analytics").string();
@@ -403,6 +410,25 @@ Status ResolveAnalytics(const Config& config, Settings* out) {
   a.seed = static_cast<std::uint64_t>(seed);
   a.rotate_bytes = static_cast<std::uint64_t>(rotate);
   a.keep_files = static_cast<std::uint32_t>(keep);
+  const std::optional<std::string> url = Text(config, "analytics.http_url");
+  if (!url && config.Get("analytics.http_url") != nullptr) {
+    return Status::InvalidArgument(
+        "configuration key \"analytics.http_url\" must be a string (http://HOST[:PORT][/PATH])");
+  }
+  if (url && !url->empty()) {
+    MOLT_ASSIGN_OR_RETURN(a.http, analytics::ParseHttpUrl(*url));
+  }
+  double retries = a.http_retries, backoff = 1, timeout = 10;
+  MOLT_RETURN_IF_ERROR(number("analytics.http_retries", 0, 100, &retries));
+  MOLT_RETURN_IF_ERROR(number("analytics.http_backoff_seconds", 0.001, 600, &backoff));
+  MOLT_RETURN_IF_ERROR(number("analytics.http_timeout_seconds", 0.1, 600, &timeout));
+  if (retries != std::floor(retries)) {
+    return Status::InvalidArgument(fmt::format(
+        "configuration key \"analytics.http_retries\" is {}: use a whole number", retries));
+  }
+  a.http_retries = static_cast<std::uint32_t>(retries);
+  a.http_backoff = Seconds(backoff);
+  a.http_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout * 1000));
   constexpr std::string_view kSample = "analytics.sample.";
   for (const std::string& key : config.Keys()) {
     if (key.rfind(kSample, 0) == 0) {

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Analytics on a real kernel with a ManualClock and real files: the flush after the first event,
 // sampling (seeded), the per-minute cap, invalid events, the queue's bound, rotation, a failed
-// write, and the drain. Every drop is counted by its reason.
+// write, and the drain. Every drop is counted by its reason. Then the HTTP sink against a real
+// endpoint on loopback: batches arrive as JSON Lines; a failed try is sent again with backoff and
+// counted; a 4xx, a closed port and a silent server are counted as failed with the reason; the
+// URL is checked before moltd starts.
 #include "kernel/src/analytics/analytics.h"
 
 #include <gtest/gtest.h>
@@ -13,12 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "kernel/src/analytics/http_sink.h"
 #include "kernel/src/core/kernel.h"
+#include "tests/support/http_endpoint.h"
 
 namespace molt::kernel::analytics {
 namespace {
 
 namespace fs = std::filesystem;
+using molt::test::Endpoint;
+using molt::test::Request;
 
 class AnalyticsTest : public ::testing::Test {
  protected:
@@ -48,6 +55,22 @@ class AnalyticsTest : public ::testing::Test {
       out.push_back(boost::json::parse(line).as_object());
     }
     return out;
+  }
+  // The HTTP sink to `url`: two retries, 5 ms backoff.
+  AnalyticsOptions HttpOptions(const std::string& url) {
+    AnalyticsOptions o = Options();
+    o.http = ParseHttpUrl(url).value();
+    o.http_retries = 2;
+    o.http_backoff = std::chrono::milliseconds(5);
+    o.http_timeout = std::chrono::milliseconds(2000);
+    return o;
+  }
+  // Queues `n` events and waits until the writer is done with them.
+  void Send(Analytics& a, int n) {
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(a.Track("shop", "purchase", "", 0, i, "").ok());
+    }
+    a.Drain();
   }
   std::uint64_t Dropped(const Analytics& a, DropReason r) {
     return a.stats().dropped[static_cast<int>(r)];
@@ -219,6 +242,141 @@ TEST_F(AnalyticsTest, TheDestructorWritesWhatIsQueued) {
   const std::vector<boost::json::object> lines = Lines();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].at("name").as_string(), "last");
+}
+
+// The HTTP sink, against a real endpoint on loopback (tests/support/http_endpoint.h).
+
+TEST_F(AnalyticsTest, ABatchIsPostedAsJsonLinesAndNothingGoesToTheFile) {
+  Endpoint endpoint({});
+  Analytics a(*kernel_, HttpOptions(endpoint.url()));
+  ASSERT_TRUE(a.Track("shop", "purchase", "", 0, 2.5, R"({"item":"gem"})").ok());
+  ASSERT_TRUE(a.Track("shop", "visit", "", 0, 0, "").ok());
+  a.Drain();
+  const std::vector<Request> got = endpoint.requests();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].head.substr(0, got[0].head.find("\r\n")), "POST /ingest HTTP/1.1");
+  EXPECT_NE(got[0].head.find("Content-Type: application/x-ndjson"), std::string::npos)
+      << got[0].head;
+  const std::string& body = got[0].body;
+  ASSERT_EQ(std::count(body.begin(), body.end(), '\n'), 2) << body;
+  const boost::json::object first = boost::json::parse(body.substr(0, body.find('\n'))).as_object();
+  EXPECT_EQ(first.at("name").as_string(), "purchase");
+  EXPECT_EQ(first.at("fields").at("item").as_string(), "gem");
+  EXPECT_EQ(a.stats().written, 2u);
+  EXPECT_EQ(a.stats().retries, 0u);
+  EXPECT_FALSE(fs::exists(dir_ + "/events.jsonl"));
+}
+
+TEST_F(AnalyticsTest, AFailedTryIsSentAgainWithBackoffAndCounted) {
+  Endpoint endpoint({503, 500});
+  Analytics a(*kernel_, HttpOptions(endpoint.url()));
+  Send(a, 3);
+  const std::vector<Request> got = endpoint.requests();
+  ASSERT_EQ(got.size(), 3u);            // 503, 500, then 200
+  EXPECT_EQ(got[2].body, got[0].body);  // the same batch each time
+  EXPECT_EQ(a.stats().written, 3u);
+  EXPECT_EQ(a.stats().retries, 2u);
+  EXPECT_EQ(Dropped(a, DropReason::kFailed), 0u);
+}
+
+TEST_F(AnalyticsTest, OutOfRetriesTheBatchIsCountedAsFailedAndTheNextTriesOnce) {
+  Endpoint endpoint({503, 503, 503, 502});
+  Analytics a(*kernel_, HttpOptions(endpoint.url()));
+  Send(a, 2);
+  EXPECT_EQ(endpoint.requests().size(), 3u);  // the try and 2 retries
+  EXPECT_EQ(Dropped(a, DropReason::kFailed), 2u);
+  EXPECT_EQ(a.stats().written, 0u);
+  EXPECT_EQ(a.stats().queued, 0u);
+  EXPECT_EQ(a.stats().last_error,
+            "2 analytics events not written: " + endpoint.url() +
+                " answered 503: nope (after 3 tries) (counted as dropped: failed)");
+  // The endpoint is down: the next batch is tried once, not three times.
+  Send(a, 1);
+  EXPECT_EQ(endpoint.requests().size(), 4u);
+  EXPECT_EQ(Dropped(a, DropReason::kFailed), 3u);
+  EXPECT_NE(a.stats().last_error.find("answered 502: nope (after 1 try)"), std::string::npos)
+      << a.stats().last_error;
+  // Back up: a batch gets through, and the retries are back for the one after.
+  Send(a, 1);
+  EXPECT_EQ(a.stats().written, 1u);
+  EXPECT_EQ(a.stats().retries, 2u);
+}
+
+TEST_F(AnalyticsTest, AFourHundredIsNotSentAgain) {
+  Endpoint endpoint({400});
+  Analytics a(*kernel_, HttpOptions(endpoint.url()));
+  Send(a, 1);
+  EXPECT_EQ(endpoint.requests().size(), 1u);
+  EXPECT_EQ(Dropped(a, DropReason::kFailed), 1u);
+  EXPECT_EQ(a.stats().retries, 0u);
+  EXPECT_NE(a.stats().last_error.find(
+                "answered 400: nope (not retried: the endpoint refuses the batch itself)"),
+            std::string::npos)
+      << a.stats().last_error;
+}
+
+TEST_F(AnalyticsTest, ATooManyRequestsIsSentAgain) {
+  Endpoint endpoint({429});
+  Analytics a(*kernel_, HttpOptions(endpoint.url()));
+  Send(a, 1);
+  EXPECT_EQ(a.stats().written, 1u);
+  EXPECT_EQ(a.stats().retries, 1u);
+}
+
+TEST_F(AnalyticsTest, NothingListeningIsCountedWithTheSocketsReason) {
+  std::string url;
+  {
+    Endpoint gone({});
+    url = gone.url();
+  }  // the port is closed again
+  AnalyticsOptions o = HttpOptions(url);
+  o.http_retries = 1;
+  Analytics a(*kernel_, o);
+  Send(a, 1);
+  EXPECT_EQ(Dropped(a, DropReason::kFailed), 1u);
+  EXPECT_EQ(a.stats().retries, 1u);
+  EXPECT_NE(a.stats().last_error.find(url + ": cannot connect: Connection refused (after 2 tries)"),
+            std::string::npos)
+      << a.stats().last_error;
+}
+
+TEST_F(AnalyticsTest, AServerThatNeverAnswersTimesOut) {
+  Endpoint silent({}, /*silent=*/true);
+  AnalyticsOptions o = HttpOptions(silent.url());
+  o.http_retries = 0;
+  o.http_timeout = std::chrono::milliseconds(200);
+  Analytics a(*kernel_, o);
+  Send(a, 1);
+  EXPECT_EQ(Dropped(a, DropReason::kFailed), 1u);
+  EXPECT_NE(a.stats().last_error.find(silent.url() +
+                                      ": no answer within 200 ms (at read the answer) (after 1 "
+                                      "try)"),
+            std::string::npos)
+      << a.stats().last_error;
+}
+
+TEST(HttpUrlTest, AnHttpUrlIsSplitAndEverythingElseIsRefusedWithTheFix) {
+  const HttpEndpoint e = ParseHttpUrl("http://collector.local:9000/v1/events?src=molt").value();
+  EXPECT_EQ(e.host, "collector.local");
+  EXPECT_EQ(e.port, "9000");
+  EXPECT_EQ(e.target, "/v1/events?src=molt");
+  const HttpEndpoint plain = ParseHttpUrl("http://[::1]").value();
+  EXPECT_EQ(plain.host, "::1");
+  EXPECT_EQ(plain.port, "80");
+  EXPECT_EQ(plain.target, "/");
+  EXPECT_EQ(ParseHttpUrl("https://x/").status().message(),
+            "analytics.http_url \"https://x/\": moltd posts plain http only; run a TLS proxy "
+            "beside it (nginx, Vector) and name its http:// address");
+  EXPECT_EQ(ParseHttpUrl("ftp://x/").status().message(),
+            "analytics.http_url \"ftp://x/\" is not an http:// URL: write "
+            "http://HOST[:PORT][/PATH]");
+  EXPECT_EQ(ParseHttpUrl("http://x:70000/").status().message(),
+            "analytics.http_url \"http://x:70000/\" has a port outside 1 to 65535: write "
+            "http://HOST[:PORT][/PATH]");
+  EXPECT_EQ(ParseHttpUrl("http://x:ab/").status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(ParseHttpUrl("http:///path").status().message(),
+            "analytics.http_url \"http:///path\" names no host: write http://HOST[:PORT][/PATH]");
+  EXPECT_EQ(ParseHttpUrl("http://u:p@x/").status().code(), Status::Code::kInvalidArgument);
 }
 
 }  // namespace

@@ -113,8 +113,31 @@ TEST_F(SettingsTest, AnalyticsTakeTheirKeysAndRefuseWhatIsNotOne) {
   EXPECT_EQ(Resolve(R"({"analytics": {"flush_second": 2}})").message(),
             "config file \"" + file_ +
                 "\": unknown key \"analytics.flush_second\" (known: analytics.flush_seconds, "
-                "analytics.keep_files, analytics.max_per_minute, analytics.rotate_bytes, "
-                "analytics.seed, analytics.sample.<event>)");
+                "analytics.http_backoff_seconds, analytics.http_retries, "
+                "analytics.http_timeout_seconds, analytics.http_url, analytics.keep_files, "
+                "analytics.max_per_minute, analytics.rotate_bytes, analytics.seed, "
+                "analytics.sample.<event>)");
+  // The HTTP sink: off by default, its URL checked before anything starts.
+  ASSERT_TRUE(Resolve(R"({"analytics": {}})").ok());
+  EXPECT_FALSE(settings_.analytics.http.has_value());
+  EXPECT_EQ(settings_.analytics.http_retries, 5u);
+  s = Resolve(R"({"analytics": {"http_url": "http://127.0.0.1:9000/events", "http_retries": 2,
+                                "http_backoff_seconds": 0.5, "http_timeout_seconds": 3}})");
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(settings_.analytics.http.has_value());
+  EXPECT_EQ(settings_.analytics.http->port, "9000");
+  EXPECT_EQ(settings_.analytics.http->target, "/events");
+  EXPECT_EQ(settings_.analytics.http_retries, 2u);
+  EXPECT_EQ(settings_.analytics.http_backoff, std::chrono::milliseconds(500));
+  EXPECT_EQ(settings_.analytics.http_timeout, std::chrono::seconds(3));
+  EXPECT_EQ(Resolve(R"({"analytics": {"http_url": "https://collector/"}})").message(),
+            "analytics.http_url \"https://collector/\": moltd posts plain http only; run a TLS "
+            "proxy beside it (nginx, Vector) and name its http:// address");
+  EXPECT_EQ(Resolve(R"({"analytics": {"http_url": 9000}})").message(),
+            "configuration key \"analytics.http_url\" must be a string "
+            "(http://HOST[:PORT][/PATH])");
+  EXPECT_EQ(Resolve(R"({"analytics": {"http_retries": 1.5}})").message(),
+            "configuration key \"analytics.http_retries\" is 1.5: use a whole number");
 }
 
 TEST_F(SettingsTest, WorkersTakeTheirKeysAndRefuseWhatIsNotOne) {
