@@ -212,7 +212,8 @@ Status LiveValues::Declare(const void* owner, std::string_view plugin, std::stri
           key, why, key);
     }
   }
-  list.push_back({owner, std::move(def), std::move(check)});
+  list.push_back({owner, std::move(def), std::move(check), std::string()});
+  list.back().served = Served(key, list.back());
   return Status::Ok();
 }
 
@@ -243,7 +244,7 @@ Result<std::string> LiveValues::Get(const void* owner, std::string_view plugin,
   if (auto it = declared_.find(key); it != declared_.end()) {
     for (const Declaration& d : it->second) {
       if (d.owner == owner) {
-        return Served(key, d);
+        return d.served;
       }
     }
   }
@@ -309,15 +310,20 @@ void LiveValues::Set(std::string key, std::optional<std::string> value, std::str
 
 void LiveValues::Apply(const LiveChange& change, std::function<void(Result<SetOutcome>)> done) {
   const Declaration* d = Newest(change.key);
-  const std::string before = d != nullptr ? Served(change.key, *d) : std::string();
+  const std::string before = d != nullptr ? d->served : std::string();
   if (change.value) {
     overrides_[change.key] = {change.key, *change.value, change.by, change.at_ms};
   } else {
     overrides_.erase(change.key);
   }
+  if (auto it = declared_.find(change.key); it != declared_.end()) {
+    for (Declaration& each : it->second) {
+      each.served = Served(change.key, each);
+    }
+  }
   ++stats_.sets;
   d = Newest(change.key);
-  SetOutcome out{change.key, d != nullptr ? Served(change.key, *d) : std::string(), false, change};
+  SetOutcome out{change.key, d != nullptr ? d->served : std::string(), false, change};
   out.changed = d != nullptr && out.value != before;
   Log().Info(
       "live value {} {} by {}{}", change.key,
@@ -354,7 +360,7 @@ std::vector<LiveView> LiveValues::List() const {
     v.key = key;
     v.declared = true;
     v.default_value = list.back().default_value;
-    v.value = Served(key, list.back());
+    v.value = list.back().served;
   }
   for (const auto& [key, o] : overrides_) {
     LiveView& v = all[key];

@@ -121,10 +121,11 @@ class LiveValues {
     const void* owner;
     std::string default_value;  // canonical JSON
     LiveCheck check;
+    std::string served;  // the override when its type matches the default, else the default
   };
   // The newest declaration of `key`, or null.
   const Declaration* Newest(const std::string& key) const;
-  // The value served by `d`: the override when its type matches, else the default.
+  // What `d` serves given the override of `key` (a read serves d.served, decided once here).
   std::string Served(const std::string& key, const Declaration& d) const;
   void Apply(const LiveChange& change, std::function<void(Result<SetOutcome>)> done);
   void Refresh();  // the online stamp, then again in stamp_every
