@@ -25,21 +25,17 @@
 #include "kernel/src/admin/http_server.h"
 #include "kernel/src/admin/log_ring.h"
 #include "kernel/src/admin/stats_json.h"
-#include "kernel/src/analytics/analytics_api.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/deploy/deploys.h"
-#include "kernel/src/live/live_api.h"
 #include "kernel/src/live/live_values.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/audit.h"
-#include "kernel/src/net/net_api.h"
 #include "kernel/src/net/network.h"
-#include "kernel/src/server/close_phase.h"
+#include "kernel/src/server/assembly.h"
 #include "kernel/src/server/dir_watcher.h"
 #include "kernel/src/server/registry_opener.h"
 #include "kernel/src/server/signal_watcher.h"
-#include "kernel/src/store/profile_api.h"
 #include "kernel/src/store/profile_registry.h"
 #include "kernel/src/store/sqlite_store.h"
 #include "kernel/src/workers/workers_api.h"
@@ -188,12 +184,7 @@ int RunServer(const ServerOptions& options) { return Server(options).Run(); }
 Server::Server(ServerOptions options)
     : options_(std::move(options)), log_ring_(std::make_unique<admin::LogRing>()) {}
 
-Server::~Server() {
-  if (kernel_ != nullptr && network_ != nullptr) {
-    kernel_->RemoveStatsSection("net");
-    kernel_->RemoveStatsSection("workers");  // the layer goes with the plugins, first
-  }
-}
+Server::~Server() = default;
 
 int Server::Run() {
   Status booted = Prepare();
@@ -204,19 +195,20 @@ int Server::Run() {
   if (booted.ok() && options_.check) {
     booted = LoadPlugins();
     if (booted.ok()) {
-      exit_code = Check(settings_.plugin_dir, *plugins_, *network_, *kernel_);
+      exit_code =
+          Check(settings_.plugin_dir, parts_->plugins(), parts_->network(), parts_->kernel());
     }
   } else if (booted.ok()) {
     // Clients may connect at once: they are refused with "Starting" until a generation serves.
-    network_->SetServing(false);
+    parts_->network().SetServing(false);
     booted = Open();
   }
   if (!booted.ok()) {
     kLog.Error("cannot start: {}", booted.message());
     exit_code = kExitBootFailed;
   } else if (!options_.check) {
-    kernel_->loop().Post([this] { AwaitRegistry(); });
-    kernel_->loop().Run();
+    parts_->kernel().loop().Post([this] { AwaitRegistry(); });
+    parts_->kernel().loop().Run();
     exit_code = boot_exit_code_;
   }
   Release();
@@ -256,86 +248,37 @@ Status Server::Prepare() {
 }
 
 Status Server::Assemble() {
-  KernelOptions ko;
-  ko.role = Role::kServer;
-  ko.scheduler = settings_.scheduler;
-  ko.tick_rate = settings_.tick_rate;
-  ko.config = std::move(config_);
-  MOLT_ASSIGN_OR_RETURN(kernel_, Kernel::Boot(std::move(ko)));
-  Kernel& kernel = *kernel_;
-  // The profile database, on its own thread; its results come back through the kernel loop.
-  store::SqliteOptions so;
-  so.synchronous_full = settings_.profiles_sync_full;
-  MOLT_ASSIGN_OR_RETURN(
-      profile_db_,
-      store::SqliteStore::Open(
-          settings_.profiles_db,
-          [&kernel](std::function<void()> fn) { kernel.loop().Post(std::move(fn)); }, so));
+  AssemblyPaths paths;
+  paths.copy_dir = copy_dir_;
+  paths.live_db = options_.check ? copy_dir_ + "-check-live.db"
+                                 : (fs::path(settings_.data_dir) / "live.db").string();
+  paths.host = store::HostId();
+  MOLT_ASSIGN_OR_RETURN(parts_, Assembly::Build(settings_, std::move(config_), std::move(paths)));
+  Kernel& kernel = parts_->kernel();
   // Repeated warnings and errors become one line per window, and Kernel.ScriptError.
   error_watch_ =
       std::make_unique<admin::ErrorWatch>(kernel, Seconds(settings_.error_window_seconds));
-  network_ = std::make_unique<net::Network>(kernel, settings_.net);
-  kernel.AddStatsSection("net", [this](boost::json::object& section) {
-    section = admin::NetJson(network_->Snapshot());
-  });
-  profiles_ =
-      std::make_unique<store::ProfileRegistry>(kernel, *network_, *profile_db_, store::HostId());
-  plugins_ = std::make_unique<loader::PluginHost>(kernel, copy_dir_);
-  abi::AttachNetwork(plugins_->shared(), network_.get());
-  abi::AttachProfiles(plugins_->shared(), *profiles_);
-  // Analytics: a queue on the kernel thread, JSON Lines written by a thread of its own.
-  analytics_ = std::make_unique<analytics::Analytics>(kernel, settings_.analytics);
-  abi::AttachAnalytics(plugins_->shared(), *analytics_, [this](molt_session_t id) {
-    const net::Session* s = network_->sessions().Find(id);
-    return s != nullptr ? s->user() : std::string();
-  });
-  kernel.AddStatsSection("analytics", [this](boost::json::object& section) {
-    section = admin::AnalyticsJson(analytics_->stats());
-  });
-  // Live values: overrides read at boot (so a server that starts mid-event serves them), stored
-  // by a thread of their own, Config.Changed on the Bus for each real change.
-  live::LiveOptions live_options;
-  live_options.path = options_.check ? copy_dir_ + "-check-live.db"
-                                     : (fs::path(settings_.data_dir) / "live.db").string();
-  live_ = std::make_unique<live::LiveValues>(
-      std::move(live_options),
-      [&kernel](std::function<void()> fn) { kernel.loop().Post(std::move(fn)); },
-      [&kernel](const std::string& key, const std::string& value) {
-        const Value args[] = {Value::String(key), Value::String(value)};
-        kernel.bus().Publish("Config.Changed", args);
-      },
-      [] { return WallMs(); });
-  (void)live_->Open();  // an error is logged: the defaults are served, sets refused with it
-  live::AttachLive(plugins_->shared(), *live_);
-  kernel.AddStatsSection(
-      "live", [this](boost::json::object& section) { section = admin::LiveJson(live_->stats()); });
-  // Worker jobs: a pool of the layer's own (AbiShared's, like every layer).
-  workers::Workers& workers = workers::AttachWorkers(plugins_->shared(), settings_.workers);
-  kernel.AddStatsSection("workers", [&workers](boost::json::object& section) {
-    section = admin::WorkersJson(workers.stats());
-  });
   if (!options_.check) {
-    profiles_->ReclaimAbandoned();  // a killed predecessor's leases: queued before any load
+    parts_->profiles().ReclaimAbandoned();  // a killed predecessor's leases: queued before any load
   }
-  plugins_->set_health(static_cast<std::uint32_t>(settings_.health_errors),
-                       Seconds(settings_.health_window));
-  plugins_->set_callback_deadline(Seconds(settings_.callback_deadline));
-  plugins_->set_background_staging(loader::PluginHost::kStageDeadline);
-  InjectSlowStages(*plugins_);
-  plugins_->set_last_known_good_dir(last_known_good_);
-  close_ = std::make_unique<ClosePhase>(kernel, Seconds(settings_.close_budget),
-                                        [] { std::_Exit(kExitOk); });
+  loader::PluginHost& plugins = parts_->plugins();
+  plugins.set_health(static_cast<std::uint32_t>(settings_.health_errors),
+                     Seconds(settings_.health_window));
+  plugins.set_callback_deadline(Seconds(settings_.callback_deadline));
+  plugins.set_background_staging(loader::PluginHost::kStageDeadline);
+  InjectSlowStages(plugins);
+  plugins.set_last_known_good_dir(last_known_good_);
   signals_ = std::make_unique<SignalWatcher>([this](int signo) { OnSignal(signo); });
   // Windowed health (Kernel.Overload), with the network's rates.
   admin::DiagnosticsOptions diag_options;
   diag_options.interval = Seconds(settings_.diagnostics_seconds);
   diag_options.extend = [this, last = net::NetStats(), logged = admin::ErrorWatch::Counts(),
                          at = RealNow()](std::vector<std::pair<std::string, double>>& out) mutable {
-    const net::NetStats now = network_->stats();
+    const net::NetStats now = parts_->network().stats();
     const admin::ErrorWatch::Counts counts = error_watch_->counts();
     const TimePoint t = RealNow();
     const double seconds = std::max(ToSeconds(t - at), 1e-9);
-    out.emplace_back("sessions", static_cast<double>(network_->sessions().count()));
+    out.emplace_back("sessions", static_cast<double>(parts_->network().sessions().count()));
     out.emplace_back("net_in_bytes_per_second",
                      static_cast<double>(now.bytes_in - last.bytes_in) / seconds);
     out.emplace_back("net_out_bytes_per_second",
@@ -356,13 +299,14 @@ Status Server::Assemble() {
       [this](std::string_view reason) { return admin_api_->BundleJson(reason); });
   // The admin endpoint: its own thread; its answers are built on this one.
   admin_api_ = std::make_unique<admin::AdminApi>(
-      admin::AdminSources{
-          kernel, *network_, *plugins_, *profile_db_, *log_ring_, *diagnostics_, *error_watch_,
-          [this](std::function<void(const loader::SwapReport&)> done) {
-            Reload("admin API", std::move(done));
-          },
-          [this](std::string_view reason) { return bundles_->Write(reason); },
-          [this] { return close_requested_.load(); }, nullptr, analytics_.get(), live_.get()},
+      admin::AdminSources{kernel, parts_->network(), parts_->plugins(), parts_->profile_db(),
+                          *log_ring_, *diagnostics_, *error_watch_,
+                          [this](std::function<void(const loader::SwapReport&)> done) {
+                            Reload("admin API", std::move(done));
+                          },
+                          [this](std::string_view reason) { return bundles_->Write(reason); },
+                          [this] { return close_requested_.load(); }, nullptr, &parts_->analytics(),
+                          &parts_->live()},
       admin_token_);
   return Status::Ok();
 }
@@ -411,15 +355,15 @@ void Server::BootFailed(std::size_t at, const Status& why) {
 void Server::StopBooting(const std::string& why) {
   kLog.Error("cannot start: {}", why);
   boot_exit_code_ = kExitBootFailed;
-  network_->Shutdown();
-  kernel_->loop().Stop();
+  parts_->network().Shutdown();
+  parts_->kernel().loop().Stop();
 }
 
 void Server::Booted(std::size_t at) {
   const BootSource& source = boot_sources_[at];
   if (source.deployed != nullptr) {
     deploys_->BootResult(*source.deployed, Status::Ok());
-    deployed_generation_ = plugins_->generation();
+    deployed_generation_ = parts_->plugins().generation();
     deployed_sha_ = source.deployed->sha256;
   }
   booted_from_ = source.path;
@@ -431,8 +375,8 @@ void Server::Booted(std::size_t at) {
 // --check boots the plugin directory alone (no registry, no last known good), on this thread,
 // nothing listening.
 Status Server::LoadPlugins() {
-  MOLT_RETURN_IF_ERROR(plugins_->LoadDirectory(settings_.plugin_dir));
-  MOLT_RETURN_IF_ERROR(kernel_->Start());
+  MOLT_RETURN_IF_ERROR(parts_->plugins().LoadDirectory(settings_.plugin_dir));
+  MOLT_RETURN_IF_ERROR(parts_->kernel().Start());
   booted_from_ = settings_.plugin_dir;
   return Status::Ok();
 }
@@ -449,16 +393,16 @@ void Server::AwaitRegistry() {
   o.keys_file = settings_.deploy_keys;
   o.max_build_bytes = static_cast<std::uint64_t>(settings_.max_build_mb * (1 << 20));
   o.on_refusal = [this](const std::string& kind, const std::string& reason) {
-    kernel_->loop().Post([this, kind, reason] {
+    parts_->kernel().loop().Post([this, kind, reason] {
       const Value args[] = {Value::String(kind), Value::String(reason)};
-      kernel_->bus().Publish("Kernel.DeployRefused", args);
+      parts_->kernel().bus().Publish("Kernel.DeployRefused", args);
     });
   };
   registry_opener_ = std::make_unique<RegistryOpener>(
       std::move(o),
       [this](std::unique_ptr<deploy::Deploys> d) {
         auto box = std::make_shared<std::unique_ptr<deploy::Deploys>>(std::move(d));
-        kernel_->loop().Post([this, box] { OnRegistryOpen(std::move(*box)); });
+        parts_->kernel().loop().Post([this, box] { OnRegistryOpen(std::move(*box)); });
       },
       [last = std::make_shared<std::string>()](const Status& why) {
         if (why.message() != *last) {  // each new reason once; the retries are quiet
@@ -469,7 +413,7 @@ void Server::AwaitRegistry() {
               why.message());
         }
       });
-  registry_gate_ = kernel_->scheduler().After(
+  registry_gate_ = parts_->kernel().scheduler().After(
       kBootReadsWait,
       [this] {
         if (!boot_begun_) {
@@ -546,36 +490,38 @@ void Server::BootFrom(std::size_t at) {
     BootFailed(at, why);
     BootFrom(at + 1);
   };
-  if (!kernel_->started()) {  // Start() runs once: after it failed, the next build swaps in
-    plugins_->LoadDirectoryInBackground(boot_sources_[at].path, cap, [this, at, next](Status s) {
-      if (s.ok()) {
-        s = kernel_->Start();
-      }
-      if (!s.ok()) {
-        next(s);
-        return;
-      }
-      StartServing(at);
-    });
+  if (!parts_->kernel().started()) {  // Start() runs once: after it failed, the next build swaps in
+    parts_->plugins().LoadDirectoryInBackground(boot_sources_[at].path, cap,
+                                                [this, at, next](Status s) {
+                                                  if (s.ok()) {
+                                                    s = parts_->kernel().Start();
+                                                  }
+                                                  if (!s.ok()) {
+                                                    next(s);
+                                                    return;
+                                                  }
+                                                  StartServing(at);
+                                                });
     return;
   }
-  plugins_->set_background_staging(cap);
-  plugins_->RequestReload(boot_sources_[at].path, "boot: " + boot_sources_[at].reason,
-                          [this, at, next](const loader::SwapReport& r) {
-                            plugins_->set_background_staging(loader::PluginHost::kStageDeadline);
-                            InjectSlowStages(*plugins_);
-                            if (!r.ok) {
-                              next(Status::FailedPrecondition(r.error));
-                              return;
-                            }
-                            StartServing(at);
-                          });
+  parts_->plugins().set_background_staging(cap);
+  parts_->plugins().RequestReload(
+      boot_sources_[at].path, "boot: " + boot_sources_[at].reason,
+      [this, at, next](const loader::SwapReport& r) {
+        parts_->plugins().set_background_staging(loader::PluginHost::kStageDeadline);
+        InjectSlowStages(parts_->plugins());
+        if (!r.ok) {
+          next(Status::FailedPrecondition(r.error));
+          return;
+        }
+        StartServing(at);
+      });
 }
 
 void Server::Reload(const std::string& reason,
                     std::function<void(const loader::SwapReport&)> done) {
   const std::string head = deploys_ != nullptr ? deploys_->HeadFile() : std::string();
-  plugins_->RequestReload(
+  parts_->plugins().RequestReload(
       head.empty() ? settings_.plugin_dir : head, reason,
       [this, head, done = std::move(done)](const loader::SwapReport& r) {
         if (r.ok && !head.empty()) {  // the head serves again, as a new generation
@@ -592,20 +538,21 @@ void Server::StartDeploys() {
   if (deploys_ == nullptr) {
     return;
   }
-  plugins_->set_swap_listener([this](const loader::SwapReport& r) {
+  parts_->plugins().set_swap_listener([this](const loader::SwapReport& r) {
     if (r.rollback && r.ok) {  // the health window rolled back from the build r.previous ran
       deploys_->RolledBack(r.previous.substr(0, r.previous.rfind('#')), r.reason);
     }
   });
   deploys_->Start([this](deploy::SwapTarget target, std::string reason,
                          std::function<void(deploy::SwapOutcome)> done) {
-    kernel_->loop().Post([this, target = std::move(target), reason = std::move(reason),
-                          done = std::move(done)]() mutable {
-      if (deployed_generation_ == plugins_->generation() && deployed_sha_ == target.sha256) {
+    parts_->kernel().loop().Post([this, target = std::move(target), reason = std::move(reason),
+                                  done = std::move(done)]() mutable {
+      if (deployed_generation_ == parts_->plugins().generation() &&
+          deployed_sha_ == target.sha256) {
         done({"adopted", "", "", false});  // it serves already: the seq is adopted, no swap
         return;
       }
-      plugins_->RequestReload(
+      parts_->plugins().RequestReload(
           target.file, reason,
           [this, sha = target.sha256, done = std::move(done)](const loader::SwapReport& r) {
             if (r.ok) {
@@ -620,7 +567,7 @@ void Server::StartDeploys() {
 }
 
 Status Server::Open() {
-  MOLT_RETURN_IF_ERROR(network_->Listen());
+  MOLT_RETURN_IF_ERROR(parts_->network().Listen());
   return StartAdmin();
 }
 
@@ -649,17 +596,17 @@ Status Server::StartAdmin() {
 // --- serve -------------------------------------------------------------------------------------
 
 void Server::StartServing(std::size_t at) {
-  Kernel& kernel = *kernel_;
+  Kernel& kernel = parts_->kernel();
   if (settings_.net.auth == net::AuthMode::kDev) {
-    if (Status s = net::FuzzGate(network_->channels(), kernel.hooks()); !s.ok()) {
+    if (Status s = net::FuzzGate(parts_->network().channels(), kernel.hooks()); !s.ok()) {
       StopBooting(s.message());
       return;
     }
   }
   Booted(at);
-  network_->SetServing(true);
-  net::LogSecurityAudit(net::SecurityAudit(network_->channels(), kernel.hooks()));
-  plugins_->BeginHealthWindow();
+  parts_->network().SetServing(true);
+  net::LogSecurityAudit(net::SecurityAudit(parts_->network().channels(), kernel.hooks()));
+  parts_->plugins().BeginHealthWindow();
   StartDeploys();
   kernel.scheduler().Every(
       Seconds(settings_.diagnostics_seconds), [this] { bundles_->RefreshCrashSnapshot(); },
@@ -667,22 +614,19 @@ void Server::StartServing(std::size_t at) {
   if (options_.watch) {
     StartWatching();
   }
-  // Closing stops the intake (after the plugins' own Kernel.Closing handlers, which subscribed
-  // at init); the sessions end once every service stopped (Close).
-  stop_intake_ = kernel.bus().Subscribe(
-      "Kernel.Closing", [this](std::string_view, Args) { network_->StopAccepting(); });
+  parts_->StopIntakeOnClose();  // the sessions end once every service stopped (Close)
   kLog.Info(
       "serving {} plugins from {} as generation {} after {:.0f} ms (data in {}, profiles in {} as "
       "{}); SIGHUP reloads them, SIGTERM or SIGINT closes",
-      plugins_->plugins().size(), booted_from_, plugins_->generation(),
+      parts_->plugins().plugins().size(), booted_from_, parts_->plugins().generation(),
       ToSeconds(RealNow() - boot_started_) * 1000, settings_.data_dir, settings_.profiles_db,
-      profiles_->host());
+      parts_->profiles().host());
   bundles_->RefreshCrashSnapshot();  // installs the fatal-signal writer
   if (!boot_planned_with_registry_) {
     FollowHeadAfterLateRegistry();
   } else if (retry_head_) {  // the head ran out of boot time: now, with the normal timeouts
     kLog.Info("boot: the head of {} ran out of boot time; retrying it while {} serves",
-              settings_.branch, plugins_->generation());
+              settings_.branch, parts_->plugins().generation());
     Reload("boot: the head again, after its boot timed out", nullptr);
   }
 }
@@ -691,7 +635,7 @@ void Server::StartServing(std::size_t at) {
 void Server::StartWatching() {
   Result<std::unique_ptr<DirWatcher>> w =
       DirWatcher::Start(settings_.plugin_dir, [this](std::string file) {
-        kernel_->loop().Post([this, file = std::move(file)] {
+        parts_->kernel().loop().Post([this, file = std::move(file)] {
           if (file == DirWatcher::kOverflow) {
             kLog.Warn(
                 "watch: inotify's event queue overflowed, so changes to {} were missed: "
@@ -703,11 +647,11 @@ void Server::StartWatching() {
                                          ? "watch: changes missed (inotify queue overflow)"
                                          : "watch: " + file + " changed";
           debounce_.Cancel();
-          debounce_ = kernel_->scheduler().After(
+          debounce_ = parts_->kernel().scheduler().After(
               kWatchSettle,
               [this, reason] {
-                plugins_->RequestReload(settings_.plugin_dir, reason, nullptr,
-                                        loader::PluginHost::Trigger::kAutomatic);
+                parts_->plugins().RequestReload(settings_.plugin_dir, reason, nullptr,
+                                                loader::PluginHost::Trigger::kAutomatic);
               },
               Priority::kKernel, TaskOrigin::Named("watch"));
         });
@@ -727,7 +671,7 @@ void Server::StartWatching() {
 // the loop.
 void Server::OnSignal(int signo) {
   if (signo == SIGHUP) {  // reload the plugin directory as a new generation
-    kernel_->loop().Post([this] {
+    parts_->kernel().loop().Post([this] {
       if (deploys_ != nullptr) {
         deploys_->ReloadKeys();
       }
@@ -740,68 +684,22 @@ void Server::OnSignal(int signo) {
     kLog.Warn("close ({}) ignored: a close is already running (SIGKILL forces an exit)", reason);
     return;
   }
-  kernel_->loop().Post([this, reason = std::move(reason)] { Close(reason); });
+  parts_->kernel().loop().Post([this, reason = std::move(reason)] { Close(reason); });
 }
 
-// The close order: Kernel.Closing (new connections refused from here), every service stops (a
-// stop() may still reach the connected players), Kernel.Stopped, the final saves of every
-// profile (the drain), and only then do the sessions end: nothing a service writes in stop() can
-// miss a final save.
+// The close (Assembly::Close): the services stop, the drain, the sessions end; then the loop
+// stops. A close that overruns its budget exits the process from the watchdog.
 void Server::Close(const std::string& reason) {
-  plugins_->Close();
-  // Worker jobs not ended are cancelled: their handlers hear so while the plugins still run.
-  if (workers::Workers* w = plugins_->shared().Layer<workers::Workers>(); w != nullptr) {
-    w->Close();
-  }
   if (booted_from_.empty()) {  // still starting: nothing serves, nothing to drain
+    parts_->plugins().Close();
+    parts_->workers().Close();
     kLog.Info("closing ({}) while starting: no generation served", reason);
-    network_->Shutdown();
-    kernel_->loop().Stop();
+    parts_->network().Shutdown();
+    parts_->kernel().loop().Stop();
     return;
   }
-  const TimePoint closing = RealNow();
-  close_->Begin(reason, [this, closing] { Drain(closing); });
-}
-
-// Every profile's final save and lease release, then the sessions end and the loop stops; at the
-// drain's deadline (its budget, counted from the close) they do anyway, naming what is unsaved.
-void Server::Drain(TimePoint closing) {
-  // What the services tracked, their stop() included, is written before anything ends.
-  analytics_->Drain();
-  struct State {
-    TaskHandle timer;
-    bool finished = false;
-  };
-  auto state = std::make_shared<State>();
-  auto finish = [this, state] {
-    if (!std::exchange(state->finished, true)) {
-      state->timer.Cancel();
-      network_->Shutdown();
-      kernel_->loop().Stop();
-    }
-  };
-  const TimePoint t0 = RealNow();
-  const Duration left =
-      std::max<Duration>(closing + Seconds(settings_.profiles_drain) - t0, Duration::zero());
-  state->timer = kernel_->scheduler().After(
-      left,
-      [finish, left] {
-        LogScope("Profiles")
-            .Error(
-                "the close drain did not finish in its {:.1f} s: the server exits now and the "
-                "profiles not yet written keep only their last autosave (raise "
-                "profiles.drain_seconds, or free the database's disk)",
-                ToSeconds(left));
-        finish();
-      },
-      Priority::kKernel, TaskOrigin::Named("profile drain deadline"));
-  profiles_->Drain([finish, t0](std::size_t saved, std::size_t failed) {
-    LogScope("Profiles")
-        .Info("close drain done in {:.1f}ms: {} profiles saved{}", ToSeconds(RealNow() - t0) * 1000,
-              saved,
-              failed > 0 ? fmt::format(", {} refused (their leases were lost)", failed) : "");
-    finish();
-  });
+  parts_->Close(
+      reason, [] { std::_Exit(kExitOk); }, [this] { parts_->kernel().loop().Stop(); });
 }
 
 // The parts that run threads or plugin code stop first: the watcher, the admin endpoint (no
@@ -811,13 +709,8 @@ void Server::Release() {
   admin_server_.reset();
   registry_opener_.reset();  // no registry arrives from here on
   deploys_.reset();          // its thread posts to the kernel loop: it goes first
-  if (kernel_ != nullptr) {
-    if (Status s = kernel_->Shutdown(); !s.ok()) {
-      kLog.Error("{}", s.message());
-    }
-  }
-  if (plugins_ != nullptr) {
-    plugins_->UnloadAll();
+  if (parts_ != nullptr) {
+    parts_->Release();
   }
   if (copy_dir_.empty()) {
     return;

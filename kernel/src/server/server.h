@@ -3,9 +3,10 @@
 //
 // Server: moltd's composition root (RunServer, molt/kernel/server.h). It owns every part of a
 // running server, builds them in order and releases them in reverse, in three phases:
-//   boot   the settings, the data directory, the kernel, the profile database, the network, the
-//          profile registry, the plugin host with the ABI's layers attached, the close phase,
-//          the signals, diagnostics, debug bundles and the admin API; then the plugins loaded and
+//   boot   the settings, the data directory, the parts every host of plugins shares (assembly.h:
+//          the kernel, the profile database, the network, the profile registry, the plugin host
+//          with the ABI's layers attached), the signals, diagnostics, debug bundles and the
+//          admin API; then the plugins loaded and
 //          started (the last known good build when the plugin directory fails), the fuzz gate,
 //          the listener and the admin endpoint
 //   serve  the kernel loop, until the close stops it
@@ -35,17 +36,10 @@
 
 namespace molt::kernel {
 
-class ClosePhase;
+class Assembly;
 class DirWatcher;
 class RegistryOpener;
-class Kernel;
 class SignalWatcher;
-namespace analytics {
-class Analytics;
-}  // namespace analytics
-namespace live {
-class LiveValues;
-}  // namespace live
 namespace admin {
 class AdminApi;
 class DebugBundles;
@@ -55,16 +49,8 @@ class HttpServer;
 class LogRing;
 }  // namespace admin
 namespace loader {
-class PluginHost;
 struct SwapReport;
 }  // namespace loader
-namespace net {
-class Network;
-}
-namespace store {
-class ProfileRegistry;
-class SqliteStore;
-}  // namespace store
 
 class Server {
  public:
@@ -125,7 +111,6 @@ class Server {
   // --- close ---
   void OnSignal(int signo);               // the watcher's thread
   void Close(const std::string& reason);  // the kernel thread
-  void Drain(TimePoint closing);
   void Release();
 
   const ServerOptions options_;
@@ -156,17 +141,11 @@ class Server {
   // of that build while that generation serves is adopted without a swap (the kernel thread).
   std::string deployed_generation_;
   std::string deployed_sha_;
-  std::unique_ptr<Kernel> kernel_;
-  std::unique_ptr<store::SqliteStore> profile_db_;
+  // The kernel, the network, the profiles, the plugins and their layers (assembly.h).
+  std::unique_ptr<Assembly> parts_;
   std::unique_ptr<admin::ErrorWatch> error_watch_;
-  std::unique_ptr<net::Network> network_;
-  std::unique_ptr<store::ProfileRegistry> profiles_;
-  std::unique_ptr<analytics::Analytics> analytics_;  // destroyed before the kernel: it drains
-  std::unique_ptr<live::LiveValues> live_;           // outlives the plugins that declare
-  std::unique_ptr<loader::PluginHost> plugins_;
   // Set on the kernel thread once the registry opened (RegistryOpener); null for --check.
   std::unique_ptr<deploy::Deploys> deploys_;
-  std::unique_ptr<ClosePhase> close_;
   std::unique_ptr<SignalWatcher> signals_;
   std::unique_ptr<admin::Diagnostics> diagnostics_;
   std::unique_ptr<admin::DebugBundles> bundles_;
@@ -174,7 +153,6 @@ class Server {
   std::unique_ptr<admin::HttpServer> admin_server_;
   std::unique_ptr<DirWatcher> watcher_;  // stopped before the plugins unload
   TaskHandle debounce_;                  // --watch: the reload waits for the changes to settle
-  Connection stop_intake_;               // Kernel.Closing stops new connections
   std::atomic<bool> close_requested_{false};
 };
 

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: kernel/src/server/assembly.h
+//
+// Assembly: the parts that serve plugins and players, wired the one way every host of them
+// wires them: moltd (server.h) and the plugin test kit (testkit/). In build order, released in
+// reverse:
+//   the kernel, the profile database (its own thread), the network (nothing listening yet), the
+//   profile registry, the plugin host with the ABI's layers attached (network, profiles,
+//   analytics, live values, worker jobs), each subsystem's stats section.
+// And the close they share (spec: Close phase): Kernel.Closing (intake stops), every service's
+// stop in reverse boot order, Kernel.Stopped, the drain (analytics, every profile's final save),
+// and only then do the sessions end. What is moltd's alone (the admin endpoint, deploys, signals,
+// the boot plan, diagnostics) stays in Server.
+//
+//   MOLT_ASSIGN_OR_RETURN(auto parts, Assembly::Build(settings, std::move(config), paths));
+//   parts->plugins().LoadDirectory(dir); parts->kernel().Start();
+//   parts->StopIntakeOnClose();                     // serving
+//   parts->Close("SIGTERM", [] { ... });             // the loop keeps running until `done`
+//   parts->Release();                                // Kernel::Shutdown, the libraries unload
+//
+// Thread safety: the kernel thread (the thread that builds it, until its loop runs elsewhere).
+#ifndef MOLT_KERNEL_SERVER_ASSEMBLY_H_
+#define MOLT_KERNEL_SERVER_ASSEMBLY_H_
+
+#include <molt/kernel/status.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "kernel/src/core/bus.h"
+#include "kernel/src/core/clock.h"
+#include "kernel/src/core/config.h"
+#include "kernel/src/server/settings.h"
+
+namespace molt::kernel {
+
+class ClosePhase;
+class Kernel;
+namespace analytics {
+class Analytics;
+}  // namespace analytics
+namespace live {
+class LiveValues;
+}  // namespace live
+namespace loader {
+class PluginHost;
+}  // namespace loader
+namespace net {
+class Network;
+}  // namespace net
+namespace store {
+class ProfileRegistry;
+class SqliteStore;
+}  // namespace store
+namespace workers {
+class Workers;
+}  // namespace workers
+
+// Where an assembly keeps its files.
+struct AssemblyPaths {
+  std::string copy_dir;  // the private copies of the plugin libraries
+  std::string live_db;   // live values (live.db)
+  // The profile store's lease owner (store::HostId() for moltd).
+  std::string host;
+  // The kernel's clock; null: the real one (the test kit passes its manual clock).
+  Clock* clock = nullptr;
+};
+
+class Assembly {
+ public:
+  // Builds every part from `settings` (the profile database at settings.profiles_db; ":memory:"
+  // keeps it in memory) with `config` for the plugins' config_get. Fails naming the part.
+  static Result<std::unique_ptr<Assembly>> Build(const Settings& settings, Config config,
+                                                 AssemblyPaths paths);
+  Assembly(const Assembly&) = delete;
+  Assembly& operator=(const Assembly&) = delete;
+  // Release() if it did not run, then every part in reverse build order.
+  ~Assembly();
+
+  Kernel& kernel() { return *kernel_; }
+  store::SqliteStore& profile_db() { return *profile_db_; }
+  net::Network& network() { return *network_; }
+  store::ProfileRegistry& profiles() { return *profiles_; }
+  analytics::Analytics& analytics() { return *analytics_; }
+  live::LiveValues& live() { return *live_; }
+  loader::PluginHost& plugins() { return *plugins_; }
+  workers::Workers& workers() { return *workers_; }
+
+  // A generation serves: from now on Kernel.Closing stops new connections (after the plugins'
+  // own Kernel.Closing handlers, which subscribed at init).
+  void StopIntakeOnClose();
+  // The close (see the top of this file). `over_budget` runs on the watchdog's thread when the
+  // services' stops outlast settings.close_budget; `done` runs on the kernel thread once the
+  // sessions ended: after the drain, or at its deadline (settings.profiles_drain after the
+  // close began), which logs what stays unsaved. A second close is ignored (false).
+  bool Close(const std::string& reason, std::function<void()> over_budget,
+             std::function<void()> done);
+  bool closing() const;
+  // Kernel::Shutdown, then every library unloads (those that cannot are reported retired).
+  // Idempotent.
+  void Release();
+
+ private:
+  explicit Assembly(const Settings& settings) : settings_(settings) {}
+  void Drain(TimePoint closing, std::function<void()> done);
+
+  const Settings settings_;
+  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<store::SqliteStore> profile_db_;
+  std::unique_ptr<net::Network> network_;
+  std::unique_ptr<store::ProfileRegistry> profiles_;
+  std::unique_ptr<analytics::Analytics> analytics_;  // destroyed before the kernel: it drains
+  std::unique_ptr<live::LiveValues> live_;           // outlives the plugins that declare
+  std::unique_ptr<loader::PluginHost> plugins_;
+  workers::Workers* workers_ = nullptr;  // the plugin host's layer
+  std::unique_ptr<ClosePhase> close_;
+  Connection stop_intake_;
+  bool released_ = false;
+};
+
+}  // namespace molt::kernel
+
+#endif  // MOLT_KERNEL_SERVER_ASSEMBLY_H_
