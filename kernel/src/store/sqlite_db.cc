@@ -212,7 +212,7 @@ Status SqliteDb::Open() {
   }
   std::string mode;
   MOLT_RETURN_IF_ERROR(PragmaText("PRAGMA journal_mode=WAL", &mode));
-  if (mode != "wal") {
+  if (mode != "wal" && !(path_ == kInMemory && mode == "memory")) {
     return Status::FailedPrecondition(fmt::format(
         "the profile database \"{}\" cannot use WAL mode (journal_mode is \"{}\"): put it on "
         "a local filesystem that supports shared memory",

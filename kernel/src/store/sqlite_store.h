@@ -26,10 +26,15 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "kernel/src/store/profile_store.h"
 
 namespace molt::kernel::store {
+
+// The path of a database kept in memory (the plugin test kit's): WAL is not asked of it, and it
+// is gone when the store closes.
+inline constexpr std::string_view kInMemory = ":memory:";
 
 struct SqliteOptions {
   bool synchronous_full = false;                 // PRAGMA synchronous=FULL (NORMAL by default)

@@ -171,6 +171,33 @@ TEST_F(SqliteStoreTest, EveryCallIsAnsweredByItsDatabase) {
   EXPECT_EQ((*ended)[0], std::make_pair(std::string("host-a:111:1"), std::size_t{2}));
 }
 
+// The test kit's store: the same calls on a database in memory, nothing on disk, gone at the
+// close.
+TEST_F(SqliteStoreTest, ADatabaseInMemoryAnswersLikeAFileAndLeavesNothing) {
+  const fs::path cwd = fs::current_path();
+  const auto before = std::distance(fs::directory_iterator(cwd), fs::directory_iterator());
+  {
+    auto store = SqliteStore::Open(std::string(kInMemory), kInline);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    const LoadResult first = LoadNow(**store, "scores/ada", "kit:1:1");
+    ASSERT_TRUE(first.status.ok()) << first.status.ToString();
+    EXPECT_EQ(first.record.revision, 0u);
+    auto w = WriteNow(**store, {{.key = "scores/ada",
+                                 .token = first.record.lease.token,
+                                 .data = R"({"points":3})",
+                                 .release = true}});
+    ASSERT_TRUE(w.first.ok()) << w.first.ToString();
+    EXPECT_EQ(ReadNow(**store, "scores/ada")->data, R"({"points":3})");
+    EXPECT_EQ(LoadNow(**store, "scores/ada", "kit:1:1").record.revision, 1u);
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(cwd), fs::directory_iterator()), before)
+      << "a database in memory wrote a file";
+  auto again = SqliteStore::Open(std::string(kInMemory), kInline);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(ReadNow(**again, "scores/ada").status().code(), Status::Code::kNotFound)
+      << "each database in memory starts empty";
+}
+
 TEST(HostIdTest, NamesThisProcessAndTellsAServerOfThisHostThatIsGone) {
   const std::string me = HostId();
   EXPECT_EQ(me.substr(me.find(':') + 1, std::to_string(::getpid()).size() + 1),
