@@ -52,7 +52,15 @@ boost::json::object SwapReport::ToJson() const {
           {"restored", restored},
           {"rollback", rollback},
           {"retired", Strings(retired)},
-          {"held", Strings(held)}};
+          {"held", Strings(held)},
+          {"handed", [this] {
+             boost::json::array a;
+             for (const Handed& h : handed) {
+               a.push_back(
+                   {{"plugin", h.plugin}, {"state_version", h.state_version}, {"bytes", h.bytes}});
+             }
+             return a;
+           }()}};
 }
 
 std::string SwapReport::Json() const { return boost::json::serialize(ToJson()); }
@@ -256,6 +264,11 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
           it->second = own->second;
         }
       }
+    }
+  }
+  for (Service* s : g->services->boot_order()) {
+    if (auto it = states.find(InstanceOf(s)->name()); it != states.end()) {
+      r.handed.push_back({it->first, it->second.first, it->second.second.size()});
     }
   }
   // A swap during a health window ends it once the new generation serves (the build it would

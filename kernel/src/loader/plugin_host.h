@@ -84,6 +84,14 @@ struct SwapReport {
   std::vector<std::string> retired;  // kernel objects no instance of the new one adopted
   // Old instances whose code still runs on worker threads (their libraries unload afterwards).
   std::vector<std::string> held;
+  // The state each plugin handed to its successor (export_state), in boot order: what import_state
+  // was given (a plugin that exported nothing is not listed).
+  struct Handed {
+    std::string plugin;
+    std::uint32_t state_version = 0;
+    std::size_t bytes = 0;
+  };
+  std::vector<Handed> handed;
   // The report as one JSON object (the swap's log line, the swap history); Json() serialized.
   boost::json::object ToJson() const;
   std::string Json() const;

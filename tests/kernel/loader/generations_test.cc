@@ -176,6 +176,14 @@ TEST_F(GenerationsTest, ASwapKeepsClientsChannelsStateAndRateLimits) {
   EXPECT_NE(report.generation, first);
   EXPECT_EQ(report.generation.substr(report.generation.size() - 2), "#2");
   EXPECT_TRUE(report.retired.empty());
+  // What v1 exported ("<total> <replica handle>", state version 1) is what v2 was handed.
+  ASSERT_EQ(report.handed.size(), 1u);
+  EXPECT_EQ(report.handed[0].plugin, "fx_gen");
+  EXPECT_EQ(report.handed[0].state_version, 1u);
+  EXPECT_GE(report.handed[0].bytes, 3u);
+  EXPECT_NE(report.Json().find(R"("handed":[{"plugin":"fx_gen","state_version":1,"bytes":)"),
+            std::string::npos)
+      << report.Json();
   // A direct Reload() holds the kernel thread for its mount (load, init) and the swap (export
   // through replay), and the hold is all of it, within the one Reload() call. Durations measured
   // against each other, not against a threshold.
