@@ -62,3 +62,42 @@ function(molt_plugin_schemas target)
   add_dependencies(${target} ${target}_schemas)
   target_include_directories(${target} PRIVATE ${out_dir})
 endfunction()
+
+# molt_add_plugin_test(<name> SOURCES <files...> PLUGINS <plugins...> [LIBRARIES <libs...>])
+#
+# A test program for plugins, run by CTest: an executable <name> linking Molt::testkit
+# (molt/testkit.h for C, molt/testkit.hpp for C++) and LIBRARIES (GTest::gtest_main for a
+# GoogleTest program). Each of PLUGINS is a molt_add_plugin() target, built before the test, or a
+# library file; the program is told where each is as MOLT_PLUGIN_<NAME>, a string literal
+# (<NAME>: the target's name or the file's stem, upper-cased, with every character outside
+# [A-Z0-9] an underscore), so the test loads exactly what was just built:
+#
+#   molt_add_plugin(counter SOURCES counter.cc)
+#   molt_add_plugin_test(counter_test SOURCES counter_test.cc PLUGINS counter
+#                        LIBRARIES GTest::gtest_main)
+#   // counter_test.cc: molt::testkit::Kit kit({MOLT_PLUGIN_COUNTER});
+function(molt_add_plugin_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;PLUGINS;LIBRARIES" ${ARGN})
+  if(NOT ARG_SOURCES)
+    message(FATAL_ERROR "molt_add_plugin_test(${name}): SOURCES is required")
+  endif()
+  if(NOT ARG_PLUGINS)
+    message(FATAL_ERROR "molt_add_plugin_test(${name}): PLUGINS is required (the plugins it tests)")
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE Molt::testkit ${ARG_LIBRARIES})
+  foreach(plugin IN LISTS ARG_PLUGINS)
+    if(TARGET ${plugin})
+      set(path "$<TARGET_FILE:${plugin}>")
+      set(stem ${plugin})
+      add_dependencies(${name} ${plugin})
+    else()
+      get_filename_component(path ${plugin} ABSOLUTE)
+      get_filename_component(stem ${plugin} NAME_WE)
+    endif()
+    string(TOUPPER "${stem}" stem)
+    string(REGEX REPLACE "[^A-Z0-9]" "_" stem "${stem}")
+    target_compile_definitions(${name} PRIVATE "MOLT_PLUGIN_${stem}=\"${path}\"")
+  endforeach()
+  add_test(NAME ${name} COMMAND ${name})
+endfunction()

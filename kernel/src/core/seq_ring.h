@@ -72,6 +72,8 @@ class SeqRing {
 
   std::size_t size() const { return items_.size(); }
   std::size_t capacity() const { return capacity_; }
+  // The number of the newest item pushed (0: none yet): Since(last()) is what comes after it.
+  std::uint64_t last() const { return next_seq_ - 1; }
 
  private:
   const std::size_t capacity_;

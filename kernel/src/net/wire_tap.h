@@ -67,6 +67,7 @@ class WireTap {
   // pushed out. Valid until the next Record.
   WireFrame* Find(std::uint64_t seq) { return frames_.Find(seq); }
   Page Since(std::uint64_t since) const { return frames_.Since(since); }
+  std::uint64_t last() const { return frames_.last(); }  // the newest frame's number
 
  private:
   bool on_ = false;

@@ -507,4 +507,9 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
   return Status::Ok();
 }
 
+Status MergeConfigJson(Config& config, std::string_view json, const std::string& source) {
+  MOLT_RETURN_IF_ERROR(config.MergeJson(json, source));
+  return CheckKeys(config, source);
+}
+
 }  // namespace molt::kernel

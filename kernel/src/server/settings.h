@@ -69,6 +69,10 @@ struct Settings {
 // by name), resolves every setting into `out`, and records the resolved kernel keys in `config`
 // ("server.tick_rate", "server.data_dir", "server.plugin_dir") for plugins' config_get.
 Status ResolveSettings(const ServerOptions& options, Config& config, Settings* out);
+// Merges the configuration JSON text `json` into `config` as a configuration file is merged:
+// unknown keys of the server's sections are refused by name, with `source` saying where they
+// came from (the plugin test kit's config_json).
+Status MergeConfigJson(Config& config, std::string_view json, const std::string& source);
 
 }  // namespace molt::kernel
 

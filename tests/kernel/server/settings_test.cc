@@ -326,5 +326,19 @@ TEST_F(SettingsTest, AnAdminEndpointBeyondLoopbackIsRefusedWithoutTheOverride) {
             "configuration key \"admin.allow_insecure_remote\" must be true or false");
 }
 
+// The test kit's configuration text is checked as a file is: a typo is named, with its source.
+TEST(MergeConfigJsonTest, RefusesAnUnknownKeyNamingItsSource) {
+  Config config;
+  Status s = MergeConfigJson(config, R"({"net": {"max_frame_byte": 1}})", "the kit's config_json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("the kit's config_json: unknown key \"net.max_frame_byte\""),
+            std::string::npos)
+      << s.message();
+  Config good;
+  ASSERT_TRUE(MergeConfigJson(good, R"({"net": {"max_frame_bytes": 4096}})", "x").ok());
+  EXPECT_NE(good.Get("net.max_frame_bytes"), nullptr);
+  EXPECT_FALSE(MergeConfigJson(good, "{not json", "x").ok());
+}
+
 }  // namespace
 }  // namespace molt::kernel
