@@ -4,6 +4,8 @@
 # fresh prefix, then, with nothing but that prefix:
 #   - builds the C++ hello plugin (g++, its channel schema compiled by molt_plugin_schemas) and the
 #     C hello_c plugin (clang) with find_package(Molt), and checks each exports only its entry;
+#   - runs each plugin's own tests, built with molt_add_plugin_test() on the installed test kit
+#     (Molt::testkit: hello's in C++ with GoogleTest, hello_c's in C99 with clang);
 #   - builds the C client app hello_client with clang, once with find_package(Molt) (Molt::client)
 #     and once with pkg-config (molt-client.pc);
 #   - builds a custom server host on Molt::kernel;
@@ -27,6 +29,7 @@ prefix="$work/prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null
 libdir=$(cd "$prefix" && dirname "$(find . -name libmolt_client.so -printf '%P\n' | head -1)")
 for f in include/molt/molt.h include/molt/molt.hpp include/molt/client.h \
+         include/molt/testkit.h include/molt/testkit.hpp "$libdir/libmolt_testkit.so" \
          include/molt/kernel/server.h "$libdir/cmake/Molt/MoltConfig.cmake" \
          "$libdir/pkgconfig/molt.pc" "$libdir/pkgconfig/molt-client.pc" \
          "$libdir/libmolt_kernel.a" bin/moltd bin/molt-bot "$libdir/molt/plugins/scores.so"; do
@@ -57,6 +60,12 @@ for so in "$work/hello/hello.so" "$work/hello_c/hello_c.so"; do
   cp "$so" "$work/plugins/"
 done
 grep -q 'clang' "$work/hello_c/CMakeCache.txt" || fail "hello_c was not built by clang"
+for b in hello hello_c; do  # each plugin's own tests, on the installed test kit
+  ctest --test-dir "$work/$b" --output-on-failure >"$work/$b-test.log" 2>&1 ||
+    { cat "$work/$b-test.log" >&2; fail "the out-of-tree tests of $b failed"; }
+  grep -q "100% tests passed, 0 tests failed out of 1" "$work/$b-test.log" ||
+    { cat "$work/$b-test.log" >&2; fail "the out-of-tree tests of $b did not run"; }
+done
 
 configure "$src/hosts/examples/hello_client" "$work/client" -DCMAKE_C_COMPILER=clang
 export PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig"
@@ -118,4 +127,4 @@ port=$(port_of "$work/host.log")
 out=$("$work/client/hello_client" 127.0.0.1 "$port" bob "hi") || fail "custom host: $out"
 echo "$out" | grep -qx "shouted: HI" || fail "custom host shouted: $out"
 stop "${pids[2]}" "$work/host.log"
-echo "out of tree: plugins (g++, clang), a client app (CMake and pkg-config) and a custom host built against the installed package, served and answered"
+echo "out of tree: plugins (g++, clang) tested with the installed test kit, a client app (CMake and pkg-config) and a custom host built against the installed package, served and answered"
