@@ -95,7 +95,7 @@ bool IsBranchName(const std::string& b) {
   });
 }
 
-// moltd, to run `moltd --check`: --moltd, else MOLTD, else beside this binary, else on PATH.
+// moltd, to run `moltd --self-test`: --moltd, else MOLTD, else beside this binary, else on PATH.
 std::string MoltdPath(const cxxopts::ParseResult& parsed) {
   if (parsed.count("moltd") > 0) {
     return parsed["moltd"].as<std::string>();
@@ -134,8 +134,9 @@ int BuildCommand(int argc, char** argv) {
       "<commit7>-<hash6> (the git commit of DIR's tree and the first 6 hex digits of the\n"
       "libraries' hash; <commit7>-dirty-<hash6> when the tree has uncommitted changes;\n"
       "nogit-<hash6> outside git). The manifest holds every library's SHA-256, name, version,\n"
-      "kind and ABI, the protocol hash of the channels they declare (from moltd --check, which\n"
-      "must pass), the branch, the channel and the health window. The same inputs give the same\n"
+      "kind and ABI, the protocol hash of the channels they declare (from moltd --self-test,\n"
+      "the spec gate, which must pass: the plugins' own tests, the security audit and the fuzz\n"
+      "gate), the branch, the channel and the health window. The same inputs give the same\n"
       "id and the same bytes. Refuses an empty DIR, a library that is not a plugin, and two\n"
       "plugins of one name.");
   o.add_options()("dir", "the plugin directory", cxxopts::value<std::string>())(
@@ -223,14 +224,15 @@ int BuildCommand(int argc, char** argv) {
     return Fail(kExitFailed, text);
   }
 
-  // The protocol: the channel table the services declare, as moltd --check boots them.
+  // The spec gate (the plugins' own tests, the security audit, the fuzz gate), and the protocol:
+  // the channel table the services declare, as moltd --self-test boots them.
   std::string protocol;
   if (services) {
     char check_tmpl[] = "/tmp/molt-check-XXXXXX";
     const char* data = ::mkdtemp(check_tmpl);
     const std::string moltd = MoltdPath(parsed);
     RunResult check =
-        RunProgram({moltd, "--check", "-p", dir, "-d", data != nullptr ? data : "/tmp"});
+        RunProgram({moltd, "--self-test", "-p", dir, "-d", data != nullptr ? data : "/tmp"});
     if (data != nullptr) {
       fs::remove_all(data, ec);
     }
@@ -238,9 +240,16 @@ int BuildCommand(int argc, char** argv) {
       return Fail(kExitFailed,
                   "cannot run \"" + moltd + "\" for the check: pass --moltd PATH (or set MOLTD)");
     }
+    if (check.exit_code == 2) {  // a usage error: a moltd from before --self-test
+      return Fail(kExitFailed, "\"" + moltd +
+                                   "\" does not know --self-test: it is older than this molt "
+                                   "(use the moltd of the same release, --moltd)");
+    }
     if (check.exit_code != 0) {
-      return Fail(kExitFailed, "the plugin set does not pass moltd --check, so it is not built:\n" +
-                                   check.output);
+      return Fail(kExitFailed,
+                  "the plugin set does not pass moltd --self-test (its own tests, the security "
+                  "audit, the fuzz gate), so it is not built:\n" +
+                      check.output);
     }
     const std::size_t at = check.output.find("  protocol: ");
     if (at == std::string::npos) {

@@ -95,9 +95,11 @@ int main(int argc, char** argv) {
       ("admin", "the admin endpoint: the dashboard, the HTTP API, /metrics, /healthz and /readyz "
                 "(default 127.0.0.1:7778; off turns it off; docs/operations.md)",
        cxxopts::value<std::string>(), "ADDRESS:PORT")
-      ("check", "the gate before a deploy: load and start the plugins (nothing listens, a scratch "
-                "profile database), run the security audit and the fuzz gate, print a report and "
-                "exit 0, or 3 on a High finding or a validator that throws")
+      ("self-test", "the spec gate before a deploy: load and start the plugins (nothing "
+                    "listens, a scratch profile database), run each plugin's own tests, the "
+                    "security audit and the fuzz gate, print a report and exit 0, or 3 when a "
+                    "test fails, on a High finding or a validator that throws")
+      ("check", "the same gate as --self-test (its earlier name)")
       ("watch", "development: reload the plugin directory as a new generation whenever a "
                 "library in it changes (once the changes settle)")
       ("branch", "the branch this server runs: it boots the branch's head from the registry and "
@@ -114,13 +116,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (args.count("help") != 0) {
-    std::cout << options.help() << "\nExamples:\n"
-              << "  moltd                              the bundled plugins, data in ./data\n"
-              << "  moltd -p build/plugins -d /var/lib/molt --log-format json\n"
-              << "  moltd --check -p build/plugins     audit and fuzz a build before deploying it\n"
-              << "  moltd --bind 0.0.0.0 --tls-cert cert.pem --tls-key key.pem\n"
-              << "                                     accept clients from other machines, "
-                 "over TLS\n";
+    std::cout
+        << options.help() << "\nExamples:\n"
+        << "  moltd                              the bundled plugins, data in ./data\n"
+        << "  moltd -p build/plugins -d /var/lib/molt --log-format json\n"
+        << "  moltd --self-test -p build/plugins test, audit and fuzz a build before deploying "
+           "it\n"
+        << "  moltd --bind 0.0.0.0 --tls-cert cert.pem --tls-key key.pem\n"
+        << "                                     accept clients from other machines, "
+           "over TLS\n";
     return 0;
   }
   if (args.count("version") != 0) {
@@ -174,6 +178,7 @@ int main(int argc, char** argv) {
     server.branch = args["branch"].as<std::string>();
   }
   server.watch = args.count("watch") != 0;
+  server.self_test = args.count("self-test") != 0;
   server.check = args.count("check") != 0;
   return molt::kernel::RunServer(server);
 }

@@ -122,6 +122,23 @@ class Counter : public molt::Service {
     return molt::Status::Ok();
   }
 
+  // Its own tests (ABI 1.8; moltd --self-test, molt build).
+  void SelfTest(molt::SelfTests& tests) override {
+    tests.Check("the multiplier takes whole numbers from 1 to 100",
+                CheckMultiplier("1").ok() && CheckMultiplier("100").ok() &&
+                    !CheckMultiplier("0").ok() && !CheckMultiplier("101").ok() &&
+                    !CheckMultiplier("2.5").ok() && !CheckMultiplier("\"3\"").ok());
+    tests.Run("the state it exports starts with the total", [this]() -> molt::Status {
+      std::string out;
+      if (molt::Status s = ExportState(&out); !s.ok()) {
+        return s;
+      }
+      return out.rfind(std::to_string(value_) + " ", 0) == 0
+                 ? molt::Status::Ok()
+                 : molt::Status(MOLT_ERR_INTERNAL, "exported \"" + out + "\"");
+    });
+  }
+
  private:
   static molt::Status CheckMultiplier(std::string_view value) {
     std::int64_t m = 0;

@@ -169,6 +169,27 @@ class Shop : public molt::Service {
     return molt::Status::Ok();
   }
 
+  // Its own tests (ABI 1.8; moltd --self-test, molt build): the documents' counts, read and
+  // written the way every grant reads and writes them.
+  void SelfTest(molt::SelfTests& tests) override {
+    tests.Run("counts round-trip through a document", []() -> molt::Status {
+      std::string doc = R"({"items": {}, "other": 1})";
+      WriteCounts(doc, {{"crown", 1}, {"gem", 12}});
+      Counts back;
+      if (!ReadCounts(doc, &back) || back != Counts{{"crown", 1}, {"gem", 12}}) {
+        return molt::Status(MOLT_ERR_INTERNAL, "read back wrong from " + doc);
+      }
+      return doc == R"({"items": {"crown":1,"gem":12}, "other": 1})"
+                 ? molt::Status::Ok()
+                 : molt::Status(MOLT_ERR_INTERNAL, "wrote " + doc);
+    });
+    Counts ignored;
+    tests.Check("a document without counts is refused", !ReadCounts(R"({"coins": 3})", &ignored),
+                "read counts from a document that has none");
+    tests.Check("receipts are escaped in analytics", Escaped("a\"b\\c\n") == "a\\\"b\\\\c\\u000a",
+                "escaped as " + Escaped("a\"b\\c\n"));
+  }
+
  private:
   struct Purchase {
     molt::SessionId session;

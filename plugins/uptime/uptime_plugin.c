@@ -2,8 +2,8 @@
 /*
  * uptime: a plugin in plain C99. Logs how long the server has been up every `interval_seconds`
  * (configuration, default 60), publishes Uptime.Tick(seconds), and logs the reason when the server
- * closes (Kernel.Closing). Shows the raw ABI: a static descriptor, status codes, handles and one
- * labelled cleanup path.
+ * closes (Kernel.Closing). Shows the raw ABI: a static descriptor, status codes, handles, one
+ * labelled cleanup path, and its own tests (self_test, ABI 1.8).
  */
 #include <molt/molt.h>
 #include <stdio.h>
@@ -88,6 +88,18 @@ fail:
 
 static void uptime_destroy(void* state) { free(state); }
 
+/* Its own tests (ABI 1.8; moltd --self-test, molt build): what init kept is there. */
+static molt_status_t uptime_self_test(void* state, molt_self_test_fn report, void* user_data) {
+  const uptime_state* s = (const uptime_state*)state;
+  const int positive = s->interval > 0;
+  const int kept = s->ctx != NULL && s->api != NULL;
+  report(user_data, "the interval is positive", positive ? MOLT_OK : MOLT_ERR_INTERNAL,
+         positive ? NULL : "interval_seconds is not positive");
+  report(user_data, "it keeps its context", kept ? MOLT_OK : MOLT_ERR_INTERNAL,
+         kept ? NULL : "no context or host API kept from init");
+  return MOLT_OK;
+}
+
 /* Designated initializers: fields a later ABI appends stay zero (and no -Wextra warning). */
 static const molt_plugin_info uptime_info = {
     .struct_size = sizeof(molt_plugin_info),
@@ -98,6 +110,7 @@ static const molt_plugin_info uptime_info = {
     .init = uptime_init,
     .destroy = uptime_destroy,
     .description = "logs the server's uptime; written in C99",
+    .self_test = uptime_self_test,
 };
 
 MOLT_PLUGIN_EXPORT const molt_plugin_info* molt_plugin_entry(void) { return &uptime_info; }

@@ -2,6 +2,7 @@
 // The molt CLI (hosts/molt), run as an operator runs it: real processes against a real moltd,
 // and build files checked with tar and loaded by moltd.
 #include <gtest/gtest.h>
+#include <molt/molt.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -121,7 +122,8 @@ TEST_F(MoltCliTest, ABuildFileIsATarOfTheManifestAndTheLibrariesTheSameEveryTime
             static_cast<std::size_t>(molt::test::kBundledPlugins));
   const json::value& first = m.at("plugins").as_array()[0];
   EXPECT_EQ(first.at("kind").as_string(), "service");
-  EXPECT_EQ(first.at("abi").as_string(), "1.7");
+  EXPECT_EQ(first.at("abi").as_string(),
+            "1." + std::to_string(MOLT_ABI_VERSION_MINOR));  // built with today's molt.h
   EXPECT_EQ(first.at("sha256").as_string().size(), 64u);
   // tar reads it: the manifest first, then the libraries.
   ASSERT_EQ(std::system(("tar tf " + a + " > " + dir_ + "/list").c_str()), 0);
@@ -162,10 +164,18 @@ TEST_F(MoltCliTest, BuildRefusesWhatIsNotAPluginSetAndNamesWhy) {
   EXPECT_EQ(Molt({"build", dir_ + "/fake"}, &out), 1);
   EXPECT_NE(out.find("cannot build \"" + dir_ + "/fake\":\n  "), std::string::npos) << out;
   EXPECT_NE(out.find("notes.so"), std::string::npos) << out;
-  // A set moltd --check fails (an unguarded channel) is not built.
+  // A set the spec gate fails (an unguarded channel; a plugin's own failing test) is not built.
   EXPECT_EQ(Molt({"build", kFixtures + "/unsafe", "--out", dir_ + "/u.molt"}, &out), 1);
-  EXPECT_NE(out.find("does not pass moltd --check"), std::string::npos) << out;
+  EXPECT_NE(out.find("does not pass moltd --self-test (its own tests, the security audit, the "
+                     "fuzz gate), so it is not built"),
+            std::string::npos)
+      << out;
   EXPECT_FALSE(fs::exists(dir_ + "/u.molt"));
+  EXPECT_EQ(Molt({"build", kFixtures + "/gen/fail_self_test", "--out", dir_ + "/t.molt"}, &out), 1);
+  EXPECT_NE(out.find(": \"totals are never negative\": the total went below zero"),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(fs::exists(dir_ + "/t.molt"));
 }
 
 TEST_F(MoltCliTest, KeysInitWritesAPrivateKeyOnlyItsOwnerReadsAndNeverOverwritesOne) {

@@ -547,10 +547,37 @@ TEST_F(MoltdAdminTest, CheckPassesTheBundledPluginsWithoutTouchingTheLiveData) {
   // The channel table's hash, as a client's Welcome carries it (molt build records it).
   EXPECT_NE(out.find("\n  protocol: "), std::string::npos) << out;
   EXPECT_NE(out.find(" 0 validator error(s)\ncheck passed\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\n  self-tests: "), std::string::npos) << out;
+  EXPECT_NE(out.find(" passed, 0 failed ("), std::string::npos) << out;
   EXPECT_EQ(out.find("listening on"), std::string::npos) << "nothing listens in a check";
   EXPECT_FALSE(fs::exists(data_ + "/admin.token"));
   EXPECT_FALSE(fs::exists(data_ + "/profiles.db")) << "the live database is not opened";
   EXPECT_TRUE(fs::is_empty(data_ + "/run")) << "the scratch database is removed";
+}
+
+// --self-test: the same gate by its spec name; a plugin's failing own tests fail it, each named.
+TEST_F(MoltdAdminTest, SelfTestRunsThePluginsOwnTestsAndFailsOnAFailingOne) {
+  Process good({kMoltd, "--self-test", "-p", kFixtures + "/gen/v1", "-d", data_});
+  EXPECT_EQ(good.Wait(), 0) << good.output();
+  EXPECT_NE(good.output().find("moltd --self-test " + kFixtures + "/gen/v1\n"), std::string::npos)
+      << good.output();
+  EXPECT_NE(good.output().find("\n  self-tests: 2 passed, 0 failed (1 of 1 plugins have tests)\n"),
+            std::string::npos)
+      << good.output();
+  Process bad({kMoltd, "--self-test", "-p", kFixtures + "/gen/fail_self_test", "-d", data_});
+  EXPECT_EQ(bad.Wait(), 3) << bad.output();
+  const std::string& out = bad.output();
+  EXPECT_NE(out.find("\n  self-tests: 2 passed, 2 failed (1 of 1 plugins have tests)\n    fx_gen@"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(": \"totals are never negative\": the total went below zero\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(": \"it parses its state\": threw: no digits\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("check failed: 2 self-test(s) failed, 0 High finding(s), validators threw on "
+                     "0 channel(s)\n"),
+            std::string::npos)
+      << out;
 }
 
 TEST_F(MoltdAdminTest, CheckFailsOnAnUnguardedChannelAndAValidatorThatThrows) {
@@ -576,7 +603,8 @@ TEST_F(MoltdAdminTest, CheckFailsOnAnUnguardedChannelAndAValidatorThatThrows) {
   EXPECT_EQ(out.find(warning, summary + 1), std::string::npos) << out;
   EXPECT_NE(out.find("my buffer is too small (x", summary), std::string::npos) << out;
   EXPECT_NE(out.find(" in 30 s)", summary), std::string::npos) << out;
-  EXPECT_NE(out.find("check failed: 1 High finding(s), validators threw on 1 channel(s)\n"),
+  EXPECT_NE(out.find("check failed: 0 self-test(s) failed, 1 High finding(s), validators threw "
+                     "on 1 channel(s)\n"),
             std::string::npos)
       << out;
   // The same plugin with both fixed passes: each failure was its own.

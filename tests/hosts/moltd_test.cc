@@ -2,6 +2,7 @@
 // A real moltd process: started, signalled, killed, its output and exit code checked. No timing
 // assertions: waits are generous upper bounds that only stop a broken run from hanging.
 #include <gtest/gtest.h>
+#include <molt/molt.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -169,12 +170,13 @@ TEST_F(MoltdTest, HelpExplainsItselfAndBadFlagsExitTwo) {
   EXPECT_EQ(help.Wait(), 0);
   for (const char* s :
        {"Usage:", "--plugins", "--data", "--config", "--tick-rate", "--close-budget", "close phase",
-        "--admin", "--check", "DATA/admin.token", "Examples:"}) {
+        "--admin", "--self-test", "--check", "DATA/admin.token", "Examples:"}) {
     EXPECT_NE(help.output().find(s), std::string::npos) << s;
   }
   Process version({kMoltd, "--admin", "127.0.0.1:0", "--version"});
   EXPECT_EQ(version.Wait(), 0);
-  EXPECT_EQ(version.output(), "moltd " MOLT_VERSION " (plugin ABI 1.7)\n");
+  EXPECT_EQ(version.output(), "moltd " MOLT_VERSION " (plugin ABI 1." +
+                                  std::to_string(MOLT_ABI_VERSION_MINOR) + ")\n");
   Process bad({kMoltd, "--admin", "127.0.0.1:0", "--frobnicate"});
   EXPECT_EQ(bad.Wait(), 2);
   EXPECT_NE(bad.output().find("Try 'moltd --help'."), std::string::npos) << bad.output();

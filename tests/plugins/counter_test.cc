@@ -102,6 +102,15 @@ TEST_F(CounterTest, AnOperatorsMultiplierCountsEveryAdditionThatManyTimes) {
   EXPECT_EQ(ValueOf(kit_.Request(ada, "counter.Get", Get())), 8);
 }
 
+TEST_F(CounterTest, ItsOwnTestsPassWhileItServes) {
+  const molt_session_t ada = kit_.Join("ada");
+  ASSERT_TRUE(kit_.Intent(ada, "counter.Add", Add(5)).ok());
+  const Kit::SelfTestResult r = kit_.SelfTest();
+  EXPECT_TRUE(r.ok()) << r.status.message();
+  EXPECT_NE(r.report.find(R"("passed":2,"failed":0)"), std::string::npos) << r.report;
+  EXPECT_EQ(ValueOf(kit_.Request(ada, "counter.Get", Get())), 5);
+}
+
 TEST_F(CounterTest, EveryAdditionScoresForItsPlayer) {
   const molt_session_t ada = kit_.Join("ada");
   ASSERT_TRUE(kit_.Intent(ada, "counter.Add", Add(4)).ok());

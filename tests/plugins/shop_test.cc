@@ -74,6 +74,13 @@ TEST(ShopTest, RefusalsSayWhatIsWrong) {
   EXPECT_EQ(kit.Profile("shop", "bob").value().find("crown"), std::string::npos);
 }
 
+TEST(ShopTest, ItsOwnTestsPass) {
+  Kit kit({MOLT_PLUGIN_SHOP});
+  const Kit::SelfTestResult r = kit.SelfTest();
+  EXPECT_TRUE(r.ok()) << r.status.message();
+  EXPECT_NE(r.report.find(R"("passed":3,"failed":0)"), std::string::npos) << r.report;
+}
+
 TEST(ShopTest, WhatWasGrantedSurvivesASwapAndTheClose) {
   Kit kit({MOLT_PLUGIN_SHOP});
   const molt_session_t ada = kit.Join("ada");

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The bundled uptime plugin, in C, tested in C with the plugin test kit's C API (molt/testkit.h):
- * Uptime.Tick every interval_seconds on the kit's clock, the uptime logged, the close reason
- * logged at the close. Exits 0 when every check holds.
+ * Uptime.Tick every interval_seconds on the kit's clock, the uptime logged, its own tests (the
+ * spec gate), the close reason logged at the close. Exits 0 when every check holds.
  */
 #include <molt/testkit.h>
 #include <stdio.h>
@@ -63,6 +63,10 @@ int main(void) {
   CHECK(n == 3);
   CHECK(n < 1 || ticks[0] == 10);
   CHECK(n < 3 || ticks[2] == 30);
+
+  memset(&logs, 0, sizeof logs);
+  CHECK(molt_testkit_self_test(kit, collect, &logs) == MOLT_OK);
+  CHECK(strstr(logs.data, "\"passed\":2,\"failed\":0") != NULL);
 
   CHECK(molt_testkit_close(kit) == MOLT_OK);
   memset(&logs, 0, sizeof logs);

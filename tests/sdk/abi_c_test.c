@@ -35,7 +35,8 @@ C_STATIC_ASSERT(sizeof(molt_session_info) == 56, session_info_size);
 C_STATIC_ASSERT(sizeof(molt_process_options) == 24, process_options_size);
 C_STATIC_ASSERT(offsetof(molt_plugin_info, description) == 104, info_last_field);
 C_STATIC_ASSERT(offsetof(molt_plugin_info, oldest_state_version) == 112, info_last_field_1_3);
-C_STATIC_ASSERT(sizeof(molt_plugin_info) == 120, info_size);
+C_STATIC_ASSERT(offsetof(molt_plugin_info, self_test) == 120, info_last_field_1_8);
+C_STATIC_ASSERT(sizeof(molt_plugin_info) == 128, info_size);
 
 int main(void) {
   molt_host_api api;

@@ -260,7 +260,8 @@ MOLT_FROZEN(molt_plugin_info, import_state, 88);
 MOLT_FROZEN(molt_plugin_info, interfaces, 96);
 MOLT_FROZEN(molt_plugin_info, description, 104);
 MOLT_FROZEN(molt_plugin_info, oldest_state_version, 112);  // ABI 1.3
-static_assert(sizeof(molt_plugin_info) == 120);
+MOLT_FROZEN(molt_plugin_info, self_test, 120);             // ABI 1.8
+static_assert(sizeof(molt_plugin_info) == 128);
 
 namespace {
 

@@ -13,7 +13,7 @@ if [ -n "$others" ]; then
   exit 1
 fi
 for fn in create error destroy load swap close advance now join leave intent request next watch \
-          replica_int replica_float replica_bytes profile publish set_live stats logs; do
+          replica_int replica_float replica_bytes profile publish set_live stats logs self_test; do
   grep -qx "molt_testkit_$fn" <<<"$exported" || { echo "molt_testkit_$fn is not exported" >&2; exit 1; }
 done
 echo "libmolt_testkit exports $(wc -l <<<"$exported") molt_testkit_* symbols and nothing else"

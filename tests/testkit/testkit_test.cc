@@ -227,6 +227,33 @@ TEST(TestKitTest, LiveValuesAreSetAsAnOperatorSetsThem) {
   EXPECT_EQ(heard[0].String(2), "1") << "the default serves again";
 }
 
+TEST(TestKitTest, APluginsOwnTestsRunAsTheSpecGateRunsThem) {
+  Kit kit({kFixtures + "/gen/v1"});
+  const molt_session_t ada = kit.Join("ada");
+  ASSERT_TRUE(kit.Intent(ada, "gen.Add", Add(2)).ok());
+  const Kit::SelfTestResult passing = kit.SelfTest();
+  EXPECT_TRUE(passing.ok()) << passing.status.message();
+  EXPECT_NE(passing.report.find(R"("passed":2,"failed":0)"), std::string::npos) << passing.report;
+  EXPECT_NE(passing.report.find(R"({"name":"the state round-trips","ok":true,"error":""})"),
+            std::string::npos)
+      << passing.report;
+  EXPECT_EQ(kit.Request(ada, "gen.Total", Add(0)).payload, "v1:2") << "the tests left the state";
+  // A build whose tests fail: each failure named, with its reason.
+  ASSERT_TRUE(kit.Swap({kFixtures + "/gen/fail_self_test"}).ok());
+  const Kit::SelfTestResult failing = kit.SelfTest();
+  EXPECT_EQ(failing.status.code(), MOLT_ERR_REJECTED);
+  EXPECT_NE(failing.status.message().find("2 self-test(s) failed: fx_gen@"), std::string::npos)
+      << failing.status.message();
+  EXPECT_NE(failing.status.message().find(
+                ": \"totals are never negative\": the total went below zero; fx_gen@"),
+            std::string::npos)
+      << failing.status.message();
+  EXPECT_NE(failing.status.message().find(": \"it parses its state\": threw: no digits"),
+            std::string::npos)
+      << failing.status.message();
+  EXPECT_NE(failing.report.find(R"("passed":2,"failed":2)"), std::string::npos) << failing.report;
+}
+
 TEST(TestKitTest, LogsAndStatsAreThoseOfTheServer) {
   Kit kit({kFixtures + "/gen/v1"});
   (void)kit.Join("ada");

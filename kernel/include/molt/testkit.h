@@ -104,6 +104,12 @@ MOLT_TESTKIT_API molt_status_t molt_testkit_load(molt_testkit_t* kit, const char
 MOLT_TESTKIT_API molt_status_t molt_testkit_swap(molt_testkit_t* kit, const char* const* paths,
                                                  size_t count, molt_bytes_fn report,
                                                  void* user_data);
+/** @brief Runs the serving plugins' own tests (plugin ABI 1.8 `self_test`), as moltd
+ *  --self-test does. `report` (may be NULL) gets them as JSON: {"passed", "failed", "plugins":
+ *  [{"plugin", "error", "tests": [{"name", "ok", "error"}]}]}. MOLT_OK when every test passed;
+ *  MOLT_ERR_REJECTED naming each failure otherwise. */
+MOLT_TESTKIT_API molt_status_t molt_testkit_self_test(molt_testkit_t* kit, molt_bytes_fn report,
+                                                      void* user_data);
 /** @brief The close, as SIGTERM in moltd: Kernel.Closing, every service's stop in reverse boot
  *  order, Kernel.Stopped, every loaded profile's final save, then the sessions end (each gets
  *  its Bye). Profiles and stats stay readable afterwards. Idempotent. */

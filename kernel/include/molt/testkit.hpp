@@ -150,6 +150,17 @@ class Kit {
     return r;
   }
   Status Close() { return Check(molt_testkit_close(kit_)); }
+  // The plugins' own tests (molt::Service::SelfTest), as moltd --self-test runs them.
+  struct SelfTestResult {
+    Status status;       // OK when every one passed, else each failure named
+    std::string report;  // JSON: {"passed", "failed", "plugins": [...]}
+    bool ok() const { return status.ok(); }
+  };
+  SelfTestResult SelfTest() {
+    SelfTestResult r;
+    r.status = Check(molt_testkit_self_test(kit_, &Append, &r.report));
+    return r;
+  }
 
   // --- Time ---
   Status Advance(double seconds) { return Check(molt_testkit_advance(kit_, seconds)); }

@@ -492,6 +492,32 @@ Status PluginInstance::Start() {
   return CallLifecycle("start", callback_limit_, [this] { return info_.start(state_); });
 }
 
+Status PluginInstance::SelfTest(std::vector<SelfTestResult>* out) {
+  if (!initialized_ || stopped_ || info_.self_test == nullptr) {
+    return Status::Ok();
+  }
+  // What the plugin reports, copied as it reports it (on the callback runner's thread when the
+  // call has a deadline: this thread waits meanwhile).
+  struct Sink {
+    std::vector<SelfTestResult>* out;
+    static void Report(void* ud, const char* name, molt_status_t code,
+                       const char* message) noexcept {
+      try {
+        std::string text = message != nullptr ? message : "";
+        if (code != MOLT_OK && text.empty()) {
+          text = "failed";
+        }
+        static_cast<Sink*>(ud)->out->push_back(
+            {name != nullptr && *name != '\0' ? std::string(name).substr(0, 128) : "(unnamed)",
+             code == MOLT_OK ? Status::Ok() : FromPluginCode(code, std::move(text))});
+      } catch (...) {  // out of memory: the test is not recorded; nothing crosses the ABI
+      }
+    }
+  } sink{out};
+  return CallLifecycle("self_test", callback_limit_,
+                       [this, &sink] { return info_.self_test(state_, &Sink::Report, &sink); });
+}
+
 void PluginInstance::Pin(const void* code, std::string why) {
   Dl_info where{};
   if (::dladdr(code, &where) != 0 && where.dli_fname != nullptr) {

@@ -330,6 +330,14 @@ class PluginInstance final : public molt_context,
   bool Reads(std::uint32_t version) const;
   // Hands `state` (format `version`) to import_state. A plugin without import_state ignores it.
   Status ImportState(std::uint32_t version, const std::string& state);
+  // The plugin's own tests (ABI 1.8 self_test), run on this thread within the callback
+  // deadline; each reported test lands in `out`. An error when the callback itself failed
+  // (an error status, a throw, its deadline); OK with none for a plugin without tests.
+  struct SelfTestResult {
+    std::string name;
+    Status status;
+  };
+  Status SelfTest(std::vector<SelfTestResult>* out);
   void* state() const { return state_; }
   const LogScope& log() const { return log_; }
   TaskOrigin origin() const { return origin_; }

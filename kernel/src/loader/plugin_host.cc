@@ -357,6 +357,54 @@ void PluginHost::StopInstances(Generation& g) {
   }
 }
 
+bool PluginHost::SelfTestRun::ok() const {
+  return error.ok() &&
+         std::all_of(tests.begin(), tests.end(), [](const auto& t) { return t.status.ok(); });
+}
+
+std::vector<PluginHost::SelfTestRun> PluginHost::RunSelfTests() {
+  std::vector<SelfTestRun> runs;
+  for (Service* s : kernel_.services().boot_order()) {
+    abi::PluginInstance* inst = InstanceOf(s);
+    if (inst->info().self_test == nullptr) {
+      continue;
+    }
+    SelfTestRun run{inst->label(), {}, Status::Ok()};
+    run.error = inst->SelfTest(&run.tests);
+    if (run.tests.empty() && run.error.ok()) {
+      continue;  // a self_test that reported none (molt.hpp's default SelfTest)
+    }
+    if (!run.error.ok()) {
+      inst->log().Error("self-tests did not run to the end: {}", run.error.message());
+    }
+    for (const abi::PluginInstance::SelfTestResult& t : run.tests) {
+      if (!t.status.ok()) {
+        inst->log().Error("self-test \"{}\" failed: {}", t.name, t.status.message());
+      }
+    }
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+std::string PluginHost::SelfTestsJson(const std::vector<SelfTestRun>& runs) {
+  boost::json::array plugins;
+  std::size_t passed = 0;
+  std::size_t failed = 0;
+  for (const SelfTestRun& run : runs) {
+    boost::json::array tests;
+    for (const abi::PluginInstance::SelfTestResult& t : run.tests) {
+      (t.status.ok() ? passed : failed) += 1;
+      tests.push_back({{"name", t.name}, {"ok", t.status.ok()}, {"error", t.status.message()}});
+    }
+    failed += run.error.ok() ? 0 : 1;
+    plugins.push_back(
+        {{"plugin", run.plugin}, {"error", run.error.message()}, {"tests", std::move(tests)}});
+  }
+  return boost::json::serialize(
+      boost::json::object{{"passed", passed}, {"failed", failed}, {"plugins", std::move(plugins)}});
+}
+
 std::size_t PluginHost::UnloadAll() {
   Discard();
   if (probation_) {

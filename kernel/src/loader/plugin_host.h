@@ -207,6 +207,22 @@ class PluginHost {
   // as retired (they could not be unloaded; each is reported).
   std::size_t UnloadAll();
 
+  // --- Self-tests (ABI 1.8; the spec gate) ---
+  // One plugin's own tests, as its self_test reported them.
+  struct SelfTestRun {
+    std::string plugin;  // its label: "counter@<generation>"
+    std::vector<abi::PluginInstance::SelfTestResult> tests;
+    Status error;  // the self_test callback itself failed (an error, a throw, its deadline)
+    bool ok() const;
+  };
+  // Runs the own tests of every plugin of the serving generation, in boot order, on this thread
+  // (REQUIRES: started): one run per plugin that reported a test or failed. Each failure is
+  // logged.
+  std::vector<SelfTestRun> RunSelfTests();
+  // `runs` as one JSON object: {"passed", "failed", "plugins": [{"plugin", "error", "tests":
+  // [{"name", "ok", "error"}]}]} (the test kit's report).
+  static std::string SelfTestsJson(const std::vector<SelfTestRun>& runs);
+
   struct Plugin {
     std::unique_ptr<Library> library;  // nullptr: linked into the host (AddStatic)
     std::shared_ptr<abi::PluginInstance> instance;

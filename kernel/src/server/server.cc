@@ -98,20 +98,42 @@ void RemoveStaleRunDirs(const fs::path& run_root) {
   }
 }
 
-// --check: the security audit and the fuzz gate over what the plugins declared, as a report on
-// stdout. Fails on a High finding or a validator that throws.
-int Check(const std::string& plugin_dir, const loader::PluginHost& plugins, net::Network& network,
-          Kernel& kernel) {
+// --self-test (--check): the spec gate over the plugins, started: their own tests, the security
+// audit and the fuzz gate over what they declared, as a report on stdout. Fails on a failed
+// self-test, a High finding or a validator that throws.
+int Check(const std::string& flag, const std::string& plugin_dir, loader::PluginHost& plugins,
+          net::Network& network, Kernel& kernel) {
   std::string loaded;
   for (const loader::PluginHost::Plugin& p : plugins.plugins()) {
     loaded += fmt::format("{}{} {}", loaded.empty() ? "" : ", ", p.instance->name(),
                           p.instance->info().version);
   }
   std::string report = fmt::format(
-      "moltd --check {}\n  plugins: {} loaded and started ({})\n  protocol: {:016x} ({} "
+      "moltd {} {}\n  plugins: {} loaded and started ({})\n  protocol: {:016x} ({} "
       "channels)\n",
-      plugin_dir, plugins.plugins().size(), loaded, network.channels().ProtocolHash(),
+      flag, plugin_dir, plugins.plugins().size(), loaded, network.channels().ProtocolHash(),
       network.channels().size());
+  // The plugins' own tests first: the audit and the fuzz gate see what they leave.
+  std::size_t passed = 0;
+  std::size_t failed = 0;
+  std::string failures;
+  const std::vector<loader::PluginHost::SelfTestRun> runs = plugins.RunSelfTests();
+  for (const loader::PluginHost::SelfTestRun& run : runs) {
+    for (const abi::PluginInstance::SelfTestResult& t : run.tests) {
+      if (t.status.ok()) {
+        ++passed;
+      } else {
+        ++failed;
+        failures += fmt::format("    {}: \"{}\": {}\n", run.plugin, t.name, t.status.message());
+      }
+    }
+    if (!run.error.ok()) {
+      ++failed;
+      failures += fmt::format("    {}: {}\n", run.plugin, run.error.message());
+    }
+  }
+  report += fmt::format("  self-tests: {} passed, {} failed ({} of {} plugins have tests)\n{}",
+                        passed, failed, runs.size(), plugins.plugins().size(), failures);
   const std::vector<net::AuditFinding> findings =
       net::SecurityAudit(network.channels(), kernel.hooks());
   std::size_t high = 0;
@@ -144,16 +166,18 @@ int Check(const std::string& plugin_dir, const loader::PluginHost& plugins, net:
     report += fmt::format("    channel \"{}\": {}{} (validators must reject, not throw)\n",
                           e->channel, e->error, count > 1 ? fmt::format(" (x{})", count) : "");
   }
-  const bool passed = high == 0 && failing_channels.empty();
-  if (passed) {
+  const bool ok = failed == 0 && high == 0 && failing_channels.empty();
+  if (ok) {
     report += "check passed\n";
   } else {
-    report += fmt::format("check failed: {} High finding(s), validators threw on {} channel(s)\n",
-                          high, failing_channels.size());
+    report += fmt::format(
+        "check failed: {} self-test(s) failed, {} High finding(s), validators threw on {} "
+        "channel(s)\n",
+        failed, high, failing_channels.size());
   }
   std::fputs(report.c_str(), stdout);
   std::fflush(stdout);
-  return passed ? kExitOk : kExitCheckFailed;
+  return ok ? kExitOk : kExitCheckFailed;
 }
 
 // Fault injection for the boot-budget tests (tests/hosts/molt_deploy_test.cc): a stuck disk or
@@ -182,7 +206,11 @@ void InjectSlowStages(loader::PluginHost& plugins) {
 int RunServer(const ServerOptions& options) { return Server(options).Run(); }
 
 Server::Server(ServerOptions options)
-    : options_(std::move(options)), log_ring_(std::make_unique<admin::LogRing>()) {}
+    : options_([&options] {
+        options.check = options.check || options.self_test;  // the same gate
+        return std::move(options);
+      }()),
+      log_ring_(std::make_unique<admin::LogRing>()) {}
 
 Server::~Server() = default;
 
@@ -195,8 +223,8 @@ int Server::Run() {
   if (booted.ok() && options_.check) {
     booted = LoadPlugins();
     if (booted.ok()) {
-      exit_code =
-          Check(settings_.plugin_dir, parts_->plugins(), parts_->network(), parts_->kernel());
+      exit_code = Check(options_.self_test ? "--self-test" : "--check", settings_.plugin_dir,
+                        parts_->plugins(), parts_->network(), parts_->kernel());
     }
   } else if (booted.ok()) {
     // Clients may connect at once: they are refused with "Starting" until a generation serves.

@@ -260,6 +260,31 @@ Status TestKit::Close() {
   return Status::Ok();
 }
 
+Status TestKit::SelfTest(std::string* report) {
+  if (!loaded_ || closed_) {
+    return Status::FailedPrecondition(
+        "no generation serves: the self-tests run on the plugins loaded and not closed");
+  }
+  const std::vector<loader::PluginHost::SelfTestRun> runs = parts_->plugins().RunSelfTests();
+  *report = loader::PluginHost::SelfTestsJson(runs);
+  MOLT_RETURN_IF_ERROR(Settle());
+  std::size_t failed = 0;
+  std::string why;
+  for (const loader::PluginHost::SelfTestRun& run : runs) {
+    for (const abi::PluginInstance::SelfTestResult& t : run.tests) {
+      if (!t.status.ok()) {
+        why += fmt::format("{}{}: \"{}\": {}", failed++ > 0 ? "; " : "", run.plugin, t.name,
+                           t.status.message());
+      }
+    }
+    if (!run.error.ok()) {
+      why += fmt::format("{}{}: {}", failed++ > 0 ? "; " : "", run.plugin, run.error.message());
+    }
+  }
+  return failed == 0 ? Status::Ok()
+                     : Status::Rejected(fmt::format("{} self-test(s) failed: {}", failed, why));
+}
+
 // --- Time ----------------------------------------------------------------------------------------
 
 bool TestKit::Busy() const {

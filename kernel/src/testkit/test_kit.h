@@ -88,6 +88,9 @@ class TestKit {
   Status Swap(const std::vector<std::string>& paths, std::string* report);
   // The close, as moltd's SIGTERM; idempotent.
   Status Close();
+  // The serving plugins' own tests (ABI 1.8), as moltd --self-test runs them; `report` gets
+  // their JSON (loader::PluginHost::SelfTestsJson). An error names every failure.
+  Status SelfTest(std::string* report);
 
   Status Advance(Duration d);
   // Seconds of manual time since the kit was made.

@@ -163,6 +163,17 @@ molt_status_t molt_testkit_swap(molt_testkit_t* kit, const char* const* paths, s
   });
 }
 
+molt_status_t molt_testkit_self_test(molt_testkit_t* kit, molt_bytes_fn report, void* user_data) {
+  return Call(kit, [&](TestKit& k) {
+    std::string json;
+    Status s = k.SelfTest(&json);
+    if (report != nullptr && !json.empty()) {
+      report(user_data, json.data(), json.size());
+    }
+    return s;
+  });
+}
+
 molt_status_t molt_testkit_close(molt_testkit_t* kit) {
   return Call(kit, [](TestKit& k) { return k.Close(); });
 }

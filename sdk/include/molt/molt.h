@@ -82,7 +82,7 @@ extern "C" {
 /** @brief The ABI major version: a plugin built against another major never loads. */
 #define MOLT_ABI_VERSION_MAJOR 1
 /** @brief The ABI minor version: grows with every append to this header. */
-#define MOLT_ABI_VERSION_MINOR 7
+#define MOLT_ABI_VERSION_MINOR 8
 /** @brief Packs a version as (major << 16) | minor. */
 #define MOLT_ABI_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)))
 #define MOLT_ABI_VERSION_CURRENT MOLT_ABI_VERSION(MOLT_ABI_VERSION_MAJOR, MOLT_ABI_VERSION_MINOR)
@@ -549,6 +549,14 @@ typedef struct molt_job_spec {
 typedef molt_status_t (*molt_live_check_fn)(void* user_data, const char* key,
                                             const char* value_json, size_t size);
 
+/* --- Self-tests: a plugin's own tests, the spec gate (ABI 1.8; docs/testing-plugins.md) ---- */
+
+/** @brief Hears one of a plugin's own tests (ABI 1.8): its `name` (1..128 bytes, unique in the
+ *  plugin), its status (MOLT_OK passes) and `message` (why it failed; NULL or "" when it
+ *  passed). The strings are copied before it returns. */
+typedef void (*molt_self_test_fn)(void* user_data, const char* name, molt_status_t status,
+                                  const char* message);
+
 /* --- The host API ----------------------------------------------------------------------------- */
 
 /** @brief The functions a plugin calls, handed to init() and valid until the instance is unloaded.
@@ -1000,6 +1008,15 @@ typedef struct molt_plugin_info {
    *  predecessor whose state is older, or newer than state_version, fails before import_state
    *  runs, and the previous build keeps serving. */
   uint32_t oldest_state_version;
+
+  /* --- ABI 1.8 --- */
+  /** @brief Runs the plugin's own tests (the spec gate: moltd --self-test and --check, molt
+   *  build, the test kit), after every plugin of the build started, on the kernel thread, with
+   *  the host API as in any callback. Calls `report` once per test. Returns MOLT_OK once they all
+   *  ran, whatever they found (a failing test goes to `report`); another status (with set_error)
+   *  fails the gate as a whole. The tests must leave the plugin serving as before: they run on a
+   *  scratch server, but the test kit runs them where the test wants. May be NULL: no tests. */
+  molt_status_t (*self_test)(void* state, molt_self_test_fn report, void* report_user_data);
 } molt_plugin_info;
 
 /** @brief The one symbol a plugin exports. Returns a pointer to static data. */

@@ -1978,6 +1978,69 @@ template <class T>
 struct PluginGlue;
 }  // namespace detail
 
+// What a plugin's Service::SelfTest runs its own tests through (ABI 1.8; the spec gate,
+// docs/testing-plugins.md): each test is reported with its name and, when it failed, why.
+//
+//   void SelfTest(molt::SelfTests& tests) override {
+//     tests.Run("the multiplier takes 1 to 100", [] {
+//       return CheckMultiplier("100").ok() && !CheckMultiplier("0").ok();
+//     });
+//     tests.Run("state round-trips", [this]() -> molt::Status { ... });
+//   }
+class SelfTests {
+ public:
+  SelfTests(molt_self_test_fn report, void* user_data) : report_(report), user_data_(user_data) {}
+
+  // Runs `fn` as the test `name`. It passes when `fn` returns without throwing: void, true, an
+  // OK Status or MOLT_OK; false, an error Status or code, or an exception fails it, with the
+  // Status's message or the exception's text as the reason.
+  template <class F>
+  void Run(std::string_view name, F&& fn) {
+    molt_status_t code = MOLT_OK;
+    std::string why;
+    try {
+      using R = std::invoke_result_t<F&>;
+      if constexpr (std::is_void_v<R>) {
+        fn();
+      } else if constexpr (std::is_same_v<R, bool>) {
+        if (!fn()) {
+          code = MOLT_ERR_REJECTED;
+          why = "false";
+        }
+      } else if constexpr (std::is_same_v<std::decay_t<R>, Status>) {
+        const Status s = fn();
+        code = s.code();
+        why = s.message();
+      } else {
+        static_assert(std::is_same_v<R, molt_status_t>,
+                      "a self-test returns void, bool, molt::Status or a code");
+        code = fn();
+        why = code == MOLT_OK ? "" : "returned " + std::to_string(code);
+      }
+    } catch (const std::exception& e) {
+      code = MOLT_ERR_INTERNAL;
+      why = std::string("threw: ") + e.what();
+    } catch (...) {
+      code = MOLT_ERR_INTERNAL;
+      why = "threw";
+    }
+    failed_ += code != MOLT_OK;
+    report_(user_data_, std::string(name).c_str(), code, why.c_str());
+  }
+  // A test that is a condition: it passes when `ok` holds, else fails with `why`.
+  void Check(std::string_view name, bool ok, std::string_view why = "false") {
+    Run(name,
+        [&]() -> Status { return ok ? Status() : Status(MOLT_ERR_REJECTED, std::string(why)); });
+  }
+  // The tests that failed so far.
+  std::size_t failed() const { return failed_; }
+
+ private:
+  molt_self_test_fn report_;
+  void* user_data_;
+  std::size_t failed_ = 0;
+};
+
 // Base class of a C++ plugin. Override what you need; every hook returns molt::Status (an
 // exception is caught and reported as MOLT_ERR_INTERNAL with its text).
 class Service {
@@ -2000,6 +2063,10 @@ class Service {
   virtual Status ImportState(std::uint32_t /*version*/, std::string_view /*data*/) {
     return Status(MOLT_ERR_UNSUPPORTED, "this plugin imports no state");
   }
+  // The plugin's own tests (ABI 1.8; the spec gate): moltd --self-test and --check, molt build
+  // and the test kit run them after every plugin started, on the kernel thread. Each
+  // tests.Run("name", fn) is one test. None by default.
+  virtual void SelfTest(SelfTests& /*tests*/) {}
 
   const Host& host() const { return host_; }
 
@@ -2121,6 +2188,14 @@ struct PluginGlue {
     });
   }
 
+  static molt_status_t RunSelfTests(void* state, molt_self_test_fn report, void* ud) noexcept {
+    T* self = static_cast<T*>(state);
+    return CallGuarded(self->host_, [&] {
+      SelfTests tests(report, ud);
+      self->SelfTest(tests);
+    });
+  }
+
   static const molt_plugin_info* Info() {
     static const molt_plugin_info info = {
         sizeof(molt_plugin_info),
@@ -2141,6 +2216,7 @@ struct PluginGlue {
         InterfacesOf<T>::data(),
         DescriptionOf<T>::get(),
         OldestStateVersionOf<T>::get(),
+        &RunSelfTests,
     };
     return &info;
   }

@@ -425,6 +425,16 @@ static molt_status_t stop(void* state) {
   return MOLT_OK;
 }
 
+#if MOLT_ABI_VERSION_MINOR >= 8
+/* Its own tests (the spec gate): one passes, one fails with its reason. */
+static molt_status_t self_test(void* state, molt_self_test_fn report, void* user_data) {
+  (void)state;
+  report(user_data, "compat passes", MOLT_OK, NULL);
+  report(user_data, "compat fails", MOLT_ERR_REJECTED, "as it should");
+  return MOLT_OK;
+}
+#endif
+
 static const molt_plugin_info info = {
     .struct_size = sizeof(molt_plugin_info),
     .abi_version = MOLT_ABI_VERSION_CURRENT,
@@ -435,6 +445,9 @@ static const molt_plugin_info info = {
     .start = start,
     .stop = stop,
     .description = "a plugin from an earlier SDK",
+#if MOLT_ABI_VERSION_MINOR >= 8
+    .self_test = self_test,
+#endif
 };
 
 MOLT_PLUGIN_EXPORT const molt_plugin_info* molt_plugin_entry(void) { return &info; }

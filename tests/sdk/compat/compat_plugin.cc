@@ -165,6 +165,14 @@ class Plugin : public molt::Service {
                                : molt::Status::Error(std::string(host().LastError()));
   }
 
+#if MOLT_ABI_VERSION_MINOR >= 8
+  // Its own tests (the spec gate): one passes, one fails with its reason.
+  void SelfTest(molt::SelfTests& tests) override {
+    tests.Run("compat passes", []{});
+    tests.Check("compat fails", false, "as it should");
+  }
+#endif
+
   molt::Status Stop() override {
     Note("stopped");
     return molt::Status::Ok();

@@ -197,6 +197,20 @@ TEST_P(CompatPluginTest, LoadsAndRunsThroughTheSlotsOfItsRelease) {
   } else {
     EXPECT_EQ(net_->channels().size(), 0u);
   }
+  // Its own tests (ABI 1.8 self_test): the spec gate hears each, with a failure's reason; a
+  // plugin of an earlier release has none (its descriptor is shorter: the field reads as NULL).
+  const std::vector<loader::PluginHost::SelfTestRun> runs = plugins_->RunSelfTests();
+  if (c.minor >= 8) {
+    ASSERT_EQ(runs.size(), 1u);
+    ASSERT_EQ(runs[0].tests.size(), 2u);
+    EXPECT_EQ(runs[0].tests[0].name, "compat passes");
+    EXPECT_TRUE(runs[0].tests[0].status.ok());
+    EXPECT_EQ(runs[0].tests[1].name, "compat fails");
+    EXPECT_EQ(runs[0].tests[1].status.code(), Status::Code::kRejected);
+    EXPECT_EQ(runs[0].tests[1].status.message(), "as it should");
+  } else {
+    EXPECT_TRUE(runs.empty());
+  }
   EXPECT_EQ(plugins_->UnloadAll(), 0u);  // stopped, released, and the library left the process
   EXPECT_TRUE(Noted("stopped"));
   for (const std::string& note : notes_) {
@@ -216,6 +230,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PluginCase{"abi-1.5", 5, "c"}, PluginCase{"abi-1.5", 5, "cpp"},
                       PluginCase{"abi-1.6", 6, "c"}, PluginCase{"abi-1.6", 6, "cpp"},
                       PluginCase{"abi-1.7", 7, "c"}, PluginCase{"abi-1.7", 7, "cpp"},
+                      PluginCase{"abi-1.8", 8, "c"}, PluginCase{"abi-1.8", 8, "cpp"},
                       // revision-1 source (the deprecated Host spellings) on the r2 header
                       PluginCase{"abi-1.4-r2", 4, "cpp_rev1"}),
     CaseName);
@@ -263,7 +278,7 @@ TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
   for (const char* release :
        {"client-1", "client-2", "client-3", "client-4", "client-5", "client-5-r2", "client-6",
         "client-7", "client-7+ws", "client-7-r2", "client-7-r2+ws", "client-7-r3", "client-7-r3+ws",
-        "client-7-r4", "client-7-r4+ws"}) {
+        "client-7-r4", "client-7-r4+ws", "client-7-r5", "client-7-r5+ws"}) {
     const int api = release[7] - '0';
     const bool websocket = std::string_view(release).ends_with("+ws");
     const std::string_view dir =

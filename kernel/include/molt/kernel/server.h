@@ -36,10 +36,14 @@ struct ServerOptions {
   // Development: reload the plugin directory as a new generation whenever a library in it (or
   // its manifest) is written, moved in or removed, once the changes settle (300 ms).
   bool watch = false;
-  // The gate an operator runs before deploying: load and start the plugins (beside a scratch
-  // profile database, nothing listening), run the security audit and the fuzz gate, print a
-  // report to stdout, stop them and return kExitOk or kExitCheckFailed.
+  // The gate an operator runs before deploying (the spec gate): load and start the plugins
+  // (beside a scratch profile database, nothing listening), run their own tests, the security
+  // audit and the fuzz gate, print a report to stdout, stop them and return kExitOk or
+  // kExitCheckFailed.
   bool check = false;
+  // The same gate (check is implied), asked for by its spec name, moltd --self-test: the report
+  // is named after it.
+  bool self_test = false;
   // The branch this server runs (deploy.branch; default prod): it boots the branch's head from
   // the registry in the data directory, and the plugin directory when the branch has none.
   std::optional<std::string> branch;
@@ -48,7 +52,7 @@ struct ServerOptions {
 // Exit codes of RunServer.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitBootFailed = 1;   // bad configuration, refused plugins, failed boot
-inline constexpr int kExitCheckFailed = 3;  // check: a High audit finding or a validator threw
+inline constexpr int kExitCheckFailed = 3;  // check: a self-test failed, a High finding, a throw
 
 // Runs the server; returns kExitOk after a clean close, kExitBootFailed (with the reason logged)
 // when it could not start. When the close phase overruns its budget the process exits with 0 from
