@@ -8,29 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                              \
-    }                                                                          \
-  } while (0)
-
-typedef struct text {
-  char data[8192];
-  size_t size;
-} text;
-
-static void collect(void* user_data, const void* data, size_t size) {
-  text* t = (text*)user_data;
-  if (t->size + size < sizeof t->data) {
-    memcpy(t->data + t->size, data, size);
-    t->size += size;
-    t->data[t->size] = '\0';
-  }
-}
+#include "tests/support/c_check.h"
 
 int main(void) {
   molt_testkit_t* kit = NULL;
@@ -39,7 +17,7 @@ int main(void) {
   const char* plugins[] = {MOLT_PLUGIN_UPTIME};
   double ticks[8];
   int n = 0;
-  text logs;
+  molt_test_text logs;
 
   memset(&options, 0, sizeof options);
   options.struct_size = sizeof options;
@@ -65,17 +43,14 @@ int main(void) {
   CHECK(n < 3 || ticks[2] == 30);
 
   memset(&logs, 0, sizeof logs);
-  CHECK(molt_testkit_self_test(kit, collect, &logs) == MOLT_OK);
+  CHECK(molt_testkit_self_test(kit, molt_test_collect, &logs) == MOLT_OK);
   CHECK(strstr(logs.data, "\"passed\":2,\"failed\":0") != NULL);
 
   CHECK(molt_testkit_close(kit) == MOLT_OK);
   memset(&logs, 0, sizeof logs);
-  CHECK(molt_testkit_logs(kit, collect, &logs) == MOLT_OK);
+  CHECK(molt_testkit_logs(kit, molt_test_collect, &logs) == MOLT_OK);
   CHECK(strstr(logs.data, "up for 30 s") != NULL);
   CHECK(strstr(logs.data, "test kit close") != NULL);
   molt_testkit_destroy(kit);
-  if (failures == 0) {
-    printf("uptime_test: every check held\n");
-  }
-  return failures == 0 ? 0 : 1;
+  return molt_test_exit("uptime_test");
 }

@@ -9,30 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                              \
-    }                                                                          \
-  } while (0)
-
-/* Collects what a sink is given, as text. */
-typedef struct text {
-  char data[4096];
-  size_t size;
-} text;
-
-static void collect(void* user_data, const void* data, size_t size) {
-  text* t = (text*)user_data;
-  if (t->size + size < sizeof t->data) {
-    memcpy(t->data + t->size, data, size);
-    t->size += size;
-    t->data[t->size] = '\0';
-  }
-}
+#include "tests/support/c_check.h"
 
 static int contains(const char* haystack, const char* needle) {
   return strstr(haystack, needle) != NULL;
@@ -46,7 +23,7 @@ int main(void) {
   molt_testkit_message m;
   molt_session_t ada = 0;
   uint32_t id = 0;
-  text report;
+  molt_test_text report;
   const char* plugins[] = {MOLT_FIXTURE_DIR "/hello_c/fx_hello_c.so"};
   int32_t got;
 
@@ -107,7 +84,7 @@ int main(void) {
   CHECK(molt_testkit_advance(kit, 30) == MOLT_OK);
   CHECK(molt_testkit_now(kit) == 30);
   memset(&report, 0, sizeof report);
-  CHECK(molt_testkit_logs(kit, collect, &report) == MOLT_OK);
+  CHECK(molt_testkit_logs(kit, molt_test_collect, &report) == MOLT_OK);
   CHECK(contains(report.data, "hello_c is listening on hello.Say and hello.Shout"));
 
   CHECK(molt_testkit_close(kit) == MOLT_OK);
@@ -119,8 +96,5 @@ int main(void) {
   /* The kit is gone: another may be made. */
   CHECK(molt_testkit_create(NULL, &second) == MOLT_OK);
   molt_testkit_destroy(second);
-  if (failures == 0) {
-    printf("testkit_c_test: every check held\n");
-  }
-  return failures == 0 ? 0 : 1;
+  return molt_test_exit("testkit_c_test");
 }

@@ -385,24 +385,24 @@ Result<molt_session_t> TestKit::Join(std::string_view user,
       peer.user()));
 }
 
-KitPeer* TestKit::Find(molt_session_t session, Status* error) {
+Result<KitPeer*> TestKit::Find(molt_session_t session) {
   auto it = sessions_.find(session);
   if (it == sessions_.end()) {
-    *error = Status::NotFound(fmt::format("session {} was never joined in this kit", session));
-    return nullptr;
+    return Status::NotFound(fmt::format("session {} was never joined in this kit", session));
   }
   return it->second;
 }
 
-Status TestKit::Leave(molt_session_t session) {
-  Status error;
-  KitPeer* p = Find(session, &error);
-  if (p == nullptr) {
-    return error;
-  }
+Result<KitPeer*> TestKit::Joined(molt_session_t session) {
+  MOLT_ASSIGN_OR_RETURN(KitPeer * p, Find(session));
   if (p->state() != KitPeer::State::kWelcomed) {
     return Status::Stale(fmt::format("session {} ({}) has ended", session, p->user()));
   }
+  return p;
+}
+
+Status TestKit::Leave(molt_session_t session) {
+  MOLT_ASSIGN_OR_RETURN(KitPeer * p, Joined(session));
   flatbuffers::FlatBufferBuilder b;
   parts_->network().Receive(
       *p, w::FinishFrame(b, w::Body::Bye, w::CreateByeDirect(b, "ClientClosed", "").Union()));
@@ -434,59 +434,46 @@ Status TestKit::Send(KitPeer& peer, std::span<const std::uint8_t> frame, std::st
   return verdict;
 }
 
+Result<net::ChannelId> TestKit::ChannelNamed(std::string_view name, net::ChannelKind kind) {
+  const net::Channel* ch = parts_->network().channels().Find(name);
+  if (ch == nullptr || ch->kind() != kind) {
+    return Status::NotFound(fmt::format("no {} channel is named \"{}\"",
+                                        kind == net::ChannelKind::kIntent ? "intent" : "request",
+                                        name));
+  }
+  return ch->id();
+}
+
 Status TestKit::Intent(molt_session_t session, std::string_view channel,
                        std::span<const std::uint8_t> payload) {
-  Status error;
-  KitPeer* p = Find(session, &error);
-  if (p == nullptr) {
-    return error;
-  }
-  if (p->state() != KitPeer::State::kWelcomed) {
-    return Status::Stale(fmt::format("session {} ({}) has ended", session, p->user()));
-  }
-  net::Channel* ch = parts_->network().channels().Find(channel);
-  if (ch == nullptr || ch->kind() != net::ChannelKind::kIntent) {
-    return Status::NotFound(fmt::format("no intent channel is named \"{}\"", channel));
-  }
+  MOLT_ASSIGN_OR_RETURN(KitPeer * p, Joined(session));
+  MOLT_ASSIGN_OR_RETURN(net::ChannelId id, ChannelNamed(channel, net::ChannelKind::kIntent));
   flatbuffers::FlatBufferBuilder b;
-  b.ForceVectorAlignment(payload.size(), 1, 8);
-  auto bytes = b.CreateVector(payload.data(), payload.size());
-  return Send(*p, w::FinishFrame(b, w::Body::Intent, w::CreateIntent(b, ch->id(), bytes).Union()),
-              channel);
+  const auto intent = w::CreateIntent(b, id, w::PayloadVector(b, payload));
+  return Send(*p, w::FinishFrame(b, w::Body::Intent, intent.Union()), channel);
 }
 
 Status TestKit::Request(molt_session_t session, std::string_view channel,
                         std::span<const std::uint8_t> payload, std::uint32_t* id) {
   *id = 0;
-  Status error;
-  KitPeer* p = Find(session, &error);
-  if (p == nullptr) {
-    return error;
-  }
-  if (p->state() != KitPeer::State::kWelcomed) {
-    return Status::Stale(fmt::format("session {} ({}) has ended", session, p->user()));
-  }
-  net::Channel* ch = parts_->network().channels().Find(channel);
-  if (ch == nullptr || ch->kind() != net::ChannelKind::kRequest) {
-    return Status::NotFound(fmt::format("no request channel is named \"{}\"", channel));
-  }
+  MOLT_ASSIGN_OR_RETURN(KitPeer * p, Joined(session));
+  MOLT_ASSIGN_OR_RETURN(net::ChannelId channel_id,
+                        ChannelNamed(channel, net::ChannelKind::kRequest));
   *id = p->NextRequestId();
   flatbuffers::FlatBufferBuilder b;
-  b.ForceVectorAlignment(payload.size(), 1, 8);
-  auto bytes = b.CreateVector(payload.data(), payload.size());
-  return Send(
-      *p, w::FinishFrame(b, w::Body::Request, w::CreateRequest(b, ch->id(), *id, bytes).Union()),
-      channel);
+  const auto request = w::CreateRequest(b, channel_id, *id, w::PayloadVector(b, payload));
+  return Send(*p, w::FinishFrame(b, w::Body::Request, request.Union()), channel);
 }
 
 const TestKit::Message* TestKit::Next(molt_session_t session, Status* error) {
   std::deque<Message>* inbox = &bus_;
   if (session != 0) {
-    KitPeer* p = Find(session, error);
-    if (p == nullptr) {
+    Result<KitPeer*> p = Find(session);
+    if (!p.ok()) {
+      *error = p.status();
       return nullptr;
     }
-    inbox = &p->inbox_;
+    inbox = &(*p)->inbox_;
   }
   if (inbox->empty()) {
     return nullptr;
@@ -522,11 +509,7 @@ Status TestKit::Watch(std::string_view pattern) {
 
 Result<molt_value> TestKit::ReplicaField(molt_session_t session, std::string_view replica,
                                          std::string_view field) {
-  Status error;
-  KitPeer* p = Find(session, &error);
-  if (p == nullptr) {
-    return error;
-  }
+  MOLT_ASSIGN_OR_RETURN(KitPeer * p, Find(session));
   molt_value v{};
   MOLT_RETURN_IF_ERROR(p->replicas_.Value(replica, field, &v));
   return v;
@@ -534,11 +517,10 @@ Result<molt_value> TestKit::ReplicaField(molt_session_t session, std::string_vie
 
 // A frame the network wrote to `peer`, decoded as a client decodes it.
 void TestKit::OnFrame(KitPeer& peer, std::span<const std::uint8_t> frame) {
-  // An aligned copy: the generated accessors read fields in place.
-  std::vector<std::uint64_t> aligned((frame.size() + 7) / 8);
-  std::memcpy(aligned.data(), frame.data(), frame.size());
-  const auto* data = reinterpret_cast<const std::uint8_t*>(aligned.data());
-  flatbuffers::Verifier verifier(data, frame.size());
+  // Aligned: the generated accessors read fields in place.
+  std::vector<std::uint64_t> scratch;
+  const std::uint8_t* data = w::Aligned(frame, scratch).data();
+  flatbuffers::Verifier verifier(data, frame.size(), w::ServerEnvelopeVerifierOptions());
   if (!w::VerifySizePrefixedEnvelopeBuffer(verifier)) {
     kLog.Error("the server wrote a frame that does not verify ({} bytes) to {}", frame.size(),
                peer.user());

@@ -44,6 +44,7 @@
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/core/value.h"
+#include "kernel/src/net/channel.h"
 
 namespace molt::kernel {
 class Assembly;
@@ -131,7 +132,12 @@ class TestKit {
   bool Busy() const;
   // `paths` copied into a build directory of their own (a single directory is used as it is).
   Result<std::string> Stage(const std::vector<std::string>& paths);
-  KitPeer* Find(molt_session_t session, Status* error);
+  // The peer of a session joined in this kit (ended or not), or kNotFound.
+  Result<KitPeer*> Find(molt_session_t session);
+  // The peer of a session joined and not ended, or why not (kNotFound, kStale).
+  Result<KitPeer*> Joined(molt_session_t session);
+  // The live channel `name` of `kind`, or kNotFound naming it.
+  Result<net::ChannelId> ChannelNamed(std::string_view name, net::ChannelKind kind);
   // Feeds `frame` to `peer`'s connection, then settles; the wire inspector's verdict of the
   // inbound message, as a status.
   Status Send(KitPeer& peer, std::span<const std::uint8_t> frame, std::string_view channel);
