@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build
   libboost1.81-dev libboost-context1.81-dev libboost-json1.81-dev
-  libsqlite3-dev sqlite3 libspdlog-dev libcxxopts-dev
+  libsqlite3-dev sqlite3 libpq-dev postgresql-15 libspdlog-dev libcxxopts-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libflatbuffers-dev flatbuffers-compiler libssl-dev openssl
   clang libclang-rt-14-dev clang-format-15 pkg-config
@@ -37,12 +37,18 @@ export DEBIAN_FRONTEND=noninteractive
 
 if [ ${#missing[@]} -ne 0 ]; then
   echo "install-deps: installing ${missing[*]}"
+  # PostgreSQL's server binaries are for the tests, which start their own (a temporary directory,
+  # a Unix socket): no cluster of the system's is made or started by the install.
+  if [[ " ${missing[*]} " == *" postgresql-15 "* ]] && [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+    $sudo mkdir -p /etc/postgresql-common
+    echo "create_main_cluster = false" | $sudo tee /etc/postgresql-common/createcluster.conf >/dev/null
+  fi
   if [ -n "$sudo" ] && ! command -v sudo >/dev/null; then
     echo "install-deps: need root or sudo to install: ${missing[*]}" >&2
     exit 1
   fi
   $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  $sudo apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-confold "${missing[@]}"
 fi
 
 # promtool checks /metrics in the tests (docs/operations.md). It comes from Debian's prometheus

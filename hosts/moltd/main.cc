@@ -89,6 +89,10 @@ int main(int argc, char** argv) {
       ("tls-cert", "clients connect over TLS 1.2/1.3 with this PEM certificate chain (with "
                    "--tls-key; default: plain TCP)", cxxopts::value<std::string>(), "FILE")
       ("tls-key", "the PEM private key of --tls-cert", cxxopts::value<std::string>(), "FILE")
+      ("database", "where profiles live: a PostgreSQL URL that many servers share "
+                   "(postgresql://user@host/db, or host=/run/postgresql dbname=molt; "
+                   "docs/fleet.md), or an SQLite file (store.url; default DATA/profiles.db)",
+       cxxopts::value<std::string>(), "URL")
       ("ws", "also accept WebSocket clients (browsers) on ADDRESS:PORT, the same frames one per "
              "binary message; wss:// with --tls-cert (net.websocket; default: off)",
        cxxopts::value<std::string>(), "ADDRESS:PORT")
@@ -161,6 +165,9 @@ int main(int argc, char** argv) {
   }
   if (args.count("tls-key") != 0) {
     server.tls_key = args["tls-key"].as<std::string>();
+  }
+  if (args.count("database") != 0) {
+    server.database = args["database"].as<std::string>();
   }
   if (args.count("ws") != 0) {
     server.websocket = args["ws"].as<std::string>();

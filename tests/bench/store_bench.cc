@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The profile store (store/sqlite_store.h): the close drain's shape (N dirty 1 KiB profiles saved
-// in one batch, each conditional on its lease), one load (lease taken) and its release, beside raw
-// SQLite doing the same rows in the same run: a prepared INSERT OR REPLACE of N rows in one
-// transaction, with the same WAL and synchronous settings.
+// The profile store on both engines (store/sqlite_store.h, store/pg_store.h; the last argument of
+// each case: 0 SQLite, 1 PostgreSQL, a real 15 the benchmark starts on a Unix socket): the close
+// drain's shape (N dirty 1 KiB profiles saved in one batch, each conditional on its lease), one
+// load (lease taken) and its release, a burst of joins through the driver; beside the raw engine
+// doing the same rows in the same run: a prepared upsert of N rows in one transaction (SQLite
+// with the same WAL and synchronous settings; libpq), and one libpq round trip.
 #include <benchmark/benchmark.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -19,8 +22,10 @@
 
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/network.h"
+#include "kernel/src/store/pg_store.h"
 #include "kernel/src/store/profiles.h"
 #include "kernel/src/store/sqlite_store.h"
+#include "tests/support/postgres.h"
 
 namespace molt::kernel::store {
 namespace {
@@ -40,6 +45,28 @@ std::string FreshPath(const char* name) {
   return p.string();
 }
 
+// The benchmarks' PostgreSQL, started once; each case takes a database of its own.
+molt::test::PostgresServer& Postgres() {
+  static molt::test::PostgresServer server;
+  return server;
+}
+
+// A store of the engine `postgres` names: an SQLite file `file`, or a fresh PostgreSQL database.
+Result<std::unique_ptr<ProfileStore>> OpenStore(const char* file, bool postgres,
+                                                ProfileStore::Deliver deliver) {
+  if (!postgres) {
+    MOLT_ASSIGN_OR_RETURN(auto s, SqliteStore::Open(FreshPath(file), std::move(deliver)));
+    return std::unique_ptr<ProfileStore>(std::move(s));
+  }
+  if (!Postgres().ok()) {
+    return Status::FailedPrecondition(Postgres().error());
+  }
+  MOLT_ASSIGN_OR_RETURN(auto s, PgStore::Open(Postgres().NewDatabase(), std::move(deliver)));
+  return std::unique_ptr<ProfileStore>(std::move(s));
+}
+
+const char* Engine(bool postgres) { return postgres ? "postgresql" : "sqlite"; }
+
 std::string Document(std::int64_t n) {
   std::string d = "{\"n\":" + std::to_string(n) + ",\"pad\":\"";
   d.append(1024 - d.size() - 2, 'x');
@@ -52,7 +79,14 @@ void BM_StoreDrain(benchmark::State& state) {
   Logger::Get().SetLevel(LogLevel::kWarn);
   const int n = static_cast<int>(state.range(0));
   const bool backups = state.range(1) == 1;
-  auto store = std::move(SqliteStore::Open(FreshPath("drain.db"), kInline)).value();
+  const bool postgres = state.range(2) == 1;
+  state.SetLabel(Engine(postgres));
+  Result<std::unique_ptr<ProfileStore>> opened = OpenStore("drain.db", postgres, kInline);
+  if (!opened.ok()) {
+    state.SkipWithError(opened.status().message().c_str());
+    return;
+  }
+  std::unique_ptr<ProfileStore> store = std::move(opened).value();
   std::vector<std::uint64_t> tokens(n);
   for (int k = 0; k < n; ++k) {
     std::promise<std::uint64_t> p;
@@ -86,8 +120,9 @@ void BM_StoreDrain(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 BENCHMARK(BM_StoreDrain)
-    ->Args({10000, 0})
-    ->Args({10000, 1})
+    ->Args({10000, 0, 0})
+    ->Args({10000, 1, 0})
+    ->Args({10000, 0, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -129,11 +164,71 @@ BENCHMARK(BM_StoreDrainBaseline_RawSqlite)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// The raw PostgreSQL baseline: libpq upserting the same N rows in one transaction, a prepared
+// statement each, on the same server and socket.
+void BM_StoreDrainBaseline_RawPostgres(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  if (!Postgres().ok()) {
+    state.SkipWithError(Postgres().error().c_str());
+    return;
+  }
+  PGconn* conn = PQconnectdb(Postgres().NewDatabase().c_str());
+  PQclear(PQexec(conn, "CREATE TABLE t (key TEXT PRIMARY KEY, data TEXT)"));
+  PQclear(PQprepare(conn, "put",
+                    "INSERT INTO t (key, data) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET "
+                    "data = EXCLUDED.data",
+                    2, nullptr));
+  std::int64_t round = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::vector<std::pair<std::string, std::string>> rows;
+    ++round;
+    for (int k = 0; k < n; ++k) {
+      rows.emplace_back("user:" + std::to_string(k), Document(round));
+    }
+    state.ResumeTiming();
+    PQclear(PQexec(conn, "BEGIN"));
+    for (const auto& [key, data] : rows) {
+      const char* values[] = {key.c_str(), data.c_str()};
+      PQclear(PQexecPrepared(conn, "put", 2, values, nullptr, nullptr, 0));
+    }
+    PQclear(PQexec(conn, "COMMIT"));
+  }
+  PQfinish(conn);
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_StoreDrainBaseline_RawPostgres)
+    ->Arg(10000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The floor of any PostgreSQL call: one libpq round trip (a prepared SELECT 1) on the socket.
+void BM_StoreBaseline_PostgresRoundTrip(benchmark::State& state) {
+  if (!Postgres().ok()) {
+    state.SkipWithError(Postgres().error().c_str());
+    return;
+  }
+  PGconn* conn = PQconnectdb(Postgres().Url().c_str());
+  PQclear(PQprepare(conn, "one", "SELECT 1", 0, nullptr));
+  for (auto _ : state) {
+    PQclear(PQexecPrepared(conn, "one", 0, nullptr, nullptr, nullptr, 0));
+  }
+  PQfinish(conn);
+}
+BENCHMARK(BM_StoreBaseline_PostgresRoundTrip)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 // One load (its lease taken in one transaction) and its release, a round trip to the store's
 // thread each.
 void BM_StoreLoadAndRelease(benchmark::State& state) {
   Logger::Get().SetLevel(LogLevel::kWarn);
-  auto store = std::move(SqliteStore::Open(FreshPath("load.db"), kInline)).value();
+  const bool postgres = state.range(0) == 1;
+  state.SetLabel(Engine(postgres));
+  Result<std::unique_ptr<ProfileStore>> opened = OpenStore("load.db", postgres, kInline);
+  if (!opened.ok()) {
+    state.SkipWithError(opened.status().message().c_str());
+    return;
+  }
+  std::unique_ptr<ProfileStore> store = std::move(opened).value();
   std::int64_t k = 0;
   for (auto _ : state) {
     const std::string key = "user:" + std::to_string(k++ % 1000);
@@ -147,19 +242,23 @@ void BM_StoreLoadAndRelease(benchmark::State& state) {
     released.get_future().get();
   }
 }
-BENCHMARK(BM_StoreLoadAndRelease)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_StoreLoadAndRelease)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // The driver on a kernel with a network (sessions started in process), its store delivering to
 // the kernel loop as in a server.
 class DriverRig {
  public:
-  explicit DriverRig(const char* file) {
+  DriverRig(const char* file, bool postgres) {
     Logger::Get().SetLevel(LogLevel::kWarn);
     kernel_ = std::move(Kernel::Boot({})).value();
     net_ = std::make_unique<net::Network>(*kernel_, net::NetOptions{});
-    store_ = std::move(SqliteStore::Open(FreshPath(file), [this](std::function<void()> fn) {
-               kernel_->loop().Post(std::move(fn));
-             })).value();
+    Result<std::unique_ptr<ProfileStore>> opened = OpenStore(
+        file, postgres, [this](std::function<void()> fn) { kernel_->loop().Post(std::move(fn)); });
+    if (!opened.ok()) {
+      error_ = opened.status().message();
+      return;
+    }
+    store_ = std::move(opened).value();
     ProfileSpec spec;
     spec.name = "PlayerData";
     spec.defaults = R"({"coins":0})";
@@ -171,6 +270,7 @@ class DriverRig {
       }
     });
   }
+  bool ok() const { return error_.empty(); }
   ~DriverRig() {
     loaded_.Disconnect();
     profiles_.reset();
@@ -186,7 +286,8 @@ class DriverRig {
   }
   std::unique_ptr<Kernel> kernel_;
   std::unique_ptr<net::Network> net_;
-  std::unique_ptr<SqliteStore> store_;
+  std::string error_;
+  std::unique_ptr<ProfileStore> store_;
   std::unique_ptr<Profiles> profiles_;
   std::vector<std::pair<std::uint64_t, TimePoint>> loaded_at_;  // in the order they loaded
   Connection loaded_;
@@ -203,7 +304,13 @@ double Percentile(std::vector<double> v, double p) {
 // can be delivered meanwhile).
 void BM_ProfilesJoinBurst(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  DriverRig rig("burst.db");
+  const bool postgres = state.range(1) == 1;
+  state.SetLabel(Engine(postgres));
+  DriverRig rig("burst.db", postgres);
+  if (!rig.ok()) {
+    state.SkipWithError(rig.error_.c_str());
+    return;
+  }
   std::vector<double> all;
   std::vector<double> starting;  // the kernel thread starting the burst's sessions
   int round = 0;
@@ -245,9 +352,10 @@ void BM_ProfilesJoinBurst(benchmark::State& state) {
   state.counters["starting_ms"] = Percentile(starting, 0.5);
 }
 BENCHMARK(BM_ProfilesJoinBurst)
-    ->Arg(250)
-    ->Arg(500)
-    ->Arg(1000)
+    ->Args({250, 0})
+    ->Args({500, 0})
+    ->Args({1000, 0})
+    ->Args({1000, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -259,7 +367,7 @@ BENCHMARK(BM_ProfilesJoinBurst)
 // runs).
 void BM_ProfilesAutosaveOnTheKernelThread(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  DriverRig rig("autosave.db");
+  DriverRig rig("autosave.db", /*postgres=*/false);
   std::vector<std::uint64_t> ids;
   for (int i = 0; i < n; ++i) {
     ids.push_back(rig.net_->sessions().Start("u" + std::to_string(i), {}, "bench", RealNow()));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Profiles in a real moltd (docs/profiles.md): the bundled scores plugin keeps each player's
 // lifetime points in a profile (counter.Add scores points), across reconnects, restarts, two
-// servers on one database, and kill -9. No timing assertions: waits are upper bounds.
+// servers on one database (an SQLite file, or PostgreSQL: docs/fleet.md), and kill -9. No timing
+// assertions: waits are upper bounds.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "scores_generated.h"
 #include "test_client.h"
 #include "tests/support/child_process.h"
+#include "tests/support/postgres.h"
 #include "tests/support/test_paths.h"
 
 namespace {
@@ -115,9 +117,11 @@ class MoltdProfilesTest : public ::testing::Test {
     fs::remove_all(data_);
     fs::remove_all(data_ + "-b");
   }
-  std::unique_ptr<Process> Start(const std::string& data, const std::string& config = "") {
+  std::unique_ptr<Process> Start(const std::string& data, const std::string& config = "",
+                                 const std::vector<std::string>& more = {}) {
     std::vector<std::string> args = {kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins,
                                      "-d",   data,      "--port",      "0"};
+    args.insert(args.end(), more.begin(), more.end());
     if (!config.empty()) {
       const std::string path = data + ".json";
       std::ofstream(path) << config;
@@ -228,6 +232,85 @@ TEST_F(MoltdProfilesTest, TwoServersOnOneDatabaseHoldAProfileOneAtATime) {
                 "'scores/bob'"),
             "5\n");
   fs::remove(db);
+}
+
+// The fleet's database (docs/fleet.md): moltd --database on a real PostgreSQL 15 the test
+// starts. A player's profile moves between servers under its lease; a server killed with
+// SIGKILL loses no acknowledged save, and the next server of this host takes its players at
+// once; PostgreSQL restarted under a serving server loses nothing either.
+TEST_F(MoltdProfilesTest, ServersOnOnePostgresDatabaseShareAPlayerAndLoseNoSave) {
+  molt::test::PostgresServer pg;
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  const std::string url = pg.NewDatabase();
+  const std::string db = url.substr(url.rfind('=') + 1);
+  auto lifetime = [&](const std::string& user) {
+    return pg.Psql(
+        "SELECT (data::json->>'lifetime') || '|' || CASE WHEN lease_owner IS NULL THEN 'free' "
+        "ELSE 'held' END FROM molt_profiles WHERE key = 'scores/" +
+            user + "'",
+        db);
+  };
+  const std::string config = R"({"plugins": {"scores": {"autosave_seconds": 0.2}}})";
+  auto start = [&](const std::string& data) {
+    auto p = Start(data, config, {"--database", url});
+    EXPECT_NE(p->output().find("profile database host=" + pg.dir()), std::string::npos)
+        << p->output();
+    return p;
+  };
+  auto a = start(data_);
+  const std::string port_a = port_;
+  auto b = start(data_ + "-b");
+  const std::string port_b = port_;
+  ASSERT_FALSE(port_a.empty()) << a->output();
+  ASSERT_FALSE(port_b.empty()) << b->output();
+
+  auto on_a = std::make_unique<Player>(port_a, "bob");
+  ASSERT_TRUE(on_a->joined());
+  on_a->Add(4);
+  ASSERT_EQ(on_a->AwaitLifetime(4), 4) << a->output();
+  // The same player on server b: its load finds server a's lease and waits for it.
+  Player on_b(port_b, "bob");
+  ASSERT_TRUE(on_b.joined());
+  EXPECT_TRUE(b->WaitFor("profile \"scores/bob\" is leased by ")) << b->output();
+  EXPECT_EQ(on_b.Score().second, -1) << "not loaded while server a holds it";
+  on_a->Leave();  // server a saves and releases; server b's next try takes it over
+  EXPECT_EQ(on_b.AwaitLifetime(4, std::chrono::milliseconds(30000)), 4) << b->output();
+  on_b.Add(1);
+  ASSERT_EQ(on_b.AwaitLifetime(5), 5);
+  // Acknowledged: an autosave wrote it. Then server b is killed with bob on it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (lifetime("bob") != "5|held\n" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(lifetime("bob"), "5|held\n");
+  b->Signal(SIGKILL);
+  b->Wait();
+  on_b.Crash();
+  // A server started again on this host ends the dead one's leases at once: bob loads there
+  // without waiting out the lease.
+  auto c = start(data_ + "-c");
+  ASSERT_FALSE(port_.empty()) << c->output();
+  EXPECT_TRUE(c->WaitFor("a server of this host that is gone")) << c->output();
+  Player on_c(port_, "bob");
+  ASSERT_TRUE(on_c.joined());
+  EXPECT_EQ(on_c.AwaitLifetime(5, std::chrono::milliseconds(10000)), 5) << c->output();
+
+  // PostgreSQL restarted under server c: bob keeps playing; what he scored meanwhile is saved
+  // once the database is back (the saves are tried again), and the close saves the rest.
+  pg.Restart();
+  on_c.Add(2);
+  EXPECT_EQ(on_c.AwaitLifetime(7), 7) << "the server serves a loaded player without its database";
+  const auto saved = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (lifetime("bob") != "7|held\n" && std::chrono::steady_clock::now() < saved) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(lifetime("bob"), "7|held\n") << c->output();
+  c->Signal(SIGTERM);
+  a->Signal(SIGTERM);
+  EXPECT_EQ(c->Wait(), 0) << c->output();
+  EXPECT_EQ(a->Wait(), 0) << a->output();
+  EXPECT_EQ(lifetime("bob"), "7|free\n") << "saved and released at the close";
+  fs::remove_all(data_ + "-c");
 }
 
 TEST_F(MoltdProfilesTest, AServerKilledMidSaveLeavesACleanDatabaseAndItsPlayersLoadAtOnce) {

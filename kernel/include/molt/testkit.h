@@ -67,8 +67,8 @@ typedef struct molt_testkit_options {
   /** moltd's configuration as JSON text, the same keys as moltd's --config file ({"net":
    *  {"auth": "production"}, "profiles": {...}, "workers": {...}}); NULL: the defaults. */
   const char* config_json;
-  /** A profile database file, kept after the kit (a second kit may open it: a restart); NULL:
-   *  SQLite in memory, gone with the kit. */
+  /** A profile database kept after the kit (a second kit may open it: a restart): an SQLite
+   *  file, or a PostgreSQL URL (docs/fleet.md); NULL: SQLite in memory, gone with the kit. */
   const char* profile_db;
   /** The tick rate in Hz; 0: the configuration's (server.tick_rate), else 60. */
   double tick_rate;

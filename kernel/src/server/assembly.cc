@@ -20,6 +20,7 @@
 #include "kernel/src/net/net_api.h"
 #include "kernel/src/net/network.h"
 #include "kernel/src/server/close_phase.h"
+#include "kernel/src/store/pg_store.h"
 #include "kernel/src/store/profile_api.h"
 #include "kernel/src/store/profile_registry.h"
 #include "kernel/src/store/sqlite_store.h"
@@ -39,13 +40,16 @@ Result<std::unique_ptr<Assembly>> Assembly::Build(const Settings& settings, Conf
   MOLT_ASSIGN_OR_RETURN(a->kernel_, Kernel::Boot(std::move(ko)));
   Kernel& kernel = *a->kernel_;
   // The profile database, on its own thread; its results come back through the kernel loop.
-  store::SqliteOptions so;
-  so.synchronous_full = settings.profiles_sync_full;
-  MOLT_ASSIGN_OR_RETURN(
-      a->profile_db_,
-      store::SqliteStore::Open(
-          settings.profiles_db,
-          [&kernel](std::function<void()> fn) { kernel.loop().Post(std::move(fn)); }, so));
+  // PostgreSQL for a fleet (docs/fleet.md), else an SQLite file of this server's.
+  auto deliver = [&kernel](std::function<void()> fn) { kernel.loop().Post(std::move(fn)); };
+  if (store::IsPostgresUrl(settings.profiles_db)) {
+    MOLT_ASSIGN_OR_RETURN(a->profile_db_, store::PgStore::Open(settings.profiles_db, deliver));
+  } else {
+    store::SqliteOptions so;
+    so.synchronous_full = settings.profiles_sync_full;
+    MOLT_ASSIGN_OR_RETURN(a->profile_db_,
+                          store::SqliteStore::Open(settings.profiles_db, deliver, so));
+  }
   a->network_ = std::make_unique<net::Network>(kernel, settings.net);
   net::Network& network = *a->network_;
   kernel.AddStatsSection("net", [&network](boost::json::object& section) {

@@ -51,7 +51,7 @@ class Network;
 }  // namespace net
 namespace store {
 class ProfileRegistry;
-class SqliteStore;
+class ProfileStore;
 }  // namespace store
 namespace workers {
 class Workers;
@@ -69,8 +69,9 @@ struct AssemblyPaths {
 
 class Assembly {
  public:
-  // Builds every part from `settings` (the profile database at settings.profiles_db; ":memory:"
-  // keeps it in memory) with `config` for the plugins' config_get. Fails naming the part.
+  // Builds every part from `settings` (the profile database at settings.profiles_db: a
+  // PostgreSQL URL, an SQLite file, or ":memory:") with `config` for the plugins' config_get.
+  // Fails naming the part.
   static Result<std::unique_ptr<Assembly>> Build(const Settings& settings, Config config,
                                                  AssemblyPaths paths);
   Assembly(const Assembly&) = delete;
@@ -79,7 +80,7 @@ class Assembly {
   ~Assembly();
 
   Kernel& kernel() { return *kernel_; }
-  store::SqliteStore& profile_db() { return *profile_db_; }
+  store::ProfileStore& profile_db() { return *profile_db_; }
   net::Network& network() { return *network_; }
   store::ProfileRegistry& profiles() { return *profiles_; }
   analytics::Analytics& analytics() { return *analytics_; }
@@ -107,7 +108,7 @@ class Assembly {
 
   const Settings settings_;
   std::unique_ptr<Kernel> kernel_;
-  std::unique_ptr<store::SqliteStore> profile_db_;
+  std::unique_ptr<store::ProfileStore> profile_db_;
   std::unique_ptr<net::Network> network_;
   std::unique_ptr<store::ProfileRegistry> profiles_;
   std::unique_ptr<analytics::Analytics> analytics_;  // destroyed before the kernel: it drains

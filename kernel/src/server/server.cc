@@ -36,8 +36,8 @@
 #include "kernel/src/server/dir_watcher.h"
 #include "kernel/src/server/registry_opener.h"
 #include "kernel/src/server/signal_watcher.h"
+#include "kernel/src/store/pg_store.h"
 #include "kernel/src/store/profile_registry.h"
-#include "kernel/src/store/sqlite_store.h"
 #include "kernel/src/workers/workers_api.h"
 
 namespace molt::kernel {
@@ -647,8 +647,8 @@ void Server::StartServing(std::size_t at) {
       "serving {} plugins from {} as generation {} after {:.0f} ms (data in {}, profiles in {} as "
       "{}); SIGHUP reloads them, SIGTERM or SIGINT closes",
       parts_->plugins().plugins().size(), booted_from_, parts_->plugins().generation(),
-      ToSeconds(RealNow() - boot_started_) * 1000, settings_.data_dir, settings_.profiles_db,
-      parts_->profiles().host());
+      ToSeconds(RealNow() - boot_started_) * 1000, settings_.data_dir,
+      store::PgDb::Redacted(settings_.profiles_db), parts_->profiles().host());
   bundles_->RefreshCrashSnapshot();  // installs the fatal-signal writer
   if (!boot_planned_with_registry_) {
     FollowHeadAfterLateRegistry();

@@ -28,6 +28,7 @@ const std::set<std::string, std::less<>> kServerKeys = {"server.tick_rate",
                                                         "server.callback_deadline_seconds"};
 const std::set<std::string, std::less<>> kProfileKeys = {
     "profiles.database", "profiles.synchronous", "profiles.drain_seconds"};
+const std::set<std::string, std::less<>> kStoreKeys = {"store.url"};
 const std::set<std::string, std::less<>> kAnalyticsKeys = {
     "analytics.flush_seconds",
     "analytics.max_per_minute",
@@ -128,6 +129,10 @@ Status CheckKeys(const Config& config, const std::string& source) {
       return Status::InvalidArgument(source + ": unknown key \"" + key +
                                      "\" (known: " + Join(kProfileKeys) + ")");
     }
+    if (section == "store" && kStoreKeys.count(key) == 0) {
+      return Status::InvalidArgument(source + ": unknown key \"" + key +
+                                     "\" (known: " + Join(kStoreKeys) + ")");
+    }
     if (section == "admin" && kAdminKeys.count(key) == 0) {
       return Status::InvalidArgument(source + ": unknown key \"" + key +
                                      "\" (known: " + Join(kAdminKeys) + ")");
@@ -147,11 +152,11 @@ Status CheckKeys(const Config& config, const std::string& source) {
                                      "max_build_mb)");
     }
     if (section != "server" && section != "scheduler" && section != "net" &&
-        section != "profiles" && section != "admin" && section != "deploy" &&
+        section != "profiles" && section != "store" && section != "admin" && section != "deploy" &&
         section != "analytics" && section != "workers") {
       return Status::InvalidArgument(source + ": unknown section \"" + section +
-                                     "\" (known: server, scheduler, net, profiles, admin, deploy, "
-                                     "analytics, workers, plugins)");
+                                     "\" (known: server, scheduler, net, profiles, store, admin, "
+                                     "deploy, analytics, workers, plugins)");
     }
   }
   return Status::Ok();
@@ -361,10 +366,19 @@ Status ResolveScheduler(const Config& config, SchedulerConfig* out) {
   return Flag(config, "scheduler.stagger_recurring", &out->stagger_recurring);
 }
 
-// "profiles": the database, its durability, the close drain's budget.
-Status ResolveProfiles(const Config& config, Settings* out) {
-  out->profiles_db = Text(config, "profiles.database")
-                         .value_or((std::filesystem::path(out->data_dir) / "profiles.db").string());
+// "profiles" and "store": the database (--database, store.url: a PostgreSQL URL or an SQLite
+// file; the older profiles.database names a file), its durability, the close drain's budget.
+Status ResolveProfiles(const ServerOptions& options, const Config& config, Settings* out) {
+  out->profiles_db = options.database.value_or(
+      Text(config, "store.url")
+          .value_or(
+              Text(config, "profiles.database")
+                  .value_or((std::filesystem::path(out->data_dir) / "profiles.db").string())));
+  if (out->profiles_db.empty()) {
+    return Status::InvalidArgument(
+        "the database is empty: give --database (store.url) a PostgreSQL URL "
+        "(postgresql://...) or an SQLite file, or leave it out for DATA/profiles.db");
+  }
   const std::string sync = Text(config, "profiles.synchronous").value_or("normal");
   if (sync != "normal" && sync != "full") {
     return Status::InvalidArgument("profiles.synchronous \"" + sync +
@@ -494,7 +508,7 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
   }
   MOLT_RETURN_IF_ERROR(ResolveServer(options, config, out));
   MOLT_RETURN_IF_ERROR(ResolveScheduler(config, &out->scheduler));
-  MOLT_RETURN_IF_ERROR(ResolveProfiles(config, out));
+  MOLT_RETURN_IF_ERROR(ResolveProfiles(options, config, out));
   MOLT_RETURN_IF_ERROR(ResolveAnalytics(config, out));
   MOLT_RETURN_IF_ERROR(ResolveWorkers(config, out));
   MOLT_RETURN_IF_ERROR(ResolveNet(options, config, &out->net));

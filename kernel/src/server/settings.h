@@ -42,7 +42,9 @@ struct Settings {
   std::string plugin_dir;
   std::string data_dir;
   net::NetOptions net;
-  std::string profiles_db;          // profiles.database: <data_dir>/profiles.db by default
+  // --database, store.url (profiles.database names a file): a PostgreSQL URL or an SQLite file,
+  // <data_dir>/profiles.db by default.
+  std::string profiles_db;
   bool profiles_sync_full = false;  // profiles.synchronous = "full"
   double profiles_drain = 27;  // profiles.drain_seconds: the drain ends this long after the close
   analytics::AnalyticsOptions analytics;  // analytics.*: dir is <data_dir>/analytics

@@ -154,6 +154,18 @@ void Profiles::OnLoaded(net::SessionId session, LoadResult r) {
         TaskOrigin::Named("profile load"));
     return;
   }
+  if (r.status.code() == Status::Code::kIoError) {
+    // The store cannot be reached (a database restarting, a disk error): the session waits with
+    // its profile pending and the load is tried again; only what is wrong with the record itself
+    // fails it.
+    const Duration delay = Backoff(attempt);
+    log_.Warn("{}; session {} waits with its profile pending, trying again in {:.1f}s",
+              r.status.message(), session, ToSeconds(delay));
+    e->retry = kernel_.scheduler().After(
+        delay, [this, session, attempt] { Load(session, attempt + 1); }, Priority::kKernel,
+        TaskOrigin::Named("profile load"));
+    return;
+  }
   if (!r.status.ok()) {
     return Fail(session, r.status.message());
   }

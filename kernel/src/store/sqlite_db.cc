@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <iterator>
 #include <span>
@@ -53,31 +52,6 @@ CREATE TABLE IF NOT EXISTS profile_transactions (
   taken_ms         INTEGER NOT NULL
 );
 )sql";
-
-// "2026-12-01T13:40:00.250Z" for a lease expiry in an error text.
-std::string Iso(WallMillis ms) {
-  const std::time_t s = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
-}
-
-// `lease` is someone's and has not expired.
-bool Held(const Lease& lease, WallMillis now) {
-  return !lease.owner.empty() && lease.expires > now;
-}
-
-// The busy result of a load whose key `holder` leases.
-LoadResult LeasedElsewhere(const std::string& key, const Lease& holder) {
-  LoadResult r;
-  r.holder = holder;
-  r.status = Status::FailedPrecondition(fmt::format(
-      "profile \"{}\" is leased by {} until {} (lease token {}): wait for its release or "
-      "expiry, then load it again",
-      key, holder.owner, Iso(holder.expires), holder.token));
-  return r;
-}
 
 // A kernel status for an SQLite failure: a full disk or an I/O error is the operating system's
 // (kIoError), the rest (a corrupt file, a misuse) kInternal.
@@ -422,15 +396,6 @@ Result<std::vector<std::pair<std::string, std::size_t>>> SqliteDb::ReleaseAbando
   return ended;
 }
 
-Status SqliteDb::FailAll(Status s, std::vector<WriteResult>& results) {
-  if (!s.ok()) {
-    for (WriteResult& wr : results) {
-      wr = WriteResult{s, 0};
-    }
-  }
-  return s;
-}
-
 Status SqliteDb::WriteOne(const store::Write& w, WallMillis now, WriteResult& result) {
   Statement& st = *write_;
   st.Bind(w.key, w.token, w.data, static_cast<std::int64_t>(w.data ? 1 : 0), w.schema_version,
@@ -438,10 +403,7 @@ Status SqliteDb::WriteOne(const store::Write& w, WallMillis now, WriteResult& re
   const int rc = st.Step();
   if (rc == SQLITE_DONE) {
     st.Reset();
-    result.status = Status::Stale(fmt::format(
-        "profile \"{}\": the lease (token {}) is no longer this host's (another host took it "
-        "over, or it was released): this copy is not saved",
-        w.key, w.token));
+    result.status = LeaseLost(w.key, w.token);
     return Status::Ok();
   }
   if (rc != SQLITE_ROW) {

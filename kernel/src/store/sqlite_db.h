@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // File: kernel/src/store/sqlite_db.h
 //
-// SqliteDb: the profile database itself, one connection to the SQLite file and its prepared
-// statements: the layout (created, upgraded in place, a newer one refused), and the SQL of each
-// operation SqliteStore (sqlite_store.h) runs for its callers. Every call is synchronous and
+// SqliteDb: the embedded ProfileDb (profile_db.h), one connection to the SQLite file and its
+// prepared statements: the layout (created, upgraded in place, a newer one refused), and the SQL of
+// each operation SqliteStore (sqlite_store.h) runs for its callers. Every call is synchronous and
 // runs its own transaction (BEGIN IMMEDIATE: the write lock is taken up front, so two processes
 // on one file never deadlock upgrading a read, they wait for each other up to busy_timeout).
 //
@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernel/src/store/profile_db.h"
 #include "kernel/src/store/profile_store.h"
 #include "kernel/src/store/sqlite_store.h"
 
@@ -36,15 +37,8 @@ struct sqlite3;
 
 namespace molt::kernel::store {
 
-class SqliteDb {
+class SqliteDb final : public ProfileDb {
  public:
-  // One load of LoadMany(): the key, the owner that takes its lease, and for how long.
-  struct LoadArgs {
-    std::string key;
-    std::string owner;
-    std::chrono::milliseconds ttl{};
-  };
-
   // Nothing is opened until Open().
   SqliteDb(std::string path, SqliteOptions options);
   // Closes the file (SQLite's last checkpoint runs here).
@@ -55,10 +49,10 @@ class SqliteDb {
   // Opens (creating) the file in WAL mode, creates or upgrades the layout and prepares the
   // statements. Fails naming the file, the cause and the fix: a directory that does not exist, a
   // file that is not a database, a layout newer than this build's, no WAL.
-  Status Open();
+  Status Open() override;
   // Copies the WAL back into the database when it has grown (`idle`: nothing is queued) or has
   // grown too much to wait for an idle moment. PASSIVE: never waits for other connections.
-  void Checkpoint(bool idle);
+  void Checkpoint(bool idle) override;
   // Caps the file at `pages` (0 lifts the cap): how tests fill a "disk".
   void SetMaxPageCount(std::uint32_t pages);
 
@@ -67,28 +61,26 @@ class SqliteDb {
   // Loads that queued up together, in one transaction (a burst of joins commits once), one result
   // each, in order, each as Load() would give it. The keys are read and leased kChunk at a time,
   // a statement each. Should the transaction fail, each load is tried in one of its own.
-  std::vector<LoadResult> LoadMany(const std::vector<LoadArgs>& loads);
+  std::vector<LoadResult> LoadMany(const std::vector<LoadArgs>& loads) override;
   // `batch` in one transaction, each write on its own lease (ProfileStore::Write); `results` gets
   // one per write. A failed batch fails every result with its status.
-  Status Write(const std::vector<store::Write>& batch, std::vector<WriteResult>& results);
+  Status Write(const std::vector<store::Write>& batch, std::vector<WriteResult>& results) override;
   // Write() as one all-or-nothing transaction recorded under `id` (ProfileStore::Transact).
   Status Transact(const std::string& id, const std::vector<store::Write>& batch,
-                  std::vector<WriteResult>& results);
+                  std::vector<WriteResult>& results) override;
   // The backups of `key`, newest first (ProfileStore::ListBackups).
-  Result<std::vector<Backup>> Backups(const std::string& key);
+  Result<std::vector<Backup>> Backups(const std::string& key) override;
   // The row of `key`, without a lease; kNotFound when there is none (ProfileStore::Read).
-  Result<Record> Read(const std::string& key);
+  Result<Record> Read(const std::string& key) override;
   // Ends the unexpired leases of every owner `abandoned` says is gone, in one transaction: the
   // owners and how many leases each held (ProfileStore::ReleaseAbandoned).
   Result<std::vector<std::pair<std::string, std::size_t>>> ReleaseAbandoned(
-      const ProfileStore::Abandoned& abandoned);
+      const ProfileStore::Abandoned& abandoned) override;
 
  private:
   // One prepared statement, reset after each use (sqlite_db.cc).
   class Statement;
 
-  // `s` for every result when it failed (a failed transaction stored nothing); `s` either way.
-  static Status FailAll(Status s, std::vector<WriteResult>& results);
   // One write inside the open transaction: `result` is OK (with the revision) or kStale; an
   // error return is the database's (the transaction must roll back).
   Status WriteOne(const store::Write& w, WallMillis now, WriteResult& result);

@@ -2,9 +2,9 @@
 // File: kernel/src/store/sqlite_store.h
 //
 // SqliteStore: the embedded ProfileStore, one SQLite database file (by default
-// `<data dir>/profiles.db`) in WAL mode, used by one dedicated thread: no SQLite call runs on the
-// caller's thread, Open() included (it waits for the store's thread to open the file). The table
-// is readable with the sqlite3 command-line tool (docs/profiles.md):
+// `<data dir>/profiles.db`) in WAL mode, used by one dedicated thread (DbStore, db_store.h): no
+// SQLite call runs on the caller's thread, Open() included. The table is readable with the
+// sqlite3 command-line tool (docs/profiles.md):
 //
 //   profiles(key TEXT PRIMARY KEY, data TEXT (JSON, NULL until saved), schema_version INTEGER,
 //            revision INTEGER, lease_owner TEXT, lease_token INTEGER, lease_expires_ms INTEGER,
@@ -28,6 +28,7 @@
 #include <string>
 #include <string_view>
 
+#include "kernel/src/store/db_store.h"
 #include "kernel/src/store/profile_store.h"
 
 namespace molt::kernel::store {
@@ -45,39 +46,20 @@ struct SqliteOptions {
   std::uint32_t max_page_count = 0;
 };
 
-class SqliteStore final : public ProfileStore {
+class SqliteStore final : public DbStore {
  public:
-  // Opens (creating) the database at `path`. Fails naming the file, the cause and the fix (not a
-  // database, a newer schema, a directory that does not exist, ...).
+  // Opens (creating) the database at `path` (kInMemory: in memory). Fails naming the file, the
+  // cause and the fix (not a database, a newer schema, a directory that does not exist, ...).
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path, Deliver deliver,
                                                    SqliteOptions options = {});
-  ~SqliteStore() override;
-  SqliteStore(const SqliteStore&) = delete;
-  SqliteStore& operator=(const SqliteStore&) = delete;
-
-  void Load(std::string key, std::string owner, std::chrono::milliseconds ttl,
-            Callback<void(LoadResult)> done) override;
-  void Write(std::vector<store::Write> batch,
-             Callback<void(Status, std::vector<WriteResult>)> done) override;
-  void Read(std::string key, Callback<void(Result<Record>)> done) override;
-  void ListBackups(std::string key, Callback<void(Result<std::vector<Backup>>)> done) override;
-  void Transact(std::string id, std::vector<store::Write> batch,
-                Callback<void(Status, std::vector<WriteResult>)> done) override;
-  void ReleaseAbandoned(
-      Abandoned abandoned,
-      Callback<void(Result<std::vector<std::pair<std::string, std::size_t>>>)> done) override;
-  StoreStats stats() const override;
 
   // Raises (or lifts, with 0) the page cap of SqliteOptions::max_page_count.
   void SetMaxPageCount(std::uint32_t pages);
   const std::string& path() const { return path_; }
 
  private:
-  class Worker;  // the store's thread and its queue (sqlite_store.cc)
-  explicit SqliteStore(std::string path);
-
+  explicit SqliteStore(std::string path) : path_(std::move(path)) {}
   std::string path_;
-  std::unique_ptr<Worker> worker_;
 };
 
 }  // namespace molt::kernel::store

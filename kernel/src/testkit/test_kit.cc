@@ -136,7 +136,7 @@ Status TestKit::Init() {
   MOLT_RETURN_IF_ERROR(ResolveSettings(so, config, &settings));
   if (!options_.profile_db.empty()) {
     settings.profiles_db = options_.profile_db;
-  } else if (config.Get("profiles.database") == nullptr) {
+  } else if (config.Get("profiles.database") == nullptr && config.Get("store.url") == nullptr) {
     settings.profiles_db = std::string(store::kInMemory);
   }
   Logger::Get().SetLevel(settings.log_level);

@@ -59,6 +59,26 @@ TEST_F(SettingsTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(std::get<std::string>(*config_.Get("server.data_dir")), "data");
 }
 
+// Where profiles live: --database over store.url over the older profiles.database, over the
+// data directory's file.
+TEST_F(SettingsTest, TheDatabaseIsTheFlagsThenStoreUrlThenProfilesDatabase) {
+  ASSERT_TRUE(Resolve(R"({"profiles": {"database": "/srv/old.db"}})").ok());
+  EXPECT_EQ(settings_.profiles_db, "/srv/old.db");
+  ASSERT_TRUE(Resolve(R"({"profiles": {"database": "/srv/old.db"},
+                          "store": {"url": "postgresql://molt@db/molt"}})")
+                  .ok());
+  EXPECT_EQ(settings_.profiles_db, "postgresql://molt@db/molt");
+  options_.database = "host=/run/postgresql dbname=molt";
+  ASSERT_TRUE(Resolve(R"({"store": {"url": "postgresql://molt@db/molt"}})").ok());
+  EXPECT_EQ(settings_.profiles_db, "host=/run/postgresql dbname=molt");
+  options_.database = "";
+  EXPECT_NE(Resolve().message().find("the database is empty: give --database (store.url)"),
+            std::string::npos);
+  options_.database.reset();
+  EXPECT_EQ(Resolve(R"({"store": {"uri": "x"}})").message(),
+            "config file \"" + file_ + "\": unknown key \"store.uri\" (known: store.url)");
+}
+
 TEST_F(SettingsTest, FlagsWinOverTheFileWhichWinsOverDefaults) {
   ASSERT_TRUE(Resolve(R"({"server": {"tick_rate": 30, "log_level": "debug"},
                           "net": {"port": 9000, "bytes_per_tick": 4096, "auth": "production"},
@@ -193,7 +213,7 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
   EXPECT_EQ(error(R"({"sever": {"x": 1}})"),
             "config file \"" + file_ +
                 "\": unknown section \"sever\" (known: server, "
-                "scheduler, net, profiles, admin, deploy, analytics, workers, plugins)");
+                "scheduler, net, profiles, store, admin, deploy, analytics, workers, plugins)");
   EXPECT_EQ(error(R"({"profiles": {"datbase": "x.db"}})"),
             "config file \"" + file_ +
                 "\": unknown key \"profiles.datbase\" (known: profiles.database, "

@@ -55,9 +55,10 @@ class ProfilesTest : public net::NetTest {
     NetTest::TearDown();
     std::filesystem::remove_all(dir_);
   }
-  std::unique_ptr<SqliteStore> OpenStore() {
+  std::unique_ptr<SqliteStore> OpenStore(SqliteOptions options = {}) {
     auto s = SqliteStore::Open(
-        path_, [this](std::function<void()> fn) { kernel_->loop().Post(std::move(fn)); });
+        path_, [this](std::function<void()> fn) { kernel_->loop().Post(std::move(fn)); },
+        std::move(options));
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return std::move(s).value();
   }

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <future>
+#include <mutex>
 
 #include "tests/kernel/store/profiles_fixture.h"
 
@@ -394,6 +395,41 @@ TEST_F(ProfilesTest, AFullDiskKeepsProfilesDirtyAndSavesThemWhenSpaceReturns) {
   store_->SetMaxPageCount(0);
   ASSERT_TRUE(RunUntil([&] { return profiles_->stats().saves == 2; }));
   EXPECT_EQ(*Stored("PlayerData/ada").data, Doc(s));
+}
+
+// A store that cannot be reached (here another process holds the file's write lock past the
+// busy timeout; on PostgreSQL, a restarting server) never kicks a joining player: the session
+// waits with its profile pending and loads once the store answers.
+TEST_F(ProfilesTest, AStoreThatCannotBeReachedKeepsAJoinPendingUntilItAnswers) {
+  SqliteOptions quick;
+  quick.busy_timeout = milliseconds(20);
+  store_ = OpenStore(quick);
+  ProfileSpec spec = Spec();
+  spec.backoff = {milliseconds(20)};
+  Start(std::move(spec));
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &holder), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::vector<std::string> lines;
+  std::mutex mu;
+  auto capture = Logger::Get().Capture([&](std::string_view l, LogLevel) {
+    std::lock_guard lock(mu);
+    lines.push_back(std::string(l));
+  });
+  const SessionId s = Join("bob");
+  ASSERT_TRUE(RunUntil([&] {
+    std::lock_guard lock(mu);
+    return std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+      return l.find("waits with its profile pending, trying again in") != std::string::npos;
+    });
+  })) << ::testing::PrintToString(lines);
+  EXPECT_EQ(profiles_->state(s), ProfileState::kPending);
+  EXPECT_NE(net_->sessions().Get(s), nullptr) << "kicked";
+  EXPECT_EQ(profiles_->stats().load_failures, 0u);
+  ASSERT_EQ(sqlite3_exec(holder, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(holder);
+  EXPECT_TRUE(Loaded(s));
+  EXPECT_TRUE(Saw("Kernel.ProfileLoaded " + std::to_string(s)));
 }
 
 // The close: every profile's final save and release in one batch; sessions keep their link.

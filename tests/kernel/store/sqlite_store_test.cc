@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "kernel/src/store/profile_registry.h"
+#include "tests/kernel/store/store_calls.h"
 #include "tests/support/child_process.h"
 
 namespace molt::kernel::store {
@@ -30,46 +31,12 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// Completions run on the store's thread; each helper waits for its own.
-const ProfileStore::Deliver kInline = [](std::function<void()> fn) { fn(); };
-
-LoadResult LoadNow(ProfileStore& s, const std::string& key, const std::string& owner,
-                   milliseconds ttl = seconds(180)) {
-  std::promise<LoadResult> p;
-  s.Load(key, owner, ttl, [&p](LoadResult r) { p.set_value(std::move(r)); });
-  return p.get_future().get();
-}
-
-std::pair<Status, std::vector<WriteResult>> WriteNow(ProfileStore& s, std::vector<Write> batch) {
-  std::promise<std::pair<Status, std::vector<WriteResult>>> p;
-  s.Write(std::move(batch), [&p](Status st, std::vector<WriteResult> r) {
-    p.set_value({std::move(st), std::move(r)});
-  });
-  return p.get_future().get();
-}
-
-Result<Record> ReadNow(ProfileStore& s, const std::string& key) {
-  std::promise<Result<Record>> p;
-  s.Read(key, [&p](Result<Record> r) { p.set_value(std::move(r)); });
-  return p.get_future().get();
-}
-
-std::vector<Backup> BackupsNow(ProfileStore& s, const std::string& key) {
-  std::promise<Result<std::vector<Backup>>> p;
-  s.ListBackups(key, [&p](Result<std::vector<Backup>> r) { p.set_value(std::move(r)); });
-  Result<std::vector<Backup>> r = p.get_future().get();
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? *r : std::vector<Backup>{};
-}
-
-std::pair<Status, std::vector<WriteResult>> TransactNow(ProfileStore& s, const std::string& id,
-                                                        std::vector<Write> batch) {
-  std::promise<std::pair<Status, std::vector<WriteResult>>> p;
-  s.Transact(id, std::move(batch), [&p](Status st, std::vector<WriteResult> r) {
-    p.set_value({std::move(st), std::move(r)});
-  });
-  return p.get_future().get();
-}
+using test::BackupsNow;
+using test::kInline;
+using test::LoadNow;
+using test::ReadNow;
+using test::TransactNow;
+using test::WriteNow;
 
 using molt::test::Shell;
 

@@ -30,6 +30,10 @@ struct ServerOptions {
   std::optional<std::string> tls_cert;         // PEM certificate chain: clients speak TLS
   std::optional<std::string> tls_key;          // its PEM private key (net.tls_cert, net.tls_key)
   std::optional<std::string> websocket;  // ADDRESS:PORT of a WebSocket endpoint (net.websocket)
+  // Where profiles live (store.url): a PostgreSQL URL (postgresql://..., or libpq's key=value
+  // form) that many servers share (docs/fleet.md), or an SQLite file; default
+  // <data_dir>/profiles.db.
+  std::optional<std::string> database;
   // The admin endpoint (docs/operations.md): "ADDRESS:PORT" or "off"; default 127.0.0.1:7778
   // (admin.address). Port 0 picks a free one and logs it.
   std::optional<std::string> admin;
