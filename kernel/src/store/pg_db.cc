@@ -4,14 +4,11 @@
 #include "kernel/src/store/pg_db.h"
 
 #include <fmt/format.h>
-#include <libpq-fe.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <deque>
 #include <iterator>
 #include <optional>
-#include <regex>
 #include <string_view>
 #include <utility>
 
@@ -62,239 +59,79 @@ constexpr const char* kRow =
     "data, schema_version, revision, COALESCE(lease_owner, ''), lease_token, lease_expires_ms, "
     "updated_ms";
 
-// libpq's text on one line: its line breaks and indents (a message continued, a DETAIL) become
-// single spaces, the trailing newline goes.
-std::string Trimmed(const char* text) {
-  std::string out;
-  for (const char* p = text != nullptr ? text : ""; *p != '\0'; ++p) {
-    const bool space = *p == '\n' || *p == '\t' || *p == ' ';
-    if (!space) {
-      out += *p;
-    } else if (!out.empty() && out.back() != ' ') {
-      out += ' ';
-    }
-  }
-  while (!out.empty() && out.back() == ' ') {
-    out.pop_back();
-  }
-  return out;
-}
-
 }  // namespace
-
-// A statement's arguments, as text (the server casts them).
-class PgDb::Params {
- public:
-  Params& Text(std::string_view v) {
-    values_.emplace_back(v);
-    nulls_.push_back(false);
-    return *this;
-  }
-  Params& Int(std::int64_t v) { return Text(std::to_string(v)); }
-  Params& Bool(bool v) { return Text(v ? "t" : "f"); }
-  Params& Optional(const std::optional<std::string>& v) {
-    if (v) {
-      return Text(*v);
-    }
-    values_.emplace_back();
-    nulls_.push_back(true);
-    return *this;
-  }
-  // A text[] literal: {"a","b\"c"}.
-  Params& Array(const std::vector<std::string_view>& items) {
-    std::string out = "{";
-    for (std::string_view item : items) {
-      out += out.size() > 1 ? ",\"" : "\"";
-      for (char c : item) {
-        if (c == '"' || c == '\\') {
-          out += '\\';
-        }
-        out += c;
-      }
-      out += '"';
-    }
-    out += '}';
-    return Text(out);
-  }
-  std::vector<const char*> Pointers() const {
-    std::vector<const char*> p;
-    for (std::size_t i = 0; i < values_.size(); ++i) {
-      p.push_back(nulls_[i] ? nullptr : values_[i].c_str());
-    }
-    return p;
-  }
-  int size() const { return static_cast<int>(values_.size()); }
-
- private:
-  std::deque<std::string> values_;  // a deque: each string stays where it is
-  std::vector<bool> nulls_;
-};
-
-// A result's rows; the result is freed with it.
-class PgDb::Rows {
- public:
-  explicit Rows(PGresult* r) : r_(r) {}
-  Rows(Rows&& other) noexcept : r_(std::exchange(other.r_, nullptr)) {}
-  Rows& operator=(Rows&& other) noexcept {
-    std::swap(r_, other.r_);
-    return *this;
-  }
-  Rows(const Rows&) = delete;
-  Rows& operator=(const Rows&) = delete;
-  ~Rows() { PQclear(r_); }
-
-  const PGresult* get() const { return r_; }
-  int size() const { return PQntuples(r_); }
-  bool Null(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
-  std::string Text(int row, int col) const {
-    return std::string(PQgetvalue(r_, row, col),
-                       static_cast<std::size_t>(PQgetlength(r_, row, col)));
-  }
-  std::int64_t Int(int row, int col) const {
-    return std::strtoll(PQgetvalue(r_, row, col), nullptr, 10);
-  }
-  // Columns `first`.. in kRow's order into `rec` (all but the key).
-  void ReadRow(int row, int first, Record& rec) const {
-    if (!Null(row, first)) {
-      rec.data = Text(row, first);
-    }
-    rec.schema_version = static_cast<std::uint32_t>(Int(row, first + 1));
-    rec.revision = static_cast<std::uint64_t>(Int(row, first + 2));
-    rec.lease.owner = Text(row, first + 3);
-    rec.lease.token = static_cast<std::uint64_t>(Int(row, first + 4));
-    rec.lease.expires = Int(row, first + 5);
-    rec.updated = Int(row, first + 6);
-  }
-
- private:
-  PGresult* r_;
-};
 
 namespace {
 
-// A kernel status for a failed statement: what the connection or the server's resources refused
-// (a lost connection, a full disk, a conflict with another server) is kIoError, which callers
-// try again; a missing right is kFailedPrecondition; the rest kInternal.
-Status Failure(PGconn* conn, const PGresult* r, const std::string& what) {
-  const char* state = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
-  const std::string code = state != nullptr ? state : "";
-  const std::string message =
-      Trimmed(r != nullptr && *PQresultErrorMessage(r) != '\0' ? PQresultErrorMessage(r)
-                                                               : PQerrorMessage(conn));
-  const std::string text = fmt::format("{}: {}", what, message);
-  if (conn == nullptr || PQstatus(conn) != CONNECTION_OK || code.starts_with("08") ||
-      code.starts_with("57P")) {
-    return Status::IoError(text + " (the connection is made again at the next call)");
+// Columns `first`.. of `row`, in kRow's order, into `rec` (all but the key).
+void ReadRow(const PgRows& rows, int row, int first, Record& rec) {
+  if (!rows.Null(row, first)) {
+    rec.data = rows.Text(row, first);
   }
-  if (code.starts_with("53")) {
-    return Status::IoError(text + " (the database server is out of disk, memory or connections)");
-  }
-  if (code == "40001" || code == "40P01") {
-    return Status::IoError(text + " (a conflict with another server's transaction)");
-  }
-  if (code == "42501") {
-    return Status::FailedPrecondition(
-        fmt::format("{} (the role {} lacks the right: docs/fleet.md, \"Roles\")", text,
-                    conn != nullptr ? PQuser(conn) : "?"));
-  }
-  return Status::Internal(text);
+  rec.schema_version = static_cast<std::uint32_t>(rows.Int(row, first + 1));
+  rec.revision = static_cast<std::uint64_t>(rows.Int(row, first + 2));
+  rec.lease.owner = rows.Text(row, first + 3);
+  rec.lease.token = static_cast<std::uint64_t>(rows.Int(row, first + 4));
+  rec.lease.expires = rows.Int(row, first + 5);
+  rec.updated = rows.Int(row, first + 6);
 }
 
 }  // namespace
 
 PgDb::PgDb(std::string url, PgOptions options)
-    : url_(std::move(url)), options_(std::move(options)) {}
-
-PgDb::~PgDb() {
-  if (conn_ != nullptr) {
-    PQfinish(conn_);
-  }
+    : db_(std::move(url), "the profile database", options.connect_timeout_seconds),
+      options_(std::move(options)) {
+  db_.set_statements(Statements());
 }
 
-std::string PgDb::Redacted(const std::string& url) {
-  static const std::regex uri(R"(^(postgres(?:ql)?://[^:@/]*:)[^@/]*@)");
-  static const std::regex pair(R"((password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*))");
-  std::string out = std::regex_replace(url, uri, "$1***@");
-  return std::regex_replace(out, pair, "$1***");
-}
+PgDb::~PgDb() = default;
 
-Status PgDb::Connect(bool prepare) {
-  if (conn_ != nullptr) {
-    PQfinish(conn_);
-    conn_ = nullptr;
-  }
-  in_transaction_ = false;
-  const std::string timeout = std::to_string(options_.connect_timeout_seconds);
-  const char* keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
-  const char* values[] = {url_.c_str(), timeout.c_str(), "moltd", nullptr};
-  conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
-  if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
-    const std::string why = conn_ != nullptr ? Trimmed(PQerrorMessage(conn_)) : "out of memory";
-    if (conn_ != nullptr) {
-      PQfinish(conn_);
-      conn_ = nullptr;
-    }
-    return Status::IoError(fmt::format(
-        "cannot reach the profile database {}: {} (start PostgreSQL, or correct store.url / "
-        "--database)",
-        Redacted(url_), why));
-  }
-  // Errors and notices are ours to report, never libpq's to print on stderr.
-  PQsetNoticeProcessor(
-      conn_, [](void*, const char*) {}, nullptr);
-  return prepare ? Prepare() : Status::Ok();
-}
-
-Status PgDb::Connected() {
-  if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK) {
-    return Status::Ok();
-  }
-  return Connect(/*prepare=*/true);
-}
+std::string PgDb::Redacted(const std::string& url) { return PgConnection::Redacted(url); }
 
 Status PgDb::Open() {
-  MOLT_RETURN_IF_ERROR(Connect(/*prepare=*/false));
+  MOLT_RETURN_IF_ERROR(db_.Connect(/*prepare=*/false));
   MOLT_RETURN_IF_ERROR(CreateTables());
-  return Prepare();
+  return db_.Prepare();  // on the tables now there
 }
 
 Status PgDb::CreateTables() {
-  const std::string what = fmt::format("setting up the profile tables in {}", Redacted(url_));
-  MOLT_RETURN_IF_ERROR(Begin(what));
-  if (Status s = Exec(kSchemaLock, what); !s.ok()) {
-    return Rollback(s);
+  const std::string what = fmt::format("setting up the profile tables in {}", Redacted(db_.url()));
+  MOLT_RETURN_IF_ERROR(db_.Begin(what));
+  if (Status s = db_.Exec(kSchemaLock, what); !s.ok()) {
+    return db_.Rollback(s);
   }
-  if (Status s = Exec("CREATE TABLE IF NOT EXISTS molt_schema (name TEXT PRIMARY KEY, version "
-                      "INTEGER NOT NULL)",
-                      what);
+  if (Status s = db_.Exec("CREATE TABLE IF NOT EXISTS molt_schema (name TEXT PRIMARY KEY, "
+                          "version INTEGER NOT NULL)",
+                          what);
       !s.ok()) {
-    return Rollback(s);
+    return db_.Rollback(s);
   }
-  Rows version(PQexec(conn_, "SELECT version FROM molt_schema WHERE name = 'profiles'"));
-  if (PQresultStatus(version.get()) != PGRES_TUPLES_OK) {
-    return Rollback(Failure(conn_, version.get(), what));
+  Result<PgRows> version =
+      db_.Query("SELECT version FROM molt_schema WHERE name = 'profiles'", what);
+  if (!version.ok()) {
+    return db_.Rollback(version.status());
   }
-  if (version.size() > 0 && version.Int(0, 0) > kSchema) {
-    return Rollback(Status::FailedPrecondition(fmt::format(
+  if (version->size() > 0 && version->Int(0, 0) > kSchema) {
+    return db_.Rollback(Status::FailedPrecondition(fmt::format(
         "the profile tables in {} have layout {}, newer than this build's ({}): run the Molt "
         "release that wrote them on every server",
-        Redacted(url_), version.Int(0, 0), kSchema)));
+        Redacted(db_.url()), version->Int(0, 0), kSchema)));
   }
-  if (Status s = Exec(kCreate, what); !s.ok()) {
-    return Rollback(s);
+  if (Status s = db_.Exec(kCreate, what); !s.ok()) {
+    return db_.Rollback(s);
   }
-  if (Status s = Exec(fmt::format("INSERT INTO molt_schema (name, version) VALUES ('profiles', "
-                                  "{}) ON CONFLICT (name) DO UPDATE SET version = {}",
-                                  kSchema, kSchema)
-                          .c_str(),
-                      what);
+  if (Status s = db_.Exec(fmt::format("INSERT INTO molt_schema (name, version) VALUES "
+                                      "('profiles', {}) ON CONFLICT (name) DO UPDATE SET version "
+                                      "= {}",
+                                      kSchema, kSchema),
+                          what);
       !s.ok()) {
-    return Rollback(s);
+    return db_.Rollback(s);
   }
-  return Commit(what);
+  return db_.Commit(what);
 }
 
-Status PgDb::Prepare() {
+std::vector<std::pair<std::string, std::string>> PgDb::Statements() {
   const std::string acquire = fmt::format(
       "INSERT INTO molt_profiles AS p (key, lease_owner, lease_token, lease_expires_ms, "
       "updated_ms) SELECT k, $2, 1, $3::bigint, $4::bigint FROM unnest($1::text[]) AS k "
@@ -304,10 +141,7 @@ Status PgDb::Prepare() {
       "RETURNING p.key, {}",
       kRow);
   const std::string select = fmt::format("SELECT {} FROM molt_profiles WHERE key = $1", kRow);
-  const struct {
-    const char* name;
-    std::string sql;
-  } list[] = {
+  return {
       {"acquire", acquire},
       {"holders",
        "SELECT key, COALESCE(lease_owner, ''), lease_token, lease_expires_ms FROM molt_profiles "
@@ -345,55 +179,11 @@ Status PgDb::Prepare() {
        "UPDATE molt_profiles SET lease_owner = NULL, lease_expires_ms = 0 WHERE lease_owner = "
        "$1"},
   };
-  for (const auto& s : list) {
-    Rows r(PQprepare(conn_, s.name, s.sql.c_str(), 0, nullptr));
-    if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
-      return Failure(conn_, r.get(), fmt::format("preparing the statement \"{}\"", s.name));
-    }
-  }
-  return Status::Ok();
-}
-
-Result<PgDb::Rows> PgDb::Run(const char* name, const Params& params, const std::string& what) {
-  const std::vector<const char*> values = params.Pointers();
-  Rows r(PQexecPrepared(conn_, name, params.size(), values.data(), nullptr, nullptr, 0));
-  const ExecStatusType st = PQresultStatus(r.get());
-  if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-    return Failure(conn_, r.get(), what);
-  }
-  return r;
-}
-
-Status PgDb::Exec(const char* sql, const std::string& what) {
-  Rows r(PQexec(conn_, sql));
-  const ExecStatusType st = PQresultStatus(r.get());
-  return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? Status::Ok()
-                                                         : Failure(conn_, r.get(), what);
-}
-
-Status PgDb::Begin(const std::string& what) {
-  MOLT_RETURN_IF_ERROR(Exec("BEGIN", what));
-  in_transaction_ = true;
-  return Status::Ok();
-}
-
-Status PgDb::Commit(const std::string& what) {
-  Status s = Exec("COMMIT", what);
-  in_transaction_ = false;
-  return s;
-}
-
-Status PgDb::Rollback(Status why) {
-  if (in_transaction_ && conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK) {
-    (void)Exec("ROLLBACK", "rolling back");
-  }
-  in_transaction_ = false;
-  return why;
 }
 
 std::vector<LoadResult> PgDb::LoadMany(const std::vector<LoadArgs>& loads) {
   std::vector<LoadResult> out(loads.size());
-  if (Status s = Connected(); !s.ok()) {
+  if (Status s = db_.Connected(); !s.ok()) {
     for (std::size_t i = 0; i < loads.size(); ++i) {
       out[i].status = s.Prefixed(fmt::format("profile \"{}\": load", loads[i].key));
     }
@@ -439,8 +229,8 @@ Status PgDb::AcquireChunk(const std::vector<const LoadArgs*>& loads, WallMillis 
     for (std::size_t i : left) {
       keys.push_back(loads[i]->key);
     }
-    MOLT_ASSIGN_OR_RETURN(Rows taken,
-                          Run("acquire", Params().Array(keys).Text(owner).Int(expires).Int(now),
+    MOLT_ASSIGN_OR_RETURN(
+        PgRows taken, db_.Run("acquire", PgParams().Array(keys).Text(owner).Int(expires).Int(now),
                               "taking the leases of a burst of loads"));
     std::vector<bool> got(loads.size(), false);
     for (int row = 0; row < taken.size(); ++row) {
@@ -451,7 +241,7 @@ Status PgDb::AcquireChunk(const std::vector<const LoadArgs*>& loads, WallMillis 
           Record& rec = out[i]->record;
           rec = Record{};
           rec.key = key;
-          taken.ReadRow(row, 1, rec);
+          ReadRow(taken, row, 1, rec);
           out[i]->status = Status::Ok();
           break;
         }
@@ -470,8 +260,8 @@ Status PgDb::AcquireChunk(const std::vector<const LoadArgs*>& loads, WallMillis 
     for (std::size_t i : busy) {
       keys.push_back(loads[i]->key);
     }
-    MOLT_ASSIGN_OR_RETURN(Rows holders, Run("holders", Params().Array(keys),
-                                            "reading the holders of leased profiles"));
+    MOLT_ASSIGN_OR_RETURN(PgRows holders, db_.Run("holders", PgParams().Array(keys),
+                                                  "reading the holders of leased profiles"));
     left.clear();
     for (std::size_t i : busy) {
       bool held = false;
@@ -503,60 +293,60 @@ Status PgDb::AcquireChunk(const std::vector<const LoadArgs*>& loads, WallMillis 
 Status PgDb::Write(const std::vector<store::Write>& batch, std::vector<WriteResult>& results) {
   results.assign(batch.size(), WriteResult{});
   const std::string what = "saving profiles";
-  MOLT_RETURN_IF_ERROR(FailAll(Connected(), results));
-  MOLT_RETURN_IF_ERROR(FailAll(Begin(what), results));
+  MOLT_RETURN_IF_ERROR(FailAll(db_.Connected(), results));
+  MOLT_RETURN_IF_ERROR(FailAll(db_.Begin(what), results));
   const WallMillis now = options_.now();
   for (std::size_t i = 0; i < batch.size(); ++i) {
     if (Status s = WriteOne(batch[i], now, results[i]); !s.ok()) {
-      return FailAll(Rollback(std::move(s)), results);
+      return FailAll(db_.Rollback(std::move(s)), results);
     }
   }
-  return FailAll(Commit(what), results);
+  return FailAll(db_.Commit(what), results);
 }
 
 Status PgDb::Transact(const std::string& id, const std::vector<store::Write>& batch,
                       std::vector<WriteResult>& results) {
   results.assign(batch.size(), WriteResult{});
   const std::string what = fmt::format("transaction \"{}\"", id);
-  MOLT_RETURN_IF_ERROR(FailAll(Connected().Prefixed(what), results));
-  MOLT_RETURN_IF_ERROR(FailAll(Begin(what), results));
+  MOLT_RETURN_IF_ERROR(FailAll(db_.Connected().Prefixed(what), results));
+  MOLT_RETURN_IF_ERROR(FailAll(db_.Begin(what), results));
   const WallMillis now = options_.now();
   std::string keys;
   for (const store::Write& w : batch) {
     keys += (keys.empty() ? "" : " ") + w.key;
   }
-  Result<Rows> recorded = Run("txn", Params().Text(id).Text(keys).Int(now), what);
+  Result<PgRows> recorded = db_.Run("txn", PgParams().Text(id).Text(keys).Int(now), what);
   if (!recorded.ok()) {
-    return FailAll(Rollback(recorded.status()), results);
+    return FailAll(db_.Rollback(recorded.status()), results);
   }
   if (recorded->size() == 0) {  // the id is there: committed before (or just now, elsewhere)
-    return FailAll(Rollback(Status::AlreadyExists(
+    return FailAll(db_.Rollback(Status::AlreadyExists(
                        fmt::format("{} was already committed: a replay is refused", what))),
                    results);
   }
   for (std::size_t i = 0; i < batch.size(); ++i) {
     if (Status s = WriteOne(batch[i], now, results[i]); !s.ok()) {
-      return FailAll(Rollback(std::move(s)), results);
+      return FailAll(db_.Rollback(std::move(s)), results);
     }
     if (!results[i].status.ok()) {  // a lost lease: nothing of the transaction is stored
-      return FailAll(Rollback(results[i].status), results);
+      return FailAll(db_.Rollback(results[i].status), results);
     }
   }
-  return FailAll(Commit(what), results);
+  return FailAll(db_.Commit(what), results);
 }
 
 Status PgDb::WriteOne(const store::Write& w, WallMillis now, WriteResult& result) {
-  MOLT_ASSIGN_OR_RETURN(Rows row, Run("write",
-                                      Params()
-                                          .Text(w.key)
-                                          .Int(static_cast<std::int64_t>(w.token))
-                                          .Optional(w.data)
-                                          .Bool(w.data.has_value())
-                                          .Int(w.schema_version)
-                                          .Int(w.renew_until)
-                                          .Bool(w.release)
-                                          .Int(now),
-                                      fmt::format("saving profile \"{}\"", w.key)));
+  MOLT_ASSIGN_OR_RETURN(PgRows row, db_.Run("write",
+                                            PgParams()
+                                                .Text(w.key)
+                                                .Int(static_cast<std::int64_t>(w.token))
+                                                .Optional(w.data)
+                                                .Bool(w.data.has_value())
+                                                .Int(w.schema_version)
+                                                .Int(w.renew_until)
+                                                .Bool(w.release)
+                                                .Int(now),
+                                            fmt::format("saving profile \"{}\"", w.key)));
   if (row.size() == 0) {
     result.status = LeaseLost(w.key, w.token);
     return Status::Ok();
@@ -570,8 +360,8 @@ Status PgDb::WriteOne(const store::Write& w, WallMillis now, WriteResult& result
     MOLT_RETURN_IF_ERROR(PutBackup(w, kMirrorSlot, result.revision, now));
   }
   if (w.backup_every > 0 && (w.backup_now || now >= backup_at)) {
-    MOLT_ASSIGN_OR_RETURN(Rows slots, Run("backup_slots", Params().Text(w.key),
-                                          fmt::format("backing up profile \"{}\"", w.key)));
+    MOLT_ASSIGN_OR_RETURN(PgRows slots, db_.Run("backup_slots", PgParams().Text(w.key),
+                                                fmt::format("backing up profile \"{}\"", w.key)));
     WallMillis taken[kBackupSlots];
     std::fill(std::begin(taken), std::end(taken), -1);
     for (int i = 0; i < slots.size(); ++i) {
@@ -582,30 +372,31 @@ Status PgDb::WriteOne(const store::Write& w, WallMillis now, WriteResult& result
     const int oldest =
         static_cast<int>(std::min_element(std::begin(taken), std::end(taken)) - std::begin(taken));
     MOLT_RETURN_IF_ERROR(PutBackup(w, oldest, result.revision, now));
-    MOLT_RETURN_IF_ERROR(Run("backup_at", Params().Text(w.key).Int(now + w.backup_every),
-                             fmt::format("scheduling the backup of profile \"{}\"", w.key))
+    MOLT_RETURN_IF_ERROR(db_.Run("backup_at", PgParams().Text(w.key).Int(now + w.backup_every),
+                                 fmt::format("scheduling the backup of profile \"{}\"", w.key))
                              .status());
   }
   return Status::Ok();
 }
 
 Status PgDb::PutBackup(const store::Write& w, int slot, std::uint64_t revision, WallMillis now) {
-  return Run("backup_put",
-             Params()
-                 .Text(w.key)
-                 .Int(slot)
-                 .Text(*w.data)
-                 .Int(w.schema_version)
-                 .Int(static_cast<std::int64_t>(revision))
-                 .Int(now),
-             fmt::format("backing up profile \"{}\"", w.key))
+  return db_
+      .Run("backup_put",
+           PgParams()
+               .Text(w.key)
+               .Int(slot)
+               .Text(*w.data)
+               .Int(w.schema_version)
+               .Int(static_cast<std::int64_t>(revision))
+               .Int(now),
+           fmt::format("backing up profile \"{}\"", w.key))
       .status();
 }
 
 Result<std::vector<Backup>> PgDb::Backups(const std::string& key) {
   const std::string what = fmt::format("reading the backups of profile \"{}\"", key);
-  MOLT_RETURN_IF_ERROR(Connected().Prefixed(what));
-  MOLT_ASSIGN_OR_RETURN(Rows rows, Run("backups", Params().Text(key), what));
+  MOLT_RETURN_IF_ERROR(db_.Connected().Prefixed(what));
+  MOLT_ASSIGN_OR_RETURN(PgRows rows, db_.Run("backups", PgParams().Text(key), what));
   std::vector<Backup> out;
   for (int i = 0; i < rows.size(); ++i) {
     out.push_back(Backup{static_cast<int>(rows.Int(i, 0)), rows.Text(i, 1),
@@ -617,25 +408,25 @@ Result<std::vector<Backup>> PgDb::Backups(const std::string& key) {
 
 Result<Record> PgDb::Read(const std::string& key) {
   const std::string what = fmt::format("reading profile \"{}\"", key);
-  MOLT_RETURN_IF_ERROR(Connected().Prefixed(what));
-  MOLT_ASSIGN_OR_RETURN(Rows rows, Run("select", Params().Text(key), what));
+  MOLT_RETURN_IF_ERROR(db_.Connected().Prefixed(what));
+  MOLT_ASSIGN_OR_RETURN(PgRows rows, db_.Run("select", PgParams().Text(key), what));
   if (rows.size() == 0) {
-    return Status::NotFound(fmt::format("no profile \"{}\" in {}", key, Redacted(url_)));
+    return Status::NotFound(fmt::format("no profile \"{}\" in {}", key, Redacted(db_.url())));
   }
   Record rec;
   rec.key = key;
-  rows.ReadRow(0, 0, rec);
+  ReadRow(rows, 0, 0, rec);
   return rec;
 }
 
 Result<std::vector<std::pair<std::string, std::size_t>>> PgDb::ReleaseAbandoned(
     const ProfileStore::Abandoned& abandoned) {
   const std::string what = "ending the leases of servers that are gone";
-  MOLT_RETURN_IF_ERROR(Connected().Prefixed(what));
-  MOLT_RETURN_IF_ERROR(Begin(what));
-  Result<Rows> owners = Run("owners", Params().Int(options_.now()), what);
+  MOLT_RETURN_IF_ERROR(db_.Connected().Prefixed(what));
+  MOLT_RETURN_IF_ERROR(db_.Begin(what));
+  Result<PgRows> owners = db_.Run("owners", PgParams().Int(options_.now()), what);
   if (!owners.ok()) {
-    return Rollback(owners.status());
+    return db_.Rollback(owners.status());
   }
   std::vector<std::pair<std::string, std::size_t>> ended;
   for (int i = 0; i < owners->size(); ++i) {
@@ -644,11 +435,11 @@ Result<std::vector<std::pair<std::string, std::size_t>>> PgDb::ReleaseAbandoned(
     }
   }
   for (const auto& [owner, count] : ended) {
-    if (Status s = Run("end_leases", Params().Text(owner), what).status(); !s.ok()) {
-      return Rollback(s);
+    if (Status s = db_.Run("end_leases", PgParams().Text(owner), what).status(); !s.ok()) {
+      return db_.Rollback(s);
     }
   }
-  MOLT_RETURN_IF_ERROR(Commit(what));
+  MOLT_RETURN_IF_ERROR(db_.Commit(what));
   return ended;
 }
 

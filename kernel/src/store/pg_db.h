@@ -16,9 +16,10 @@
 //   molt_profile_backups(key, slot, data, schema_version, revision, taken_ms)
 //   molt_profile_transactions(id, keys, taken_ms)
 // A connection lost mid-run fails the call in hand (kIoError, the callers retry it) and is made
-// again at the next call; the prepared statements are prepared again on it.
+// again at the next call, its statements prepared again.
 //
-// Only pg_store.cc (and the tests) include this header; libpq stays out of it.
+// The connection is a PgConnection (pg_connection.h). Only pg_store.cc (and the tests) include
+// this header; libpq stays out of it.
 // Thread safety: one thread at a time (the store's own).
 #ifndef MOLT_KERNEL_STORE_PG_DB_H_
 #define MOLT_KERNEL_STORE_PG_DB_H_
@@ -31,10 +32,9 @@
 #include <utility>
 #include <vector>
 
+#include "kernel/src/store/pg_connection.h"
 #include "kernel/src/store/profile_db.h"
 #include "kernel/src/store/profile_store.h"
-
-struct pg_conn;
 
 namespace molt::kernel::store {
 
@@ -72,34 +72,18 @@ class PgDb final : public ProfileDb {
   static std::string Redacted(const std::string& url);
 
  private:
-  class Params;  // a statement's arguments as text (pg_db.cc)
-  class Rows;    // a result (pg_db.cc)
-
-  // Connects (and prepares the statements when `prepare`): kIoError naming the database when it
-  // cannot.
-  Status Connect(bool prepare);
-  // The connection, made again (with its statements) when it was lost.
-  Status Connected();
-  Status Prepare();
-  // Runs the prepared statement `name`; a failed one's Status names `what`.
-  Result<Rows> Run(const char* name, const Params& params, const std::string& what);
-  Status Exec(const char* sql, const std::string& what);
-  Status Begin(const std::string& what);
-  Status Commit(const std::string& what);
-  // Rolls back the open transaction (when the connection still has one) and returns `why`.
-  Status Rollback(Status why);
+  // The statements prepared on every connection.
+  static std::vector<std::pair<std::string, std::string>> Statements();
+  // Creates the tables, or checks the layout they have, under an advisory lock.
+  Status CreateTables();
   // The leases of `loads` (unique keys, one owner and lease time) in one statement.
   Status AcquireChunk(const std::vector<const LoadArgs*>& loads, WallMillis now,
                       std::vector<LoadResult*>& out);
   Status WriteOne(const store::Write& w, WallMillis now, WriteResult& result);
   Status PutBackup(const store::Write& w, int slot, std::uint64_t revision, WallMillis now);
-  // Creates the tables, or checks the layout they have, under an advisory lock.
-  Status CreateTables();
 
-  std::string url_;
+  PgConnection db_;
   PgOptions options_;
-  pg_conn* conn_ = nullptr;
-  bool in_transaction_ = false;
 };
 
 }  // namespace molt::kernel::store
