@@ -210,6 +210,53 @@ int SessionsCommand(int argc, char** argv) {
   return kExitOk;
 }
 
+int ServersCommand(int argc, char** argv) {
+  Session s("servers",
+            "The servers of this server's fleet, as their heartbeats report them (docs/fleet.md):\n"
+            "id, branch, build, the deployment applied, sessions, TPS, health and state: live,\n"
+            "draining (closing), or lost (no heartbeat for three of its intervals; never\n"
+            "dropped from the list). A server whose profiles are not on PostgreSQL is a fleet\n"
+            "of one.");
+  s.options().add_options()("branch", "only the servers of this branch",
+                            cxxopts::value<std::string>())(
+      "watch", "print the list again every 2 seconds, until Ctrl-C");
+  if (auto done = s.Parse(argc, argv)) {
+    return *done;
+  }
+  const std::string path =
+      "/api/v1/servers" + (s.parsed().count("branch") > 0
+                               ? "?branch=" + UrlEncode(s.parsed()["branch"].as<std::string>())
+                               : std::string());
+  for (;;) {
+    auto answer = s.Call("GET", path);
+    if (auto* code = std::get_if<int>(&answer)) {
+      return *code;
+    }
+    const json::value& servers = std::get<json::value>(answer).at("servers");
+    if (s.common().json) {
+      PrintJson(servers);
+    } else {
+      std::vector<std::vector<std::string>> rows = {
+          {"ID", "BRANCH", "BUILD", "APPLIED", "SESSIONS", "TPS", "HEALTH", "STATE", "SEEN"}};
+      for (const json::value& x : servers.as_array()) {
+        rows.push_back(
+            {Text(x, "id"), Text(x, "branch"), Text(x, "build").empty() ? "-" : Text(x, "build"),
+             "#" + std::to_string(Whole(x, "applied_seq")), std::to_string(Whole(x, "sessions")),
+             std::to_string(static_cast<int>(Number(x.at("tps")))), Text(x, "health"),
+             Text(x, "state"), Age(static_cast<std::int64_t>(Whole(x, "last_seen_ms")))});
+      }
+      PrintTable(rows);
+      std::cout << servers.as_array().size() << " servers\n";
+    }
+    if (s.parsed().count("watch") == 0) {
+      return kExitOk;
+    }
+    std::cout.flush();
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    std::cout << "\n";
+  }
+}
+
 int KickCommand(int argc, char** argv) {
   Session s("kick", "Ends a session: molt kick ID [--reason TEXT].");
   s.options().add_options()("reason", "what the client is told",
@@ -345,6 +392,8 @@ constexpr Verb kVerbs[] = {
     {"status", "the server: version, uptime, the generation serving, sessions, health",
      StatusCommand},
     {"sessions", "the live sessions", SessionsCommand},
+    {"servers", "the servers of the fleet: id, build, sessions, health, state [--branch B]",
+     ServersCommand},
     {"kick", "end a session: kick ID [--reason TEXT]", KickCommand},
     {"logs", "the newest log lines [--follow]", LogsCommand},
     {"reload", "swap in the plugin directory again and print the report [--wait S]", ReloadCommand},

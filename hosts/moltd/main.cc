@@ -93,6 +93,9 @@ int main(int argc, char** argv) {
                    "(postgresql://user@host/db, or host=/run/postgresql dbname=molt; "
                    "docs/fleet.md), or an SQLite file (store.url; default DATA/profiles.db)",
        cxxopts::value<std::string>(), "URL")
+      ("server-id", "this server's id in its fleet, 1 to 64 of [A-Za-z0-9._-] (server.id; "
+                    "default: made at the first start and kept in DATA/server.id)",
+       cxxopts::value<std::string>(), "ID")
       ("ws", "also accept WebSocket clients (browsers) on ADDRESS:PORT, the same frames one per "
              "binary message; wss:// with --tls-cert (net.websocket; default: off)",
        cxxopts::value<std::string>(), "ADDRESS:PORT")
@@ -165,6 +168,9 @@ int main(int argc, char** argv) {
   }
   if (args.count("tls-key") != 0) {
     server.tls_key = args["tls-key"].as<std::string>();
+  }
+  if (args.count("server-id") != 0) {
+    server.server_id = args["server-id"].as<std::string>();
   }
   if (args.count("database") != 0) {
     server.database = args["database"].as<std::string>();

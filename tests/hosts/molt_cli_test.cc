@@ -11,8 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "tests/support/child_process.h"
+#include "tests/support/postgres.h"
 #include "tests/support/test_paths.h"
 
 namespace {
@@ -197,6 +199,79 @@ TEST_F(MoltCliTest, KeysInitWritesAPrivateKeyOnlyItsOwnerReadsAndNeverOverwrites
   EXPECT_NE(out.find("fingerprint "), std::string::npos) << out;
   EXPECT_TRUE(fs::exists(dir_ + "/keys/fallback.key"));
   EXPECT_EQ(Molt({"keys", "spin"}, &out), 2);
+}
+
+// molt servers (docs/fleet.md): a server alone (profiles in SQLite) is a fleet of one, with the
+// id it made and kept; servers on one PostgreSQL list each other from their heartbeats, and one
+// killed is shown lost, not dropped.
+TEST_F(MoltCliTest, ServersListsTheFleetFromItsHeartbeats) {
+  StartMoltd(kPlugins);
+  const std::string data = dir_ + "/data";
+  std::string out;
+  ASSERT_EQ(Molt({"servers", "--server", server_, "--data", data, "--json"}, &out), 0) << out;
+  json::value alone = json::parse(out);
+  ASSERT_EQ(alone.as_array().size(), 1u) << out;
+  std::string kept = Slurp(data + "/server.id");
+  kept.erase(kept.find('\n'));
+  EXPECT_EQ(alone.at(0).at("id").as_string(), kept) << "the id made at the first start";
+  EXPECT_EQ(alone.at(0).at("state").as_string(), "live");
+  EXPECT_EQ(alone.at(0).at("branch").as_string(), "prod");
+  EXPECT_EQ(alone.at(0).at("sessions").as_int64(), 0);
+  for (const char* field : {"build", "applied_seq", "last_seen_ms", "health", "tps"}) {
+    EXPECT_TRUE(alone.at(0).as_object().contains(field)) << field;
+  }
+  ASSERT_EQ(Molt({"servers", "--server", server_, "--data", data}, &out), 0) << out;
+  EXPECT_NE(out.find("ID"), std::string::npos);
+  EXPECT_NE(out.find(kept + "  prod"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 servers"), std::string::npos) << out;
+  moltd_->Signal(SIGTERM);
+  ASSERT_EQ(moltd_->Wait(), 0) << moltd_->output();
+  moltd_.reset();
+
+  molt::test::PostgresServer pg;
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  const std::string url = pg.NewDatabase();
+  std::ofstream(dir_ + "/fleet.json") << R"({"server": {"heartbeat_seconds": 0.2}})";
+  std::vector<std::unique_ptr<Process>> fleet;
+  std::vector<std::string> admin;
+  for (const char* id : {"eu-1", "eu-2"}) {
+    fleet.push_back(std::make_unique<Process>(std::vector<std::string>{
+        kMoltd, "-p", kPlugins, "-d", dir_ + "/" + id, "--port", "0", "--admin", "127.0.0.1:0",
+        "--database", url, "--server-id", id, "-c", dir_ + "/fleet.json"}));
+  }
+  for (auto& p : fleet) {
+    ASSERT_TRUE(p->WaitFor("SIGTERM or SIGINT closes")) << p->output();
+    const std::string& o = p->output();
+    const std::string at = "admin endpoint on http://127.0.0.1:";
+    admin.push_back("http://127.0.0.1:" +
+                    std::to_string(std::stoi(o.substr(o.find(at) + at.size()))));
+  }
+  const std::string data1 = dir_ + "/eu-1";
+  auto list = [&] {
+    EXPECT_EQ(Molt({"servers", "--server", admin[0], "--data", data1, "--json"}, &out), 0) << out;
+    return json::parse(out);
+  };
+  json::value both = list();
+  ASSERT_EQ(both.as_array().size(), 2u) << out;
+  EXPECT_EQ(both.at(0).at("id").as_string(), "eu-1");
+  EXPECT_EQ(both.at(1).at("id").as_string(), "eu-2");
+  EXPECT_EQ(both.at(1).at("state").as_string(), "live");
+  EXPECT_FALSE(both.at(1).at("build").as_string().empty()) << "the build it serves";
+  fleet[1]->Signal(SIGKILL);
+  fleet[1]->Wait();
+  std::string state;
+  for (int i = 0; i < 50 && state != "lost"; ++i) {  // three heartbeats of 0.2 s, and a margin
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    json::value now = list();
+    state = now.as_array().size() == 2 ? std::string(now.at(1).at("state").as_string()) : "";
+  }
+  EXPECT_EQ(state, "lost") << "a server that stops heartbeating is shown lost";
+  ASSERT_EQ(
+      Molt({"servers", "--server", admin[0], "--data", data1, "--branch", "dev", "--json"}, &out),
+      0);
+  EXPECT_EQ(json::parse(out).as_array().size(), 0u) << out;
+  fleet[0]->Signal(SIGTERM);
+  EXPECT_EQ(fleet[0]->Wait(), 0) << fleet[0]->output();
 }
 
 TEST_F(MoltCliTest, TheServerVerbsDriveARealMoltd) {

@@ -259,6 +259,14 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
     }
     return;
   }
+  if (rest == "servers") {
+    if (!get) {
+      method_not_allowed("GET");
+      return;
+    }
+    Servers(req, std::move(reply));
+    return;
+  }
   if (rest == "bundle") {
     if (req.method != "POST") {
       method_not_allowed("POST");
@@ -410,6 +418,41 @@ json::object AdminApi::StatusJson(const ProcessFigures& p) const {
   // Every subsystem's own figures (net, generations), as the stats slot gives plugins.
   o["stats"] = k.StatsObject();
   return o;
+}
+
+void AdminApi::Servers(const HttpRequest& req, HttpReply reply) {
+  if (sources_.fleet == nullptr) {
+    reply(Error(503, "this server keeps no fleet (a check runs alone)"));
+    return;
+  }
+  // This server's own row is always fresh: reported now, the others as their heartbeats left
+  // them.
+  sources_.fleet->Beat(sources_.self_report());
+  sources_.fleet->List(
+      QueryValue(req.query, "branch"),
+      [reply = std::move(reply), shared = sources_.fleet->shared()](
+          Result<std::vector<fleet::ServerReport>> servers) mutable {
+        if (!servers.ok()) {
+          reply(Error(503, servers.status().message()));
+          return;
+        }
+        json::array list;
+        for (const fleet::ServerReport& r : *servers) {
+          list.push_back(json::object{{"id", r.id},
+                                      {"branch", r.branch},
+                                      {"build", r.build},
+                                      {"applied_seq", r.applied_seq},
+                                      {"sessions", r.sessions},
+                                      {"tps", r.tps},
+                                      {"health", r.health},
+                                      {"state", r.state},
+                                      {"address", r.address},
+                                      {"started_ms", r.started_ms},
+                                      {"interval_ms", r.interval_ms},
+                                      {"last_seen_ms", r.last_seen_ms}});
+        }
+        reply(Json(200, json::object{{"servers", std::move(list)}, {"shared", shared}}));
+      });
 }
 
 HttpResponse AdminApi::SessionsPage(const HttpRequest& req) const {

@@ -30,6 +30,7 @@
 #include "kernel/src/admin/http_server.h"
 #include "kernel/src/admin/metrics.h"
 #include "kernel/src/core/clock.h"
+#include "kernel/src/fleet/fleet.h"
 
 namespace molt::kernel {
 class Kernel;
@@ -79,6 +80,9 @@ struct AdminSources {
   const analytics::Analytics* analytics = nullptr;
   // The live values (/api/v1/config, live_routes.cc); null: none.
   live::LiveValues* live = nullptr;
+  // The fleet (/api/v1/servers) and this server's report to it (the kernel thread); null: none.
+  fleet::Fleet* fleet = nullptr;
+  std::function<fleet::ServerReport()> self_report = nullptr;
 };
 
 class AdminApi {
@@ -113,6 +117,8 @@ class AdminApi {
   // The live values' calls (config, config/history): true when `rest` is one of them (the
   // kernel thread; a set is answered once stored).
   bool HandleLive(std::string_view rest, const HttpRequest& request, HttpReply& reply);
+  // GET servers: the fleet, answered from the fleet's thread (docs/fleet.md).
+  void Servers(const HttpRequest& request, HttpReply reply);
   // On the kernel thread; `process` was read on the HTTP thread for /metrics and status.
   void Route(const HttpRequest& request, const ProcessFigures& process, HttpReply& reply);
   void Ready(HttpReply reply);

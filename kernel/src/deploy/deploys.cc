@@ -66,6 +66,14 @@ struct Deploys::Impl {
   mutable std::mutex head_mu;
   std::string head_file;  // of options.branch; guarded by head_mu
   std::atomic<std::uint64_t> next_upload{1};
+  // The registry's applied seq, for readers off the deploy thread (the fleet's heartbeat).
+  std::atomic<std::uint64_t> applied{0};
+  // Records `seq` as applied, in the registry and for those readers.
+  Status SetApplied(std::uint64_t seq) {
+    MOLT_RETURN_IF_ERROR(registry->SetApplied(seq));
+    applied = seq;
+    return Status::Ok();
+  }
 
   struct Refusal {
     std::int64_t at_ms;
@@ -465,13 +473,13 @@ void Deploys::Impl::Finished(Deployment d, const std::shared_ptr<Waiting>& waiti
     Log().Error("#{} {}: {} failed here: {} ({} keeps serving)", d.seq, d.branch, d.build_id,
                 o.reason, last_swapped_id.empty() ? "the previous build" : last_swapped_id);
   } else if (d.kind == "resign") {
-    if (Status s = registry->SetApplied(d.seq); !s.ok()) {
+    if (Status s = SetApplied(d.seq); !s.ok()) {
       Log().Error("#{}: {}", d.seq, s.message());
     }
     Log().Info("#{} {}: {} re-signed (no swap)", d.seq, d.branch, d.build_id);
   } else {
     (void)registry->ClearFailed(d.build);
-    if (Status s = registry->SetApplied(d.seq); !s.ok()) {
+    if (Status s = SetApplied(d.seq); !s.ok()) {
       Log().Error("#{}: {}", d.seq, s.message());
     }
     last_swapped_id = d.build_id;
@@ -631,6 +639,7 @@ Result<std::unique_ptr<Deploys>> Deploys::Open(DeploysOptions options) {
   }
   auto impl = std::make_unique<Impl>();
   MOLT_ASSIGN_OR_RETURN(impl->registry, Registry::Open(options.dir));
+  impl->applied = impl->registry->applied_seq();
   impl->options = std::move(options);
   impl->LoadKeys("at boot");
   impl->UpdateHeadFile();
@@ -696,7 +705,7 @@ void Deploys::BootResult(const Candidate& c, const Status& outcome) {
   m.last_swapped_seq = c.seq;
   std::optional<Branch> b = m.registry->FindBranch(m.options.branch);
   if (b.has_value() && b->seq == c.seq && c.seq > m.registry->applied_seq()) {
-    (void)m.registry->SetApplied(c.seq);
+    (void)m.SetApplied(c.seq);
   }
 }
 
@@ -786,6 +795,8 @@ void Deploys::Deployments(std::string branch, std::size_t limit, Reply reply) {
 void Deploys::ReloadKeys() {
   impl_->worker.Post([this] { impl_->LoadKeys("on SIGHUP"); });
 }
+
+std::uint64_t Deploys::AppliedSeq() const { return impl_->applied.load(); }
 
 std::string Deploys::HeadFile() const {
   std::lock_guard lock(impl_->head_mu);

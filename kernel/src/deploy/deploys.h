@@ -157,6 +157,8 @@ class Deploys {
   // The build file of this server's pin, else of its branch's head ("" : neither): what a
   // reload swaps in.
   std::string HeadFile() const;
+  // The newest deployment this server applied (0: none); any thread.
+  std::uint64_t AppliedSeq() const;
   // The health window rolled back from `build_id`: its deployment's result becomes rolled_back.
   void RolledBack(std::string build_id, std::string why);
 

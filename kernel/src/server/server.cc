@@ -10,11 +10,14 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/json/object.hpp>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -28,6 +31,7 @@
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/deploy/deploys.h"
+#include "kernel/src/fleet/fleet.h"
 #include "kernel/src/live/live_values.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/audit.h"
@@ -180,6 +184,42 @@ int Check(const std::string& flag, const std::string& plugin_dir, loader::Plugin
   return ok ? kExitOk : kExitCheckFailed;
 }
 
+// This server's id in its fleet when none is configured: the one kept in `data_dir`/server.id,
+// made at the first start ("<hostname>-<6 hex digits>", the hostname cut to what an id takes).
+Result<std::string> KeptServerId(const std::string& data_dir) {
+  const fs::path file = fs::path(data_dir) / "server.id";
+  std::error_code ec;
+  if (fs::exists(file, ec)) {
+    std::ifstream in(file);
+    std::string id;
+    std::getline(in, id);
+    if (!ValidServerId(id)) {
+      return Status::FailedPrecondition(fmt::format(
+          "{} holds \"{}\", not a server id (1 to 64 of [A-Za-z0-9._-]): correct it, remove it "
+          "for a new one, or give --server-id",
+          file.string(), id));
+    }
+    return id;
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string id;
+  for (const char* c = host; *c != '\0' && id.size() < 48; ++c) {
+    id += std::isalnum(static_cast<unsigned char>(*c)) != 0 || *c == '-' ? *c : '-';
+  }
+  std::random_device random;
+  id = fmt::format("{}-{:06x}", id.empty() ? "moltd" : id, random() & 0xffffff);
+  std::ofstream out(file);
+  out << id << "\n";
+  if (!out.flush()) {
+    return Status::IoError(
+        fmt::format("{} cannot be written: this server's id is kept there "
+                    "(give --server-id, or make the data directory writable)",
+                    file.string()));
+  }
+  return id;
+}
+
 // Fault injection for the boot-budget tests (tests/hosts/molt_deploy_test.cc): a stuck disk or
 // network file system cannot be made for real in a test. MOLT_TEST_SLOW_STAGES="SECONDS[:N]"
 // holds each of the first N background stages (every one without N) for SECONDS before it reads.
@@ -272,6 +312,10 @@ Status Server::Prepare() {
     settings_.analytics.dir = copy_dir_ + "-check-analytics";
   }
   last_known_good_ = (fs::path(settings_.data_dir) / "builds" / "last-known-good").string();
+  if (!options_.check && settings_.server_id.empty()) {
+    MOLT_ASSIGN_OR_RETURN(settings_.server_id, KeptServerId(settings_.data_dir));
+  }
+  started_ms_ = WallMs();
   return Status::Ok();
 }
 
@@ -286,6 +330,12 @@ Status Server::Assemble() {
   // Repeated warnings and errors become one line per window, and Kernel.ScriptError.
   error_watch_ =
       std::make_unique<admin::ErrorWatch>(kernel, Seconds(settings_.error_window_seconds));
+  if (!options_.check) {  // the fleet: heartbeats where the profiles are shared, else alone
+    fleet_ = std::make_unique<fleet::Fleet>(
+        store::IsPostgresUrl(settings_.profiles_db) ? settings_.profiles_db : std::string(),
+        Seconds(settings_.heartbeat_seconds));
+    MOLT_RETURN_IF_ERROR(fleet_->Open());
+  }
   if (!options_.check) {
     parts_->profiles().ReclaimAbandoned();  // a killed predecessor's leases: queued before any load
   }
@@ -334,7 +384,7 @@ Status Server::Assemble() {
                           },
                           [this](std::string_view reason) { return bundles_->Write(reason); },
                           [this] { return close_requested_.load(); }, nullptr, &parts_->analytics(),
-                          &parts_->live()},
+                          &parts_->live(), fleet_.get(), [this] { return Report(); }},
       admin_token_);
   return Status::Ok();
 }
@@ -643,6 +693,12 @@ void Server::StartServing(std::size_t at) {
     StartWatching();
   }
   parts_->StopIntakeOnClose();  // the sessions end once every service stopped (Close)
+  if (fleet_ != nullptr && fleet_->shared()) {  // alone, `molt servers` asks when it asks
+    fleet_->Beat(Report());
+    kernel.scheduler().Every(
+        fleet_->interval(), [this] { fleet_->Beat(Report()); }, Priority::kLow,
+        TaskOrigin::Named("heartbeat"));
+  }
   kLog.Info(
       "serving {} plugins from {} as generation {} after {:.0f} ms (data in {}, profiles in {} as "
       "{}); SIGHUP reloads them, SIGTERM or SIGINT closes",
@@ -692,6 +748,27 @@ void Server::StartWatching() {
   kLog.Info("watching {}: a rebuilt plugin is swapped in live", settings_.plugin_dir);
 }
 
+fleet::ServerReport Server::Report() const {
+  fleet::ServerReport r;
+  r.id = settings_.server_id;
+  r.branch = settings_.branch;
+  if (!booted_from_.empty()) {
+    const std::string& generation = parts_->plugins().generation();
+    r.build = generation.substr(0, generation.rfind('#'));
+  }
+  r.applied_seq = deploys_ != nullptr ? deploys_->AppliedSeq() : 0;
+  r.sessions = parts_->network().sessions().count();
+  r.tps = diagnostics_->last().tps;
+  const std::size_t stuck = parts_->plugins().stuck_callbacks().size();
+  r.health = booted_from_.empty() ? "starting"
+             : stuck > 0          ? fmt::format("stuck callbacks: {}", stuck)
+                                  : "ok";
+  r.state = close_requested_.load() ? "draining" : "live";
+  r.address = fmt::format("{}:{}", settings_.net.bind_address, parts_->network().port());
+  r.started_ms = started_ms_;
+  return r;
+}
+
 // --- close -------------------------------------------------------------------------------------
 
 // Signals arrive on the watcher's thread: SIGHUP reloads, the first SIGTERM or SIGINT posts the
@@ -718,6 +795,9 @@ void Server::OnSignal(int signo) {
 // The close (Assembly::Close): the services stop, the drain, the sessions end; then the loop
 // stops. A close that overruns its budget exits the process from the watchdog.
 void Server::Close(const std::string& reason) {
+  if (fleet_ != nullptr && fleet_->shared()) {  // the fleet sees it draining at once
+    fleet_->Beat(Report());
+  }
   if (booted_from_.empty()) {  // still starting: nothing serves, nothing to drain
     parts_->plugins().Close();
     parts_->workers().Close();
@@ -736,6 +816,7 @@ void Server::Release() {
   watcher_.reset();
   admin_server_.reset();
   registry_opener_.reset();  // no registry arrives from here on
+  fleet_.reset();            // its last heartbeat written
   deploys_.reset();          // its thread posts to the kernel loop: it goes first
   if (parts_ != nullptr) {
     parts_->Release();

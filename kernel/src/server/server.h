@@ -48,6 +48,10 @@ class ErrorWatch;
 class HttpServer;
 class LogRing;
 }  // namespace admin
+namespace fleet {
+class Fleet;
+struct ServerReport;
+}  // namespace fleet
 namespace loader {
 struct SwapReport;
 }  // namespace loader
@@ -108,6 +112,8 @@ class Server {
   // server's own tasks start (health window, deploys, crash snapshots, --watch).
   void StartServing(std::size_t at);
   void StartWatching();  // --watch
+  // This server as its fleet sees it (the heartbeat; `molt servers`), on the kernel thread.
+  fleet::ServerReport Report() const;
   // --- close ---
   void OnSignal(int signo);               // the watcher's thread
   void Close(const std::string& reason);  // the kernel thread
@@ -144,6 +150,8 @@ class Server {
   // The kernel, the network, the profiles, the plugins and their layers (assembly.h).
   std::unique_ptr<Assembly> parts_;
   std::unique_ptr<admin::ErrorWatch> error_watch_;
+  std::unique_ptr<fleet::Fleet> fleet_;  // null for --check
+  std::int64_t started_ms_ = 0;          // wall clock, for the fleet
   // Set on the kernel thread once the registry opened (RegistryOpener); null for --check.
   std::unique_ptr<deploy::Deploys> deploys_;
   std::unique_ptr<SignalWatcher> signals_;

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -25,7 +27,9 @@ const std::set<std::string, std::less<>> kServerKeys = {"server.tick_rate",
                                                         "server.health_window_seconds",
                                                         "server.diagnostics_seconds",
                                                         "server.error_window_seconds",
-                                                        "server.callback_deadline_seconds"};
+                                                        "server.callback_deadline_seconds",
+                                                        "server.id",
+                                                        "server.heartbeat_seconds"};
 const std::set<std::string, std::less<>> kProfileKeys = {
     "profiles.database", "profiles.synchronous", "profiles.drain_seconds"};
 const std::set<std::string, std::less<>> kStoreKeys = {"store.url"};
@@ -315,7 +319,8 @@ Status ResolveServer(const ServerOptions& options, const Config& config, Setting
                    loader::kHealthWindowMaxSeconds, &out->health_window},
         std::tuple{"server.diagnostics_seconds", 0.1, 3600.0, &out->diagnostics_seconds},
         std::tuple{"server.error_window_seconds", 0.1, 3600.0, &out->error_window_seconds},
-        std::tuple{"server.callback_deadline_seconds", 0.1, 300.0, &out->callback_deadline}}) {
+        std::tuple{"server.callback_deadline_seconds", 0.1, 300.0, &out->callback_deadline},
+        std::tuple{"server.heartbeat_seconds", 0.05, 60.0, &out->heartbeat_seconds}}) {
     if (config.Get(key) == nullptr) {
       continue;
     }
@@ -325,6 +330,13 @@ Status ResolveServer(const ServerOptions& options, const Config& config, Setting
           fmt::format("configuration key \"{}\" is {}: use {} to {}", key, v, lo, hi));
     }
     *field = v;
+  }
+  // The server's id in its fleet (docs/fleet.md): "" here means the one kept in the data
+  // directory, made at the first start (the server reads or writes it as it starts).
+  out->server_id = options.server_id.value_or(Text(config, "server.id").value_or(""));
+  if (!out->server_id.empty() && !ValidServerId(out->server_id)) {
+    return Status::InvalidArgument("server id \"" + out->server_id +
+                                   "\" is not 1 to 64 of [A-Za-z0-9._-]");
   }
   const std::string level =
       options.log_level.value_or(Text(config, "server.log_level").value_or("info"));
@@ -519,6 +531,12 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
   config.Set("server.data_dir", out->data_dir);
   config.Set("server.plugin_dir", out->plugin_dir);
   return Status::Ok();
+}
+
+bool ValidServerId(std::string_view id) {
+  return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
+  });
 }
 
 Status MergeConfigJson(Config& config, std::string_view json, const std::string& source) {

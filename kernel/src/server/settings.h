@@ -38,6 +38,10 @@ struct Settings {
   // server.callback_deadline_seconds: how long a plugin's init, start, export_state or
   // import_state may take before it is abandoned (loader/plugin_host.h).
   double callback_deadline = 5;
+  // server.id, --server-id: this server's id in its fleet ("": the one kept in the data
+  // directory); server.heartbeat_seconds: how often it reports itself (docs/fleet.md).
+  std::string server_id;
+  double heartbeat_seconds = 2;
   SchedulerConfig scheduler;
   std::string plugin_dir;
   std::string data_dir;
@@ -75,6 +79,8 @@ Status ResolveSettings(const ServerOptions& options, Config& config, Settings* o
 // unknown keys of the server's sections are refused by name, with `source` saying where they
 // came from (the plugin test kit's config_json).
 Status MergeConfigJson(Config& config, std::string_view json, const std::string& source);
+// Whether `id` may be a server's id: 1 to 64 of [A-Za-z0-9._-].
+bool ValidServerId(std::string_view id);
 
 }  // namespace molt::kernel
 

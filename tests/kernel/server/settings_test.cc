@@ -79,6 +79,23 @@ TEST_F(SettingsTest, TheDatabaseIsTheFlagsThenStoreUrlThenProfilesDatabase) {
             "config file \"" + file_ + "\": unknown key \"store.uri\" (known: store.url)");
 }
 
+TEST_F(SettingsTest, AServerIdIsCheckedAndItsHeartbeatHasItsRange) {
+  ASSERT_TRUE(Resolve().ok());
+  EXPECT_EQ(settings_.server_id, "") << "made and kept by the server as it starts";
+  EXPECT_EQ(settings_.heartbeat_seconds, 2);
+  ASSERT_TRUE(Resolve(R"({"server": {"id": "eu-1", "heartbeat_seconds": 0.5}})").ok());
+  EXPECT_EQ(settings_.server_id, "eu-1");
+  EXPECT_EQ(settings_.heartbeat_seconds, 0.5);
+  options_.server_id = "eu 2";
+  EXPECT_EQ(Resolve().message(), "server id \"eu 2\" is not 1 to 64 of [A-Za-z0-9._-]");
+  options_.server_id.reset();
+  EXPECT_EQ(Resolve(R"({"server": {"heartbeat_seconds": 0}})").message(),
+            "configuration key \"server.heartbeat_seconds\" is 0: use 0.05 to 60");
+  EXPECT_TRUE(ValidServerId("a.b_c-9"));
+  EXPECT_FALSE(ValidServerId(std::string(65, 'a')));
+  EXPECT_FALSE(ValidServerId(""));
+}
+
 TEST_F(SettingsTest, FlagsWinOverTheFileWhichWinsOverDefaults) {
   ASSERT_TRUE(Resolve(R"({"server": {"tick_rate": 30, "log_level": "debug"},
                           "net": {"port": 9000, "bytes_per_tick": 4096, "auth": "production"},
@@ -196,7 +213,7 @@ TEST_F(SettingsTest, EveryMistakeIsNamedWithWhatIsAccepted) {
                 "server.close_budget_seconds, server.data_dir, server.diagnostics_seconds, "
                 "server.error_window_seconds, "
                 "server.health_errors, "
-                "server.health_window_seconds, "
+                "server.health_window_seconds, server.heartbeat_seconds, server.id, "
                 "server.log_format, server.log_level, server.plugin_dir, server.tick_rate)");
   EXPECT_EQ(error(R"({"server": {"health_errors": 0}})"),
             "configuration key \"server.health_errors\" is 0: use 1 to 100");

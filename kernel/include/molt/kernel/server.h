@@ -34,6 +34,9 @@ struct ServerOptions {
   // form) that many servers share (docs/fleet.md), or an SQLite file; default
   // <data_dir>/profiles.db.
   std::optional<std::string> database;
+  // This server's id in its fleet (server.id; docs/fleet.md): 1 to 64 of [A-Za-z0-9._-]. Unset,
+  // one is made at the first start and kept in <data_dir>/server.id.
+  std::optional<std::string> server_id;
   // The admin endpoint (docs/operations.md): "ADDRESS:PORT" or "off"; default 127.0.0.1:7778
   // (admin.address). Port 0 picks a free one and logs it.
   std::optional<std::string> admin;

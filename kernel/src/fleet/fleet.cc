@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fleet: heartbeats into molt_servers and the fleet as `molt servers` lists it (fleet.h).
+#include "kernel/src/fleet/fleet.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <utility>
+
+#include "kernel/src/core/logger.h"
+#include "kernel/src/store/pg_connection.h"
+
+namespace molt::kernel::fleet {
+
+namespace {
+
+const LogScope kLog("Fleet");
+
+// The layout this build writes (molt_schema, name 'servers').
+constexpr int kSchema = 1;
+constexpr const char* kSchemaLock = "SELECT pg_advisory_xact_lock(1836019828)";  // as profiles'
+
+constexpr const char* kColumns =
+    "id, branch, build, applied_seq, sessions, tps, health, state, address, started_ms, "
+    "interval_ms, last_seen_ms";
+
+std::vector<std::pair<std::string, std::string>> Statements() {
+  return {
+      {"beat",
+       fmt::format("INSERT INTO molt_servers ({}) VALUES ($1, $2, $3, $4::bigint, $5::bigint, "
+                   "$6::double precision, $7, $8, $9, $10::bigint, $11::bigint, $12::bigint) "
+                   "ON CONFLICT (id) DO UPDATE SET branch = EXCLUDED.branch, build = "
+                   "EXCLUDED.build, applied_seq = EXCLUDED.applied_seq, sessions = "
+                   "EXCLUDED.sessions, tps = EXCLUDED.tps, health = EXCLUDED.health, state = "
+                   "EXCLUDED.state, address = EXCLUDED.address, started_ms = "
+                   "EXCLUDED.started_ms, interval_ms = EXCLUDED.interval_ms, last_seen_ms = "
+                   "EXCLUDED.last_seen_ms",
+                   kColumns)},
+      {"list", fmt::format("SELECT {} FROM molt_servers WHERE $1 = '' OR branch = $1 ORDER BY id",
+                           kColumns)},
+  };
+}
+
+}  // namespace
+
+Fleet::Fleet(std::string url, Duration interval) : url_(std::move(url)), interval_(interval) {
+  if (!url_.empty()) {
+    db_ = std::make_unique<store::PgConnection>(url_, "the fleet database");
+    db_->set_statements(Statements());
+  }
+}
+
+Fleet::~Fleet() { thread_.Stop(); }
+
+std::string Fleet::StateAt(const ServerReport& r, std::int64_t now_ms) {
+  return now_ms - r.last_seen_ms > 3 * std::max<std::int64_t>(r.interval_ms, 1) ? "lost" : r.state;
+}
+
+Status Fleet::Open() {
+  if (db_ != nullptr) {
+    const std::string what =
+        fmt::format("setting up the fleet's tables in {}", store::PgConnection::Redacted(url_));
+    MOLT_RETURN_IF_ERROR(db_->Connect(/*prepare=*/false));
+    MOLT_RETURN_IF_ERROR(db_->Begin(what));
+    for (const std::string& sql :
+         {std::string(kSchemaLock),
+          std::string("CREATE TABLE IF NOT EXISTS molt_schema (name TEXT PRIMARY KEY, version "
+                      "INTEGER NOT NULL)"),
+          std::string("CREATE TABLE IF NOT EXISTS molt_servers (id TEXT PRIMARY KEY, branch TEXT "
+                      "NOT NULL, build TEXT NOT NULL, applied_seq BIGINT NOT NULL, sessions "
+                      "BIGINT NOT NULL, tps DOUBLE PRECISION NOT NULL, health TEXT NOT NULL, "
+                      "state TEXT NOT NULL, address TEXT NOT NULL, started_ms BIGINT NOT NULL, "
+                      "interval_ms BIGINT NOT NULL, last_seen_ms BIGINT NOT NULL)"),
+          fmt::format("INSERT INTO molt_schema (name, version) VALUES ('servers', {}) ON "
+                      "CONFLICT (name) DO UPDATE SET version = GREATEST(molt_schema.version, "
+                      "EXCLUDED.version)",
+                      kSchema)}) {
+      if (Status s = db_->Exec(sql, what); !s.ok()) {
+        return db_->Rollback(s);
+      }
+    }
+    MOLT_RETURN_IF_ERROR(db_->Commit(what));
+    MOLT_RETURN_IF_ERROR(db_->Prepare());
+  }
+  thread_.Start();
+  return Status::Ok();
+}
+
+void Fleet::Beat(ServerReport report) {
+  report.interval_ms = std::chrono::duration_cast<std::chrono::milliseconds>(interval_).count();
+  report.last_seen_ms = WallMs();
+  {
+    std::lock_guard lock(mu_);
+    last_ = report;
+  }
+  if (db_ != nullptr) {
+    thread_.Post([this, report = std::move(report)] { Write(report); });
+  }
+}
+
+void Fleet::Write(const ServerReport& r) {
+  Status s = db_->Connected();
+  if (s.ok()) {
+    s = db_->Run("beat",
+                 store::PgParams()
+                     .Text(r.id)
+                     .Text(r.branch)
+                     .Text(r.build)
+                     .Int(static_cast<std::int64_t>(r.applied_seq))
+                     .Int(static_cast<std::int64_t>(r.sessions))
+                     .Text(fmt::format("{}", r.tps))
+                     .Text(r.health)
+                     .Text(r.state)
+                     .Text(r.address)
+                     .Int(r.started_ms)
+                     .Int(r.interval_ms)
+                     .Int(r.last_seen_ms),
+                 "writing the heartbeat of " + r.id)
+            .status();
+  }
+  if (!s.ok() && s.message() != last_error_) {
+    kLog.Warn("{}; tried again at the next heartbeat", s.message());
+  } else if (s.ok() && !last_error_.empty()) {
+    kLog.Info("heartbeats are written again");
+  }
+  last_error_ = s.ok() ? std::string() : s.message();
+}
+
+void Fleet::List(std::string branch, Callback<void(Result<std::vector<ServerReport>>)> done) {
+  // The thread's tasks are copyable functions: the callback goes in a shared box.
+  auto box = std::make_shared<Callback<void(Result<std::vector<ServerReport>>)>>(std::move(done));
+  thread_.Post([this, branch = std::move(branch), box] {
+    auto& done = *box;
+    const std::int64_t now = WallMs();
+    std::vector<ServerReport> out;
+    if (db_ == nullptr) {
+      std::lock_guard lock(mu_);
+      if (!last_.id.empty() && (branch.empty() || last_.branch == branch)) {
+        out.push_back(last_);
+      }
+    } else {
+      Status s = db_->Connected();
+      Result<store::PgRows> rows =
+          s.ok() ? db_->Run("list", store::PgParams().Text(branch), "listing the fleet") : s;
+      if (!rows.ok()) {
+        done(rows.status());
+        return;
+      }
+      for (int i = 0; i < rows->size(); ++i) {
+        ServerReport r;
+        r.id = rows->Text(i, 0);
+        r.branch = rows->Text(i, 1);
+        r.build = rows->Text(i, 2);
+        r.applied_seq = static_cast<std::uint64_t>(rows->Int(i, 3));
+        r.sessions = static_cast<std::uint64_t>(rows->Int(i, 4));
+        r.tps = std::strtod(rows->Text(i, 5).c_str(), nullptr);
+        r.health = rows->Text(i, 6);
+        r.state = rows->Text(i, 7);
+        r.address = rows->Text(i, 8);
+        r.started_ms = rows->Int(i, 9);
+        r.interval_ms = rows->Int(i, 10);
+        r.last_seen_ms = rows->Int(i, 11);
+        out.push_back(std::move(r));
+      }
+    }
+    for (ServerReport& r : out) {
+      r.state = StateAt(r, now);
+    }
+    done(std::move(out));
+  });
+}
+
+}  // namespace molt::kernel::fleet

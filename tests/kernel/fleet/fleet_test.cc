@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fleet's heartbeats (fleet/fleet.h) on a real PostgreSQL 15 the test starts: servers that
+// report themselves into one table, listed by branch, a silent one shown as lost (never
+// dropped); and a server without a fleet database, a fleet of one.
+#include "kernel/src/fleet/fleet.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernel/src/core/clock.h"
+#include "tests/support/postgres.h"
+
+namespace molt::kernel::fleet {
+namespace {
+
+using std::chrono::milliseconds;
+
+molt::test::PostgresServer& Postgres() {
+  static molt::test::PostgresServer server;
+  return server;
+}
+
+std::vector<ServerReport> ListNow(Fleet& f, const std::string& branch = "") {
+  std::promise<Result<std::vector<ServerReport>>> p;
+  f.List(branch, [&p](Result<std::vector<ServerReport>> r) { p.set_value(std::move(r)); });
+  Result<std::vector<ServerReport>> r = p.get_future().get();
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : std::vector<ServerReport>{};
+}
+
+ServerReport Report(const std::string& id, const std::string& branch, std::uint64_t sessions) {
+  ServerReport r;
+  r.id = id;
+  r.branch = branch;
+  r.build = "abc1234-def567";
+  r.applied_seq = 7;
+  r.sessions = sessions;
+  r.tps = 60;
+  r.address = "127.0.0.1:7777";
+  r.started_ms = WallMs();
+  return r;
+}
+
+TEST(FleetTest, ServersReportThemselvesAndASilentOneIsShownLost) {
+  ASSERT_TRUE(Postgres().ok()) << Postgres().error();
+  const std::string url = Postgres().NewDatabase();
+  Fleet a(url, milliseconds(100));
+  Fleet b(url, milliseconds(100));
+  ASSERT_TRUE(a.Open().ok());
+  ASSERT_TRUE(b.Open().ok());
+  EXPECT_TRUE(a.shared());
+  a.Beat(Report("eu-1", "prod", 12));
+  b.Beat(Report("eu-2", "canary", 3));
+  std::vector<ServerReport> all;
+  for (int i = 0; i < 100 && all.size() < 2; ++i) {  // the heartbeats are written off this thread
+    all = ListNow(a);
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].id, "eu-1");
+  EXPECT_EQ(all[0].branch, "prod");
+  EXPECT_EQ(all[0].build, "abc1234-def567");
+  EXPECT_EQ(all[0].applied_seq, 7u);
+  EXPECT_EQ(all[0].sessions, 12u);
+  EXPECT_EQ(all[0].tps, 60);
+  EXPECT_EQ(all[0].state, "live");
+  EXPECT_EQ(all[0].interval_ms, 100);
+  EXPECT_GT(all[0].last_seen_ms, 0);
+  EXPECT_EQ(all[1].id, "eu-2");
+  const std::vector<ServerReport> canary = ListNow(b, "canary");
+  ASSERT_EQ(canary.size(), 1u);
+  EXPECT_EQ(canary[0].id, "eu-2");
+  // eu-2 goes quiet; eu-1 keeps beating: past three intervals eu-2 is lost, still listed.
+  const auto until = std::chrono::steady_clock::now() + milliseconds(5000);
+  std::string state;
+  while (state != "lost" && std::chrono::steady_clock::now() < until) {
+    a.Beat(Report("eu-1", "prod", 12));
+    std::this_thread::sleep_for(milliseconds(50));
+    all = ListNow(a);
+    state = all.size() == 2 ? all[1].state : "";
+  }
+  EXPECT_EQ(state, "lost");
+  EXPECT_EQ(all[0].state, "live");
+  // A report that says it is closing.
+  ServerReport closing = Report("eu-1", "prod", 12);
+  closing.state = "draining";
+  a.Beat(closing);
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(ListNow(b, "prod")[0].state, "draining");
+}
+
+TEST(FleetTest, AServerWithoutAFleetDatabaseIsAFleetOfOne) {
+  Fleet alone("", std::chrono::seconds(2));
+  ASSERT_TRUE(alone.Open().ok());
+  EXPECT_FALSE(alone.shared());
+  EXPECT_TRUE(ListNow(alone).empty()) << "nothing reported yet";
+  alone.Beat(Report("solo", "prod", 1));
+  const std::vector<ServerReport> list = ListNow(alone);
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].id, "solo");
+  EXPECT_EQ(list[0].state, "live");
+  EXPECT_TRUE(ListNow(alone, "dev").empty());
+}
+
+TEST(FleetTest, ALateHeartbeatReadsAsLostAfterThreeIntervals) {
+  ServerReport r;
+  r.interval_ms = 2000;
+  r.last_seen_ms = 10'000;
+  r.state = "live";
+  EXPECT_EQ(Fleet::StateAt(r, 10'000 + 6000), "live");
+  EXPECT_EQ(Fleet::StateAt(r, 10'000 + 6001), "lost");
+  r.state = "draining";
+  EXPECT_EQ(Fleet::StateAt(r, 11'000), "draining");
+}
+
+TEST(FleetTest, AFleetDatabaseThatCannotBeReachedIsNamed) {
+  Fleet f("host=/nonexistent port=1 user=molt dbname=x", std::chrono::seconds(2));
+  const Status s = f.Open();
+  EXPECT_EQ(s.code(), Status::Code::kIoError);
+  EXPECT_NE(s.message().find("cannot reach the fleet database host=/nonexistent"),
+            std::string::npos)
+      << s.message();
+}
+
+}  // namespace
+}  // namespace molt::kernel::fleet
