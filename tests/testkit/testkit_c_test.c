@@ -2,7 +2,8 @@
 /*
  * The plugin test kit's C API (molt/testkit.h) from plain C99, as a C plugin's author uses it:
  * the example plugin hello_c (plugins/examples/hello_c) loaded, a client joined, an intent echoed
- * as an event, a request answered, what is refused named, the struct-size rule, the close.
+ * as an event, a request answered, what is refused named, the struct-size rule, the arguments
+ * that may be NULL, a swap under the session, the close.
  * Exits 0 when every check holds; each failure prints its line.
  */
 #include <molt/testkit.h>
@@ -80,6 +81,19 @@ int main(void) {
   CHECK(molt_testkit_next(kit, ada, &m) == 0);
   CHECK(contains(molt_testkit_error(kit), "molt_testkit_message.struct_size is 16"));
   CHECK(molt_testkit_next(kit, 999, &m) == 0);
+  m.struct_size = sizeof m;
+
+  /* What may be NULL: a request's id, a swap's report, the self-tests' report. */
+  CHECK(molt_testkit_request(kit, ada, "hello.Shout", "again", 5, NULL) == MOLT_OK);
+  got = molt_testkit_next(kit, ada, &m);
+  CHECK(got == 1 && m.kind == MOLT_TESTKIT_RESPONSE && m.size == 5 &&
+        memcmp(m.payload, "AGAIN", 5) == 0);
+  CHECK(molt_testkit_swap(kit, plugins, 1, NULL, NULL) == MOLT_OK);
+  CHECK(molt_testkit_intent(kit, ada, "hello.Say", "still here", 10) == MOLT_OK);
+  got = molt_testkit_next(kit, ada, &m);
+  CHECK(got == 1 && m.kind == MOLT_TESTKIT_EVENT && m.size == 15 &&
+        memcmp(m.payload, "ada: still here", 15) == 0);
+  CHECK(molt_testkit_self_test(kit, NULL, NULL) == MOLT_OK); /* hello_c has none */
 
   CHECK(molt_testkit_advance(kit, 30) == MOLT_OK);
   CHECK(molt_testkit_now(kit) == 30);
@@ -92,6 +106,7 @@ int main(void) {
   got = molt_testkit_next(kit, ada, &m);
   CHECK(got == 1 && m.kind == MOLT_TESTKIT_BYE && strcmp(m.reason, "ServerShutdown") == 0);
   molt_testkit_destroy(kit);
+  molt_testkit_destroy(NULL); /* ignored */
 
   /* The kit is gone: another may be made. */
   CHECK(molt_testkit_create(NULL, &second) == MOLT_OK);

@@ -876,6 +876,32 @@ TEST_F(BlockingCallbackTest, AStartPastItsDeadlineRestoresThePreviousBuild) {
   ServesAs("v1");
 }
 
+// A plugin's own tests (ABI 1.8) have the same deadline: the gate fails naming the plugin and
+// the deadline instead of waiting. The abandoned tests may still be running, so none of the
+// plugin's code runs again: a request to it is answered with an error, not held.
+TEST_F(BlockingCallbackTest, ASelfTestPastItsDeadlineFailsTheGateAndThePluginServesOn) {
+  BootWith("sleep_self_test");
+  const TimePoint t0 = RealNow();
+  const std::vector<loader::PluginHost::SelfTestRun> runs = plugins_->RunSelfTests();
+  EXPECT_LT(RealNow() - t0, std::chrono::seconds(20)) << "the gate waited for the self-test";
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_FALSE(runs[0].ok());
+  EXPECT_NE(runs[0].error.message().find("self_test() did not return within 0.3 s: abandoned"),
+            std::string::npos)
+      << runs[0].error.message();
+  EXPECT_NE(loader::PluginHost::SelfTestsJson(runs).find("did not return within 0.3 s"),
+            std::string::npos);
+  ASSERT_EQ(plugins_->stuck_callbacks().size(), 1u);
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    c.Request(Id("gen.Total"), 1, AddPayload(0));
+    Frame f = c.NextOf(w::Body::Response);
+    ASSERT_EQ(f.type(), w::Body::Response);
+    EXPECT_NE(f.envelope()->body_as_Response()->status(), MOLT_OK);
+  });
+}
+
 // What an abandoned callback does when it wakes is refused: its host call returns
 // MOLT_ERR_STALE and reaches nobody, even once the host that abandoned it is gone.
 TEST_F(BlockingCallbackTest, AnAbandonedCallbacksHostCallsAreRefusedWhenItWakes) {
