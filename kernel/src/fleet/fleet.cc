@@ -20,7 +20,11 @@ const LogScope kLog("Fleet");
 
 // The layout this build writes (molt_schema, name 'servers').
 constexpr int kSchema = 1;
-constexpr const char* kSchemaLock = "SELECT pg_advisory_xact_lock(1836019828)";  // as profiles'
+constexpr const char* kCreate =
+    "CREATE TABLE IF NOT EXISTS molt_servers (id TEXT PRIMARY KEY, branch TEXT NOT NULL, build "
+    "TEXT NOT NULL, applied_seq BIGINT NOT NULL, sessions BIGINT NOT NULL, tps DOUBLE PRECISION "
+    "NOT NULL, health TEXT NOT NULL, state TEXT NOT NULL, address TEXT NOT NULL, started_ms "
+    "BIGINT NOT NULL, interval_ms BIGINT NOT NULL, last_seen_ms BIGINT NOT NULL)";
 
 constexpr const char* kColumns =
     "id, branch, build, applied_seq, sessions, tps, health, state, address, started_ms, "
@@ -60,28 +64,8 @@ std::string Fleet::StateAt(const ServerReport& r, std::int64_t now_ms) {
 
 Status Fleet::Open() {
   if (db_ != nullptr) {
-    const std::string what =
-        fmt::format("setting up the fleet's tables in {}", store::PgConnection::Redacted(url_));
     MOLT_RETURN_IF_ERROR(db_->Connect(/*prepare=*/false));
-    MOLT_RETURN_IF_ERROR(db_->Begin(what));
-    for (const std::string& sql :
-         {std::string(kSchemaLock),
-          std::string("CREATE TABLE IF NOT EXISTS molt_schema (name TEXT PRIMARY KEY, version "
-                      "INTEGER NOT NULL)"),
-          std::string("CREATE TABLE IF NOT EXISTS molt_servers (id TEXT PRIMARY KEY, branch TEXT "
-                      "NOT NULL, build TEXT NOT NULL, applied_seq BIGINT NOT NULL, sessions "
-                      "BIGINT NOT NULL, tps DOUBLE PRECISION NOT NULL, health TEXT NOT NULL, "
-                      "state TEXT NOT NULL, address TEXT NOT NULL, started_ms BIGINT NOT NULL, "
-                      "interval_ms BIGINT NOT NULL, last_seen_ms BIGINT NOT NULL)"),
-          fmt::format("INSERT INTO molt_schema (name, version) VALUES ('servers', {}) ON "
-                      "CONFLICT (name) DO UPDATE SET version = GREATEST(molt_schema.version, "
-                      "EXCLUDED.version)",
-                      kSchema)}) {
-      if (Status s = db_->Exec(sql, what); !s.ok()) {
-        return db_->Rollback(s);
-      }
-    }
-    MOLT_RETURN_IF_ERROR(db_->Commit(what));
+    MOLT_RETURN_IF_ERROR(db_->CreateTables("servers", kSchema, kCreate, "the fleet's tables"));
     MOLT_RETURN_IF_ERROR(db_->Prepare());
   }
   thread_.Start();

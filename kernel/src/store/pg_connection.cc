@@ -207,6 +207,44 @@ Status PgConnection::Commit(const std::string& what) {
   return s;
 }
 
+Status PgConnection::CreateTables(std::string_view layout, int version, std::string_view tables,
+                                  std::string_view what) {
+  const std::string doing = fmt::format("setting up {} in {}", what, Redacted(url_));
+  MOLT_RETURN_IF_ERROR(Begin(doing));
+  // pg_advisory_xact_lock's key: "molt" in ASCII.
+  if (Status s = Exec("SELECT pg_advisory_xact_lock(1836019828)", doing); !s.ok()) {
+    return Rollback(s);
+  }
+  if (Status s = Exec("CREATE TABLE IF NOT EXISTS molt_schema (name TEXT PRIMARY KEY, version "
+                      "INTEGER NOT NULL)",
+                      doing);
+      !s.ok()) {
+    return Rollback(s);
+  }
+  Result<PgRows> found =
+      Query(fmt::format("SELECT version FROM molt_schema WHERE name = '{}'", layout), doing);
+  if (!found.ok()) {
+    return Rollback(found.status());
+  }
+  if (found->size() > 0 && found->Int(0, 0) > version) {
+    return Rollback(Status::FailedPrecondition(fmt::format(
+        "{} in {} have layout {}, newer than this build's ({}): run the Molt release that wrote "
+        "them on every server",
+        what, Redacted(url_), found->Int(0, 0), version)));
+  }
+  if (Status s = Exec(std::string(tables), doing); !s.ok()) {
+    return Rollback(s);
+  }
+  if (Status s = Exec(fmt::format("INSERT INTO molt_schema (name, version) VALUES ('{}', {}) ON "
+                                  "CONFLICT (name) DO UPDATE SET version = {}",
+                                  layout, version, version),
+                      doing);
+      !s.ok()) {
+    return Rollback(s);
+  }
+  return Commit(doing);
+}
+
 Status PgConnection::Rollback(Status why) {
   if (in_transaction_ && conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK) {
     (void)Exec("ROLLBACK", "rolling back");

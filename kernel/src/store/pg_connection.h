@@ -103,6 +103,12 @@ class PgConnection {
   Status Commit(const std::string& what);
   // Rolls back the open transaction (when the connection still has one) and returns `why`.
   Status Rollback(Status why);
+  // Creates `tables` (SQL of CREATE ... IF NOT EXISTS statements), the layout `layout` of
+  // version `version` in molt_schema, in one transaction under one advisory lock every part of a
+  // fleet takes (servers that start together create their tables one at a time). Refuses, naming
+  // `what` ("the profile tables") and the fix, a layout newer than `version`.
+  Status CreateTables(std::string_view layout, int version, std::string_view tables,
+                      std::string_view what);
 
   const std::string& url() const { return url_; }
   // The role connected as ("" before a connection).

@@ -18,9 +18,6 @@ namespace {
 
 // The layout this build writes (molt_schema, name 'profiles').
 constexpr int kSchema = 1;
-// Servers that start together create the tables one at a time (pg_advisory_xact_lock's key:
-// "molt" in ASCII).
-constexpr const char* kSchemaLock = "SELECT pg_advisory_xact_lock(1836019828)";
 // Loads one statement takes (a burst of joins).
 constexpr std::size_t kChunk = 256;
 
@@ -90,45 +87,8 @@ std::string PgDb::Redacted(const std::string& url) { return PgConnection::Redact
 
 Status PgDb::Open() {
   MOLT_RETURN_IF_ERROR(db_.Connect(/*prepare=*/false));
-  MOLT_RETURN_IF_ERROR(CreateTables());
+  MOLT_RETURN_IF_ERROR(db_.CreateTables("profiles", kSchema, kCreate, "the profile tables"));
   return db_.Prepare();  // on the tables now there
-}
-
-Status PgDb::CreateTables() {
-  const std::string what = fmt::format("setting up the profile tables in {}", Redacted(db_.url()));
-  MOLT_RETURN_IF_ERROR(db_.Begin(what));
-  if (Status s = db_.Exec(kSchemaLock, what); !s.ok()) {
-    return db_.Rollback(s);
-  }
-  if (Status s = db_.Exec("CREATE TABLE IF NOT EXISTS molt_schema (name TEXT PRIMARY KEY, "
-                          "version INTEGER NOT NULL)",
-                          what);
-      !s.ok()) {
-    return db_.Rollback(s);
-  }
-  Result<PgRows> version =
-      db_.Query("SELECT version FROM molt_schema WHERE name = 'profiles'", what);
-  if (!version.ok()) {
-    return db_.Rollback(version.status());
-  }
-  if (version->size() > 0 && version->Int(0, 0) > kSchema) {
-    return db_.Rollback(Status::FailedPrecondition(fmt::format(
-        "the profile tables in {} have layout {}, newer than this build's ({}): run the Molt "
-        "release that wrote them on every server",
-        Redacted(db_.url()), version->Int(0, 0), kSchema)));
-  }
-  if (Status s = db_.Exec(kCreate, what); !s.ok()) {
-    return db_.Rollback(s);
-  }
-  if (Status s = db_.Exec(fmt::format("INSERT INTO molt_schema (name, version) VALUES "
-                                      "('profiles', {}) ON CONFLICT (name) DO UPDATE SET version "
-                                      "= {}",
-                                      kSchema, kSchema),
-                          what);
-      !s.ok()) {
-    return db_.Rollback(s);
-  }
-  return db_.Commit(what);
 }
 
 std::vector<std::pair<std::string, std::string>> PgDb::Statements() {

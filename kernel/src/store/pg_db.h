@@ -74,8 +74,6 @@ class PgDb final : public ProfileDb {
  private:
   // The statements prepared on every connection.
   static std::vector<std::pair<std::string, std::string>> Statements();
-  // Creates the tables, or checks the layout they have, under an advisory lock.
-  Status CreateTables();
   // The leases of `loads` (unique keys, one owner and lease time) in one statement.
   Status AcquireChunk(const std::vector<const LoadArgs*>& loads, WallMillis now,
                       std::vector<LoadResult*>& out);

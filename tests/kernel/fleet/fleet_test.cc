@@ -118,6 +118,20 @@ TEST(FleetTest, ALateHeartbeatReadsAsLostAfterThreeIntervals) {
   EXPECT_EQ(Fleet::StateAt(r, 11'000), "draining");
 }
 
+TEST(FleetTest, TablesOfANewerReleaseAreRefusedByName) {
+  ASSERT_TRUE(Postgres().ok()) << Postgres().error();
+  const std::string url = Postgres().NewDatabase();
+  const std::string db = url.substr(url.rfind("dbname=") + 7);
+  ASSERT_TRUE(Fleet(url, std::chrono::seconds(2)).Open().ok());
+  Postgres().Psql("UPDATE molt_schema SET version = 99 WHERE name = 'servers'", db);
+  const Status s = Fleet(url, std::chrono::seconds(2)).Open();
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("the fleet's tables in host="), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("have layout 99, newer than this build's (1): run the Molt release"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST(FleetTest, AFleetDatabaseThatCannotBeReachedIsNamed) {
   Fleet f("host=/nonexistent port=1 user=molt dbname=x", std::chrono::seconds(2));
   const Status s = f.Open();
