@@ -16,6 +16,7 @@
 #include "test_client.h"
 #include "tests/support/child_process.h"
 #include "tests/support/http_client.h"
+#include "tests/support/postgres.h"
 #include "tests/support/test_paths.h"
 
 namespace {
@@ -153,6 +154,29 @@ class MoltDeployTest : public ::testing::Test {
     return file;
   }
   std::string Token() { return ReadFile(data() + "/admin.token").substr(0, 64); }
+  // One more moltd of a fleet: its data directory `name` under dir_, on `branch`, with `config`
+  // (JSON, "" none); serving. Its admin endpoint's URL in *server.
+  std::unique_ptr<Process> StartPeer(const std::string& name, const std::string& branch,
+                                     const std::string& url, std::string* server,
+                                     const std::string& config = "") {
+    std::vector<std::string> args = {
+        kMoltd,   "-p",         kPlugins,  "-d",          dir_ + "/" + name,
+        "--port", "0",          "--admin", "127.0.0.1:0", "--branch",
+        branch,   "--database", url,       "--server-id", name};
+    if (!config.empty()) {
+      std::ofstream(dir_ + "/" + name + ".json") << config;
+      args.insert(args.end(), {"--config", dir_ + "/" + name + ".json"});
+    }
+    auto p = std::make_unique<Process>(args);
+    EXPECT_TRUE(p->WaitFor("SIGTERM or SIGINT closes")) << p->output();
+    const std::string& out = p->output();
+    const std::string admin = "admin endpoint on http://127.0.0.1:";
+    const std::size_t at = out.find(admin);
+    *server = at == std::string::npos
+                  ? std::string()
+                  : "http://127.0.0.1:" + std::to_string(std::stoi(out.substr(at + admin.size())));
+    return p;
+  }
 
   std::string dir_;
   std::unique_ptr<Process> moltd_;
@@ -616,6 +640,78 @@ TEST_F(MoltDeployTest, AHeadWhoseStartHangsIsAbandonedAtItsDeadlineAndTheNextSer
   }
   EXPECT_TRUE(marked) << builds;
   StopMoltd();
+}
+
+
+// The registry on the fleet's PostgreSQL (docs/fleet.md, "Deploys"): one #seq for the fleet, a
+// deploy made on one server reaches every server on its branch by NOTIFY (well inside the 60 s
+// poll), the others record it; each server's result is in molt_deploy_results; a server
+// started later boots the head; a deployment that came without a notification arrives by the
+// poll.
+TEST_F(MoltDeployTest, ADeployOnOneServerReachesEveryServerOnItsBranch) {
+  molt::test::PostgresServer pg;
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  const std::string url = pg.NewDatabase();
+  const std::string db = url.substr(url.rfind('=') + 1);
+  std::string server_a, server_b, server_c;
+  auto a = StartPeer("a", "dev", url, &server_a);
+  auto b = StartPeer("b", "dev", url, &server_b);
+  auto c = StartPeer("c", "qa", url, &server_c);
+  ASSERT_FALSE(server_a.empty() || server_b.empty() || server_c.empty());
+  const std::string first = Build("first", {"--channel", "dev"});
+  const std::string second = Build("second", {"--channel", "dev", "--health-errors", "7"});
+  auto deploy = [&](const std::string& file, const std::string& server) {
+    server_ = server;
+    int code = -1;
+    json::value d = MoltJson({"deploy", file, "--branch", "dev", "--wait", "30", "--token-file",
+                              dir_ + "/a/admin.token"},
+                             &code);
+    EXPECT_EQ(code, 0) << d;
+    return d;
+  };
+  json::value d = deploy(first, server_a);
+  ASSERT_EQ(d.at("result").as_string(), "swapped") << d << a->output();
+  EXPECT_EQ(d.at("seq").to_number<int>(), 1);
+  const std::string first_id(d.at("build").as_string());
+  // b heard it at once (the poll is 60 s away) and swapped; c (qa) recorded it only.
+  EXPECT_TRUE(b->WaitFor("#1 dev: " + first_id + " swapped", std::chrono::seconds(20)))
+      << b->output();
+  EXPECT_TRUE(b->WaitFor("fetched build " + first_id)) << b->output();
+  EXPECT_TRUE(c->WaitFor("#1 dev: deploy " + first_id + " by")) << c->output();
+  EXPECT_EQ(c->output().find("swapped"), std::string::npos) << c->output();
+  EXPECT_EQ(pg.Psql("SELECT string_agg(server_id || '=' || result, ',' ORDER BY server_id) FROM "
+                    "molt_deploy_results WHERE seq = 1",
+                    db),
+            "a=swapped,b=swapped\n");
+  // The fleet's seq: a deploy through b (qa's server c too) takes #2, never a number b had.
+  std::string out;
+  ASSERT_EQ(Molt({"branches", "--json", "--server", server_c, "--data", dir_ + "/c"}, &out), 0)
+      << out;
+  EXPECT_NE(out.find("\"next_seq\":2"), std::string::npos) << out;
+  // b stops; #2 is deployed meanwhile; b started again boots it (the head of dev).
+  b->Signal(SIGTERM);
+  EXPECT_EQ(b->Wait(), 0) << b->output();
+  d = deploy(second, server_a);
+  ASSERT_EQ(d.at("seq").to_number<int>(), 2) << d;
+  b = StartPeer("b", "dev", url, &server_b);
+  EXPECT_NE(b->output().find("booted the head of dev (#2)"), std::string::npos) << b->output();
+  // A deployment recorded without a notification (as if b missed it) arrives by the poll: a
+  // server polling every 0.5 s takes #3 (the first build again) on its own.
+  auto e = StartPeer("e", "dev", url, &server_b, R"({"deploy": {"poll_seconds": 0.5}})");
+  ASSERT_TRUE(e->WaitFor("booted the head of dev (#2)")) << e->output();
+  pg.Psql(
+      "BEGIN; INSERT INTO molt_deployments SELECT 3, branch, build, build_id, 'rollback', "
+      "'psql', 'quietly', at_ms, sent_ms, sig, sig_fallback, protocol, rollout, origin FROM "
+      "molt_deployments WHERE seq = 1; UPDATE molt_registry_seq SET last_seq = 3; "
+      "UPDATE molt_branches SET seq = 3, head = (SELECT build FROM molt_deployments WHERE "
+      "seq = 1) WHERE name = 'dev'; COMMIT;",
+      db);
+  EXPECT_TRUE(e->WaitFor("#3 dev: " + first_id + " swapped", std::chrono::seconds(20)))
+      << e->output();
+  for (Process* p : {a.get(), b.get(), c.get(), e.get()}) {
+    p->Signal(SIGTERM);
+    EXPECT_EQ(p->Wait(), 0) << p->output();
+  }
 }
 
 }  // namespace

@@ -15,9 +15,11 @@
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/core/serial_thread.h"
+#include "kernel/src/deploy/fleet_registry.h"
 #include "kernel/src/deploy/registry.h"
 #include "kernel/src/deploy/trusted_keys.h"
 #include "kernel/src/loader/signing.h"
+#include "kernel/src/store/pg_connection.h"
 
 namespace molt::kernel::deploy {
 namespace {
@@ -56,6 +58,10 @@ struct Waiting {
 struct Deploys::Impl {
   DeploysOptions options;
   std::unique_ptr<Registry> registry;
+  // The fleet's registry (null: this server alone); `fleet_open` once its tables are there.
+  std::unique_ptr<FleetRegistry> fleet;
+  bool fleet_open = false;
+  std::string sync_error;  // the last reason the fleet could not be read, logged once
   TrustedKeys keys;
   Clock::time_point keys_read{};
   SwapFn swap;
@@ -113,8 +119,25 @@ struct Deploys::Impl {
   // Reads the keys file again every kKeysRefresh (quietly, unless it changed or broke).
   void RefreshKeys();
   void UpdateHeadFile();
-  // The build X names: a sha256, a prefix, a build id, or "#SEQ".
-  std::optional<StoredBuild> Find(std::string_view x) const;
+  // The build X names: a sha256, a prefix, a build id, or "#SEQ"; one this server lacks is
+  // fetched from the fleet's registry.
+  std::optional<StoredBuild> Find(std::string_view x);
+  // The fleet's registry, opened when it was not; an error names the database.
+  Status Fleet();
+  // `b` in the fleet's registry too, so every server can fetch it (Ok alone).
+  Status ShareBuild(const StoredBuild& b);
+  // Fetches build `name` from the fleet and stores it here.
+  std::optional<StoredBuild> FetchBuild(const std::string& name);
+  // Copies the fleet's deployments this server lacks into its registry (with their builds); off
+  // the boot, the newest on this server's branch is applied like a deploy made here.
+  void Sync(bool boot);
+  // Takes a deployment of this server's branch that another server recorded: checked like one
+  // made here (failed-here mark, channel, signature), then swapped.
+  void Apply(Deployment d);
+  // This server's result of `d`, in its registry and the fleet's.
+  void SetResult(const Deployment& d);
+  // The next #seq (the fleet's when there is one).
+  std::uint64_t LastSeq();
   // Verifies `d`'s signatures for `b` under the keys (once more after re-reading them, at most
   // every kKeysRetryGap, when they fail).
   Status VerifySigned(const Deployment& d, const StoredBuild& b, bool reread);
@@ -129,7 +152,7 @@ struct Deploys::Impl {
   void Finished(Deployment d, const std::shared_ptr<Waiting>& waiting, const SwapOutcome& o);
   // `reply` once at `wait` (202 with `pending`), unless `finished` answers first.
   std::shared_ptr<Waiting> Wait(std::chrono::seconds wait, Reply reply, Answer pending);
-  json::object BranchesJson() const;
+  json::object BranchesJson();
 };
 
 void Deploys::Impl::Prune() {
@@ -212,7 +235,178 @@ void Deploys::Impl::UpdateHeadFile() {
   head_file = std::move(file);
 }
 
-std::optional<StoredBuild> Deploys::Impl::Find(std::string_view x) const {
+Status Deploys::Impl::Fleet() {
+  if (fleet_open) {
+    return Status::Ok();
+  }
+  MOLT_RETURN_IF_ERROR(fleet->Open());
+  fleet_open = true;
+  Log().Info("the fleet's registry is open ({})", store::PgConnection::Redacted(fleet->url()));
+  return Status::Ok();
+}
+
+Status Deploys::Impl::ShareBuild(const StoredBuild& b) {
+  if (fleet == nullptr) {
+    return Status::Ok();
+  }
+  MOLT_RETURN_IF_ERROR(Fleet());
+  return fleet->PutBuild(b, registry->BuildPath(b.sha256));
+}
+
+std::optional<StoredBuild> Deploys::Impl::FetchBuild(const std::string& name) {
+  if (fleet == nullptr) {
+    return std::nullopt;
+  }
+  const std::string file =
+      (fs::path(registry->upload_dir()) / fmt::format("fleet-{}.molt", next_upload.fetch_add(1)))
+          .string();
+  Status s = Fleet();
+  if (s.ok()) {
+    s = fleet->FetchBuild(name, file);
+  }
+  if (s.ok()) {
+    Result<StoredBuild> b = registry->AddBuild(file);
+    if (b.ok()) {
+      Log().Info("fetched build {} ({} bytes) from the fleet's registry", b->id, b->bytes);
+      return *b;
+    }
+    s = b.status();
+  }
+  std::error_code ec;
+  fs::remove(file, ec);
+  if (s.code() != Status::Code::kNotFound) {
+    Log().Error("build \"{}\": {}", name, s.message());
+  }
+  return std::nullopt;
+}
+
+std::uint64_t Deploys::Impl::LastSeq() {
+  std::uint64_t last = registry->last_seq();
+  if (fleet != nullptr) {
+    Status s = Fleet();
+    Result<std::uint64_t> shared = s.ok() ? fleet->LastSeq() : Result<std::uint64_t>(s);
+    if (shared.ok()) {
+      return *shared;
+    }
+    Log().Warn("{} (the next seq shown is this server's guess)", shared.status().message());
+    last = std::max(last, registry->mirrored_seq());
+  }
+  return last;
+}
+
+void Deploys::Impl::SetResult(const Deployment& d) {
+  if (Status s = registry->SetResult(d.seq, d.result, d.reason, d.report); !s.ok()) {
+    Log().Error("#{}: {}", d.seq, s.message());
+  }
+  if (fleet != nullptr && d.branch == options.branch) {
+    Status s = Fleet();
+    if (s.ok()) {
+      s = fleet->SetResult(d.seq, d.result, d.reason, d.report);
+    }
+    if (!s.ok()) {
+      Log().Error("#{}: this server's result ({}) is not in the fleet's registry: {}", d.seq,
+                  d.result, s.message());
+    }
+  }
+}
+
+void Deploys::Impl::Sync(bool boot) {
+  if (Status s = Fleet(); !s.ok()) {
+    if (std::exchange(sync_error, s.message()) != s.message()) {  // each new reason once
+      Log().Warn("{}: {}",
+                 boot ? "booting from this server's copy of the registry"
+                      : "the fleet's deploys wait for its database",
+                 s.message());
+    }
+    return;
+  }
+  if (!std::exchange(sync_error, "").empty()) {
+    Log().Info("the fleet's registry answers again: catching up");
+  }
+  std::optional<Deployment> newest;  // of this server's branch, recorded by another server
+  bool stuck = false;
+  while (!stuck) {
+    Result<std::vector<Deployment>> got = fleet->Since(registry->mirrored_seq(), 100);
+    if (!got.ok()) {
+      Log().Warn(
+          "reading the fleet's deployments: {} (tried again at the next notification or poll)",
+          got.status().message());
+      break;
+    }
+    if (got->empty()) {
+      break;
+    }
+    for (Deployment& d : *got) {
+      if (!registry->FindBuild(d.build).has_value() && !FetchBuild(d.build).has_value()) {
+        Log().Error(
+            "#{} {}: its build {} cannot be fetched from the fleet's registry; tried again at "
+            "the next notification or poll",
+            d.seq, d.branch, d.build_id);
+        stuck = true;
+        break;
+      }
+      d.result = d.branch == options.branch ? "pending" : "recorded";
+      Result<Deployment> mirrored = registry->Mirror(d);
+      if (mirrored.ok()) {
+        Log().Info("#{} {}: {} {} by {} (from the fleet)", d.seq, d.branch, d.kind, d.build_id,
+                   d.by.empty() ? "(unnamed)" : d.by);
+        if (d.branch == options.branch) {
+          newest = d;
+        }
+      } else if (mirrored.status().code() != Status::Code::kAlreadyExists) {
+        Log().Error("#{}: {}", d.seq, mirrored.status().message());
+        stuck = true;
+        break;
+      }
+      (void)registry->SetMirrored(d.seq);
+    }
+  }
+  UpdateHeadFile();
+  if (newest.has_value()) {
+    Prune();
+    if (!boot) {
+      Apply(std::move(*newest));
+    }
+  }
+}
+
+void Deploys::Impl::Apply(Deployment d) {
+  auto refuse = [&](std::string_view kind, const std::string& reason) {
+    Refuse(kind, reason);
+    d.result = "failed";
+    d.reason = reason;
+    SetResult(d);
+  };
+  std::optional<StoredBuild> b = registry->FindBuild(d.build);
+  if (d.seq <= registry->applied_seq() || !b.has_value()) {
+    return;  // applied already (or a newer one was)
+  }
+  if (!b->failed_here.empty() && d.kind != "resign") {
+    refuse("failed_here", "build " + b->id + " failed on this server (" + b->failed_here +
+                              "): it is not taken again without --force");
+    return;
+  }
+  if (options.prod_rules) {
+    if (b->ManifestField("channel") != "prod") {
+      refuse("channel", "build " + b->id + " is a " + b->ManifestField("channel") +
+                            "-channel build: a prod-rules server takes prod builds only");
+      return;
+    }
+    if (Status s = VerifySigned(d, *b, true); !s.ok()) {
+      refuse("signature", s.message());
+      return;
+    }
+  }
+  if (d.kind == "resign") {
+    Finished(d, nullptr, {"adopted", "re-signed: the same build, no swap", "", false});
+    return;
+  }
+  Enqueue({{registry->BuildPath(d.build), d.build, d.build_id},
+           fmt::format("{} #{}", d.kind, d.seq),
+           [this, d](const SwapOutcome& o) { Finished(d, nullptr, o); }});
+}
+
+std::optional<StoredBuild> Deploys::Impl::Find(std::string_view x) {
   if (x.starts_with('#')) {
     std::uint64_t seq = 0;
     const std::string digits(x.substr(1));
@@ -226,7 +420,8 @@ std::optional<StoredBuild> Deploys::Impl::Find(std::string_view x) const {
     }
     return std::nullopt;
   }
-  return registry->FindBuild(x);
+  std::optional<StoredBuild> b = registry->FindBuild(x);
+  return b.has_value() ? b : FetchBuild(std::string(x));
 }
 
 Status Deploys::Impl::VerifySigned(const Deployment& d, const StoredBuild& b, bool reread) {
@@ -380,12 +575,24 @@ void Deploys::Impl::RunDeploy(DeployRequest r, std::chrono::seconds wait, Reply 
   }
   d.protocol = ProtocolLine(r.branch, *b);
   d.result = here ? "pending" : "recorded";
-  Result<Deployment> recorded = registry->Record(std::move(d));
+  // In a fleet the fleet's registry numbers it (and every server hears of it), then this
+  // server's copy records it like a deployment it mirrors.
+  Result<Deployment> recorded = Status::Ok();
+  if (fleet != nullptr) {
+    Status shared = ShareBuild(*b);
+    recorded = shared.ok() ? fleet->Record(std::move(d)) : Result<Deployment>(shared);
+    if (recorded.ok()) {
+      recorded = registry->Mirror(*recorded);
+    }
+  } else {
+    recorded = registry->Record(std::move(d));
+  }
   if (!recorded.ok()) {
     if (recorded.status().code() == Status::Code::kRejected) {
       refuse("seq", recorded.status().message());
     } else {
-      reply(Error(500, recorded.status().message()));
+      reply(Error(recorded.status().code() == Status::Code::kIoError ? 503 : 500,
+                  recorded.status().message()));
     }
     return;
   }
@@ -463,9 +670,7 @@ void Deploys::Impl::Finished(Deployment d, const std::shared_ptr<Waiting>& waiti
   d.result = o.result;
   d.reason = o.reason;
   d.report = o.report;
-  if (Status s = registry->SetResult(d.seq, d.result, d.reason, d.report); !s.ok()) {
-    Log().Error("#{}: {}", d.seq, s.message());
-  }
+  SetResult(d);
   if (o.result == "failed") {
     if (o.build_failed) {
       (void)registry->MarkFailed(d.build, o.reason);
@@ -588,7 +793,7 @@ void Deploys::Impl::RunPin(PinRequest r, std::chrono::seconds wait, Reply reply)
        }});
 }
 
-json::object Deploys::Impl::BranchesJson() const {
+json::object Deploys::Impl::BranchesJson() {
   auto shorter = [this](const std::string& sha) {
     std::optional<StoredBuild> b = registry->FindBuild(sha);
     return json::object{{"sha256", sha},
@@ -616,7 +821,7 @@ json::object Deploys::Impl::BranchesJson() const {
   for (const Refusal& r : refusals) {
     refused.push_back(json::object{{"at_ms", r.at_ms}, {"kind", r.kind}, {"reason", r.reason}});
   }
-  const std::uint64_t last = registry->last_seq();
+  const std::uint64_t last = LastSeq();
   json::value pinned = nullptr;
   if (pin.has_value()) {
     pinned = json::object{
@@ -642,13 +847,26 @@ Result<std::unique_ptr<Deploys>> Deploys::Open(DeploysOptions options) {
   impl->applied = impl->registry->applied_seq();
   impl->options = std::move(options);
   impl->LoadKeys("at boot");
+  if (!impl->options.fleet_url
+           .empty()) {  // the fleet's deployments first: the boot plans with them
+    impl->fleet = std::make_unique<FleetRegistry>(impl->options.fleet_url, impl->options.server_id);
+    if (Status s = impl->Fleet(); s.code() == Status::Code::kFailedPrecondition) {
+      return s;  // a layout too new, a right missing: the operator's to fix
+    }
+    impl->Sync(/*boot=*/true);
+  }
   impl->UpdateHeadFile();
   return std::unique_ptr<Deploys>(new Deploys(std::move(impl)));
 }
 
 Deploys::Deploys(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Deploys::~Deploys() { impl_->worker.Stop(); }
+Deploys::~Deploys() {
+  if (impl_->fleet != nullptr) {
+    impl_->fleet->StopWatching();  // no wake posted past here
+  }
+  impl_->worker.Stop();
+}
 
 std::vector<Deploys::Candidate> Deploys::BootCandidates() {
   Impl& m = *impl_;
@@ -713,6 +931,10 @@ void Deploys::Start(SwapFn swap) {
   impl_->swap = std::move(swap);
   impl_->worker.At(Clock::now() + kKeysRefresh, [this] { impl_->RefreshKeys(); });
   impl_->worker.Start();
+  if (impl_->fleet != nullptr) {
+    impl_->fleet->Watch(impl_->options.poll,
+                        [this] { impl_->worker.Post([this] { impl_->Sync(/*boot=*/false); }); });
+  }
 }
 
 std::string Deploys::UploadPath() {
@@ -734,6 +956,13 @@ void Deploys::Upload(std::string file, Reply reply) {
     if (was_new) {
       Log().Info("stored build {} ({}, {} bytes)", b->id, b->sha256.substr(0, 12), b->bytes);
       impl_->Prune();
+    }
+    if (Status s = impl_->ShareBuild(*b); !s.ok()) {
+      reply(Error(503, "build " + b->id +
+                           " is stored on this server but not in the fleet's registry, so no "
+                           "other server could fetch it: " +
+                           s.message() + " (upload it again)"));
+      return;
     }
     reply({was_new ? 201 : 200, json::object{{"build", b->ToJson()}}});
   });
@@ -764,7 +993,7 @@ void Deploys::Resolve(std::string branch, std::string build, bool rollback, Repl
                            : "no stored build is named \"" + build + "\""));
       return;
     }
-    reply({200, json::object{{"build", b->ToJson()}, {"next_seq", m.registry->last_seq() + 1}}});
+    reply({200, json::object{{"build", b->ToJson()}, {"next_seq", m.LastSeq() + 1}}});
   });
 }
 
@@ -811,7 +1040,9 @@ void Deploys::RolledBack(std::string build_id, std::string why) {
     }
     std::optional<Deployment> d = m.registry->FindDeployment(m.last_swapped_seq);
     if (d.has_value()) {
-      (void)m.registry->SetResult(d->seq, "rolled_back", why, d->report);
+      d->result = "rolled_back";
+      d->reason = why;
+      m.SetResult(*d);
       (void)m.registry->MarkFailed(d->build, why);
       Log().Warn("#{} {}: {} rolled back: {}", d->seq, d->branch, d->build_id, why);
     }

@@ -52,6 +52,12 @@ struct DeploysOptions {
   // deploy thread: moltd publishes it on the Bus as Kernel.DeployRefused (spec §29).
   std::function<void(const std::string& kind, const std::string& reason)> on_refusal;
   std::chrono::milliseconds refusal_event_gap{60'000};
+  // The fleet's registry on PostgreSQL (a libpq URL; "" : this server alone), this server's id
+  // in it, and how often the fleet's deployments are read without a notification (spec §30,
+  // POLL_SECONDS).
+  std::string fleet_url;
+  std::string server_id;
+  std::chrono::milliseconds poll{60'000};
 };
 
 // What the kernel did with a build it was asked to serve.

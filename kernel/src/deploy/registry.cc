@@ -4,6 +4,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <limits>
@@ -367,15 +368,24 @@ Status Registry::ClearFailed(const std::string& sha256) {
 std::uint64_t Registry::last_seq() const { return Meta("last_seq"); }
 std::uint64_t Registry::applied_seq() const { return Meta("applied_seq"); }
 Status Registry::SetApplied(std::uint64_t seq) { return SetMeta("applied_seq", seq); }
+std::uint64_t Registry::mirrored_seq() const { return Meta("fleet_seq"); }
+Status Registry::SetMirrored(std::uint64_t seq) { return SetMeta("fleet_seq", seq); }
 
-Result<Deployment> Registry::Record(Deployment d) {
+Result<Deployment> Registry::Record(Deployment d) { return Put(std::move(d), false); }
+Result<Deployment> Registry::Mirror(Deployment d) { return Put(std::move(d), true); }
+
+Result<Deployment> Registry::Put(Deployment d, bool mirror) {
   MOLT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   auto fail = [this](Status s) {
     Exec("ROLLBACK");
     return s;
   };
   const std::uint64_t last = last_seq();
-  if (d.seq == 0) {
+  if (mirror) {
+    if (FindDeployment(d.seq).has_value()) {
+      return fail(Status::AlreadyExists("#" + std::to_string(d.seq) + " is recorded here"));
+    }
+  } else if (d.seq == 0) {
     d.seq = last + 1;
   } else if (d.seq <= last) {
     return fail(Status::Rejected("seq " + std::to_string(d.seq) +
@@ -390,6 +400,9 @@ Result<Deployment> Registry::Record(Deployment d) {
   if (d.at_ms == 0) {
     d.at_ms = WallMs();
   }
+  // A mirrored deployment older than its branch's head (one the fleet recorded while this
+  // server caught up from a later head) is kept in the history and moves nothing.
+  const bool moves_head = !branch.has_value() || d.seq > branch->seq;
   json::array previous;
   if (branch.has_value()) {
     previous.push_back(json::object{{"build", branch->head}, {"seq", branch->seq}});
@@ -410,7 +423,7 @@ Result<Deployment> Registry::Record(Deployment d) {
       .Bind(3, d.seq)
       .Bind(4, d.at_ms)
       .Bind(5, json::serialize(previous));
-  if (head.Step() != SQLITE_DONE) {
+  if (moves_head && head.Step() != SQLITE_DONE) {
     return fail(Failed("cannot move the head"));
   }
   Statement ins(db_, std::string("INSERT INTO deployments(") + kDeploymentColumns +
@@ -441,7 +454,7 @@ Result<Deployment> Registry::Record(Deployment d) {
   if (trim.Step() != SQLITE_DONE) {
     return fail(Failed("cannot trim the deployments"));
   }
-  if (Status s = SetMeta("last_seq", d.seq); !s.ok()) {
+  if (Status s = SetMeta("last_seq", std::max(last, d.seq)); !s.ok()) {
     return fail(s);
   }
   MOLT_RETURN_IF_ERROR(Exec("COMMIT"));

@@ -124,10 +124,17 @@ class Registry {
   std::uint64_t last_seq() const;
   std::uint64_t applied_seq() const;
   Status SetApplied(std::uint64_t seq);
+  // The newest of the fleet's deployments this copy holds (FleetRegistry; 0 alone).
+  std::uint64_t mirrored_seq() const;
+  Status SetMirrored(std::uint64_t seq);
   // Records `d` (d.seq: 0 takes the next; else it must be newer than every seq claimed) and
   // moves d.branch's head to d.build, in one transaction; the deployments beyond
   // kDeploymentsKept go. Refuses a new branch past kMaxBranches.
   Result<Deployment> Record(Deployment d);
+  // Records `d` as the fleet's registry numbered it (FleetRegistry): kept with its seq even
+  // below one this server claimed before it joined the fleet; d.branch's head moves only when
+  // d is newer than it. AlreadyExists when seq `d.seq` is recorded here already.
+  Result<Deployment> Mirror(Deployment d);
   // This server's result of deployment `seq`.
   Status SetResult(std::uint64_t seq, const std::string& result, const std::string& reason,
                    const std::string& report);
@@ -143,6 +150,7 @@ class Registry {
   Status Failed(const char* what) const;
   std::uint64_t Meta(const char* key) const;
   Status SetMeta(const char* key, std::uint64_t value) const;
+  Result<Deployment> Put(Deployment d, bool mirror);
   std::vector<Deployment> QueryDeployments(const char* sql, std::string_view arg,
                                            std::int64_t n) const;
 

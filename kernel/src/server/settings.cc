@@ -46,7 +46,8 @@ const std::set<std::string, std::less<>> kAnalyticsKeys = {
 const std::set<std::string, std::less<>> kWorkersKeys = {
     "workers.threads", "workers.timeout_seconds", "workers.queue_max", "workers.detached_max"};
 const std::set<std::string, std::less<>> kDeployKeys = {
-    "deploy.branch", "deploy.keys", "deploy.require_signatures", "deploy.max_build_mb"};
+    "deploy.branch", "deploy.keys", "deploy.require_signatures", "deploy.max_build_mb",
+    "deploy.poll_seconds"};
 const std::set<std::string, std::less<>> kAdminKeys = {"admin.address", "admin.token",
                                                        "admin.allow_insecure_remote"};
 const std::set<std::string, std::less<>> kSchedulerKeys = {
@@ -507,6 +508,14 @@ Status ResolveDeploy(const ServerOptions& options, const Config& config, Setting
           fmt::format("configuration key \"deploy.max_build_mb\" is {}: use 1 to 1024", v));
     }
     out->max_build_mb = v;
+  }
+  if (config.Get("deploy.poll_seconds") != nullptr) {
+    MOLT_ASSIGN_OR_RETURN(const double v, Number(config, "deploy.poll_seconds"));
+    if (!(v >= 0.1 && v <= 3600)) {
+      return Status::InvalidArgument(
+          fmt::format("configuration key \"deploy.poll_seconds\" is {}: use 0.1 to 3600", v));
+    }
+    out->deploy_poll_seconds = v;
   }
   return Status::Ok();
 }

@@ -62,11 +62,13 @@ struct Settings {
   bool admin_allow_insecure_remote = false;
   // Deploys (docs/deploys.md): the branch this server runs (--branch, deploy.branch), its
   // trusted keys file (deploy.keys), whether deploys must be signed (deploy.require_signatures;
-  // on for the prod branch), the largest build it takes (deploy.max_build_mb).
+  // on for the prod branch), the largest build it takes (deploy.max_build_mb), how often it reads
+  // the fleet's deployments without a notification (deploy.poll_seconds; docs/fleet.md).
   std::string branch = "prod";
   std::string deploy_keys;
   bool require_signatures = true;
   double max_build_mb = 1024;
+  double deploy_poll_seconds = 60;
   LogLevel log_level = LogLevel::kInfo;
   ConsoleFormat log_format = ConsoleFormat::kText;
 };

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <libpq-fe.h>
+#include <poll.h>
 
 #include <cstdlib>
 #include <regex>
@@ -39,6 +40,28 @@ PgParams& PgParams::Text(std::string_view v) {
   values_.emplace_back(v);
   nulls_.push_back(false);
   return *this;
+}
+
+PgParams& PgParams::Bytes(std::string_view v) {
+  Text(v);
+  formats_.resize(values_.size(), 0);
+  formats_.back() = 1;
+  binary_ = true;
+  return *this;
+}
+
+std::vector<int> PgParams::Lengths() const {
+  std::vector<int> out;
+  for (const std::string& v : values_) {
+    out.push_back(static_cast<int>(v.size()));
+  }
+  return out;
+}
+
+std::vector<int> PgParams::Formats() const {
+  std::vector<int> out = formats_;
+  out.resize(values_.size(), 0);
+  return out;
 }
 
 PgParams& PgParams::Optional(const std::optional<std::string>& v) {
@@ -84,6 +107,17 @@ std::string PgRows::Text(int row, int col) const {
 }
 std::int64_t PgRows::Int(int row, int col) const {
   return std::strtoll(PQgetvalue(r_, row, col), nullptr, 10);
+}
+std::string PgRows::Bytes(int row, int col) const {
+  std::size_t n = 0;
+  unsigned char* raw =
+      PQunescapeBytea(reinterpret_cast<const unsigned char*>(PQgetvalue(r_, row, col)), &n);
+  if (raw == nullptr) {
+    return std::string();
+  }
+  std::string out(reinterpret_cast<const char*>(raw), n);
+  PQfreemem(raw);
+  return out;
 }
 
 // --- PgConnection --------------------------------------------------------------------------------
@@ -178,7 +212,11 @@ Status PgConnection::Failure(const pg_result* r, const std::string& what) const 
 Result<PgRows> PgConnection::Run(const char* name, const PgParams& params,
                                  const std::string& what) {
   const std::vector<const char*> values = params.Pointers();
-  PgRows r(PQexecPrepared(conn_, name, params.size(), values.data(), nullptr, nullptr, 0));
+  const std::vector<int> lengths = params.binary() ? params.Lengths() : std::vector<int>();
+  const std::vector<int> formats = params.binary() ? params.Formats() : std::vector<int>();
+  PgRows r(PQexecPrepared(conn_, name, params.size(), values.data(),
+                          params.binary() ? lengths.data() : nullptr,
+                          params.binary() ? formats.data() : nullptr, 0));
   const ExecStatusType st = PQresultStatus(r.r_);
   if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
     return Failure(r.r_, what);
@@ -243,6 +281,38 @@ Status PgConnection::CreateTables(std::string_view layout, int version, std::str
     return Rollback(s);
   }
   return Commit(doing);
+}
+
+Status PgConnection::Listen(std::string_view channel) {
+  return Exec(fmt::format("LISTEN {}", channel), fmt::format("listening on {}", channel));
+}
+
+Result<std::vector<std::string>> PgConnection::Notifications(int timeout_ms) {
+  std::vector<std::string> out;
+  auto take = [&] {
+    while (PGnotify* n = PQnotifies(conn_)) {
+      out.emplace_back(n->extra != nullptr ? n->extra : "");
+      PQfreemem(n);
+    }
+  };
+  if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
+    return Status::IoError(fmt::format("{} {}: not connected", what_, Redacted(url_)));
+  }
+  take();
+  if (!out.empty()) {
+    return out;
+  }
+  pollfd p{PQsocket(conn_), POLLIN, 0};
+  if (p.fd < 0 || ::poll(&p, 1, timeout_ms) < 0) {
+    return Status::IoError(fmt::format("{} {}: no socket to wait on", what_, Redacted(url_)));
+  }
+  if ((p.revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
+      (PQconsumeInput(conn_) == 0 || PQstatus(conn_) != CONNECTION_OK)) {
+    return Status::IoError(fmt::format("{} {}: the connection was lost: {}", what_, Redacted(url_),
+                                       Trimmed(PQerrorMessage(conn_))));
+  }
+  take();
+  return out;
 }
 
 Status PgConnection::Rollback(Status why) {

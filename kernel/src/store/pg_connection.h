@@ -39,15 +39,22 @@ class PgParams {
   PgParams& Text(std::string_view v);
   PgParams& Int(std::int64_t v) { return Text(std::to_string(v)); }
   PgParams& Bool(bool v) { return Text(v ? "t" : "f"); }
+  // A bytea argument, sent as binary (any bytes, no escaping).
+  PgParams& Bytes(std::string_view v);
   PgParams& Optional(const std::optional<std::string>& v);
   // A text[] literal: {"a","b\"c"}.
   PgParams& Array(const std::vector<std::string_view>& items);
   std::vector<const char*> Pointers() const;
+  std::vector<int> Lengths() const;
+  std::vector<int> Formats() const;  // 0 text, 1 binary
+  bool binary() const { return binary_; }
   int size() const { return static_cast<int>(values_.size()); }
 
  private:
   std::deque<std::string> values_;  // a deque: each string stays where it is
   std::vector<bool> nulls_;
+  std::vector<int> formats_;
+  bool binary_ = false;
 };
 
 // A statement's rows; the result is freed with it.
@@ -67,6 +74,8 @@ class PgRows {
   bool Null(int row, int col) const;
   std::string Text(int row, int col) const;
   std::int64_t Int(int row, int col) const;
+  // A bytea column's bytes (its text form decoded).
+  std::string Bytes(int row, int col) const;
 
  private:
   friend class PgConnection;
@@ -109,6 +118,11 @@ class PgConnection {
   // `what` ("the profile tables") and the fix, a layout newer than `version`.
   Status CreateTables(std::string_view layout, int version, std::string_view tables,
                       std::string_view what);
+  // LISTEN on `channel` (a plain identifier); the notifications come from Notifications().
+  Status Listen(std::string_view channel);
+  // The payloads of the notifications that arrived, waiting at most `timeout_ms` for the first;
+  // kIoError when the connection is lost.
+  Result<std::vector<std::string>> Notifications(int timeout_ms);
 
   const std::string& url() const { return url_; }
   // The role connected as ("" before a connection).

@@ -123,6 +123,37 @@ TEST(RegistryTest, DeploysMoveTheHeadKeepThreePreviousAndClaimOneSeqEach) {
   EXPECT_EQ(registry->Deployments("", 100).front().seq, 10u);  // newest first
 }
 
+// A server's copy of the fleet's registry (FleetRegistry): deployments keep the fleet's seq,
+// even below one this server claimed alone; one older than its branch's head moves nothing; the
+// same one twice is refused as recorded; what was mirrored survives a restart.
+TEST(RegistryTest, AMirroredDeploymentKeepsTheFleetsSeqAndMovesOnlyAnOlderHead) {
+  TestDir dir;
+  auto registry = OpenRegistry(dir);
+  std::vector<StoredBuild> builds;
+  for (int i = 0; i < 3; ++i) {
+    TestBuild t;
+    t.id = "abc1234-00000" + std::to_string(i);
+    t.bytes = "bytes " + std::to_string(i);
+    WriteTestBuild(dir / "b.molt", t);
+    builds.push_back(registry->AddBuild(dir / "b.molt").value());
+  }
+  ASSERT_EQ(registry->Record(DeployOf(builds[0], "prod", 20)).value().seq, 20u);  // alone
+  ASSERT_TRUE(registry->Mirror(DeployOf(builds[1], "prod", 3)).ok());
+  EXPECT_EQ(registry->FindBranch("prod")->head, builds[0].sha256) << "#3 is older than #20";
+  ASSERT_TRUE(registry->Mirror(DeployOf(builds[2], "prod", 21)).ok());
+  EXPECT_EQ(registry->FindBranch("prod")->head, builds[2].sha256);
+  EXPECT_EQ(registry->FindBranch("prod")->previous[0].seq, 20u);
+  Result<Deployment> twice = registry->Mirror(DeployOf(builds[2], "prod", 21));
+  ASSERT_EQ(twice.status().code(), Status::Code::kAlreadyExists);
+  EXPECT_EQ(twice.status().message(), "#21 is recorded here");
+  EXPECT_EQ(registry->last_seq(), 21u);
+  ASSERT_TRUE(registry->SetMirrored(21).ok());
+  registry.reset();
+  registry = OpenRegistry(dir);
+  EXPECT_EQ(registry->mirrored_seq(), 21u);
+  EXPECT_EQ(registry->Deployments("prod", 100).size(), 3u);
+}
+
 // The data directory does not grow with every upload: a build no branch, kept deployment, pin or
 // recent upload refers to goes, row and file; a file left without its row goes too.
 TEST(RegistryTest, PruningRemovesTheBuildsNothingRefersTo) {
