@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -32,7 +33,8 @@ Status TrustedKeys::Load(const std::string& path) {
   }
   const std::string where = "trusted keys \"" + path + "\" (deploy.keys): ";
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::error_code dir_ec;
+  if (!in || std::filesystem::is_directory(path, dir_ec)) {  // a directory opens, then throws
     return Status::NotFound(where +
                             "cannot be read (create it with the public key `molt keys init` "
                             "printed: {\"public_keys\": [\"<base64>\"]})");

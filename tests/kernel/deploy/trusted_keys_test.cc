@@ -114,6 +114,7 @@ TEST(TrustedKeysTest, ABrokenFileIsRefusedNamingTheProblemAndTheOldKeysStay) {
             std::string::npos);
   EXPECT_NE(refusal("{\"fallback_public_key\": 7}").find("fallback_public_key"), std::string::npos);
   EXPECT_NE(keys.Load(dir / "missing.json").message().find("cannot be read"), std::string::npos);
+  EXPECT_NE(keys.Load(dir.path()).message().find("cannot be read"), std::string::npos);
   // The keys read before are still the ones in force.
   const std::string msg = "m";
   EXPECT_TRUE(keys.Verify(msg, loader::Sign(main.key, msg).value(), "").ok());
