@@ -68,8 +68,8 @@ void AddDeployOptions(cxxopts::Options& o) {
 int Report(const Common& common, const json::value& d, int http_status) {
   const std::string result = http_status == 409 ? "refused" : Text(d, "result");
   const std::string reason = http_status == 409 ? Text(d, "error") : Text(d, "reason");
-  const bool ok =
-      result == "swapped" || result == "adopted" || result == "recorded" || result == "pending";
+  const bool ok = result == "swapped" || result == "adopted" || result == "recorded" ||
+                  result == "pending" || result == "skipped";
   if (common.json) {
     json::object o{{"result", result}};
     if (http_status != 409) {
@@ -79,6 +79,7 @@ int Report(const Common& common, const json::value& d, int http_status) {
       o["branch"] = Text(d, "branch");
       o["kind"] = Text(d, "kind");
       o["protocol"] = Text(d, "protocol");
+      o["rollout"] = Whole(d, "rollout");
       if (const json::value* r = d.as_object().if_contains("report"); r != nullptr) {
         o["report"] = *r;
       }
@@ -104,6 +105,8 @@ int Report(const Common& common, const json::value& d, int http_status) {
     std::cout << "adopted: it serves already (no swap)";
   } else if (result == "recorded") {
     std::cout << "recorded: the head moved; this server runs another branch";
+  } else if (result == "skipped") {
+    std::cout << "recorded; this server is " << reason << " and keeps what it serves";
   } else if (result == "pending") {
     std::cout << "deployed; the swap is under way (molt deployments shows its result)";
   } else {
@@ -128,6 +131,8 @@ int Ship(Session& s, const std::string& kind, const std::string& branch, std::st
       return Fail(kExitUsage, "--wait is 1 to 600 seconds");
     }
   }
+  const int rollout =
+      p.count("rollout") > 0 ? p["rollout"].as<int>() : 100;  // checked by DeployCommand
   // A build file: uploaded first (the server verifies and stores it), then named by its hash.
   std::error_code ec;
   if (kind != "rollback" && fs::is_regular_file(build, ec)) {
@@ -167,6 +172,7 @@ int Ship(Session& s, const std::string& kind, const std::string& branch, std::st
                                        std::chrono::system_clock::now().time_since_epoch())
                                        .count());
     json::object body{{"branch", branch},
+                      {"rollout", rollout},
                       {kind == "rollback" ? "to" : "build", Text(target, "sha256")},
                       {"sent_ms", now},
                       {"force", p.count("force") > 0},
@@ -336,6 +342,36 @@ int UnpinCommand(int argc, char** argv) {
   return PinOrUnpin(s, true, "");
 }
 
+// deploy --widen PCT: the branch head's rollout reaches more servers (the same seq).
+int Widen(Session& s, const std::string& branch, int rollout) {
+  const cxxopts::ParseResult& p = s.parsed();
+  if (rollout < 1 || rollout > 100) {
+    return Fail(kExitUsage, "--widen is 1 to 100 (% of the branch's servers)");
+  }
+  const int wait = p.count("wait") > 0 ? p["wait"].as<int>() : 0;
+  const std::string by = p.count("by") > 0 ? p["by"].as<std::string>() : Env("USER");
+  const json::object body{{"branch", branch}, {"rollout", rollout}, {"by", by}};
+  Result<HttpAnswer> a =
+      s.client().Call("POST", "/api/v1/widen" + (wait > 0 ? "?wait=" + std::to_string(wait) : ""),
+                      std::chrono::seconds(wait + 30), json::serialize(body));
+  if (!a.ok()) {
+    return Fail(kExitUnreachable, a.status().message());
+  }
+  boost::system::error_code ec;
+  const json::value answer = json::parse(a->body, ec);
+  if (ec || !answer.is_object()) {
+    return Fail(kExitFailed, "moltd answered " + std::to_string(a->status) + ": " + a->body);
+  }
+  if (a->status == 409) {
+    return Report(s.common(), answer, 409);
+  }
+  if (a->status != 200 && a->status != 202) {
+    return Fail(kExitFailed,
+                "moltd answered " + std::to_string(a->status) + ": " + Text(answer, "error"));
+  }
+  return Report(s.common(), answer.at("deployment"), a->status);
+}
+
 int DeployCommand(int argc, char** argv) {
   Session s("deploy",
             "Deploys a build to a branch: molt deploy BUILD_FILE|BUILD --branch B.\n"
@@ -343,15 +379,38 @@ int DeployCommand(int argc, char** argv) {
             "one the server has (its id, SHA-256 or #SEQ: molt builds). The branch's head\n"
             "moves and a server running it swaps the build in. Prod-rules servers take only\n"
             "deploys signed by a trusted key (--key or MOLT_KEY_FILE). Exits 1 when the deploy\n"
-            "was refused, failed or rolled back.");
+            "was refused, failed or rolled back.\n"
+            "A rollout (--rollout PCT, dev rules only: it is not signed) reaches the servers\n"
+            "whose bucket (djb2 of the server id, mod 100) is below PCT; the others report\n"
+            "skipped and keep what they serve. molt deploy --widen PCT --branch B widens the\n"
+            "head's rollout (the same seq, more servers).");
   s.options().add_options()("branch", "the branch to deploy to",
                             cxxopts::value<std::string>()->default_value("prod"))(
-      "build", "a build file, or a stored build", cxxopts::value<std::string>());
+      "build", "a build file, or a stored build", cxxopts::value<std::string>())(
+      "rollout", "only this share of the branch's servers swap, 1 to 99 (%)", cxxopts::value<int>(),
+      "PCT")("widen", "widen the branch head's rollout to PCT, 1 to 100", cxxopts::value<int>(),
+             "PCT");
   AddDeployOptions(s.options());
   s.options().parse_positional({"build"});
   s.options().positional_help("BUILD_FILE|BUILD");
   if (auto done = s.ParseFlags(argc, argv)) {
     return *done;
+  }
+  if (const int pct = s.parsed().count("rollout") > 0 ? s.parsed()["rollout"].as<int>() : 50;
+      pct < 1 || pct > 99) {
+    return Fail(kExitUsage,
+                "--rollout is 1 to 99 (% of the branch's servers; leave it out for all)");
+  }
+  if (s.parsed().count("widen") > 0) {
+    if (s.parsed().count("build") > 0 || s.parsed().count("rollout") > 0) {
+      return Fail(kExitUsage,
+                  "--widen names no build and no --rollout: molt deploy --widen PCT "
+                  "--branch B");
+    }
+    if (auto done = s.Connect()) {
+      return *done;
+    }
+    return Widen(s, s.parsed()["branch"].as<std::string>(), s.parsed()["widen"].as<int>());
   }
   if (s.parsed().count("build") == 0) {
     return Fail(kExitUsage, "which build? molt deploy BUILD_FILE|BUILD --branch B");

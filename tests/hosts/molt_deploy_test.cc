@@ -642,7 +642,6 @@ TEST_F(MoltDeployTest, AHeadWhoseStartHangsIsAbandonedAtItsDeadlineAndTheNextSer
   StopMoltd();
 }
 
-
 // The registry on the fleet's PostgreSQL (docs/fleet.md, "Deploys"): one #seq for the fleet, a
 // deploy made on one server reaches every server on its branch by NOTIFY (well inside the 60 s
 // poll), the others record it; each server's result is in molt_deploy_results; a server
@@ -708,10 +707,47 @@ TEST_F(MoltDeployTest, ADeployOnOneServerReachesEveryServerOnItsBranch) {
       db);
   EXPECT_TRUE(e->WaitFor("#3 dev: " + first_id + " swapped", std::chrono::seconds(20)))
       << e->output();
+  // A rollout to 71%: a (bucket 70) swaps; b (71) and e (74) record it, skip it, keep serving.
+  server_ = server_a;
+  int code = -1;
+  const std::string third = Build("third", {"--channel", "dev", "--health-errors", "9"});
+  d = MoltJson({"deploy", third, "--branch", "dev", "--rollout", "71", "--wait", "30",
+                "--token-file", dir_ + "/a/admin.token"},
+               &code);
+  ASSERT_EQ(code, 0) << d;
+  EXPECT_EQ(d.at("result").as_string(), "swapped") << d;
+  EXPECT_EQ(d.at("rollout").to_number<int>(), 71) << d;
+  const std::string third_id(d.at("build").as_string());
+  EXPECT_TRUE(b->WaitFor("#4 dev: " + third_id +
+                         " skipped: outside the 71% rollout (this server's bucket is 71)"))
+      << b->output();
+  EXPECT_TRUE(e->WaitFor("#4 dev: " + third_id + " skipped")) << e->output();
+  // Widened to everyone: the same #4 reaches b and e.
+  d = MoltJson(
+      {"deploy", "--widen", "100", "--branch", "dev", "--token-file", dir_ + "/a/admin.token"},
+      &code);
+  ASSERT_EQ(code, 0) << d;
+  EXPECT_EQ(d.at("rollout").to_number<int>(), 100) << d;
+  EXPECT_TRUE(b->WaitFor("#4 dev: " + third_id + " swapped")) << b->output();
+  EXPECT_TRUE(e->WaitFor("#4 dev: " + third_id + " swapped")) << e->output();
+  EXPECT_EQ(pg.Psql("SELECT string_agg(server_id || '=' || result, ',' ORDER BY server_id) FROM "
+                    "molt_deploy_results WHERE seq = 4",
+                    db),
+            "a=swapped,b=swapped,e=swapped\n");
   for (Process* p : {a.get(), b.get(), c.get(), e.get()}) {
     p->Signal(SIGTERM);
     EXPECT_EQ(p->Wait(), 0) << p->output();
   }
+}
+
+// --rollout and --widen are checked before anything is sent.
+TEST_F(MoltDeployTest, RolloutAndWidenFlagsAreCheckedBeforeAnythingIsSent) {
+  std::string out;
+  EXPECT_EQ(Molt({"deploy", "x.molt", "--rollout", "100", "--server", "http://127.0.0.1:1"}, &out),
+            2);
+  EXPECT_NE(out.find("--rollout is 1 to 99"), std::string::npos) << out;
+  EXPECT_EQ(Molt({"deploy", "x.molt", "--widen", "50", "--server", "http://127.0.0.1:1"}, &out), 2);
+  EXPECT_NE(out.find("--widen names no build and no --rollout"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ constexpr std::chrono::seconds kUploadTime{600};
 bool IsDeployCall(std::string_view rest) {
   return rest == "builds" || rest == "resolve" || rest == "branches" || rest == "deploy" ||
          rest == "promote" || rest == "rollback" || rest == "resign" || rest == "deployments" ||
-         rest == "pin" || rest == "unpin";
+         rest == "pin" || rest == "unpin" || rest == "widen";
 }
 
 // ?wait=S: 0 when absent; nullopt when malformed or over the cap.
@@ -83,6 +83,12 @@ Result<deploy::DeployRequest> ParseDeploy(std::string_view kind, const std::stri
   MOLT_RETURN_IF_ERROR(text("sig_fallback", r.sig_fallback));
   MOLT_RETURN_IF_ERROR(text("by", r.by));
   MOLT_RETURN_IF_ERROR(text("message", r.message));
+  std::uint64_t rollout = 100;
+  MOLT_RETURN_IF_ERROR(number("rollout", rollout));
+  if (rollout < 1 || rollout > 100) {
+    return Status::InvalidArgument("\"rollout\" is a share of the branch's servers, 1 to 100");
+  }
+  r.rollout = static_cast<std::uint32_t>(rollout);
   if (const json::value* v = o.if_contains("force"); v != nullptr) {
     if (!v->is_bool()) {
       return Status::InvalidArgument("\"force\" must be true or false");
@@ -92,7 +98,10 @@ Result<deploy::DeployRequest> ParseDeploy(std::string_view kind, const std::stri
   if (r.branch.empty() && kind != "pin") {
     return Status::InvalidArgument("\"branch\" is required");
   }
-  if (kind != "rollback" && kind != "pin" && r.build.empty()) {
+  if (kind == "widen" && !o.contains("rollout")) {
+    return Status::InvalidArgument("\"rollout\" is required: the wider share, 1 to 100");
+  }
+  if (kind != "rollback" && kind != "pin" && kind != "widen" && r.build.empty()) {
     return Status::InvalidArgument("\"build\" is required: a sha256, a build id or #SEQ");
   }
   if (r.message.size() > 1000 || r.by.size() > 200) {
@@ -144,7 +153,7 @@ bool AdminApi::HandleDeploys(std::string_view rest, HttpRequest& req, HttpReply&
   const bool post = req.method == "POST";
   const bool get = req.method == "GET" || req.method == "HEAD";
   const bool wants_post = rest == "deploy" || rest == "promote" || rest == "rollback" ||
-                          rest == "resign" || rest == "pin" || rest == "unpin";
+                          rest == "resign" || rest == "pin" || rest == "unpin" || rest == "widen";
   if ((wants_post && !post) || (!wants_post && rest != "builds" && !get) ||
       (rest == "builds" && !get && !post)) {
     const std::string allowed = rest == "builds" ? "GET, POST" : wants_post ? "POST" : "GET";

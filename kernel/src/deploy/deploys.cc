@@ -61,7 +61,8 @@ struct Deploys::Impl {
   // The fleet's registry (null: this server alone); `fleet_open` once its tables are there.
   std::unique_ptr<FleetRegistry> fleet;
   bool fleet_open = false;
-  std::string sync_error;  // the last reason the fleet could not be read, logged once
+  std::string sync_error;         // the last reason the fleet could not be read, logged once
+  std::uint64_t skipped_seq = 0;  // this branch's head, when this server is outside its rollout
   TrustedKeys keys;
   Clock::time_point keys_read{};
   SwapFn swap;
@@ -131,9 +132,16 @@ struct Deploys::Impl {
   // Copies the fleet's deployments this server lacks into its registry (with their builds); off
   // the boot, the newest on this server's branch is applied like a deploy made here.
   void Sync(bool boot);
-  // Takes a deployment of this server's branch that another server recorded: checked like one
-  // made here (failed-here mark, channel, signature), then swapped.
-  void Apply(Deployment d);
+  // Takes a deployment of this server's branch that another server recorded (or a widened
+  // one): checked like one made here (failed-here mark, channel, signature, rollout), then
+  // swapped; `waiting` (or null) hears how it went.
+  void Apply(Deployment d, const std::shared_ptr<Waiting>& waiting = nullptr);
+  // Whether this server is outside `d`'s rollout (never on prod rules: a rollout is unsigned).
+  bool Outside(const Deployment& d) const;
+  // `d` is not taken here: outside its rollout. Its result becomes skipped (once).
+  Deployment Skip(Deployment d);
+  // A wider rollout of `r.branch`'s head (molt deploy --widen).
+  void RunWiden(DeployRequest r, std::chrono::seconds wait, Reply reply);
   // This server's result of `d`, in its registry and the fleet's.
   void SetResult(const Deployment& d);
   // The next #seq (the fleet's when there is one).
@@ -229,7 +237,12 @@ void Deploys::Impl::UpdateHeadFile() {
   if (pin.has_value()) {
     file = registry->BuildPath(pin->sha256);
   } else if (std::optional<Branch> b = registry->FindBranch(options.branch); b.has_value()) {
-    file = registry->BuildPath(b->head);
+    if (b->seq == skipped_seq) {  // outside the head's rollout: what it applied last
+      std::optional<Deployment> a = registry->FindDeployment(registry->applied_seq());
+      file = a.has_value() ? registry->BuildPath(a->build) : std::string();
+    } else {
+      file = registry->BuildPath(b->head);
+    }
   }
   std::lock_guard lock(head_mu);
   head_file = std::move(file);
@@ -367,15 +380,49 @@ void Deploys::Impl::Sync(bool boot) {
     if (!boot) {
       Apply(std::move(*newest));
     }
+  } else if (skipped_seq != 0 && !stuck) {  // outside the head's rollout: widened since?
+    Result<std::vector<Deployment>> now = fleet->Since(skipped_seq - 1, 1);
+    std::optional<Deployment> here = registry->FindDeployment(skipped_seq);
+    if (now.ok() && !now->empty() && now->front().seq == skipped_seq && here.has_value() &&
+        now->front().rollout > here->rollout) {
+      (void)registry->SetRollout(skipped_seq, now->front().rollout);
+      Log().Info("#{} {}: its rollout widened to {}%", here->seq, here->branch,
+                 now->front().rollout);
+      here->rollout = now->front().rollout;
+      Apply(std::move(*here));
+    }
   }
 }
 
-void Deploys::Impl::Apply(Deployment d) {
+bool Deploys::Impl::Outside(const Deployment& d) const {
+  return !options.prod_rules && d.rollout < 100 && Bucket(options.server_id) >= d.rollout;
+}
+
+Deployment Deploys::Impl::Skip(Deployment d) {
+  skipped_seq = d.seq;
+  UpdateHeadFile();
+  const std::string reason = fmt::format("outside the {}% rollout (this server's bucket is {})",
+                                         d.rollout, Bucket(options.server_id));
+  if (d.result == "skipped" && d.reason == reason) {
+    return d;  // reported once per seq and result
+  }
+  d.result = "skipped";
+  d.reason = reason;
+  d.report.clear();
+  SetResult(d);
+  Log().Info("#{} {}: {} skipped: {}", d.seq, d.branch, d.build_id, reason);
+  return d;
+}
+
+void Deploys::Impl::Apply(Deployment d, const std::shared_ptr<Waiting>& waiting) {
   auto refuse = [&](std::string_view kind, const std::string& reason) {
     Refuse(kind, reason);
     d.result = "failed";
     d.reason = reason;
     SetResult(d);
+    if (waiting != nullptr && !std::exchange(waiting->answered, true)) {
+      waiting->reply({200, json::object{{"deployment", d.ToJson()}}});
+    }
   };
   std::optional<StoredBuild> b = registry->FindBuild(d.build);
   if (d.seq <= registry->applied_seq() || !b.has_value()) {
@@ -397,13 +444,76 @@ void Deploys::Impl::Apply(Deployment d) {
       return;
     }
   }
+  if (Outside(d)) {
+    d = Skip(std::move(d));
+    if (waiting != nullptr && !std::exchange(waiting->answered, true)) {
+      waiting->reply({200, json::object{{"deployment", d.ToJson()}}});
+    }
+    return;
+  }
+  skipped_seq = 0;
+  UpdateHeadFile();
   if (d.kind == "resign") {
-    Finished(d, nullptr, {"adopted", "re-signed: the same build, no swap", "", false});
+    Finished(d, waiting, {"adopted", "re-signed: the same build, no swap", "", false});
     return;
   }
   Enqueue({{registry->BuildPath(d.build), d.build, d.build_id},
            fmt::format("{} #{}", d.kind, d.seq),
-           [this, d](const SwapOutcome& o) { Finished(d, nullptr, o); }});
+           [this, d, waiting](const SwapOutcome& o) { Finished(d, waiting, o); }});
+}
+
+void Deploys::Impl::RunWiden(DeployRequest r, std::chrono::seconds wait, Reply reply) {
+  auto refuse = [&](const std::string& reason) {
+    Refuse("rollout", reason);
+    Answer a = Error(409, reason);
+    a.body["result"] = "refused";
+    reply(std::move(a));
+  };
+  std::optional<Branch> head = registry->FindBranch(r.branch);
+  std::optional<Deployment> d =
+      head.has_value() ? registry->FindDeployment(head->seq) : std::nullopt;
+  if (!d.has_value()) {
+    reply(Error(404, r.branch + " has no head to widen the rollout of (molt branches)"));
+    return;
+  }
+  if (d->rollout >= r.rollout) {
+    refuse(
+        fmt::format("#{} (the head of {}) reaches {}% of its servers already: --widen names "
+                    "a larger share",
+                    d->seq, r.branch, d->rollout));
+    return;
+  }
+  if (fleet != nullptr) {
+    Status s = Fleet();
+    if (s.ok()) {
+      s = fleet->Widen(d->seq, r.rollout);
+    }
+    if (s.code() == Status::Code::kRejected) {
+      refuse(s.message());
+      return;
+    }
+    if (!s.ok()) {
+      reply(Error(503, s.message()));
+      return;
+    }
+  }
+  if (Status s = registry->SetRollout(d->seq, r.rollout); !s.ok()) {
+    reply(Error(500, s.message()));
+    return;
+  }
+  Log().Info("#{} {}: {}'s rollout widened from {}% to {}% by {}", d->seq, d->branch, d->build_id,
+             d->rollout, r.rollout, r.by.empty() ? "(unnamed)" : r.by);
+  d->rollout = r.rollout;
+  if (d->branch != options.branch || d->result != "skipped") {
+    reply({200, json::object{{"deployment", d->ToJson()}}});
+    return;
+  }
+  if (wait.count() == 0) {
+    reply({202, json::object{{"deployment", d->ToJson()}}});
+  }
+  Apply(*d, wait.count() == 0
+                ? nullptr
+                : Wait(wait, std::move(reply), {202, json::object{{"deployment", d->ToJson()}}}));
 }
 
 std::optional<StoredBuild> Deploys::Impl::Find(std::string_view x) {
@@ -489,6 +599,16 @@ void Deploys::Impl::RunDeploy(DeployRequest r, std::chrono::seconds wait, Reply 
     reply(Error(400, "\"branch\" must be 1 to 64 letters, digits, '.', '_' or '-'"));
     return;
   }
+  if (r.rollout < 100 && options.prod_rules) {
+    reply(Error(400,
+                "a rollout is not signed, so prod-rules servers take every deploy whole: "
+                "deploy without --rollout (spec §28)"));
+    return;
+  }
+  if (r.kind == "widen") {
+    RunWiden(std::move(r), wait, std::move(reply));
+    return;
+  }
   std::optional<StoredBuild> b;
   if (r.kind == "rollback" && r.build.empty()) {
     b = Previous(r.branch);
@@ -556,6 +676,7 @@ void Deploys::Impl::RunDeploy(DeployRequest r, std::chrono::seconds wait, Reply 
   d.sent_ms = r.sent_ms;
   d.sig = r.sig;
   d.sig_fallback = r.sig_fallback;
+  d.rollout = r.rollout;
   if (options.prod_rules) {
     if (build_channel != "prod") {
       refuse("channel", "build " + b->id + " is a " + build_channel +
@@ -611,6 +732,12 @@ void Deploys::Impl::RunDeploy(DeployRequest r, std::chrono::seconds wait, Reply 
              {"adopted", "re-signed: the same build, no swap", "", false});
     return;
   }
+  if (Outside(*recorded)) {  // the head moved; this server keeps what it serves
+    reply({200, json::object{{"deployment", Skip(*recorded).ToJson()}}});
+    return;
+  }
+  skipped_seq = 0;
+  UpdateHeadFile();
   if (wait.count() == 0) {
     reply({202, json::object{{"deployment", recorded->ToJson()}}});
   }
@@ -1030,6 +1157,14 @@ std::uint64_t Deploys::AppliedSeq() const { return impl_->applied.load(); }
 std::string Deploys::HeadFile() const {
   std::lock_guard lock(impl_->head_mu);
   return impl_->head_file;
+}
+
+std::uint32_t Deploys::Bucket(std::string_view server_id) {
+  std::uint32_t hash = 5381;
+  for (const char c : server_id) {
+    hash = hash * 33 + static_cast<unsigned char>(c);
+  }
+  return hash % 100;
 }
 
 void Deploys::RolledBack(std::string build_id, std::string why) {

@@ -34,6 +34,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace molt::kernel::deploy {
@@ -89,7 +90,7 @@ using Reply = std::function<void(Answer)>;
 
 // A deploy, promote or rollback as the API receives it (docs/deploys.md).
 struct DeployRequest {
-  std::string kind = "deploy";  // "deploy", "promote", "rollback"
+  std::string kind = "deploy";  // "deploy", "promote", "rollback", "resign", "widen"
   std::string branch;
   std::string build;  // a sha256 (or 8+ hex prefix), a build id or "#SEQ"; rollback: "" previous
   std::uint64_t seq = 0;  // 0: the next (unsigned deploys only)
@@ -99,6 +100,10 @@ struct DeployRequest {
   std::string by;
   std::string message;
   bool force = false;
+  // The share of the branch's servers that swap (Deploys::Bucket): 1 to 100; for "widen", the
+  // wider share of the branch's head. Not signed, so a prod-rules server takes every deploy
+  // whole (spec §28).
+  std::uint32_t rollout = 100;
 };
 
 // A pin (spec §28): this server held on `build`, a build some branch was deployed with, until
@@ -167,6 +172,10 @@ class Deploys {
   std::uint64_t AppliedSeq() const;
   // The health window rolled back from `build_id`: its deployment's result becomes rolled_back.
   void RolledBack(std::string build_id, std::string why);
+
+  // A server's rollout bucket (spec §28, bit-exact): djb2 of its id (hash = hash * 33 + byte,
+  // from 5381, mod 2^32) mod 100. A deployment with rollout R reaches the servers below R.
+  static std::uint32_t Bucket(std::string_view server_id);
 
   struct Impl;
 

@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS molt_deploy_results (
 
 constexpr const char* kFleetDeploymentColumns =
     "seq, branch, build, build_id, kind, by_whom, message, at_ms, sent_ms, sig, sig_fallback, "
-    "protocol";
+    "protocol, rollout";
 
 std::vector<std::pair<std::string, std::string>> FleetStatements() {
   return {
@@ -63,8 +63,12 @@ std::vector<std::pair<std::string, std::string>> FleetStatements() {
        "name = $1 UNION ALL SELECT -1, count(*) FROM molt_branches"},
       {"insert",
        fmt::format("INSERT INTO molt_deployments ({}, origin) VALUES ($1::bigint, $2, $3, $4, $5, "
-                   "$6, $7, $8::bigint, $9::bigint, $10, $11, $12, $13)",
+                   "$6, $7, $8::bigint, $9::bigint, $10, $11, $12, $13::integer, $14)",
                    kFleetDeploymentColumns)},
+      {"widen",
+       "UPDATE molt_deployments SET rollout = $2::integer WHERE seq = $1::bigint AND rollout < "
+       "$2::integer AND seq = (SELECT seq FROM molt_branches WHERE name = "
+       "molt_deployments.branch)"},
       {"head",
        "INSERT INTO molt_branches (name, head, seq, updated_ms) VALUES ($1, $2, $3::bigint, "
        "$4::bigint) ON CONFLICT (name) DO UPDATE SET head = EXCLUDED.head, seq = EXCLUDED.seq, "
@@ -208,6 +212,7 @@ Result<Deployment> FleetRegistry::Record(Deployment d) {
                                    .Text(d.sig)
                                    .Text(d.sig_fallback)
                                    .Text(d.protocol)
+                                   .Int(d.rollout)
                                    .Text(server_id_)},
            std::pair{"head", store::PgParams().Text(d.branch).Text(d.build).Text(seq).Int(d.at_ms)},
            std::pair{"set_seq", store::PgParams().Text(seq)},
@@ -221,6 +226,26 @@ Result<Deployment> FleetRegistry::Record(Deployment d) {
   }
   MOLT_RETURN_IF_ERROR(db_->Commit(what));
   return d;
+}
+
+Status FleetRegistry::Widen(std::uint64_t seq, std::uint32_t rollout) {
+  const std::string what = fmt::format("widening #{} in the fleet's registry", seq);
+  MOLT_RETURN_IF_ERROR(db_->Connected());
+  MOLT_RETURN_IF_ERROR(db_->Begin(what));
+  const std::string n = std::to_string(seq);
+  Result<store::PgRows> widened = db_->Run("widen", store::PgParams().Text(n).Int(rollout), what);
+  if (!widened.ok()) {
+    return db_->Rollback(widened.status());
+  }
+  if (widened->affected() == 0) {
+    return db_->Rollback(Status::Rejected(
+        fmt::format("#{} is no longer its branch's head, or its rollout is {}% or more already",
+                    seq, rollout)));
+  }
+  if (Result<store::PgRows> r = db_->Run("notify", store::PgParams().Text(n), what); !r.ok()) {
+    return db_->Rollback(r.status());
+  }
+  return db_->Commit(what);
 }
 
 Result<std::vector<Deployment>> FleetRegistry::Since(std::uint64_t after, std::size_t limit) {
@@ -246,6 +271,7 @@ Result<std::vector<Deployment>> FleetRegistry::Since(std::uint64_t after, std::s
     d.sig = rows.Text(i, 9);
     d.sig_fallback = rows.Text(i, 10);
     d.protocol = rows.Text(i, 11);
+    d.rollout = static_cast<std::uint32_t>(rows.Int(i, 12));
     out.push_back(std::move(d));
   }
   return out;

@@ -71,6 +71,9 @@ class FleetRegistry {
   // its branch's head and announces it, in one transaction. Refuses a new branch past
   // Registry::kMaxBranches.
   Result<Deployment> Record(Deployment d);
+  // Widens the rollout of deployment `seq` to `rollout` and announces it; Rejected when `seq` is
+  // no longer its branch's head or its rollout is that wide already.
+  Status Widen(std::uint64_t seq, std::uint32_t rollout);
   // The fleet's deployments newer than `after`, oldest first, at most `limit`.
   Result<std::vector<Deployment>> Since(std::uint64_t after, std::size_t limit);
   Result<std::uint64_t> LastSeq();

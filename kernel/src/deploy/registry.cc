@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS deployments(
 constexpr const char* kBuildColumns = "sha256, id, manifest, bytes, added_ms, failed_here";
 constexpr const char* kDeploymentColumns =
     "seq, branch, build, build_id, kind, by, message, at_ms, sent_ms, sig, sig_fallback, result, "
-    "reason, protocol, report";
+    "reason, protocol, report, rollout";
 
 bool IsHexPrefix(std::string_view s) {
   return s.size() >= 8 && s.size() <= 64 &&
@@ -82,6 +82,7 @@ Deployment ReadDeploymentRow(const auto& st) {
   d.reason = st.Text(12);
   d.protocol = st.Text(13);
   d.report = st.Text(14);
+  d.rollout = static_cast<std::uint32_t>(st.Int(15));
   return d;
 }
 
@@ -175,6 +176,7 @@ json::object Deployment::ToJson() const {
           {"result", result},
           {"reason", reason},
           {"protocol", protocol},
+          {"rollout", rollout},
           {"report", std::move(r)}};
 }
 
@@ -196,6 +198,15 @@ Result<std::unique_ptr<Registry>> Registry::Open(const std::string& dir) {
     return Status::FailedPrecondition("registry \"" + path + "\" has layout " +
                                       std::to_string(layout) + ", newer than this moltd's " +
                                       std::to_string(kLayout) + ": run a newer moltd");
+  }
+  // A rollout's share (molt deploy --rollout), added within layout 1: a column with a default,
+  // which every reader of layout 1 passes over.
+  Statement rollout(db,
+                    "SELECT count(*) FROM pragma_table_info('deployments') WHERE name = "
+                    "'rollout'");
+  if (rollout.Step() == SQLITE_ROW && rollout.Int(0) == 0) {
+    MOLT_RETURN_IF_ERROR(
+        r->Exec("ALTER TABLE deployments ADD COLUMN rollout INTEGER NOT NULL DEFAULT 100"));
   }
   MOLT_RETURN_IF_ERROR(r->SetMeta("layout", kLayout));
   // Uploads a killed server left half-written.
@@ -428,7 +439,7 @@ Result<Deployment> Registry::Put(Deployment d, bool mirror) {
   }
   Statement ins(db_, std::string("INSERT INTO deployments(") + kDeploymentColumns +
                          ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-                         "?15)");
+                         "?15, ?16)");
   ins.Bind(1, d.seq)
       .Bind(2, d.branch)
       .Bind(3, d.build)
@@ -443,7 +454,8 @@ Result<Deployment> Registry::Put(Deployment d, bool mirror) {
       .Bind(12, d.result)
       .Bind(13, d.reason)
       .Bind(14, d.protocol)
-      .Bind(15, d.report);
+      .Bind(15, d.report)
+      .Bind(16, static_cast<std::int64_t>(d.rollout));
   if (ins.Step() != SQLITE_DONE) {
     return fail(Failed("cannot record the deployment"));
   }
@@ -459,6 +471,12 @@ Result<Deployment> Registry::Put(Deployment d, bool mirror) {
   }
   MOLT_RETURN_IF_ERROR(Exec("COMMIT"));
   return d;
+}
+
+Status Registry::SetRollout(std::uint64_t seq, std::uint32_t rollout) {
+  Statement st(db_, "UPDATE deployments SET rollout = ?2 WHERE seq = ?1");
+  st.Bind(1, seq).Bind(2, static_cast<std::int64_t>(rollout));
+  return st.Step() == SQLITE_DONE ? Status::Ok() : Failed("cannot widen the rollout");
 }
 
 Status Registry::SetResult(std::uint64_t seq, const std::string& result, const std::string& reason,

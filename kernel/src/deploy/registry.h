@@ -63,10 +63,13 @@ struct Deployment {
   std::uint64_t sent_ms = 0;  // the signed time
   std::string sig;            // base64; "" unsigned
   std::string sig_fallback;
-  std::string result;  // pending, swapped, adopted, failed, rolled_back, recorded
+  std::string result;  // pending, swapped, adopted, failed, rolled_back, recorded, skipped
   std::string reason;
   std::string protocol;  // "unchanged since #N", "changed since #N", "first on this branch"
   std::string report;    // the swap report's JSON; "" none
+  // The share of the branch's servers that take it (molt deploy --rollout, --widen): those whose
+  // bucket (Deploys::Bucket of their id) is below it; 100 every one. Not signed.
+  std::uint32_t rollout = 100;
   boost::json::object ToJson() const;
 };
 
@@ -135,6 +138,8 @@ class Registry {
   // below one this server claimed before it joined the fleet; d.branch's head moves only when
   // d is newer than it. AlreadyExists when seq `d.seq` is recorded here already.
   Result<Deployment> Mirror(Deployment d);
+  // Widens deployment `seq`'s rollout to `rollout`.
+  Status SetRollout(std::uint64_t seq, std::uint32_t rollout);
   // This server's result of deployment `seq`.
   Status SetResult(std::uint64_t seq, const std::string& result, const std::string& reason,
                    const std::string& report);

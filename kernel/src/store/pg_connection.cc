@@ -108,6 +108,7 @@ std::string PgRows::Text(int row, int col) const {
 std::int64_t PgRows::Int(int row, int col) const {
   return std::strtoll(PQgetvalue(r_, row, col), nullptr, 10);
 }
+std::int64_t PgRows::affected() const { return std::strtoll(PQcmdTuples(r_), nullptr, 10); }
 std::string PgRows::Bytes(int row, int col) const {
   std::size_t n = 0;
   unsigned char* raw =

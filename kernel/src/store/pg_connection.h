@@ -74,6 +74,8 @@ class PgRows {
   bool Null(int row, int col) const;
   std::string Text(int row, int col) const;
   std::int64_t Int(int row, int col) const;
+  // The rows an INSERT, UPDATE or DELETE touched.
+  std::int64_t affected() const;
   // A bytea column's bytes (its text form decoded).
   std::string Bytes(int row, int col) const;
 

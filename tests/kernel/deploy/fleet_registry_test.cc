@@ -217,12 +217,12 @@ class FleetDeploysTest : public FleetRegistryTest {
         json::object{{"public_keys", json::array{loader::PublicKeyOf(other).value().c_str()}}});
   }
   std::unique_ptr<Deploys> OpenServer(const std::string& id, const std::string& keys, Server* s,
-                                      const std::string& url = "") {
+                                      const std::string& url = "", bool prod_rules = true) {
     DeploysOptions o;
     o.dir = dir_ / (id + "/registry");
-    o.branch = "prod";
-    o.prod_rules = true;
-    o.keys_file = dir_ / keys;
+    o.branch = prod_rules ? "prod" : "dev";
+    o.prod_rules = prod_rules;
+    o.keys_file = keys.empty() ? std::string() : dir_ / keys;
     o.fleet_url = url.empty() ? url_ : url;
     o.server_id = id;
     Result<std::unique_ptr<Deploys>> d = Deploys::Open(o);
@@ -327,6 +327,78 @@ TEST_F(FleetDeploysTest, AServerWhoseFleetDatabaseIsDownBootsFromItsOwnCopy) {
                        "registry host="),
             std::string::npos)
       << error;
+}
+
+// The bucket is the spec's, bit for bit: djb2 of the id, mod 2^32, mod 100.
+TEST(RolloutBucketTest, IsDjb2OfTheServerIdModOneHundred) {
+  EXPECT_EQ(Deploys::Bucket(""), 81u);  // 5381 % 100
+  EXPECT_EQ(Deploys::Bucket("a"), 70u);
+  EXPECT_EQ(Deploys::Bucket("b"), 71u);
+  EXPECT_EQ(Deploys::Bucket("eu-1"), 89u);
+  EXPECT_EQ(Deploys::Bucket("vm-7f3a2c"), 79u);  // past 2^32: the hash wraps
+}
+
+// A rollout reaches the servers whose bucket is below it; the others record it, report skipped
+// once, and keep what they serve until it is widened over them (the same seq).
+TEST_F(FleetDeploysTest, ARolloutReachesItsBucketsAndAWiderOneTheRest) {
+  Server a, b;
+  a.deploys = OpenServer("a", "", &a, "", /*prod_rules=*/false);  // bucket 70
+  b.deploys = OpenServer("b", "", &b, "", /*prod_rules=*/false);  // bucket 71
+  const std::string file = a.deploys->UploadPath();
+  WriteTestBuild(file, {.channel = "dev"});
+  ASSERT_EQ(Call([&](Reply r) { a.deploys->Upload(file, r); }).status, 201);
+  DeployRequest r;
+  r.branch = "dev";
+  r.build = "abc1234-000001";
+  r.rollout = 71;
+  Answer d = Call([&](Reply reply) { a.deploys->Deploy(r, std::chrono::seconds(10), reply); });
+  ASSERT_EQ(d.status, 200) << json::serialize(d.body);
+  EXPECT_EQ(d.body.at("deployment").at("result").as_string(), "swapped");
+  EXPECT_EQ(d.body.at("deployment").at("rollout").to_number<int>(), 71);
+  for (int i = 0; i < 200 && Results(1).find("b=") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(Results(1),
+            "a=swapped:,b=skipped:outside the 71% rollout (this server's bucket is 71)\n");
+  EXPECT_TRUE(b.swaps.empty());
+  // A narrower or equal share is refused; a wider one reaches b, under the same seq.
+  DeployRequest narrow;
+  narrow.kind = "widen";
+  narrow.branch = "dev";
+  narrow.rollout = 71;
+  Answer refused =
+      Call([&](Reply reply) { b.deploys->Deploy(narrow, std::chrono::seconds(0), reply); });
+  EXPECT_EQ(refused.status, 409) << json::serialize(refused.body);
+  EXPECT_EQ(refused.body.at("error").as_string(),
+            "#1 (the head of dev) reaches 71% of its servers already: --widen names a larger "
+            "share");
+  DeployRequest wide = narrow;
+  wide.rollout = 100;
+  Answer widened =
+      Call([&](Reply reply) { a.deploys->Deploy(wide, std::chrono::seconds(0), reply); });
+  EXPECT_EQ(widened.status, 200) << json::serialize(widened.body);
+  ASSERT_TRUE(AwaitSwaps(b, 1));
+  EXPECT_EQ(b.swaps[0], "abc1234-000001 deploy #1");
+  for (int i = 0; i < 200 && Results(1).find("b=swapped") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(Results(1), "a=swapped:,b=swapped:\n");
+  EXPECT_EQ(Sql("SELECT rollout FROM molt_deployments WHERE seq = 1"), "100\n");
+}
+
+// A rollout is not signed: a prod-rules server takes no deploy that names one.
+TEST_F(FleetDeploysTest, AProdRulesServerRefusesARollout) {
+  Server a;
+  a.deploys = OpenServer("a", "keys.json", &a);
+  DeployRequest r;
+  r.branch = "prod";
+  r.build = "abc1234-000001";
+  r.rollout = 50;
+  Answer d = Call([&](Reply reply) { a.deploys->Deploy(r, std::chrono::seconds(0), reply); });
+  EXPECT_EQ(d.status, 400);
+  EXPECT_EQ(d.body.at("error").as_string(),
+            "a rollout is not signed, so prod-rules servers take every deploy whole: deploy "
+            "without --rollout (spec §28)");
 }
 
 }  // namespace
