@@ -64,6 +64,7 @@ int RollbackCommand(int argc, char** argv);
 int BuildsCommand(int argc, char** argv);
 int BranchesCommand(int argc, char** argv);
 int DeploymentsCommand(int argc, char** argv);
+int ReportCommand(int argc, char** argv);
 int DoctorCommand(int argc, char** argv);
 int PinCommand(int argc, char** argv);
 int UnpinCommand(int argc, char** argv);

@@ -11,6 +11,8 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <thread>
+#include <variant>
 
 #include "hosts/molt/cli.h"
 #include "hosts/molt/session.h"
@@ -61,78 +63,142 @@ void AddDeployOptions(cxxopts::Options& o) {
       "fallback-key", "sign with this fallback key file too (else MOLT_FALLBACK_KEY_FILE)",
       cxxopts::value<std::string>())("force",
                                      "take a build that failed on the server, or a dev "
-                                     "or dirty build onto a prod branch");
+                                     "or dirty build onto a prod branch")(
+      "rollback-at",
+      "with --wait: roll the branch back when this share of the servers that tried the build "
+      "failed or rolled it back (default 20)",
+      cxxopts::value<int>(),
+      "PCT")("no-auto-rollback", "with --wait: report failures, never roll back");
+}
+
+// One deployment's outcome as the CLI shows it: its JSON object, its line, and whether it is a
+// success (the exit code it means).
+struct Outcome {
+  json::object json;
+  std::string text;
+  bool ok = false;
+};
+
+Outcome Describe(const json::value& d, int http_status) {
+  Outcome out;
+  const std::string result = http_status == 409 ? "refused" : Text(d, "result");
+  const std::string reason = http_status == 409 ? Text(d, "error") : Text(d, "reason");
+  out.ok = result == "swapped" || result == "adopted" || result == "recorded" ||
+           result == "pending" || result == "skipped";
+  out.json["result"] = result;
+  if (http_status != 409) {
+    out.json["seq"] = Whole(d, "seq");
+    out.json["build"] = Text(d, "build_id");
+    out.json["sha256"] = Text(d, "build");
+    out.json["branch"] = Text(d, "branch");
+    out.json["kind"] = Text(d, "kind");
+    out.json["protocol"] = Text(d, "protocol");
+    out.json["rollout"] = Whole(d, "rollout");
+    if (const json::value* r = d.as_object().if_contains("report"); r != nullptr) {
+      out.json["report"] = *r;
+    }
+  }
+  if (!reason.empty()) {
+    out.json["reason"] = reason;
+  }
+  if (http_status == 409) {
+    out.text = "refused: " + reason;
+    return out;
+  }
+  out.text = "#" + std::to_string(Whole(d, "seq")) + " " + Text(d, "branch") + ": " +
+             Text(d, "build_id") + " ";
+  const json::value* report = d.as_object().if_contains("report");
+  if (result == "swapped" && report != nullptr && report->is_object()) {
+    char hold[64];
+    std::snprintf(hold, sizeof hold, "%.3f ms", Number(report->at("hold_ms")));
+    out.text += "swapped (" + Text(*report, "serving") + " serves, was " +
+                Text(*report, "previous") + "), hold " + hold;
+  } else if (result == "adopted") {
+    out.text += "adopted: it serves already (no swap)";
+  } else if (result == "recorded") {
+    out.text += "recorded: the head moved; this server runs another branch";
+  } else if (result == "skipped") {
+    out.text += "recorded; this server is " + reason + " and keeps what it serves";
+  } else if (result == "pending") {
+    out.text += "deployed; the swap is under way (molt deployments shows its result)";
+  } else {
+    out.text += result + (reason.empty() ? "" : ": " + reason);
+  }
+  const std::string protocol = Text(d, "protocol");
+  out.text += protocol.empty() ? "" : "; protocol " + protocol;
+  return out;
 }
 
 // Prints one deployment's outcome; the exit code it means.
 int Report(const Common& common, const json::value& d, int http_status) {
-  const std::string result = http_status == 409 ? "refused" : Text(d, "result");
-  const std::string reason = http_status == 409 ? Text(d, "error") : Text(d, "reason");
-  const bool ok = result == "swapped" || result == "adopted" || result == "recorded" ||
-                  result == "pending" || result == "skipped";
+  const Outcome o = Describe(d, http_status);
   if (common.json) {
-    json::object o{{"result", result}};
-    if (http_status != 409) {
-      o["seq"] = Whole(d, "seq");
-      o["build"] = Text(d, "build_id");
-      o["sha256"] = Text(d, "build");
-      o["branch"] = Text(d, "branch");
-      o["kind"] = Text(d, "kind");
-      o["protocol"] = Text(d, "protocol");
-      o["rollout"] = Whole(d, "rollout");
-      if (const json::value* r = d.as_object().if_contains("report"); r != nullptr) {
-        o["report"] = *r;
-      }
-    }
-    if (!reason.empty()) {
-      o["reason"] = reason;
-    }
-    PrintJson(o);
-    return ok ? kExitOk : kExitFailed;
-  }
-  if (http_status == 409) {
-    std::cout << "refused: " << reason << "\n";
-    return kExitFailed;
-  }
-  std::cout << "#" << Whole(d, "seq") << " " << Text(d, "branch") << ": " << Text(d, "build_id")
-            << " ";
-  const json::value* report = d.as_object().if_contains("report");
-  if (result == "swapped" && report != nullptr && report->is_object()) {
-    std::printf("swapped (%s serves, was %s), hold %.3f ms", Text(*report, "serving").c_str(),
-                Text(*report, "previous").c_str(), Number(report->at("hold_ms")));
-    std::cout.flush();
-  } else if (result == "adopted") {
-    std::cout << "adopted: it serves already (no swap)";
-  } else if (result == "recorded") {
-    std::cout << "recorded: the head moved; this server runs another branch";
-  } else if (result == "skipped") {
-    std::cout << "recorded; this server is " << reason << " and keeps what it serves";
-  } else if (result == "pending") {
-    std::cout << "deployed; the swap is under way (molt deployments shows its result)";
+    PrintJson(o.json);
   } else {
-    std::cout << result << (reason.empty() ? "" : ": " + reason);
+    std::cout << o.text << "\n";
   }
-  const std::string protocol = Text(d, "protocol");
-  std::cout << (protocol.empty() ? "" : "; protocol " + protocol) << "\n";
-  return ok ? kExitOk : kExitFailed;
+  return o.ok ? kExitOk : kExitFailed;
 }
 
-// deploy, promote, rollback and resign: resolve the build, sign, post, report.
-int Ship(Session& s, const std::string& kind, const std::string& branch, std::string build) {
+// A deployment's report: every server of its branch with its result (GET /api/v1/report).
+using FleetReport = std::variant<json::value, int>;
+
+// The report of `seq` once every live server of its branch answered, or at `deadline` (polled
+// every second: the spec's 5 s is for a fleet API elsewhere; this one is the database).
+FleetReport AwaitReport(Session& s, std::uint64_t seq,
+                        std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    FleetReport r = s.Call("GET", "/api/v1/report?seq=" + std::to_string(seq));
+    if (std::holds_alternative<int>(r) ||
+        std::get<json::value>(r).at("summary").at("done").as_bool() ||
+        std::chrono::steady_clock::now() + std::chrono::seconds(1) > deadline) {
+      return r;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+// The report's summary line: "3 servers: 2 swapped, 1 skipped; 1 failed (33%)".
+std::string SummaryLine(const json::value& report) {
+  const json::value& sum = report.at("summary");
+  std::string line = std::to_string(Whole(sum, "servers")) + " server(s):";
+  bool first = true;
+  for (const char* r : {"swapped", "adopted", "booted", "skipped", "failed", "rolled_back",
+                        "pending", "draining", "lost"}) {
+    if (const std::uint64_t n = Whole(sum, r); n > 0) {
+      line += std::string(first ? " " : ", ") + std::to_string(n) + " " + r;
+      first = false;
+    }
+  }
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.0f%%", Number(sum.at("failed_pct")));
+  if (Whole(sum, "failed") > 0) {
+    line += std::string("; ") + pct + " of those that tried it failed";
+  }
+  for (const json::value& row : report.at("servers").as_array()) {
+    const std::string result = Text(row, "result");
+    if (result == "failed" || result == "rolled_back" || result == "pending") {
+      line += "\n  " + Text(row, "id") + ": " + result +
+              (Text(row, "reason").empty() ? "" : " (" + Text(row, "reason") + ")");
+    }
+  }
+  return line;
+}
+
+// deploy, promote, rollback and resign: resolve the build, sign, post; the server's answer (its
+// HTTP status and JSON), or the exit code of a failure already told.
+struct Posted {
+  int status = 0;
+  json::value answer;
+};
+std::variant<int, Posted> Post(Session& s, const std::string& kind, const std::string& branch,
+                               std::string build, int wait) {
   const cxxopts::ParseResult& p = s.parsed();
   Result<Keys> keys = ReadKeys(p);
   if (!keys.ok()) {
     return Fail(kExitUsage, keys.status().message());
   }
-  int wait = 0;
-  if (p.count("wait") > 0) {
-    wait = p["wait"].as<int>();
-    if (wait < 1 || wait > 600) {
-      return Fail(kExitUsage, "--wait is 1 to 600 seconds");
-    }
-  }
-  const int rollout =
-      p.count("rollout") > 0 ? p["rollout"].as<int>() : 100;  // checked by DeployCommand
+  const int rollout = p.count("rollout") > 0 ? p["rollout"].as<int>() : 100;  // checked before
   // A build file: uploaded first (the server verifies and stores it), then named by its hash.
   std::error_code ec;
   if (kind != "rollback" && fs::is_regular_file(build, ec)) {
@@ -172,7 +238,7 @@ int Ship(Session& s, const std::string& kind, const std::string& branch, std::st
                                        std::chrono::system_clock::now().time_since_epoch())
                                        .count());
     json::object body{{"branch", branch},
-                      {"rollout", rollout},
+                      {"rollout", kind == "deploy" ? rollout : 100},
                       {kind == "rollback" ? "to" : "build", Text(target, "sha256")},
                       {"sent_ms", now},
                       {"force", p.count("force") > 0},
@@ -204,7 +270,7 @@ int Ship(Session& s, const std::string& kind, const std::string& branch, std::st
       return Fail(kExitUnreachable, a.status().message());
     }
     boost::system::error_code jec;
-    const json::value answer = json::parse(a->body, jec);
+    json::value answer = json::parse(a->body, jec);
     if (jec || !answer.is_object()) {
       return Fail(kExitFailed, "moltd answered " + std::to_string(a->status) + ": " + a->body);
     }
@@ -212,18 +278,101 @@ int Ship(Session& s, const std::string& kind, const std::string& branch, std::st
         Text(answer, "error").find("was taken already") != std::string::npos) {
       continue;  // another deploy took that seq meanwhile: sign the next one
     }
-    if (a->status == 409) {
-      return Report(s.common(), answer, 409);
-    }
     if (a->status == 401) {
       return Fail(kExitUnreachable, "moltd at " + s.common().server + " refused the admin token");
     }
-    if (a->status != 200 && a->status != 202) {
+    if (a->status != 200 && a->status != 202 && a->status != 409) {
       return Fail(kExitFailed,
                   "moltd answered " + std::to_string(a->status) + ": " + Text(answer, "error"));
     }
-    return Report(s.common(), answer.at("deployment"), a->status);
+    return Posted{a->status, std::move(answer)};
   }
+}
+
+// deploy, promote, rollback and resign, reported. With --wait, every server of the branch is
+// waited for (molt report's view); when --rollback-at % or more of those that tried the build
+// failed or rolled back it, the branch is rolled back (unless --no-auto-rollback) and the exit
+// code is 1 (docs/fleet.md, "Deploy reports").
+int Ship(Session& s, const std::string& kind, const std::string& branch, std::string build) {
+  const cxxopts::ParseResult& p = s.parsed();
+  int wait = 0;
+  if (p.count("wait") > 0) {
+    wait = p["wait"].as<int>();
+    if (wait < 1 || wait > 600) {
+      return Fail(kExitUsage, "--wait is 1 to 600 seconds");
+    }
+  }
+  const int rollback_at = p.count("rollback-at") > 0 ? p["rollback-at"].as<int>() : 20;
+  if (rollback_at < 1 || rollback_at > 100) {
+    return Fail(kExitUsage, "--rollback-at is 1 to 100 (% of the servers that tried the build)");
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait);
+  auto posted = Post(s, kind, branch, std::move(build), wait);
+  if (auto* code = std::get_if<int>(&posted)) {
+    return *code;
+  }
+  Posted& first = std::get<Posted>(posted);
+  if (first.status == 409) {
+    return Report(s.common(), first.answer, 409);
+  }
+  const json::value& d = first.answer.at("deployment");
+  Outcome out = Describe(d, first.status);
+  if (wait == 0 || kind == "resign") {
+    return Report(s.common(), d, first.status);
+  }
+  FleetReport fleet = AwaitReport(s, Whole(d, "seq"), deadline);
+  if (auto* code = std::get_if<int>(&fleet)) {
+    return *code;
+  }
+  const json::value& report = std::get<json::value>(fleet);
+  const json::value& sum = report.at("summary");
+  out.json["fleet"] = sum;
+  out.json["servers"] = report.at("servers");
+  out.text += "\n" + SummaryLine(report);
+  const std::uint64_t failed = Whole(sum, "failed");
+  const bool over = failed > 0 && Number(sum.at("failed_pct")) >= rollback_at;
+  if (failed > 0) {
+    out.ok = false;
+  }
+  if (!sum.at("done").as_bool()) {
+    out.text += "\nwarning: still pending after " + std::to_string(wait) +
+                " s (stuck or slow servers above; molt report " + std::to_string(Whole(d, "seq")) +
+                " shows them later)";
+  }
+  if (over && p.count("no-auto-rollback") == 0 && kind != "rollback") {
+    out.text += "\nauto-rollback: at least " + std::to_string(rollback_at) +
+                "% of the servers that tried it failed or rolled it back: rolling " + branch +
+                " back";
+    if (!s.common().json && ::isatty(1)) {
+      std::cout << out.text << " in 10 s (Ctrl+C keeps the new build)" << std::endl;
+      out.text.clear();
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+    }
+    auto back = Post(s, "rollback", branch, "", wait);
+    if (auto* code = std::get_if<int>(&back)) {
+      return *code;
+    }
+    Posted& rb = std::get<Posted>(back);
+    const json::value& rd = rb.status == 409 ? rb.answer : rb.answer.at("deployment");
+    Outcome rolled = Describe(rd, rb.status);
+    if (rb.status != 409) {
+      FleetReport after = AwaitReport(
+          s, Whole(rd, "seq"), std::chrono::steady_clock::now() + std::chrono::seconds(wait));
+      if (auto* r = std::get_if<json::value>(&after)) {
+        rolled.json["fleet"] = r->at("summary");
+        rolled.text += "\n" + SummaryLine(*r);
+      }
+    }
+    out.json["auto_rollback"] = rolled.json;
+    out.text += (out.text.empty() ? "" : "\n") + rolled.text;
+    out.ok = false;
+  }
+  if (s.common().json) {
+    PrintJson(out.json);
+  } else if (!out.text.empty()) {
+    std::cout << out.text << "\n";
+  }
+  return out.ok ? kExitOk : kExitFailed;
 }
 
 // pin and unpin: sign for this server's branch, post, report.
@@ -499,6 +648,59 @@ int KeysResignCommand(int argc, char** argv) {
                                           : "the server has no branch \"" + only + "\"");
   }
   return worst;
+}
+
+int ReportCommand(int argc, char** argv) {
+  Session s("report",
+            "One deployment on every server of its branch: molt report SEQ. Each server's\n"
+            "result (swapped, adopted, booted, skipped, failed, rolled_back; pending while it\n"
+            "has not answered, lost when its heartbeats stopped). Exits 1 when a server failed\n"
+            "or rolled it back.");
+  s.options().add_options()("seq", "the deployment's number (#SEQ or SEQ)",
+                            cxxopts::value<std::string>());
+  s.options().parse_positional({"seq"});
+  s.options().positional_help("SEQ");
+  if (auto done = s.ParseFlags(argc, argv)) {
+    return *done;
+  }
+  std::string seq = s.parsed().count("seq") > 0 ? s.parsed()["seq"].as<std::string>() : "";
+  if (!seq.empty() && seq[0] == '#') {
+    seq.erase(0, 1);
+  }
+  if (seq.empty() || seq.size() > 18 || seq.find_first_not_of("0123456789") != std::string::npos) {
+    return Fail(kExitUsage, "which deployment? molt report SEQ (molt deployments lists them)");
+  }
+  if (auto done = s.Connect()) {
+    return *done;
+  }
+  auto r = s.Call("GET", "/api/v1/report?seq=" + seq);
+  if (auto* code = std::get_if<int>(&r)) {
+    return *code;
+  }
+  const json::value& v = std::get<json::value>(r);
+  const bool failed = Whole(v.at("summary"), "failed") > 0;
+  if (s.common().json) {
+    PrintJson(v);
+    return failed ? kExitFailed : kExitOk;
+  }
+  const json::value& d = v.at("deployment");
+  std::cout << "#" << Whole(d, "seq") << " " << Text(d, "branch") << ": " << Text(d, "kind") << " "
+            << Text(d, "build_id") << " by " << (Text(d, "by").empty() ? "-" : Text(d, "by"))
+            << ", " << Age(static_cast<std::int64_t>(Whole(d, "at_ms")))
+            << (Whole(d, "rollout") < 100 ? ", rollout " + std::to_string(Whole(d, "rollout")) + "%"
+                                          : std::string())
+            << "\n";
+  std::vector<std::vector<std::string>> rows = {{"SERVER", "RESULT", "STATE", "APPLIED", "REASON"}};
+  for (const json::value& row : v.at("servers").as_array()) {
+    rows.push_back({Text(row, "id"), Text(row, "result"), Text(row, "state"),
+                    row.as_object().contains("applied_seq")
+                        ? "#" + std::to_string(Whole(row, "applied_seq"))
+                        : "-",
+                    Text(row, "reason").empty() ? "-" : Text(row, "reason")});
+  }
+  PrintTable(rows);
+  std::cout << SummaryLine(v).substr(0, SummaryLine(v).find('\n')) << "\n";
+  return failed ? kExitFailed : kExitOk;
 }
 
 int BuildsCommand(int argc, char** argv) {

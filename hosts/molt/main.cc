@@ -399,7 +399,9 @@ constexpr Verb kVerbs[] = {
     {"reload", "swap in the plugin directory again and print the report [--wait S]", ReloadCommand},
     {"bundle", "write a debug bundle on the server", BundleCommand},
     {"build", "pack a plugin directory into a build file: build DIR [--out FILE]", BuildCommand},
-    {"deploy", "deploy a build to a branch: deploy BUILD_FILE|BUILD --branch B [--wait [S]]",
+    {"deploy",
+     "deploy a build to a branch: deploy BUILD_FILE|BUILD --branch B [--wait [S]] [--rollout "
+     "PCT], deploy --widen PCT",
      DeployCommand},
     {"promote", "deploy a stored build to another branch: promote BRANCH BUILD|#SEQ",
      PromoteCommand},
@@ -410,6 +412,7 @@ constexpr Verb kVerbs[] = {
     {"builds", "the builds the server stored", BuildsCommand},
     {"branches", "the branches, their heads and this server's rules and keys", BranchesCommand},
     {"deployments", "the deploy history [--branch B] [--limit N]", DeploymentsCommand},
+    {"report", "one deployment on every server of its branch: report SEQ", ReportCommand},
     {"keys", "signing keys: keys init [--fallback] [--dir DIR], keys rotate, keys resign",
      KeysCommand},
     {"doctor", "check the server, the token, the keys and moltd for deploys", DoctorCommand},

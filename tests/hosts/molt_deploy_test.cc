@@ -734,6 +734,38 @@ TEST_F(MoltDeployTest, ADeployOnOneServerReachesEveryServerOnItsBranch) {
                     "molt_deploy_results WHERE seq = 4",
                     db),
             "a=swapped,b=swapped,e=swapped\n");
+  // molt report: every server of dev with its result; c (qa) is not one of them.
+  std::string report;
+  EXPECT_EQ(
+      Molt({"report", "4", "--server", server_a, "--token-file", dir_ + "/a/admin.token"}, &report),
+      0)
+      << report;
+  EXPECT_NE(report.find("3 server(s): 3 swapped"), std::string::npos) << report;
+  EXPECT_EQ(report.find("\nc "), std::string::npos) << report;
+  // A build that fails to start everywhere: --wait sees every server fail (100% >= 20%) and
+  // rolls dev back on its own; the exit code says it failed.
+  const std::string broken =
+      HandBuild("broken", kFixtures + "/gen/fail_start/fx_gen_fail_start.so", "broken-0start");
+  d = MoltJson({"deploy", broken, "--branch", "dev", "--wait", "30", "--token-file",
+                dir_ + "/a/admin.token"},
+               &code);
+  EXPECT_EQ(code, 1) << d;
+  EXPECT_EQ(d.at("result").as_string(), "failed") << d;
+  EXPECT_EQ(d.at("fleet").at("failed").to_number<int>(), 3) << d;
+  EXPECT_EQ(d.at("auto_rollback").at("kind").as_string(), "rollback") << d;
+  EXPECT_EQ(d.at("auto_rollback").at("build").as_string(), third_id) << d;
+  EXPECT_EQ(d.at("auto_rollback").at("fleet").at("failed").to_number<int>(), 0) << d;
+  EXPECT_EQ(
+      Molt({"report", "5", "--json", "--server", server_a, "--token-file", dir_ + "/a/admin.token"},
+           &report),
+      1)
+      << report;
+  // Below the threshold: reported, exit 1, no rollback.
+  d = MoltJson({"deploy", broken, "--branch", "dev", "--wait", "30", "--force", "--rollback-at",
+                "100", "--no-auto-rollback", "--token-file", dir_ + "/a/admin.token"},
+               &code);
+  EXPECT_EQ(code, 1) << d;
+  EXPECT_FALSE(d.as_object().contains("auto_rollback")) << d;
   for (Process* p : {a.get(), b.get(), c.get(), e.get()}) {
     p->Signal(SIGTERM);
     EXPECT_EQ(p->Wait(), 0) << p->output();

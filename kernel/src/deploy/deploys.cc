@@ -1148,6 +1148,42 @@ void Deploys::Deployments(std::string branch, std::size_t limit, Reply reply) {
   });
 }
 
+void Deploys::Results(std::uint64_t seq, Reply reply) {
+  impl_->worker.Post([this, seq, reply = std::move(reply)] {
+    Impl& m = *impl_;
+    std::optional<Deployment> d = m.registry->FindDeployment(seq);
+    if (!d.has_value() && m.fleet != nullptr) {
+      m.Sync(/*boot=*/false);  // one recorded a moment ago elsewhere
+      d = m.registry->FindDeployment(seq);
+    }
+    if (!d.has_value()) {
+      reply(Error(404,
+                  fmt::format("no deployment #{} is recorded (molt deployments lists them)", seq)));
+      return;
+    }
+    json::array results;
+    if (m.fleet != nullptr) {
+      Status s = m.Fleet();
+      Result<std::vector<ServerResult>> got =
+          s.ok() ? m.fleet->Results(seq) : Result<std::vector<ServerResult>>(s);
+      if (!got.ok()) {
+        reply(Error(503, got.status().message()));
+        return;
+      }
+      for (const ServerResult& r : *got) {
+        results.push_back(json::object{
+            {"id", r.server_id}, {"result", r.result}, {"reason", r.reason}, {"at_ms", r.at_ms}});
+      }
+    } else if (d->branch == m.options.branch && d->result != "pending") {
+      results.push_back(json::object{{"id", m.options.server_id},
+                                     {"result", d->result},
+                                     {"reason", d->reason},
+                                     {"at_ms", d->at_ms}});
+    }
+    reply({200, json::object{{"deployment", d->ToJson()}, {"results", std::move(results)}}});
+  });
+}
+
 void Deploys::ReloadKeys() {
   impl_->worker.Post([this] { impl_->LoadKeys("on SIGHUP"); });
 }

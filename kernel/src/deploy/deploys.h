@@ -163,6 +163,9 @@ class Deploys {
   void Builds(std::size_t limit, Reply reply);
   void Branches(Reply reply);
   void Deployments(std::string branch, std::size_t limit, Reply reply);
+  // Deployment `seq` and every server's result of it: 200 {"deployment", "results": [{"id",
+  // "result", "reason", "at_ms"}]} (this server's alone without a fleet), 404 when unknown.
+  void Results(std::uint64_t seq, Reply reply);
   // SIGHUP: the keys file is read again.
   void ReloadKeys();
   // The build file of this server's pin, else of its branch's head ("" : neither): what a

@@ -85,6 +85,9 @@ std::vector<std::pair<std::string, std::string>> FleetStatements() {
       {"since", fmt::format("SELECT {} FROM molt_deployments WHERE seq > $1::bigint ORDER BY seq "
                             "LIMIT $2::bigint",
                             kFleetDeploymentColumns)},
+      {"results",
+       "SELECT server_id, result, reason, at_ms FROM molt_deploy_results WHERE seq = $1::bigint "
+       "ORDER BY server_id"},
       {"result",
        "INSERT INTO molt_deploy_results (seq, server_id, result, reason, report, at_ms) VALUES "
        "($1::bigint, $2, $3, $4, $5, $6::bigint) ON CONFLICT (seq, server_id) DO UPDATE SET "
@@ -282,6 +285,18 @@ Result<std::uint64_t> FleetRegistry::LastSeq() {
   MOLT_ASSIGN_OR_RETURN(store::PgRows rows,
                         db_->Run("last_seq", store::PgParams(), "reading the fleet's last seq"));
   return rows.size() > 0 ? static_cast<std::uint64_t>(rows.Int(0, 0)) : 0;
+}
+
+Result<std::vector<ServerResult>> FleetRegistry::Results(std::uint64_t seq) {
+  MOLT_RETURN_IF_ERROR(db_->Connected());
+  MOLT_ASSIGN_OR_RETURN(store::PgRows rows,
+                        db_->Run("results", store::PgParams().Int(static_cast<std::int64_t>(seq)),
+                                 fmt::format("reading the results of #{}", seq)));
+  std::vector<ServerResult> out;
+  for (int i = 0; i < rows.size(); ++i) {
+    out.push_back({rows.Text(i, 0), rows.Text(i, 1), rows.Text(i, 2), rows.Int(i, 3)});
+  }
+  return out;
 }
 
 Status FleetRegistry::SetResult(std::uint64_t seq, const std::string& result,

@@ -45,6 +45,14 @@ class PgConnection;
 
 namespace molt::kernel::deploy {
 
+// One server's result of one deployment (molt_deploy_results).
+struct ServerResult {
+  std::string server_id;
+  std::string result;  // swapped, adopted, failed, rolled_back, skipped
+  std::string reason;
+  std::int64_t at_ms = 0;
+};
+
 class FleetRegistry {
  public:
   static constexpr std::size_t kDeploymentsKept = 1000;
@@ -77,6 +85,8 @@ class FleetRegistry {
   // The fleet's deployments newer than `after`, oldest first, at most `limit`.
   Result<std::vector<Deployment>> Since(std::uint64_t after, std::size_t limit);
   Result<std::uint64_t> LastSeq();
+  // Every server's result of deployment `seq`, by server id.
+  Result<std::vector<ServerResult>> Results(std::uint64_t seq);
   // This server's result of deployment `seq`.
   Status SetResult(std::uint64_t seq, const std::string& result, const std::string& reason,
                    const std::string& report);

@@ -470,9 +470,9 @@ void Server::AwaitRegistry() {
   o.prod_rules = settings_.require_signatures;
   o.keys_file = settings_.deploy_keys;
   o.max_build_bytes = static_cast<std::uint64_t>(settings_.max_build_mb * (1 << 20));
+  o.server_id = settings_.server_id;                  // its rollout bucket
   if (store::IsPostgresUrl(settings_.profiles_db)) {  // a fleet: its registry is shared
     o.fleet_url = settings_.profiles_db;
-    o.server_id = settings_.server_id;
     o.poll =
         std::chrono::milliseconds(static_cast<std::int64_t>(settings_.deploy_poll_seconds * 1000));
   }
