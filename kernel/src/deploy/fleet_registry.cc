@@ -13,11 +13,10 @@
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/store/pg_connection.h"
+#include "kernel/src/store/pg_listener.h"
 
 namespace molt::kernel::deploy {
 namespace {
-
-const LogScope kLog("Deploys");
 
 // The layout this build writes (molt_schema, name 'registry').
 constexpr int kFleetLayout = 1;
@@ -108,13 +107,8 @@ FleetRegistry::FleetRegistry(std::string url, std::string server_id)
 FleetRegistry::~FleetRegistry() { StopWatching(); }
 
 void FleetRegistry::StopWatching() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  stop_cv_.notify_all();
-  if (watcher_.joinable()) {
-    watcher_.join();
+  if (watcher_ != nullptr) {
+    watcher_->Stop();
   }
 }
 
@@ -316,61 +310,8 @@ Status FleetRegistry::SetResult(std::uint64_t seq, const std::string& result,
 }
 
 void FleetRegistry::Watch(std::chrono::milliseconds poll, std::function<void()> wake) {
-  watcher_ = std::thread([this, poll, wake = std::move(wake)] { WatchLoop(poll, wake); });
-}
-
-void FleetRegistry::WatchLoop(std::chrono::milliseconds poll, const std::function<void()>& wake) {
-  using Clock = std::chrono::steady_clock;
-  store::PgConnection listener(url_, "the fleet's registry (listening)", 2);
-  std::chrono::milliseconds backoff{1000};
-  std::string last_error;
-  Clock::time_point next_poll = Clock::now();  // the first wake at once
-  auto stopped = [this](std::chrono::milliseconds wait) {
-    std::unique_lock lock(mu_);
-    return stop_cv_.wait_for(lock, wait, [this] { return stop_; });
-  };
-  bool listening = false;
-  while (!stopped(std::chrono::milliseconds(0))) {
-    if (!listening) {
-      Status s = listener.Connect(/*prepare=*/false);
-      if (s.ok()) {
-        s = listener.Listen(kChannel);
-      }
-      if (!s.ok()) {
-        if (s.message() != last_error) {
-          last_error = s.message();
-          kLog.Warn("deploys arrive by the {} s poll only until this works: {}",
-                    std::chrono::duration_cast<std::chrono::seconds>(poll).count(), s.message());
-        }
-        if (Clock::now() >= next_poll) {
-          next_poll = Clock::now() + poll;
-          wake();
-        }
-        if (stopped(backoff)) {
-          return;
-        }
-        backoff = std::min(backoff * 2, std::max(poll, std::chrono::milliseconds(1000)));
-        continue;
-      }
-      if (!last_error.empty()) {
-        kLog.Info("listening for the fleet's deploys again");
-        last_error.clear();
-      }
-      listening = true;
-      backoff = std::chrono::milliseconds(1000);
-      wake();  // what was recorded while nobody listened
-      next_poll = Clock::now() + poll;
-    }
-    Result<std::vector<std::string>> got = listener.Notifications(200);
-    if (!got.ok()) {
-      listening = false;
-      continue;
-    }
-    if (!got->empty() || Clock::now() >= next_poll) {
-      next_poll = Clock::now() + poll;
-      wake();
-    }
-  }
+  watcher_ = std::make_unique<store::PgListener>(url_, "the fleet's deploys", kChannel, poll,
+                                                 std::move(wake));
 }
 
 }  // namespace molt::kernel::deploy

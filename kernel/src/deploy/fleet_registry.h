@@ -26,21 +26,18 @@
 
 #include <molt/kernel/status.h>
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kernel/src/deploy/registry.h"
 
 namespace molt::kernel::store {
 class PgConnection;
+class PgListener;
 }  // namespace molt::kernel::store
 
 namespace molt::kernel::deploy {
@@ -91,9 +88,8 @@ class FleetRegistry {
   Status SetResult(std::uint64_t seq, const std::string& result, const std::string& reason,
                    const std::string& report);
 
-  // Calls `wake` (on a thread of its own) after each NOTIFY molt_deploys and every `poll`, until
-  // this object goes; a lost connection is made again with backoff (1 s doubling, at most
-  // `poll`). The first wake comes at once.
+  // Calls `wake` (on a thread of its own: store::PgListener) after each NOTIFY molt_deploys and
+  // every `poll`, until this object goes. The first wake comes at once.
   void Watch(std::chrono::milliseconds poll, std::function<void()> wake);
   // Ends the watching thread (no wake after it returns).
   void StopWatching();
@@ -102,15 +98,10 @@ class FleetRegistry {
   const std::string& url() const { return url_; }
 
  private:
-  void WatchLoop(std::chrono::milliseconds poll, const std::function<void()>& wake);
-
   const std::string url_;
   const std::string server_id_;
   std::unique_ptr<store::PgConnection> db_;
-  std::thread watcher_;
-  std::mutex mu_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false;  // guarded by mu_
+  std::unique_ptr<store::PgListener> watcher_;
 };
 
 }  // namespace molt::kernel::deploy
