@@ -138,15 +138,21 @@ TEST(WorkerPoolTest, AFailureStopsNewChunksAndWaitsForThoseRunning) {
   Outbox out;
   WorkerPool pool({2, 100}, out.post());
   std::atomic<int> started{0};
+  std::atomic<bool> slow_started{false};
   std::atomic<bool> slow_returned{false};
   Ending e;
-  // Item 0 is slow; item 5 fails while it runs; no chunk after item 5's starts.
+  // Item 0 is slow; item 5 fails while it runs (once it runs: a chunk a failure comes before
+  // runs none of its items); no chunk after item 5's starts.
   ASSERT_TRUE(pool.Submit(Track(&e, J(100, 5, std::chrono::seconds(10),
                                       [&](std::size_t i) {
                                         started.fetch_add(1);
                                         if (i == 0) {
+                                          slow_started = true;
                                           std::this_thread::sleep_for(milliseconds(100));
                                           slow_returned = true;
+                                        }
+                                        for (int n = 0; i == 5 && !slow_started && n < 1000; ++n) {
+                                          std::this_thread::sleep_for(milliseconds(10));
                                         }
                                         return i != 5;
                                       })))
