@@ -657,6 +657,20 @@ TEST_F(MoltDeployTest, ADeployOnOneServerReachesEveryServerOnItsBranch) {
   auto b = StartPeer("b", "dev", url, &server_b);
   auto c = StartPeer("c", "qa", url, &server_c);
   ASSERT_FALSE(server_a.empty() || server_b.empty() || server_c.empty());
+  // Live values are the fleet's too: one set through a serves on b and c at once.
+  std::string live;
+  ASSERT_EQ(Molt({"config", "set", "counter.multiplier", "3", "--server", server_a, "--token-file",
+                  dir_ + "/a/admin.token"},
+                 &live),
+            0)
+      << live;
+  EXPECT_TRUE(b->WaitFor("live value counter.multiplier set to 3 by")) << b->output();
+  EXPECT_TRUE(c->WaitFor("live value counter.multiplier set to 3 by")) << c->output();
+  ASSERT_EQ(
+      Molt({"config", "get", "--server", server_c, "--token-file", dir_ + "/c/admin.token"}, &live),
+      0)
+      << live;
+  EXPECT_NE(live.find("counter.multiplier  3      1"), std::string::npos) << live;
   const std::string first = Build("first", {"--channel", "dev"});
   const std::string second = Build("second", {"--channel", "dev", "--health-errors", "7"});
   auto deploy = [&](const std::string& file, const std::string& server) {

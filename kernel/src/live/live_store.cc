@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// LiveStore: overrides, their history and the online stamp in live.db.
+// LiveStore: overrides, their history and the online stamp in live.db (SQLite), or on the
+// fleet's PostgreSQL (pg_live_store.cc).
 #include "kernel/src/live/live_store.h"
 
 #include <sqlite3.h>
 
 #include <utility>
 
+#include "kernel/src/store/pg_store.h"
 #include "kernel/src/store/sqlite_statement.h"
 
 namespace molt::kernel::live {
@@ -48,11 +50,41 @@ class Transaction {
   bool ok_ = false;
 };
 
+// A server's own live.db.
+class SqliteLiveStore final : public LiveStore {
+ public:
+  static Result<std::unique_ptr<LiveStore>> Open(const std::string& path);
+  ~SqliteLiveStore() override;
+
+  Result<std::size_t> ExpireIfIdle(std::int64_t now_ms, std::int64_t ttl_ms) override;
+  Status Stamp(std::int64_t now_ms) override;
+  Result<std::vector<StoredValue>> Overrides() override;
+  Result<LiveChange> Write(const std::string& key, const std::optional<std::string>& value,
+                           const std::string& by, std::int64_t at_ms) override;
+  Result<std::vector<LiveChange>> History(std::string_view key, std::size_t limit) override;
+  Result<std::vector<LiveChange>> Since(std::int64_t seq, std::size_t limit) override;
+
+ private:
+  SqliteLiveStore(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+  Status Exec(const char* sql) const;
+  Status Failed(const char* what) const;
+  Result<LiveChange> Record(const std::string& key, const std::optional<std::string>& value,
+                            const std::string& by, const char* action, std::int64_t at_ms);
+  Result<std::vector<LiveChange>> Changes(Statement& st);
+
+  const std::string path_;
+  sqlite3* db_;
+};
+
 }  // namespace
 
-Result<std::unique_ptr<LiveStore>> LiveStore::Open(const std::string& path) {
+Result<std::unique_ptr<LiveStore>> LiveStore::Open(const std::string& where) {
+  return store::IsPostgresUrl(where) ? OpenPgLiveStore(where) : SqliteLiveStore::Open(where);
+}
+
+Result<std::unique_ptr<LiveStore>> SqliteLiveStore::Open(const std::string& path) {
   MOLT_ASSIGN_OR_RETURN(sqlite3 * db, store::OpenSqliteFile(path, "live values"));
-  std::unique_ptr<LiveStore> s(new LiveStore(path, db));
+  std::unique_ptr<SqliteLiveStore> s(new SqliteLiveStore(path, db));
   MOLT_RETURN_IF_ERROR(s->Exec(kLiveSchema));
   Statement layout(db, "SELECT value FROM meta WHERE key = 'layout'");
   if (layout.Step() == SQLITE_ROW && layout.Int(0) > kLayout) {
@@ -61,23 +93,21 @@ Result<std::unique_ptr<LiveStore>> LiveStore::Open(const std::string& path) {
                                       std::to_string(kLayout) + ": run a newer moltd");
   }
   MOLT_RETURN_IF_ERROR(s->Exec("INSERT OR REPLACE INTO meta(key, value) VALUES('layout', 1)"));
-  return s;
+  return std::unique_ptr<LiveStore>(std::move(s));
 }
 
-LiveStore::LiveStore(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+SqliteLiveStore::~SqliteLiveStore() { sqlite3_close(db_); }
 
-LiveStore::~LiveStore() { sqlite3_close(db_); }
-
-Status LiveStore::Exec(const char* sql) const {
+Status SqliteLiveStore::Exec(const char* sql) const {
   return store::ExecSql(db_, sql, "live values", path_);
 }
 
-Status LiveStore::Failed(const char* what) const {
+Status SqliteLiveStore::Failed(const char* what) const {
   return Status::IoError("live values \"" + path_ + "\": " + what + ": " + sqlite3_errmsg(db_) +
                          " (check the data directory's free space)");
 }
 
-Result<std::size_t> LiveStore::ExpireIfIdle(std::int64_t now_ms, std::int64_t ttl_ms) {
+Result<std::size_t> SqliteLiveStore::ExpireIfIdle(std::int64_t now_ms, std::int64_t ttl_ms) {
   Transaction tx(db_);
   if (!tx.begun()) {
     return Failed("cannot begin");
@@ -102,13 +132,13 @@ Result<std::size_t> LiveStore::ExpireIfIdle(std::int64_t now_ms, std::int64_t tt
   return expired;
 }
 
-Status LiveStore::Stamp(std::int64_t now_ms) {
+Status SqliteLiveStore::Stamp(std::int64_t now_ms) {
   Statement st(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES('online_ms', ?1)");
   st.Bind(1, now_ms);
   return st.Step() == SQLITE_DONE ? Status::Ok() : Failed("cannot stamp the time");
 }
 
-Result<std::vector<StoredValue>> LiveStore::Overrides() const {
+Result<std::vector<StoredValue>> SqliteLiveStore::Overrides() {
   Statement st(db_, "SELECT key, value, by, at_ms FROM overrides ORDER BY key");
   std::vector<StoredValue> out;
   int rc;
@@ -122,9 +152,10 @@ Result<std::vector<StoredValue>> LiveStore::Overrides() const {
 }
 
 // The override's row and the change, without a transaction of its own.
-Result<LiveChange> LiveStore::Record(const std::string& key,
-                                     const std::optional<std::string>& value, const std::string& by,
-                                     const char* action, std::int64_t at_ms) {
+Result<LiveChange> SqliteLiveStore::Record(const std::string& key,
+                                           const std::optional<std::string>& value,
+                                           const std::string& by, const char* action,
+                                           std::int64_t at_ms) {
   if (value) {
     Statement put(db_,
                   "INSERT OR REPLACE INTO overrides(key, value, by, at_ms) VALUES(?1,?2,?3,?4)");
@@ -159,8 +190,9 @@ Result<LiveChange> LiveStore::Record(const std::string& key,
   return c;
 }
 
-Result<LiveChange> LiveStore::Write(const std::string& key, const std::optional<std::string>& value,
-                                    const std::string& by, std::int64_t at_ms) {
+Result<LiveChange> SqliteLiveStore::Write(const std::string& key,
+                                          const std::optional<std::string>& value,
+                                          const std::string& by, std::int64_t at_ms) {
   Transaction tx(db_);
   if (!tx.begun()) {
     return Failed("cannot begin");
@@ -175,7 +207,7 @@ Result<LiveChange> LiveStore::Write(const std::string& key, const std::optional<
   return c;
 }
 
-Result<std::vector<LiveChange>> LiveStore::History(std::string_view key, std::size_t limit) const {
+Result<std::vector<LiveChange>> SqliteLiveStore::History(std::string_view key, std::size_t limit) {
   Statement st(db_, key.empty() ? "SELECT seq, key, value, by, action, at_ms FROM changes "
                                   "ORDER BY seq DESC LIMIT ?2"
                                 : "SELECT seq, key, value, by, action, at_ms FROM changes "
@@ -184,6 +216,18 @@ Result<std::vector<LiveChange>> LiveStore::History(std::string_view key, std::si
     st.Bind(1, key);
   }
   st.Bind(2, static_cast<std::int64_t>(limit));
+  return Changes(st);
+}
+
+Result<std::vector<LiveChange>> SqliteLiveStore::Since(std::int64_t seq, std::size_t limit) {
+  Statement st(db_,
+               "SELECT seq, key, value, by, action, at_ms FROM changes WHERE seq > ?1 ORDER BY seq "
+               "LIMIT ?2");
+  st.Bind(1, seq).Bind(2, static_cast<std::int64_t>(limit));
+  return Changes(st);
+}
+
+Result<std::vector<LiveChange>> SqliteLiveStore::Changes(Statement& st) {
   std::vector<LiveChange> out;
   int rc;
   while ((rc = st.Step()) == SQLITE_ROW) {

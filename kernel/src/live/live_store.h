@@ -10,6 +10,8 @@
 //   MOLT_ASSIGN_OR_RETURN(std::size_t expired, store->ExpireIfIdle(now_ms, ttl_ms));
 //   MOLT_ASSIGN_OR_RETURN(LiveChange c, store->Write("shop.price", "12", "ada", now_ms));
 //
+// On a fleet's PostgreSQL (moltd --database) the same tables are shared by every server: a change
+// is announced with NOTIFY molt_live, and each server reads the changes it has not seen (Since).
 // Every call is synchronous and commits before it returns. Only live_values.cc (and the tests)
 // include this header. Thread safety: one thread at a time (the live values' store thread).
 #ifndef MOLT_KERNEL_LIVE_LIVE_STORE_H_
@@ -24,8 +26,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-struct sqlite3;
 
 namespace molt::kernel::live {
 
@@ -51,36 +51,39 @@ class LiveStore {
  public:
   // The newest changes kept in the history; older ones are trimmed as new ones come.
   static constexpr std::size_t kHistoryKept = 10000;
+  // The notification a shared store sends with each change (its seq).
+  static constexpr const char* kChannel = "molt_live";
 
-  // Opens (creating) the file; an error names the file, the cause and the fix.
-  static Result<std::unique_ptr<LiveStore>> Open(const std::string& path);
-  ~LiveStore();
-  LiveStore(const LiveStore&) = delete;
-  LiveStore& operator=(const LiveStore&) = delete;
+  // `where`: a file (SQLite, this server's alone) or a PostgreSQL URL (the fleet's database,
+  // shared by every server of it); created when missing. An error names it, the cause and the
+  // fix.
+  static Result<std::unique_ptr<LiveStore>> Open(const std::string& where);
+  virtual ~LiveStore() = default;
 
   // When no server was online in the `ttl_ms` before `now_ms` (the stamp is older, or none was
   // ever written), drops every override, each recorded as "expired"; returns how many. Then
   // stamps `now_ms`.
-  Result<std::size_t> ExpireIfIdle(std::int64_t now_ms, std::int64_t ttl_ms);
+  virtual Result<std::size_t> ExpireIfIdle(std::int64_t now_ms, std::int64_t ttl_ms) = 0;
   // A server is online at `now_ms` (refreshed while one runs).
-  Status Stamp(std::int64_t now_ms);
-  Result<std::vector<StoredValue>> Overrides() const;
-  // A set (`value`, JSON text) or an unset (nullopt) and its history entry, in one transaction.
-  Result<LiveChange> Write(const std::string& key, const std::optional<std::string>& value,
-                           const std::string& by, std::int64_t at_ms);
+  virtual Status Stamp(std::int64_t now_ms) = 0;
+  virtual Result<std::vector<StoredValue>> Overrides() = 0;
+  // A set (`value`, JSON text) or an unset (nullopt) and its history entry, in one transaction;
+  // the change's seq is newer than every one committed before (on a shared store, in the order
+  // they commit).
+  virtual Result<LiveChange> Write(const std::string& key, const std::optional<std::string>& value,
+                                   const std::string& by, std::int64_t at_ms) = 0;
   // Newest first; `key` "": every key.
-  Result<std::vector<LiveChange>> History(std::string_view key, std::size_t limit) const;
-
- private:
-  LiveStore(std::string path, sqlite3* db);
-  Status Exec(const char* sql) const;
-  Status Failed(const char* what) const;
-  Result<LiveChange> Record(const std::string& key, const std::optional<std::string>& value,
-                            const std::string& by, const char* action, std::int64_t at_ms);
-
-  const std::string path_;
-  sqlite3* db_;
+  virtual Result<std::vector<LiveChange>> History(std::string_view key, std::size_t limit) = 0;
+  // The changes newer than `seq`, oldest first, at most `limit`: what the other servers of a
+  // shared store wrote.
+  virtual Result<std::vector<LiveChange>> Since(std::int64_t seq, std::size_t limit) = 0;
+  // The database the other servers share (kChannel announces their changes); "" when this
+  // server's alone.
+  virtual std::string shared_url() const { return ""; }
 };
+
+// The store on PostgreSQL (pg_live_store.cc).
+Result<std::unique_ptr<LiveStore>> OpenPgLiveStore(const std::string& url);
 
 }  // namespace molt::kernel::live
 

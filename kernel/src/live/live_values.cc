@@ -148,6 +148,7 @@ LiveValues::LiveValues(LiveOptions options, Post post, Changed changed,
       wall_ms_(std::move(wall_ms)) {}
 
 LiveValues::~LiveValues() {
+  listener_.reset();  // no wake after this
   thread_.Stop();
   store_.reset();
 }
@@ -177,9 +178,46 @@ Status LiveValues::Open() {
   store_ = std::move(store).value();
   open_ = Status::Ok();
   stats_.open = true;
+  if (const std::string url = store_->shared_url(); !url.empty()) {
+    Result<std::vector<LiveChange>> newest = store_->History("", 1);
+    seen_seq_ = newest.ok() && !newest->empty() ? newest->front().seq : 0;
+    listener_ = std::make_unique<store::PgListener>(
+        url, "the fleet's live values", LiveStore::kChannel, options_.poll,
+        [this] { thread_.Post([this] { CatchUp(); }); });
+  }
   thread_.Start();
   thread_.At(SerialThread::Clock::now() + options_.stamp_every, [this] { Refresh(); });
   return Status::Ok();
+}
+
+void LiveValues::CatchUp() {
+  for (;;) {
+    Result<std::vector<LiveChange>> got = store_->Since(seen_seq_, 500);
+    if (!got.ok()) {
+      Log().Warn("{} (tried again at the next notification or poll)", got.status().message());
+      return;
+    }
+    if (got->empty()) {
+      return;
+    }
+    seen_seq_ = got->back().seq;
+    std::weak_ptr<LiveValues*> alive = alive_;
+    post_([alive, changes = std::move(got).value()] {
+      if (alive.expired()) {
+        return;
+      }
+      LiveValues& self = **alive.lock();
+      for (const LiveChange& c : changes) {
+        auto o = self.overrides_.find(c.key);
+        const bool known = c.value ? o != self.overrides_.end() && o->second.value == *c.value &&
+                                         o->second.at_ms == c.at_ms
+                                   : o == self.overrides_.end();
+        if (!known) {  // another server's (this server's own were applied as they were made)
+          self.Apply(c, [](Result<SetOutcome>) {});
+        }
+      }
+    });
+  }
 }
 
 void LiveValues::Refresh() {

@@ -36,11 +36,15 @@
 
 #include "kernel/src/core/serial_thread.h"
 #include "kernel/src/live/live_store.h"
+#include "kernel/src/store/pg_listener.h"
 
 namespace molt::kernel::live {
 
 struct LiveOptions {
-  std::string path;                                            // <data>/live.db
+  // <data>/live.db, or the fleet's PostgreSQL (a URL): shared by its servers, each hearing the
+  // others' changes by NOTIFY and every `poll`.
+  std::string path;
+  std::chrono::milliseconds poll = std::chrono::seconds(60);
   std::chrono::milliseconds ttl = std::chrono::hours(24 * 7);  // overrides outlive no server longer
   std::chrono::milliseconds stamp_every = std::chrono::hours(1);
 };
@@ -128,6 +132,9 @@ class LiveValues {
   // What `d` serves given the override of `key` (a read serves d.served, decided once here).
   std::string Served(const std::string& key, const Declaration& d) const;
   void Apply(const LiveChange& change, std::function<void(Result<SetOutcome>)> done);
+  // Reads the changes other servers of a shared store made since the last read (the store's
+  // thread) and applies them on the kernel thread.
+  void CatchUp();
   void Refresh();  // the online stamp, then again in stamp_every
 
   const LiveOptions options_;
@@ -139,7 +146,9 @@ class LiveValues {
   Status open_ = Status::FailedPrecondition("live values are not open yet");
   LiveStats stats_;
   std::unique_ptr<LiveStore> store_;  // used on thread_ only, once Open() returned
+  std::int64_t seen_seq_ = 0;         // the newest change CatchUp read (thread_)
   SerialThread thread_;
+  std::unique_ptr<store::PgListener> listener_;  // a shared store's notifications
   std::shared_ptr<LiveValues*> alive_ = std::make_shared<LiveValues*>(this);
 };
 

@@ -322,8 +322,11 @@ Status Server::Prepare() {
 Status Server::Assemble() {
   AssemblyPaths paths;
   paths.copy_dir = copy_dir_;
+  // Live values: the fleet's, where the profiles are shared (docs/live-values.md).
   paths.live_db = options_.check ? copy_dir_ + "-check-live.db"
-                                 : (fs::path(settings_.data_dir) / "live.db").string();
+                  : store::IsPostgresUrl(settings_.profiles_db)
+                      ? settings_.profiles_db
+                      : (fs::path(settings_.data_dir) / "live.db").string();
   paths.host = store::HostId();
   MOLT_ASSIGN_OR_RETURN(parts_, Assembly::Build(settings_, std::move(config_), std::move(paths)));
   Kernel& kernel = parts_->kernel();

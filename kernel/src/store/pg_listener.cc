@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kernel/src/core/logger.h"
+#include "kernel/src/core/threads.h"
 #include "kernel/src/store/pg_connection.h"
 
 namespace molt::kernel::store {
@@ -22,7 +23,7 @@ PgListener::PgListener(std::string url, std::string what, std::string channel,
       channel_(std::move(channel)),
       poll_(poll),
       wake_(std::move(wake)),
-      thread_([this] { Run(); }) {}
+      thread_(QuietThread([this] { Run(); })) {}
 
 PgListener::~PgListener() { Stop(); }
 

@@ -6,7 +6,8 @@
 // state there (the deploy registry, live values) hears what another server wrote at once, and
 // still converges when a notification was missed: the first wake comes at once, another when a
 // lost connection is made again (with backoff: 1 s doubling, at most `poll`), and one at every
-// poll. A connection that cannot be made is logged once per reason under `what`.
+// poll. A connection that cannot be made is logged once per reason under `what`. The thread takes
+// no process signal (core/threads.h).
 //
 //   PgListener listener(url, "the fleet's registry", "molt_deploys", 60s, [] { Catch(); });
 //   listener.Stop();   // no wake after it returns (also in the destructor)
