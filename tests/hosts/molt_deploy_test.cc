@@ -158,9 +158,10 @@ class MoltDeployTest : public ::testing::Test {
   // (JSON, "" none); serving. Its admin endpoint's URL in *server.
   std::unique_ptr<Process> StartPeer(const std::string& name, const std::string& branch,
                                      const std::string& url, std::string* server,
-                                     const std::string& config = "") {
+                                     const std::string& config = "",
+                                     const std::string& plugins = kPlugins) {
     std::vector<std::string> args = {
-        kMoltd,   "-p",         kPlugins,  "-d",          dir_ + "/" + name,
+        kMoltd,   "-p",         plugins,   "-d",          dir_ + "/" + name,
         "--port", "0",          "--admin", "127.0.0.1:0", "--branch",
         branch,   "--database", url,       "--server-id", name};
     if (!config.empty()) {
@@ -794,6 +795,26 @@ TEST_F(MoltDeployTest, RolloutAndWidenFlagsAreCheckedBeforeAnythingIsSent) {
   EXPECT_NE(out.find("--rollout is 1 to 99"), std::string::npos) << out;
   EXPECT_EQ(Molt({"deploy", "x.molt", "--widen", "50", "--server", "http://127.0.0.1:1"}, &out), 2);
   EXPECT_NE(out.find("--widen names no build and no --rollout"), std::string::npos) << out;
+}
+
+// Messages between servers (docs/fleet.md, "Messages"): a plugin on each of two servers of one
+// fleet database hears the other's, and its own.
+TEST_F(MoltDeployTest, PluginsOnTwoServersHearEachOthersMessages) {
+  molt::test::PostgresServer pg;
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  const std::string url = pg.NewDatabase();
+  const std::string plugins = kFixtures + "/messages/v1";
+  std::string server_a, server_b;
+  auto a = StartPeer("a", "dev", url, &server_a, "", plugins);
+  auto b = StartPeer("b", "dev", url, &server_b, "", plugins);  // its start says hello
+  EXPECT_TRUE(a->WaitFor("heard chat 'hello' from b self=0 replayed=0")) << a->output();
+  EXPECT_TRUE(b->WaitFor("heard chat 'hello' from b self=1 replayed=0")) << b->output();
+  EXPECT_TRUE(a->WaitFor("heard chat 'hello' from a self=1 replayed=0")) << a->output();
+  EXPECT_EQ(b->output().find("from a"), std::string::npos) << "a's hello came before b started";
+  for (Process* p : {a.get(), b.get()}) {
+    p->Signal(SIGTERM);
+    EXPECT_EQ(p->Wait(), 0) << p->output();
+  }
 }
 
 }  // namespace

@@ -129,7 +129,17 @@ MOLT_FROZEN(molt_host_api, job_cancel, 640);
 // ABI 1.7: live values.
 MOLT_FROZEN(molt_host_api, live_declare, 648);
 MOLT_FROZEN(molt_host_api, live_get, 656);
-static_assert(sizeof(molt_host_api) == 664);
+// ABI 1.9: messages between servers.
+MOLT_FROZEN(molt_host_api, message_publish, 664);
+MOLT_FROZEN(molt_host_api, message_subscribe, 672);
+static_assert(sizeof(molt_host_api) == 680);
+MOLT_FROZEN(molt_message_meta, struct_size, 0);
+MOLT_FROZEN(molt_message_meta, flags, 4);
+MOLT_FROZEN(molt_message_meta, server, 8);
+MOLT_FROZEN(molt_message_meta, branch, 16);
+MOLT_FROZEN(molt_message_meta, sent_ms, 24);
+static_assert(sizeof(molt_message_meta) == 32);
+static_assert(MOLT_MESSAGE_SELF == 1u && MOLT_MESSAGE_REPLAYED == 2u);
 
 // ABI 1.6: workers.
 MOLT_FROZEN(molt_bytes_view, data, 0);

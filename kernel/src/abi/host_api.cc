@@ -550,6 +550,7 @@ constexpr char kNoProfiles[] =
 constexpr char kNoAnalytics[] = "this host keeps no analytics (moltd does)";
 constexpr char kNoWorkers[] = "this host runs no worker jobs (moltd does)";
 constexpr char kNoLive[] = "this host keeps no live values (moltd does)";
+constexpr char kNoMessages[] = "this host sends no messages between servers (moltd does)";
 constexpr char kNotClient[] =
     "this host is not a client (intents, requests and replica reads are for controllers)";
 
@@ -605,6 +606,8 @@ molt_host_api MakeTable() {
   SetRefusal<kNoWorkers>(api.job_cancel);
   SetRefusal<kNoLive>(api.live_declare);
   SetRefusal<kNoLive>(api.live_get);
+  SetRefusal<kNoMessages>(api.message_publish);
+  SetRefusal<kNoMessages>(api.message_subscribe);
   SetRefusal<kNoNetwork>(api.channel_declare);
   SetRefusal<kNoNetwork>(api.channel_remove);
   SetRefusal<kNoNetwork>(api.event_send);

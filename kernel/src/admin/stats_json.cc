@@ -140,6 +140,21 @@ boost::json::object WorkersJson(const workers::WorkersStats& s) {
           {"inherited", s.inherited}, {"dropped", s.dropped}};
 }
 
+boost::json::object MessagesJson(const fleet::MessageStats& s) {
+  return {{"shared", s.shared},
+          {"published", s.published},
+          {"sent", s.sent},
+          {"delivered", s.delivered},
+          {"replayed", s.replayed},
+          {"refused_rate", s.refused_rate},
+          {"refused_queue", s.refused_queue},
+          {"dropped_old", s.dropped_old},
+          {"dropped_held", s.dropped_held},
+          {"send_failures", s.send_failures},
+          {"queued", s.queued},
+          {"topics", s.topics}};
+}
+
 boost::json::object LiveJson(const live::LiveStats& s) {
   return {{"open", s.open}, {"declared", s.declared}, {"overrides", s.overrides},
           {"sets", s.sets}, {"refused", s.refused},   {"expired", s.expired}};

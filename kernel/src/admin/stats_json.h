@@ -15,6 +15,7 @@
 #include <boost/json/object.hpp>
 
 #include "kernel/src/analytics/analytics.h"
+#include "kernel/src/fleet/messages.h"
 #include "kernel/src/live/live_values.h"
 #include "kernel/src/net/network.h"
 #include "kernel/src/store/profile_store.h"
@@ -41,6 +42,9 @@ boost::json::object WorkersJson(const workers::WorkersStats& stats);
 
 // The "live" section: live values declared and overridden, sets stored, refused and expired.
 boost::json::object LiveJson(const live::LiveStats& stats);
+
+// The "messages" section (docs/fleet.md, "Messages").
+boost::json::object MessagesJson(const fleet::MessageStats& stats);
 
 }  // namespace molt::kernel::admin
 

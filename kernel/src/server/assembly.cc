@@ -14,6 +14,8 @@
 #include "kernel/src/analytics/analytics_api.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
+#include "kernel/src/fleet/messages.h"
+#include "kernel/src/fleet/messages_api.h"
 #include "kernel/src/live/live_api.h"
 #include "kernel/src/live/live_values.h"
 #include "kernel/src/loader/plugin_host.h"
@@ -88,6 +90,22 @@ Result<std::unique_ptr<Assembly>> Assembly::Build(const Settings& settings, Conf
   live::AttachLive(shared, live);
   kernel.AddStatsSection(
       "live", [&live](boost::json::object& section) { section = admin::LiveJson(live.stats()); });
+  // Messages between servers: through the fleet's database, else this server hears its own
+  // (docs/fleet.md, "Messages").
+  fleet::MessagesOptions message_options;
+  message_options.url = store::IsPostgresUrl(settings.profiles_db) ? settings.profiles_db : "";
+  message_options.server_id = settings.server_id;
+  message_options.branch = settings.branch;
+  a->messages_ = std::make_unique<fleet::Messages>(
+      std::move(message_options),
+      [&kernel](std::function<void()> fn) { kernel.loop().Post(std::move(fn)); },
+      [&network] { return network.sessions().count(); }, [] { return WallMs(); });
+  MOLT_RETURN_IF_ERROR(a->messages_->Open());
+  fleet::Messages& messages = *a->messages_;
+  fleet::AttachMessages(shared, messages);
+  kernel.AddStatsSection("messages", [&messages](boost::json::object& section) {
+    section = admin::MessagesJson(messages.stats());
+  });
   // Worker jobs: a pool of the layer's own (AbiShared's, like every layer).
   a->workers_ = &workers::AttachWorkers(shared, settings.workers);
   kernel.AddStatsSection("workers", [w = a->workers_](boost::json::object& section) {
@@ -96,10 +114,12 @@ Result<std::unique_ptr<Assembly>> Assembly::Build(const Settings& settings, Conf
   return a;
 }
 
+Assembly::Assembly(const Settings& settings) : settings_(settings) {}
+
 Assembly::~Assembly() {
   Release();
   if (kernel_ != nullptr) {  // the sections read parts that go before the kernel
-    for (const char* section : {"net", "analytics", "live", "workers"}) {
+    for (const char* section : {"net", "analytics", "live", "messages", "workers"}) {
       kernel_->RemoveStatsSection(section);
     }
   }
@@ -122,6 +142,7 @@ bool Assembly::Close(const std::string& reason, std::function<void()> over_budge
     return close_->Begin(reason, nullptr);  // refused, with its log line
   }
   plugins_->Close();
+  messages_->StopPublishing();  // what is queued still goes out
   // Worker jobs not ended are cancelled: their handlers hear so while the plugins still run.
   workers_->Close();
   close_ = std::make_unique<ClosePhase>(*kernel_, Seconds(settings_.close_budget),

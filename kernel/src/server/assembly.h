@@ -40,6 +40,9 @@ class Kernel;
 namespace analytics {
 class Analytics;
 }  // namespace analytics
+namespace fleet {
+class Messages;
+}  // namespace fleet
 namespace live {
 class LiveValues;
 }  // namespace live
@@ -85,6 +88,7 @@ class Assembly {
   store::ProfileRegistry& profiles() { return *profiles_; }
   analytics::Analytics& analytics() { return *analytics_; }
   live::LiveValues& live() { return *live_; }
+  fleet::Messages& messages() { return *messages_; }
   loader::PluginHost& plugins() { return *plugins_; }
   workers::Workers& workers() { return *workers_; }
 
@@ -103,7 +107,7 @@ class Assembly {
   void Release();
 
  private:
-  explicit Assembly(const Settings& settings) : settings_(settings) {}
+  explicit Assembly(const Settings& settings);
   void Drain(TimePoint closing, std::function<void()> done);
 
   const Settings settings_;
@@ -113,6 +117,7 @@ class Assembly {
   std::unique_ptr<store::ProfileRegistry> profiles_;
   std::unique_ptr<analytics::Analytics> analytics_;  // destroyed before the kernel: it drains
   std::unique_ptr<live::LiveValues> live_;           // outlives the plugins that declare
+  std::unique_ptr<fleet::Messages> messages_;        // outlives the plugins that subscribe
   std::unique_ptr<loader::PluginHost> plugins_;
   workers::Workers* workers_ = nullptr;  // the plugin host's layer
   std::unique_ptr<ClosePhase> close_;

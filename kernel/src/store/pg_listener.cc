@@ -59,7 +59,7 @@ void PgListener::Run() {
       if (!s.ok()) {
         if (s.message() != last_error) {
           last_error = s.message();
-          kListenLog.Warn("{} is read every {} s only until this works: {}", what_,
+          kListenLog.Warn("{}: read every {} s only until this works: {}", what_,
                           std::chrono::duration_cast<std::chrono::seconds>(poll_).count(),
                           s.message());
         }

@@ -82,7 +82,7 @@ extern "C" {
 /** @brief The ABI major version: a plugin built against another major never loads. */
 #define MOLT_ABI_VERSION_MAJOR 1
 /** @brief The ABI minor version: grows with every append to this header. */
-#define MOLT_ABI_VERSION_MINOR 8
+#define MOLT_ABI_VERSION_MINOR 9
 /** @brief Packs a version as (major << 16) | minor. */
 #define MOLT_ABI_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)))
 #define MOLT_ABI_VERSION_CURRENT MOLT_ABI_VERSION(MOLT_ABI_VERSION_MAJOR, MOLT_ABI_VERSION_MINOR)
@@ -557,6 +557,30 @@ typedef molt_status_t (*molt_live_check_fn)(void* user_data, const char* key,
 typedef void (*molt_self_test_fn)(void* user_data, const char* name, molt_status_t status,
                                   const char* message);
 
+/* --- Messages between servers (ABI 1.9; docs/fleet.md, "Messages") ---------------------------- */
+
+/** @brief A message heard was published by this server (molt_message_meta.flags). */
+#define MOLT_MESSAGE_SELF 1u
+/** @brief A message that came while no instance listened to its topic (a swap ran), held and
+ *  handed to the next generation's first listener of the topic (molt_message_meta.flags). */
+#define MOLT_MESSAGE_REPLAYED 2u
+
+/** @brief Where a message came from. Host-owned, valid during the call. The sender's fields are
+ *  for routing, not proof: any server of the fleet may publish. */
+typedef struct molt_message_meta {
+  uint32_t struct_size; /**< sizeof(molt_message_meta) as the host compiled it */
+  uint32_t flags;       /**< MOLT_MESSAGE_* */
+  const char* server;   /**< the id of the server that published it */
+  const char* branch;   /**< the branch that server runs */
+  int64_t sent_ms;      /**< when it was published (ms since the epoch, by the sender's clock) */
+} molt_message_meta;
+
+/** @brief Hears a message on a topic this instance subscribed to (message_subscribe), on the
+ *  kernel thread: its topic, its bytes (host-owned, valid during the call) and where it came
+ *  from. */
+typedef void (*molt_message_fn)(void* user_data, const char* topic, const void* data, size_t size,
+                                const molt_message_meta* meta);
+
 /* --- The host API ----------------------------------------------------------------------------- */
 
 /** @brief The functions a plugin calls, handed to init() and valid until the instance is unloaded.
@@ -956,6 +980,22 @@ typedef struct molt_host_api {
    *  override, else the default. MOLT_ERR_NOT_FOUND when this instance did not declare it. */
   molt_status_t (*live_get)(molt_context_t* ctx, const char* name, molt_bytes_fn sink,
                             void* sink_user_data);
+
+  /* --- ABI 1.9: messages between servers (docs/fleet.md, "Messages"; MOLT_ERR_UNSUPPORTED where
+   * the host keeps none) --- */
+  /** @brief Publishes `size` bytes (at most 1000) on `topic` (1..64 of [A-Za-z0-9_.:/-], not
+   *  starting with "__") to every server of the fleet, this one included; a server alone hears
+   *  its own. Never blocks: the message is queued and sent off the kernel thread, in order, at
+   *  most once to each subscriber. MOLT_ERR_RATE_LIMITED when this server's rate (150 a minute
+   *  and 60 more per session, bursts of 20) or its queue (100) is spent, or it is closing;
+   *  MOLT_ERR_INVALID_ARGUMENT names a bad topic or size. */
+  molt_status_t (*message_publish)(molt_context_t* ctx, const char* topic, const void* data,
+                                   size_t size);
+  /** @brief `fn(user_data, ...)` hears every message on `topic` (as message_publish spells it)
+   *  from now on, until the instance stops (a swap releases it: the next generation subscribes
+   *  again and is handed what came between). `release` gets `user_data` then. */
+  molt_status_t (*message_subscribe)(molt_context_t* ctx, const char* topic, molt_message_fn fn,
+                                     void* user_data, molt_cleanup_fn release);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it

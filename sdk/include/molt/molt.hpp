@@ -805,6 +805,20 @@ struct JobOptions {
   std::size_t chunk_size = 0;  // ForkJoin: items a worker takes at once; 0: the host picks
 };
 
+// --- Messages between servers (ABI 1.9) ----------------------------------------------------------
+
+// A message a subscriber hears (Host::Subscribe). The views are valid during the handler's call
+// only. Where it came from is for routing, not proof.
+struct Message {
+  std::string_view topic;
+  std::string_view data;
+  std::string_view server;  // the publisher's server id
+  std::string_view branch;  // the branch it runs
+  std::int64_t sent_ms = 0;
+  bool self = false;      // published by this server
+  bool replayed = false;  // held while no instance listened (a swap), handed to this one
+};
+
 class Host {
  public:
   Host() = default;
@@ -999,6 +1013,23 @@ class Host {
     Result<std::string> v = Live(name);
     return v.ok() && (*v == "true" || *v == "false") ? *v == "true" : fallback;
   }
+
+  // --- Messages between servers (ABI 1.9; docs/fleet.md, "Messages") ---
+  // message_publish: `data` (at most 1000 bytes) on `topic` to every server of the fleet, this
+  // one included (not the Bus: that is this server's, Publish). Never blocks; RateLimited when
+  // this server's rate or queue is spent.
+  Status PublishMessage(std::string_view topic, std::string_view data) const {
+    if (!MOLT_API_HAS(api_, message_publish)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host sends no messages between servers (ABI 1.9)");
+    }
+    const std::string t(topic);
+    return Check(api_->message_publish(ctx_, t.c_str(), data.data(), data.size()));
+  }
+  // message_subscribe: `fn(const molt::Message&)` hears every message on `topic` until this
+  // instance stops (a swap's next generation subscribes again and is handed what came between,
+  // `replayed`). A throw is logged.
+  template <class F>
+  Status SubscribeMessages(std::string_view topic, F&& fn) const;
 
   // --- Processes ---
 
@@ -1813,6 +1844,34 @@ Status Host::DeclareLive(std::string_view name, std::string_view default_json, F
     }
     return Check(code);
   }
+}
+
+template <class F>
+Status Host::SubscribeMessages(std::string_view topic, F&& fn) const {
+  if (!MOLT_API_HAS(api_, message_subscribe)) {
+    return Status(MOLT_ERR_UNSUPPORTED, "this host sends no messages between servers (ABI 1.9)");
+  }
+  auto* box = detail::MakeBox(*this, std::forward<F>(fn));
+  using B = std::remove_pointer_t<decltype(box)>;
+  molt_message_fn call = [](void* ud, const char* t, const void* data, std::size_t size,
+                            const molt_message_meta* meta) noexcept {
+    auto* b = static_cast<B*>(ud);
+    const Message m{t,
+                    std::string_view(static_cast<const char*>(data), size),
+                    meta->server,
+                    meta->branch,
+                    meta->sent_ms,
+                    (meta->flags & MOLT_MESSAGE_SELF) != 0,
+                    (meta->flags & MOLT_MESSAGE_REPLAYED) != 0};
+    detail::CallLogged(b->host, "a message handler", [&] { b->fn(m); });
+  };
+  const std::string t(topic);
+  const molt_status_t code =
+      api_->message_subscribe(ctx_, t.c_str(), call, box, &detail::DeleteBox<B>);
+  if (code != MOLT_OK) {
+    delete box;  // refused: the host never took it
+  }
+  return Check(code);
 }
 
 template <class W, class Call>

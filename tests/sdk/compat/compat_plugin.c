@@ -172,6 +172,22 @@ static void on_live_value(void* user_data, const void* data, size_t size) {
 }
 #endif
 
+#if MOLT_ABI_VERSION_MINOR >= 9
+/* A message heard: "message <data>" and " (self)" when this server published it. */
+static void on_message(void* user_data, const char* topic, const void* data, size_t size,
+                       const molt_message_meta* meta) {
+  char line[64];
+  (void)user_data;
+  (void)topic;
+  if (size > 32) {
+    size = 32;
+  }
+  memcpy(line, data, size);
+  strcpy(line + size, (meta->flags & MOLT_MESSAGE_SELF) != 0 ? " (self)" : "");
+  note2("message ", line, strlen(line));
+}
+#endif
+
 #if MOLT_ABI_VERSION_MINOR >= 6
 /* A worker job: the input reversed. */
 static molt_status_t reverse_job(void* user_data, const void* input, size_t size,
@@ -404,6 +420,12 @@ static molt_status_t init(molt_context_t* ctx, const molt_host_api* host, void**
 #if MOLT_ABI_VERSION_MINOR >= 7
   if ((s = api->live_declare(ctx, "level", "3", 1, NULL, NULL, NULL)) != MOLT_OK ||
       (s = api->live_get(ctx, "level", on_live_value, NULL)) != MOLT_OK) {
+    goto fail;
+  }
+#endif
+#if MOLT_ABI_VERSION_MINOR >= 9
+  if ((s = api->message_subscribe(ctx, "compat", on_message, NULL, NULL)) != MOLT_OK ||
+      (s = api->message_publish(ctx, "compat", "c hello", 7)) != MOLT_OK) {
     goto fail;
   }
 #endif

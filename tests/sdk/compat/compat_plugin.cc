@@ -156,6 +156,19 @@ class Plugin : public molt::Service {
     molt::Result<std::string> level = host().Live("level");
     Note(level.ok() ? "live level " + *level : "live failed: " + level.status().message());
 #endif
+#if MOLT_ABI_VERSION_MINOR >= 9
+    if (molt::Status st = host().SubscribeMessages("compat",
+                                                   [this](const molt::Message& m) {
+                                                     Note("message " + std::string(m.data) +
+                                                          (m.self ? " (self)" : ""));
+                                                   });
+        !st.ok()) {
+      return st;
+    }
+    if (molt::Status st = host().PublishMessage("compat", "cpp hello"); !st.ok()) {
+      return st;
+    }
+#endif
     return molt::Status::Ok();
   }
 

@@ -19,6 +19,8 @@
 
 #include "kernel/src/abi/struct_size.h"
 #include "kernel/src/client/connection.h"
+#include "kernel/src/fleet/messages.h"
+#include "kernel/src/fleet/messages_api.h"
 #include "kernel/src/live/live_api.h"
 #include "kernel/src/live/live_values.h"
 #include "kernel/src/loader/plugin_host.h"
@@ -86,6 +88,12 @@ class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<Pl
         [] { return WallMs(); });
     ASSERT_TRUE(live_->Open().ok());
     live::AttachLive(plugins_->shared(), *live_);
+    messages_ = std::make_unique<fleet::Messages>(
+        fleet::MessagesOptions{"", "compat-host", "prod"},
+        [this](std::function<void()> fn) { kernel_->loop().Post(std::move(fn)); },
+        [] { return std::size_t{0}; }, [] { return WallMs(); });
+    ASSERT_TRUE(messages_->Open().ok());
+    fleet::AttachMessages(plugins_->shared(), *messages_);
     const std::string dir = kCompat + "/" + GetParam().abi + "/" + GetParam().lang;
     Status s = plugins_->LoadDirectory(dir);
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -98,6 +106,7 @@ class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<Pl
       (void)kernel_->Shutdown();
     }
     plugins_.reset();
+    messages_.reset();
     live_.reset();
     profiles_.reset();
     store_.reset();
@@ -119,6 +128,7 @@ class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<Pl
   std::unique_ptr<store::SqliteStore> store_;
   std::unique_ptr<store::ProfileRegistry> profiles_;
   std::unique_ptr<live::LiveValues> live_;
+  std::unique_ptr<fleet::Messages> messages_;
   std::unique_ptr<loader::PluginHost> plugins_;
   std::vector<std::string> notes_;
   std::atomic<bool> profile_noted_{false};
@@ -190,6 +200,11 @@ TEST_P(CompatPluginTest, LoadsAndRunsThroughTheSlotsOfItsRelease) {
     if (c.minor >= 7) {  // live values: one declared at init, read back at its default
       EXPECT_TRUE(Noted("live level 3")) << testing::PrintToString(notes_);
     }
+    if (c.minor >= 9) {  // messages: one published at init, heard back (a server alone)
+      EXPECT_TRUE(Noted(std::string("message ") + (std::string(c.lang) == "c" ? "c" : "cpp") +
+                        " hello (self)"))
+          << testing::PrintToString(notes_);
+    }
     if (c.minor >= 4) {  // a profile store: loaded on join, written, saved when the session ended
       EXPECT_TRUE(Noted("profile visits 1")) << testing::PrintToString(notes_);
       ASSERT_TRUE(RunUntil([&] { return profiles_->Find("compat")->stats().saves == 1; }));
@@ -231,6 +246,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PluginCase{"abi-1.6", 6, "c"}, PluginCase{"abi-1.6", 6, "cpp"},
                       PluginCase{"abi-1.7", 7, "c"}, PluginCase{"abi-1.7", 7, "cpp"},
                       PluginCase{"abi-1.8", 8, "c"}, PluginCase{"abi-1.8", 8, "cpp"},
+                      PluginCase{"abi-1.9", 9, "c"}, PluginCase{"abi-1.9", 9, "cpp"},
                       // revision-1 source (the deprecated Host spellings) on the r2 header
                       PluginCase{"abi-1.4-r2", 4, "cpp_rev1"}),
     CaseName);
@@ -278,7 +294,8 @@ TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
   for (const char* release :
        {"client-1", "client-2", "client-3", "client-4", "client-5", "client-5-r2", "client-6",
         "client-7", "client-7+ws", "client-7-r2", "client-7-r2+ws", "client-7-r3", "client-7-r3+ws",
-        "client-7-r4", "client-7-r4+ws", "client-7-r5", "client-7-r5+ws"}) {
+        "client-7-r4", "client-7-r4+ws", "client-7-r5", "client-7-r5+ws", "client-7-r6",
+        "client-7-r6+ws"}) {
     const int api = release[7] - '0';
     const bool websocket = std::string_view(release).ends_with("+ws");
     const std::string_view dir =
