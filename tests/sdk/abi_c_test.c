@@ -23,8 +23,11 @@ C_STATIC_ASSERT(offsetof(molt_host_api, task_start) == 600, host_api_phase_slot_
 C_STATIC_ASSERT(offsetof(molt_host_api, analytics_track) == 608, host_api_last_slot_1_5);
 C_STATIC_ASSERT(offsetof(molt_host_api, job_cancel) == 640, host_api_last_slot_1_6);
 C_STATIC_ASSERT(offsetof(molt_host_api, live_get) == 656, host_api_last_slot_1_7);
-C_STATIC_ASSERT(offsetof(molt_host_api, message_subscribe) == 672, host_api_last_slot_1_9);
-C_STATIC_ASSERT(sizeof(molt_host_api) == 680, host_api_size);
+C_STATIC_ASSERT(offsetof(molt_host_api, message_subscribe) == 672, host_api_messages_slot_1_9);
+C_STATIC_ASSERT(offsetof(molt_host_api, kv_call) == 680, host_api_last_slot_1_9);
+C_STATIC_ASSERT(sizeof(molt_host_api) == 688, host_api_size);
+C_STATIC_ASSERT(sizeof(molt_kv_op) == 80, kv_op_size);
+C_STATIC_ASSERT(sizeof(molt_kv_result) == 56, kv_result_size);
 C_STATIC_ASSERT(sizeof(molt_message_meta) == 32, message_meta_size);
 C_STATIC_ASSERT(sizeof(molt_job_spec) == 64, job_spec_size);
 C_STATIC_ASSERT(sizeof(molt_job_result) == 64, job_result_size);

@@ -132,7 +132,37 @@ MOLT_FROZEN(molt_host_api, live_get, 656);
 // ABI 1.9: messages between servers.
 MOLT_FROZEN(molt_host_api, message_publish, 664);
 MOLT_FROZEN(molt_host_api, message_subscribe, 672);
-static_assert(sizeof(molt_host_api) == 680);
+// ABI 1.9: the key-value store.
+MOLT_FROZEN(molt_host_api, kv_call, 680);
+static_assert(sizeof(molt_host_api) == 688);
+MOLT_FROZEN(molt_kv_op, struct_size, 0);
+MOLT_FROZEN(molt_kv_op, kind, 4);
+MOLT_FROZEN(molt_kv_op, key, 8);
+MOLT_FROZEN(molt_kv_op, value, 16);
+MOLT_FROZEN(molt_kv_op, value_size, 24);
+MOLT_FROZEN(molt_kv_op, expected, 32);
+MOLT_FROZEN(molt_kv_op, expected_size, 40);
+MOLT_FROZEN(molt_kv_op, number, 48);
+MOLT_FROZEN(molt_kv_op, number2, 56);
+MOLT_FROZEN(molt_kv_op, limit, 64);
+MOLT_FROZEN(molt_kv_op, flags, 68);
+MOLT_FROZEN(molt_kv_op, ttl_seconds, 72);
+static_assert(sizeof(molt_kv_op) == 80);
+MOLT_FROZEN(molt_kv_entry, member, 0);
+MOLT_FROZEN(molt_kv_entry, member_size, 8);
+MOLT_FROZEN(molt_kv_entry, score, 16);
+static_assert(sizeof(molt_kv_entry) == 24);
+MOLT_FROZEN(molt_kv_result, struct_size, 0);
+MOLT_FROZEN(molt_kv_result, status, 4);
+MOLT_FROZEN(molt_kv_result, error, 8);
+MOLT_FROZEN(molt_kv_result, value, 16);
+MOLT_FROZEN(molt_kv_result, value_size, 24);
+MOLT_FROZEN(molt_kv_result, number, 32);
+MOLT_FROZEN(molt_kv_result, entries, 40);
+MOLT_FROZEN(molt_kv_result, entry_count, 48);
+static_assert(sizeof(molt_kv_result) == 56);
+static_assert(MOLT_KV_GET == 1 && MOLT_KV_ZRANGE == 8 && MOLT_KV_ABSENT == 1u &&
+              MOLT_KV_DESCENDING == 2u);
 MOLT_FROZEN(molt_message_meta, struct_size, 0);
 MOLT_FROZEN(molt_message_meta, flags, 4);
 MOLT_FROZEN(molt_message_meta, server, 8);

@@ -551,6 +551,7 @@ constexpr char kNoAnalytics[] = "this host keeps no analytics (moltd does)";
 constexpr char kNoWorkers[] = "this host runs no worker jobs (moltd does)";
 constexpr char kNoLive[] = "this host keeps no live values (moltd does)";
 constexpr char kNoMessages[] = "this host sends no messages between servers (moltd does)";
+constexpr char kNoKv[] = "this host keeps no key-value store (moltd does)";
 constexpr char kNotClient[] =
     "this host is not a client (intents, requests and replica reads are for controllers)";
 
@@ -608,6 +609,7 @@ molt_host_api MakeTable() {
   SetRefusal<kNoLive>(api.live_get);
   SetRefusal<kNoMessages>(api.message_publish);
   SetRefusal<kNoMessages>(api.message_subscribe);
+  SetRefusal<kNoKv>(api.kv_call);
   SetRefusal<kNoNetwork>(api.channel_declare);
   SetRefusal<kNoNetwork>(api.channel_remove);
   SetRefusal<kNoNetwork>(api.event_send);

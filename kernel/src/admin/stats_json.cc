@@ -155,6 +155,14 @@ boost::json::object MessagesJson(const fleet::MessageStats& s) {
           {"topics", s.topics}};
 }
 
+boost::json::object KvJson(const fleet::KvStats& s) {
+  return {{"shared", s.shared},
+          {"calls", s.calls},
+          {"failed", s.failed},
+          {"refused", s.refused},
+          {"pending", s.pending}};
+}
+
 boost::json::object LiveJson(const live::LiveStats& s) {
   return {{"open", s.open}, {"declared", s.declared}, {"overrides", s.overrides},
           {"sets", s.sets}, {"refused", s.refused},   {"expired", s.expired}};

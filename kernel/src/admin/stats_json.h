@@ -15,6 +15,7 @@
 #include <boost/json/object.hpp>
 
 #include "kernel/src/analytics/analytics.h"
+#include "kernel/src/fleet/kv_store.h"
 #include "kernel/src/fleet/messages.h"
 #include "kernel/src/live/live_values.h"
 #include "kernel/src/net/network.h"
@@ -45,6 +46,9 @@ boost::json::object LiveJson(const live::LiveStats& stats);
 
 // The "messages" section (docs/fleet.md, "Messages").
 boost::json::object MessagesJson(const fleet::MessageStats& stats);
+
+// The "kv" section (docs/fleet.md, "Key-value store").
+boost::json::object KvJson(const fleet::KvStats& stats);
 
 }  // namespace molt::kernel::admin
 

@@ -14,6 +14,8 @@
 #include "kernel/src/analytics/analytics_api.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
+#include "kernel/src/fleet/kv_api.h"
+#include "kernel/src/fleet/kv_store.h"
 #include "kernel/src/fleet/messages.h"
 #include "kernel/src/fleet/messages_api.h"
 #include "kernel/src/live/live_api.h"
@@ -106,6 +108,16 @@ Result<std::unique_ptr<Assembly>> Assembly::Build(const Settings& settings, Conf
   kernel.AddStatsSection("messages", [&messages](boost::json::object& section) {
     section = admin::MessagesJson(messages.stats());
   });
+  // The key-value store: the fleet's, else in memory (docs/fleet.md, "Key-value store").
+  a->kv_ = std::make_unique<fleet::KvStore>(
+      store::IsPostgresUrl(settings.profiles_db) ? settings.profiles_db : "",
+      [&kernel](std::function<void()> fn) { kernel.loop().Post(std::move(fn)); },
+      [] { return WallMs(); });
+  MOLT_RETURN_IF_ERROR(a->kv_->Open());
+  fleet::KvStore& kv = *a->kv_;
+  fleet::AttachKv(shared, kv);
+  kernel.AddStatsSection(
+      "kv", [&kv](boost::json::object& section) { section = admin::KvJson(kv.stats()); });
   // Worker jobs: a pool of the layer's own (AbiShared's, like every layer).
   a->workers_ = &workers::AttachWorkers(shared, settings.workers);
   kernel.AddStatsSection("workers", [w = a->workers_](boost::json::object& section) {
@@ -119,7 +131,7 @@ Assembly::Assembly(const Settings& settings) : settings_(settings) {}
 Assembly::~Assembly() {
   Release();
   if (kernel_ != nullptr) {  // the sections read parts that go before the kernel
-    for (const char* section : {"net", "analytics", "live", "messages", "workers"}) {
+    for (const char* section : {"net", "analytics", "live", "messages", "kv", "workers"}) {
       kernel_->RemoveStatsSection(section);
     }
   }

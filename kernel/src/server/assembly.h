@@ -41,6 +41,7 @@ namespace analytics {
 class Analytics;
 }  // namespace analytics
 namespace fleet {
+class KvStore;
 class Messages;
 }  // namespace fleet
 namespace live {
@@ -89,6 +90,7 @@ class Assembly {
   analytics::Analytics& analytics() { return *analytics_; }
   live::LiveValues& live() { return *live_; }
   fleet::Messages& messages() { return *messages_; }
+  fleet::KvStore& kv() { return *kv_; }
   loader::PluginHost& plugins() { return *plugins_; }
   workers::Workers& workers() { return *workers_; }
 
@@ -118,6 +120,7 @@ class Assembly {
   std::unique_ptr<analytics::Analytics> analytics_;  // destroyed before the kernel: it drains
   std::unique_ptr<live::LiveValues> live_;           // outlives the plugins that declare
   std::unique_ptr<fleet::Messages> messages_;        // outlives the plugins that subscribe
+  std::unique_ptr<fleet::KvStore> kv_;               // outlives the plugins that call it
   std::unique_ptr<loader::PluginHost> plugins_;
   workers::Workers* workers_ = nullptr;  // the plugin host's layer
   std::unique_ptr<ClosePhase> close_;

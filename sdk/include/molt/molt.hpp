@@ -819,6 +819,24 @@ struct Message {
   bool replayed = false;  // held while no instance listened (a swap), handed to this one
 };
 
+// --- The key-value store (ABI 1.9) -------------------------------------------------------------
+
+// A member of a sorted set, as Host::KvRange reads it.
+struct KvEntry {
+  std::string_view member;
+  double score = 0;
+};
+
+// What a key-value call found (Host::Kv and its helpers). The views are valid during the
+// handler's call only. `status`: ok; NotFound (no value); Rejected (a compare-and-set whose
+// expected value was not there: `value` is the one there, if any); or why the store failed.
+struct KvResult {
+  Status status;
+  std::optional<std::string_view> value;  // get, set, compare-and-set
+  std::int64_t number = 0;                // increment: the sum; delete, unscore: 1 if it was
+  std::vector<KvEntry> entries;           // range
+};
+
 class Host {
  public:
   Host() = default;
@@ -1030,6 +1048,93 @@ class Host {
   // `replayed`). A throw is logged.
   template <class F>
   Status SubscribeMessages(std::string_view topic, F&& fn) const;
+
+  // --- The key-value store (ABI 1.9; docs/fleet.md, "Key-value store") ---
+  // Shared by the plugin's instances on every server of the fleet (a server alone keeps one in
+  // memory); keys are this plugin's own. Each call runs off the kernel thread; `done(const
+  // molt::KvResult&)` hears it there, once (never after the instance stopped). `ttl_seconds` 0
+  // is 300.
+
+  // kv_call with a whole op (molt.h's molt_kv_op).
+  template <class F>
+  Status Kv(const molt_kv_op& op, F&& done) const;
+  // A molt_kv_op of `kind` on `key` (with `value` and `ttl_seconds`): they must outlive the
+  // call to kv_call only.
+  static molt_kv_op KvOp(std::uint32_t kind, const std::string& key, std::string_view value = {},
+                         double ttl_seconds = 0) {
+    molt_kv_op op{};
+    op.struct_size = sizeof(op);
+    op.kind = kind;
+    op.key = key.c_str();
+    op.value = value.data();
+    op.value_size = value.size();
+    op.ttl_seconds = ttl_seconds;
+    return op;
+  }
+  template <class F>
+  Status KvGet(std::string_view key, F&& done) const {
+    const std::string k(key);
+    return Kv(KvOp(MOLT_KV_GET, k), std::forward<F>(done));
+  }
+  template <class F>
+  Status KvSet(std::string_view key, std::string_view value, F&& done,
+               double ttl_seconds = 0) const {
+    const std::string k(key);
+    return Kv(KvOp(MOLT_KV_SET, k, value, ttl_seconds), std::forward<F>(done));
+  }
+  // Sets `value` only while the key holds `expected` (nullopt: while it is absent).
+  template <class F>
+  Status KvCompareAndSet(std::string_view key, std::optional<std::string_view> expected,
+                         std::string_view value, F&& done, double ttl_seconds = 0) const {
+    const std::string k(key);
+    molt_kv_op op = KvOp(MOLT_KV_CAS, k, value, ttl_seconds);
+    if (expected) {
+      op.expected = expected->data();
+      op.expected_size = expected->size();
+    } else {
+      op.flags |= MOLT_KV_ABSENT;
+    }
+    return Kv(op, std::forward<F>(done));
+  }
+  template <class F>
+  Status KvDelete(std::string_view key, F&& done) const {
+    const std::string k(key);
+    return Kv(KvOp(MOLT_KV_DELETE, k), std::forward<F>(done));
+  }
+  template <class F>
+  Status KvIncrement(std::string_view key, std::int64_t by, F&& done,
+                     double ttl_seconds = 0) const {
+    const std::string k(key);
+    molt_kv_op op = KvOp(MOLT_KV_INCREMENT, k, {}, ttl_seconds);
+    op.number = static_cast<double>(by);
+    return Kv(op, std::forward<F>(done));
+  }
+  // The sorted set `key`: `member`'s score (ZADD), its removal, and a range read by score
+  // (-INFINITY to INFINITY: every member).
+  template <class F>
+  Status KvScore(std::string_view key, std::string_view member, double score, F&& done,
+                 double ttl_seconds = 0) const {
+    const std::string k(key);
+    molt_kv_op op = KvOp(MOLT_KV_ZADD, k, member, ttl_seconds);
+    op.number = score;
+    return Kv(op, std::forward<F>(done));
+  }
+  template <class F>
+  Status KvUnscore(std::string_view key, std::string_view member, F&& done) const {
+    const std::string k(key);
+    return Kv(KvOp(MOLT_KV_ZREMOVE, k, member), std::forward<F>(done));
+  }
+  template <class F>
+  Status KvRange(std::string_view key, double lowest, double highest, std::uint32_t limit,
+                 bool descending, F&& done) const {
+    const std::string k(key);
+    molt_kv_op op = KvOp(MOLT_KV_ZRANGE, k);
+    op.number = lowest;
+    op.number2 = highest;
+    op.limit = limit;
+    op.flags = descending ? MOLT_KV_DESCENDING : 0u;
+    return Kv(op, std::forward<F>(done));
+  }
 
   // --- Processes ---
 
@@ -1868,6 +1973,35 @@ Status Host::SubscribeMessages(std::string_view topic, F&& fn) const {
   const std::string t(topic);
   const molt_status_t code =
       api_->message_subscribe(ctx_, t.c_str(), call, box, &detail::DeleteBox<B>);
+  if (code != MOLT_OK) {
+    delete box;  // refused: the host never took it
+  }
+  return Check(code);
+}
+
+template <class F>
+Status Host::Kv(const molt_kv_op& op, F&& done) const {
+  if (!MOLT_API_HAS(api_, kv_call)) {
+    return Status(MOLT_ERR_UNSUPPORTED, "this host keeps no key-value store (ABI 1.9)");
+  }
+  auto* box = detail::MakeBox(*this, std::forward<F>(done));
+  using B = std::remove_pointer_t<decltype(box)>;
+  molt_kv_done_fn call = [](void* ud, const molt_kv_result* r) noexcept {
+    auto* b = static_cast<B*>(ud);
+    KvResult out;
+    out.status = r->status == MOLT_OK ? Status() : Status(r->status, r->error);
+    if (r->value != nullptr) {
+      out.value = std::string_view(static_cast<const char*>(r->value), r->value_size);
+    }
+    out.number = r->number;
+    for (std::size_t i = 0; i < r->entry_count; ++i) {
+      out.entries.push_back({std::string_view(static_cast<const char*>(r->entries[i].member),
+                                              r->entries[i].member_size),
+                             r->entries[i].score});
+    }
+    detail::CallLogged(b->host, "a key-value handler", [&] { b->fn(out); });
+  };
+  const molt_status_t code = api_->kv_call(ctx_, &op, call, box, &detail::DeleteBox<B>);
   if (code != MOLT_OK) {
     delete box;  // refused: the host never took it
   }

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "kernel/src/core/kernel.h"
+#include "kernel/src/fleet/kv_api.h"
+#include "kernel/src/fleet/kv_store.h"
 #include "kernel/src/fleet/messages_api.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "tests/support/postgres.h"
@@ -45,10 +47,15 @@ class MessagesTest : public ::testing::Test {
         o, [this](std::function<void()> fn) { kernel_->loop().Post(std::move(fn)); },
         [] { return std::size_t{0}; }, [] { return WallMs(); });
     ASSERT_TRUE(messages_->Open().ok());
+    kv_ = std::make_unique<KvStore>(
+        "", [this](std::function<void()> fn) { kernel_->loop().Post(std::move(fn)); },
+        [] { return WallMs(); });
+    ASSERT_TRUE(kv_->Open().ok());
     plugins_ = std::make_unique<loader::PluginHost>(*kernel_, dir_ + "/copies");
     plugins_->set_health(3, milliseconds(20));
-    sub_ = kernel_->bus().Subscribe("Msg.*", [this](std::string_view topic, Args a) {
-      if (topic == "Msg.Publish" || topic == "Msg.Errors") {
+    sub_ = kernel_->bus().Subscribe("*", [this](std::string_view topic, Args a) {
+      if (!(topic.starts_with("Msg.") || topic == "Kv.Result") || topic == "Msg.Publish" ||
+          topic == "Msg.Errors") {
         return;  // the tests' own
       }
       std::string line(topic);
@@ -63,12 +70,14 @@ class MessagesTest : public ::testing::Test {
     sub_.Disconnect();
     (void)kernel_->Shutdown();
     plugins_.reset();
+    kv_.reset();
     messages_.reset();
     kernel_.reset();
     fs::remove_all(dir_);
   }
   void BootWith(const std::string& build) {
     AttachMessages(plugins_->shared(), *messages_);
+    AttachKv(plugins_->shared(), *kv_);
     ASSERT_TRUE(plugins_->LoadDirectory(Build(build)).ok());
     ASSERT_TRUE(kernel_->Start().ok());
   }
@@ -96,6 +105,7 @@ class MessagesTest : public ::testing::Test {
   std::string dir_;
   std::unique_ptr<Kernel> kernel_;
   std::unique_ptr<Messages> messages_;
+  std::unique_ptr<KvStore> kv_;
   std::unique_ptr<loader::PluginHost> plugins_;
   Connection sub_;
   std::vector<std::string> events_;
@@ -165,6 +175,29 @@ TEST_F(MessagesTest, AMessageNobodyListensToIsHandedToTheNextGenerationsFirstLis
   EXPECT_EQ(std::count_if(events_.begin(), events_.end(),
                           [](const std::string& e) { return e.starts_with("Msg.Heard v1"); }),
             0);
+}
+
+// The key-value slot (ABI 1.9) through the same plugin: its keys under its own name, the answer
+// on the kernel thread; a bad key refused at once.
+TEST_F(MessagesTest, APluginsKeyValueCallsAreAnsweredUnderItsOwnName) {
+  BootWith("v1");
+  for (const char* want : {"Kv.Result 0 1 ", "Kv.Result 0 2 "}) {
+    events_.clear();
+    const Value args[] = {Value::String("visits")};
+    kernel_->bus().Publish("Kv.Increment", args);
+    EXPECT_TRUE(Saw(want));
+  }
+  std::optional<KvResult> stored;
+  KvOp get;
+  get.key = "fx_messages/visits";
+  ASSERT_TRUE(kv_->Call(get, [&](KvResult r) { stored = std::move(r); }).ok());
+  ASSERT_TRUE(RunUntil([&] { return stored.has_value(); }));
+  EXPECT_EQ(stored->value.value_or(""), "2");
+  events_.clear();
+  const Value bad[] = {Value::String("a\nb")};
+  kernel_->bus().Publish("Kv.Increment", bad);
+  EXPECT_TRUE(Saw("Kv.Result " + std::to_string(MOLT_ERR_INVALID_ARGUMENT) +
+                  " 0 key-value call on \"fx_messages/a\nb\": a key has no control characters"));
 }
 
 TEST_F(MessagesTest, WithoutTheLayerTheSlotsAreRefused) {

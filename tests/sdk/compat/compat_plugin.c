@@ -188,6 +188,16 @@ static void on_message(void* user_data, const char* topic, const void* data, siz
 }
 #endif
 
+#if MOLT_ABI_VERSION_MINOR >= 9
+/* The key-value store's answer to an increment: "kv visits <n>". */
+static void on_kv(void* user_data, const molt_kv_result* r) {
+  char line[32];
+  (void)user_data;
+  snprintf(line, sizeof line, "%ld", (long)r->number);
+  note2(r->status == MOLT_OK ? "kv visits " : "kv failed ", line, strlen(line));
+}
+#endif
+
 #if MOLT_ABI_VERSION_MINOR >= 6
 /* A worker job: the input reversed. */
 static molt_status_t reverse_job(void* user_data, const void* input, size_t size,
@@ -427,6 +437,17 @@ static molt_status_t init(molt_context_t* ctx, const molt_host_api* host, void**
   if ((s = api->message_subscribe(ctx, "compat", on_message, NULL, NULL)) != MOLT_OK ||
       (s = api->message_publish(ctx, "compat", "c hello", 7)) != MOLT_OK) {
     goto fail;
+  }
+  {
+    molt_kv_op op;
+    memset(&op, 0, sizeof op);
+    op.struct_size = sizeof op;
+    op.kind = MOLT_KV_INCREMENT;
+    op.key = "visits";
+    op.number = 1;
+    if ((s = api->kv_call(ctx, &op, on_kv, NULL, NULL)) != MOLT_OK) {
+      goto fail;
+    }
   }
 #endif
   return MOLT_OK;

@@ -168,6 +168,14 @@ class Plugin : public molt::Service {
     if (molt::Status st = host().PublishMessage("compat", "cpp hello"); !st.ok()) {
       return st;
     }
+    if (molt::Status st = host().KvIncrement("visits", 1,
+                                             [this](const molt::KvResult& r) {
+                                               Note((r.status.ok() ? "kv visits " : "kv failed ") +
+                                                    std::to_string(r.number));
+                                             });
+        !st.ok()) {
+      return st;
+    }
 #endif
     return molt::Status::Ok();
   }

@@ -19,6 +19,8 @@
 
 #include "kernel/src/abi/struct_size.h"
 #include "kernel/src/client/connection.h"
+#include "kernel/src/fleet/kv_api.h"
+#include "kernel/src/fleet/kv_store.h"
 #include "kernel/src/fleet/messages.h"
 #include "kernel/src/fleet/messages_api.h"
 #include "kernel/src/live/live_api.h"
@@ -94,6 +96,11 @@ class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<Pl
         [] { return std::size_t{0}; }, [] { return WallMs(); });
     ASSERT_TRUE(messages_->Open().ok());
     fleet::AttachMessages(plugins_->shared(), *messages_);
+    kv_ = std::make_unique<fleet::KvStore>(
+        "", [this](std::function<void()> fn) { kernel_->loop().Post(std::move(fn)); },
+        [] { return WallMs(); });
+    ASSERT_TRUE(kv_->Open().ok());
+    fleet::AttachKv(plugins_->shared(), *kv_);
     const std::string dir = kCompat + "/" + GetParam().abi + "/" + GetParam().lang;
     Status s = plugins_->LoadDirectory(dir);
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -106,6 +113,7 @@ class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<Pl
       (void)kernel_->Shutdown();
     }
     plugins_.reset();
+    kv_.reset();
     messages_.reset();
     live_.reset();
     profiles_.reset();
@@ -129,6 +137,7 @@ class CompatPluginTest : public NetTest, public ::testing::WithParamInterface<Pl
   std::unique_ptr<store::ProfileRegistry> profiles_;
   std::unique_ptr<live::LiveValues> live_;
   std::unique_ptr<fleet::Messages> messages_;
+  std::unique_ptr<fleet::KvStore> kv_;
   std::unique_ptr<loader::PluginHost> plugins_;
   std::vector<std::string> notes_;
   std::atomic<bool> profile_noted_{false};
@@ -204,6 +213,7 @@ TEST_P(CompatPluginTest, LoadsAndRunsThroughTheSlotsOfItsRelease) {
       EXPECT_TRUE(Noted(std::string("message ") + (std::string(c.lang) == "c" ? "c" : "cpp") +
                         " hello (self)"))
           << testing::PrintToString(notes_);
+      EXPECT_TRUE(Noted("kv visits 1")) << testing::PrintToString(notes_);  // and the kv store
     }
     if (c.minor >= 4) {  // a profile store: loaded on join, written, saved when the session ended
       EXPECT_TRUE(Noted("profile visits 1")) << testing::PrintToString(notes_);

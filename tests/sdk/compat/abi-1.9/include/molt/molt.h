@@ -581,6 +581,69 @@ typedef struct molt_message_meta {
 typedef void (*molt_message_fn)(void* user_data, const char* topic, const void* data, size_t size,
                                 const molt_message_meta* meta);
 
+/* --- A key-value store shared by the fleet (ABI 1.9; docs/fleet.md, "Key-value store") -------- */
+
+/** @brief What a kv_call does (molt_kv_op.kind). Keys are the plugin's own: two plugins never see
+ *  each other's; the same plugin on every server of the fleet shares them. */
+#define MOLT_KV_GET 1 /**< the value of `key`; MOLT_ERR_NOT_FOUND when absent or expired */
+#define MOLT_KV_SET 2 /**< `key` = `value`, for `ttl_seconds` */
+#define MOLT_KV_CAS                                                                        \
+  3                      /**< `key` = `value` only while it is `expected` (or absent, with \
+                              MOLT_KV_ABSENT); else MOLT_ERR_REJECTED with the value now */
+#define MOLT_KV_DELETE 4 /**< removes `key` (a value or a sorted set); `number`: 1 if it was */
+#define MOLT_KV_INCREMENT                                                                      \
+  5                       /**< adds `number` to the whole number at `key` (absent: 0); the sum \
+                               in the result's `number` */
+#define MOLT_KV_ZADD 6    /**< sets `value`'s score in the sorted set `key` to `number` */
+#define MOLT_KV_ZREMOVE 7 /**< removes member `value` from the sorted set `key` */
+#define MOLT_KV_ZRANGE                                                 \
+  8 /**< the members of `key` scored `number`..`number2`, lowest first \
+         (MOLT_KV_DESCENDING: highest), at most `limit` (0: 100) */
+
+/** @brief molt_kv_op.flags. */
+#define MOLT_KV_ABSENT 1u     /**< CAS: only while the key is absent */
+#define MOLT_KV_DESCENDING 2u /**< ZRANGE: highest score first */
+
+/** @brief One call of the key-value store. Zero-initialize, then set what the kind reads. Keys
+ *  are 1..256 bytes; a value or a member at most 65536; `ttl_seconds` 0 is 300, at most 30
+ *  days (a sorted set's whole key lives as long as its newest ZADD says). */
+typedef struct molt_kv_op {
+  uint32_t struct_size; /**< sizeof(molt_kv_op) */
+  uint32_t kind;        /**< MOLT_KV_* */
+  const char* key;
+  const void* value; /**< SET, CAS: the new value; ZADD, ZREMOVE: the member */
+  size_t value_size;
+  const void* expected; /**< CAS: the value it must have */
+  size_t expected_size;
+  double number;  /**< INCREMENT: by (a whole number); ZADD: the score; ZRANGE: the lowest score */
+  double number2; /**< ZRANGE: the highest score */
+  uint32_t limit; /**< ZRANGE: at most this many (0: 100, at most 1000) */
+  uint32_t flags; /**< MOLT_KV_ABSENT, MOLT_KV_DESCENDING */
+  double ttl_seconds;
+} molt_kv_op;
+
+/** @brief A member of a sorted set, as ZRANGE reads it. */
+typedef struct molt_kv_entry {
+  const void* member;
+  size_t member_size;
+  double score;
+} molt_kv_entry;
+
+/** @brief What a kv_call found, handed to its done function. Host-owned, valid during the call. */
+typedef struct molt_kv_result {
+  uint32_t struct_size; /**< sizeof(molt_kv_result) as the host compiled it */
+  molt_status_t status; /**< MOLT_OK, or why not (its text in `error`) */
+  const char* error;    /**< "" when status is MOLT_OK */
+  const void* value;    /**< GET, SET, CAS (the value now, also when refused): the value */
+  size_t value_size;
+  int64_t number;               /**< INCREMENT: the sum; DELETE: 1 if it existed */
+  const molt_kv_entry* entries; /**< ZRANGE */
+  size_t entry_count;
+} molt_kv_result;
+
+/** @brief Hears a kv_call's result, once, on the kernel thread. */
+typedef void (*molt_kv_done_fn)(void* user_data, const molt_kv_result* result);
+
 /* --- The host API ----------------------------------------------------------------------------- */
 
 /** @brief The functions a plugin calls, handed to init() and valid until the instance is unloaded.
@@ -996,6 +1059,16 @@ typedef struct molt_host_api {
    *  again and is handed what came between). `release` gets `user_data` then. */
   molt_status_t (*message_subscribe)(molt_context_t* ctx, const char* topic, molt_message_fn fn,
                                      void* user_data, molt_cleanup_fn release);
+
+  /* --- ABI 1.9: the key-value store (docs/fleet.md, "Key-value store"; MOLT_ERR_UNSUPPORTED
+   * where the host keeps none) --- */
+  /** @brief Runs `op` on the store shared by the fleet (a server alone keeps one in memory), off
+   *  the kernel thread; `done(user_data, result)` hears it once on the kernel thread, then
+   *  `release` gets `user_data` (also when the instance stopped first: then `done` is not
+   *  called). Expired keys read as absent. MOLT_ERR_INVALID_ARGUMENT names a bad op at once
+   *  (`done` is not called); MOLT_ERR_RATE_LIMITED when 1000 calls wait already. */
+  molt_status_t (*kv_call)(molt_context_t* ctx, const molt_kv_op* op, molt_kv_done_fn done,
+                           void* user_data, molt_cleanup_fn release);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it
