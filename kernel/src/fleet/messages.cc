@@ -72,7 +72,8 @@ Messages::Messages(MessagesOptions options, Post post, std::function<std::size_t
     : options_(std::move(options)),
       post_(std::move(post)),
       sessions_(std::move(sessions)),
-      wall_ms_(std::move(wall_ms)) {
+      wall_ms_(std::move(wall_ms)),
+      tokens_(options_.burst) {
   stats_.shared = !options_.url.empty();
 }
 
@@ -123,8 +124,9 @@ void Messages::StopPublishing() {
 void Messages::Refill() {
   const SteadyClock::time_point now = SteadyClock::now();
   const double per_second =
-      (kPerMinute + kPerSessionPerMinute * static_cast<double>(sessions_())) / 60.0;
-  tokens_ = std::min(kBurst,
+      (options_.per_minute + options_.per_session_per_minute * static_cast<double>(sessions_())) /
+      60.0;
+  tokens_ = std::min(options_.burst,
                      tokens_ + std::chrono::duration<double>(now - refilled_).count() * per_second);
   refilled_ = now;
 }
@@ -143,8 +145,8 @@ Status Messages::Publish(std::string_view topic, std::string_view data) {
     return Status::RateLimited(fmt::format(
         "this server publishes at most {:.0f} messages a minute now ({} and {} per session, "
         "bursts of {}): try again later",
-        kPerMinute + kPerSessionPerMinute * static_cast<double>(sessions_()), kPerMinute,
-        kPerSessionPerMinute, kBurst));
+        options_.per_minute + options_.per_session_per_minute * static_cast<double>(sessions_()),
+        options_.per_minute, options_.per_session_per_minute, options_.burst));
   }
   {
     std::lock_guard lock(mu_);
@@ -152,10 +154,11 @@ Status Messages::Publish(std::string_view topic, std::string_view data) {
       ++stats_.refused_queue;
       return Status::RateLimited("this server is closing: it publishes no more messages");
     }
-    if (outbox_.size() >= kQueueMax) {
+    if (outbox_.size() >= options_.queue_max) {
       ++stats_.refused_queue;
-      return Status::RateLimited(fmt::format(
-          "{} messages wait to be sent already (the fleet's database is slow or away)", kQueueMax));
+      return Status::RateLimited(
+          fmt::format("{} messages wait to be sent already (the fleet's database is slow or away)",
+                      options_.queue_max));
     }
     outbox_.push_back({Message{std::string(topic), std::string(data), options_.server_id,
                                options_.branch, wall_ms_(), true},
