@@ -265,6 +265,28 @@ TEST_F(DashboardDeployTest, ShowsTheBranchesAndDeploymentsAndRollsBackFromThePag
                           "td.result').textContent")
                 .as_string(),
             "swapped");
+  // The fleet panel: a server alone lists itself, live, and how the head's deploy went on it.
+  EXPECT_EQ(browser.Evaluate("document.getElementById('fleet-line').textContent").as_string(),
+            "a server alone (no fleet database): itself");
+  EXPECT_NE(browser.Evaluate("document.getElementById('fleet-rows').innerText")
+                .as_string()
+                .find("\tdev\t"),
+            std::string::npos)
+      << browser.Evaluate("document.getElementById('fleet-rows').innerText");
+  EXPECT_EQ(browser
+                .Evaluate("document.querySelector('#fleet-rows td.green:nth-child(8)')"
+                          ".textContent")
+                .as_string(),
+            "live");
+  EXPECT_TRUE(
+      browser.WaitUntil("document.getElementById('fleet-deploy').textContent.startsWith("
+                        "'deploy #2 of dev (')"))
+      << browser.Evaluate("document.getElementById('fleet-deploy').textContent");
+  EXPECT_NE(browser.Evaluate("document.getElementById('fleet-deploy').textContent")
+                .as_string()
+                .find(": 1 swapped"),
+            std::string::npos)
+      << browser.Evaluate("document.getElementById('fleet-deploy').textContent");
   const std::string button = "document.querySelector('button[data-rollback=\"dev\"]')";
   browser.Evaluate(button + ".click()");
   EXPECT_EQ(browser.Evaluate(button + ".textContent").as_string(), "Confirm rollback");
