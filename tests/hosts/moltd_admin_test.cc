@@ -144,6 +144,10 @@ TEST_F(MoltdAdminTest, HealthReadinessAndMetricsAnswerWithoutCredentialsAndPassP
       << text;
   // The bundled counter declares counter.multiplier; nobody overrode it.
   EXPECT_NE(text.find("\nmolt_live_values{kind=\"declared\"} 1\n"), std::string::npos) << text;
+  // A server alone: messages loop back, the key-value store is in memory; both are counted.
+  EXPECT_NE(text.find("\nmolt_messages_total{outcome=\"published\"} 0\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nmolt_kv_calls_total{outcome=\"made\"} 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nmolt_live_changes_total{outcome=\"stored\"} 0\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("\nmolt_profile_store_queue_depth "), std::string::npos);

@@ -32,6 +32,11 @@
 #include "kernel/src/core/clock.h"
 #include "kernel/src/fleet/fleet.h"
 
+namespace molt::kernel::fleet {
+class KvStore;
+class Messages;
+}  // namespace molt::kernel::fleet
+
 namespace molt::kernel {
 class Kernel;
 namespace net {
@@ -83,6 +88,10 @@ struct AdminSources {
   // The fleet (/api/v1/servers) and this server's report to it (the kernel thread); null: none.
   fleet::Fleet* fleet = nullptr;
   std::function<fleet::ServerReport()> self_report = nullptr;
+  // Messages between servers and the key-value store (/metrics' molt_messages_*, molt_kv_*);
+  // null: none.
+  const fleet::Messages* messages = nullptr;
+  const fleet::KvStore* kv = nullptr;
 };
 
 class AdminApi {

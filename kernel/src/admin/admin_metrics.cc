@@ -10,6 +10,8 @@
 #include "kernel/src/admin/metrics.h"
 #include "kernel/src/analytics/analytics.h"
 #include "kernel/src/core/kernel.h"
+#include "kernel/src/fleet/kv_store.h"
+#include "kernel/src/fleet/messages.h"
 #include "kernel/src/live/live_values.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/network.h"
@@ -132,6 +134,38 @@ void LiveMetrics(MetricsWriter& w, const live::LiveStats& s) {
   w.Add(Num(s.sets), {{"outcome", "stored"}});
   w.Add(Num(s.refused), {{"outcome", "refused"}});
   w.Add(Num(s.expired), {{"outcome", "expired"}});
+}
+
+void MessagesMetrics(MetricsWriter& w, const fleet::MessageStats& s) {
+  w.Family("molt_messages_total", kCounter,
+           "Messages between servers: published here, sent to the fleet, heard by subscribers "
+           "here (replayed: held across a swap).");
+  w.Add(Num(s.published), {{"outcome", "published"}});
+  w.Add(Num(s.sent), {{"outcome", "sent"}});
+  w.Add(Num(s.delivered), {{"outcome", "delivered"}});
+  w.Add(Num(s.replayed), {{"outcome", "replayed"}});
+  w.Family("molt_messages_dropped_total", kCounter,
+           "Messages refused or dropped, by reason: the rate, the queue, waited too long unsent, "
+           "held with nobody listening.");
+  w.Add(Num(s.refused_rate), {{"reason", "rate"}});
+  w.Add(Num(s.refused_queue), {{"reason", "queue"}});
+  w.Add(Num(s.dropped_old), {{"reason", "old"}});
+  w.Add(Num(s.dropped_held), {{"reason", "held"}});
+  w.Family("molt_messages_send_failures_total", kCounter,
+           "Sends to the fleet's database that failed (tried again).");
+  w.Add(Num(s.send_failures));
+  w.Family("molt_messages_queued", kGauge, "Messages waiting to be sent.");
+  w.Add(Num(s.queued));
+}
+
+void KvMetrics(MetricsWriter& w, const fleet::KvStats& s) {
+  w.Family("molt_kv_calls_total", kCounter,
+           "Key-value calls: made, failed in the store, refused (too many waiting).");
+  w.Add(Num(s.calls), {{"outcome", "made"}});
+  w.Add(Num(s.failed), {{"outcome", "failed"}});
+  w.Add(Num(s.refused), {{"outcome", "refused"}});
+  w.Family("molt_kv_pending", kGauge, "Key-value calls waiting for the store.");
+  w.Add(Num(s.pending));
 }
 
 void NetMetrics(MetricsWriter& w, const net::NetSnapshot& net) {
@@ -316,6 +350,12 @@ std::string AdminApi::Metrics() const {
   }
   if (sources_.live != nullptr) {
     LiveMetrics(w, sources_.live->stats());
+  }
+  if (sources_.messages != nullptr) {
+    MessagesMetrics(w, sources_.messages->stats());
+  }
+  if (sources_.kv != nullptr) {
+    KvMetrics(w, sources_.kv->stats());
   }
   if (const workers::Workers* jobs = sources_.plugins.shared().Layer<workers::Workers>();
       jobs != nullptr) {

@@ -387,7 +387,8 @@ Status Server::Assemble() {
                           },
                           [this](std::string_view reason) { return bundles_->Write(reason); },
                           [this] { return close_requested_.load(); }, nullptr, &parts_->analytics(),
-                          &parts_->live(), fleet_.get(), [this] { return Report(); }},
+                          &parts_->live(), fleet_.get(), [this] { return Report(); },
+                          &parts_->messages(), &parts_->kv()},
       admin_token_);
   return Status::Ok();
 }
