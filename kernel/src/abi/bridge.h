@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "kernel/src/abi/plugin_instance.h"
 #include "kernel/src/abi/worker_thread.h"
@@ -183,6 +184,39 @@ molt_status_t CallPlugin(PluginInstance& p, F&& call) {
     return MOLT_ERR_INTERNAL;
   }
 }
+
+// The `release` callbacks a layer holds for its instances (a live value's check, a message
+// subscription): each runs, with its user_data, when its instance stops (HostLayer::ReleaseOwner).
+class OwnedReleases {
+ public:
+  void Add(PluginInstance* owner, molt_cleanup_fn fn, void* user_data) {
+    if (fn != nullptr) {
+      releases_.push_back({owner, fn, user_data});
+    }
+  }
+  // Runs and forgets every release `owner` handed in.
+  void RunFor(const void* owner) {
+    std::vector<Owned> mine;
+    std::erase_if(releases_, [&](const Owned& r) {
+      if (r.owner != owner) {
+        return false;
+      }
+      mine.push_back(r);
+      return true;
+    });
+    for (const Owned& r : mine) {
+      r.owner->RunRelease(r.fn, r.user_data);
+    }
+  }
+
+ private:
+  struct Owned {
+    PluginInstance* owner;
+    molt_cleanup_fn fn;
+    void* user_data;
+  };
+  std::vector<Owned> releases_;
+};
 
 // Hands `bytes` to `sink`, a plugin's callback (bracketed as CallPlugin does).
 inline void ToSink(PluginInstance& p, molt_bytes_fn sink, void* user_data, std::string_view bytes) {

@@ -20,31 +20,15 @@ using abi::PluginInstance;
 // The instances' subscriptions (in Messages) and their `release` callbacks, run when each stops.
 class MessagesLayer : public HostLayer {
  public:
-  struct OwnedRelease {
-    PluginInstance* owner;
-    molt_cleanup_fn fn;
-    void* user_data;
-  };
-
   explicit MessagesLayer(Messages& messages) : messages(messages) {}
   void ReleaseOwner(const void* owner) override {
     messages.Forget(owner);
-    std::vector<OwnedRelease> mine;
-    std::erase_if(releases, [&](OwnedRelease& r) {
-      if (r.owner != owner) {
-        return false;
-      }
-      mine.push_back(r);
-      return true;
-    });
-    for (const OwnedRelease& r : mine) {
-      r.owner->RunRelease(r.fn, r.user_data);
-    }
+    releases.RunFor(owner);
   }
   void Release(const void*, molt_handle_t, std::uint8_t, std::uint32_t) override {}
 
   Messages& messages;
-  std::vector<OwnedRelease> releases;
+  abi::OwnedReleases releases;
 };
 
 molt_status_t MessagePublish(molt_context_t* ctx, const char* topic, const void* data,
@@ -76,9 +60,7 @@ molt_status_t MessageSubscribe(molt_context_t* ctx, const char* topic, molt_mess
             return MOLT_OK;
           });
         }));
-    if (release != nullptr) {
-      layer.releases.push_back({&p, release, user_data});
-    }
+    layer.releases.Add(&p, release, user_data);
     return Status::Ok();
   });
 }

@@ -20,31 +20,15 @@ using abi::PluginInstance;
 // The instances' `release` callbacks, run when each stops; the declarations are in LiveValues.
 class LiveLayer : public HostLayer {
  public:
-  struct OwnedRelease {
-    PluginInstance* owner;
-    molt_cleanup_fn fn;
-    void* user_data;
-  };
-
   explicit LiveLayer(LiveValues& live) : live(live) {}
   void ReleaseOwner(const void* owner) override {
     live.Forget(owner);
-    std::vector<OwnedRelease> mine;
-    std::erase_if(releases, [&](OwnedRelease& r) {
-      if (r.owner != owner) {
-        return false;
-      }
-      mine.push_back(r);
-      return true;
-    });
-    for (const OwnedRelease& r : mine) {
-      r.owner->RunRelease(r.fn, r.user_data);
-    }
+    releases.RunFor(owner);
   }
   void Release(const void*, molt_handle_t, std::uint8_t, std::uint32_t) override {}
 
   LiveValues& live;
-  std::vector<OwnedRelease> releases;
+  abi::OwnedReleases releases;
 };
 
 // The plugin's check, as LiveValues calls it: fail-closed, its set_error text the reason.
@@ -73,9 +57,7 @@ molt_status_t LiveDeclare(molt_context_t* ctx, const char* name, const char* def
     MOLT_RETURN_IF_ERROR(
         layer.live.Declare(&p, p.name(), name, std::string_view(default_json, default_size),
                            check != nullptr ? PluginCheck(p, check, user_data) : LiveCheck()));
-    if (release != nullptr) {
-      layer.releases.push_back({&p, release, user_data});
-    }
+    layer.releases.Add(&p, release, user_data);
     return Status::Ok();
   });
 }
