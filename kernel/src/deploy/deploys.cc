@@ -61,6 +61,9 @@ struct Deploys::Impl {
   // The fleet's registry (null: this server alone); `fleet_open` once its tables are there.
   std::unique_ptr<FleetRegistry> fleet;
   bool fleet_open = false;
+  static constexpr std::chrono::seconds kFleetRetryGap{5};
+  Status fleet_failure;  // of the last try to open it, at fleet_failed_at
+  Clock::time_point fleet_failed_at{};
   std::string sync_error;         // the last reason the fleet could not be read, logged once
   std::uint64_t skipped_seq = 0;  // this branch's head, when this server is outside its rollout
   TrustedKeys keys;
@@ -252,7 +255,15 @@ Status Deploys::Impl::Fleet() {
   if (fleet_open) {
     return Status::Ok();
   }
-  MOLT_RETURN_IF_ERROR(fleet->Open());
+  // Not asked again for kFleetRetryGap after it did not answer: the dashboard's reads of the
+  // branches would each wait for the connect timeout.
+  const Clock::time_point now = Clock::now();
+  if (!fleet_failure.ok() && now - fleet_failed_at < kFleetRetryGap) {
+    return fleet_failure;
+  }
+  fleet_failure = fleet->Open();
+  fleet_failed_at = now;
+  MOLT_RETURN_IF_ERROR(fleet_failure);
   fleet_open = true;
   Log().Info("the fleet's registry is open ({})", store::PgConnection::Redacted(fleet->url()));
   return Status::Ok();

@@ -173,7 +173,17 @@ Status PgConnection::Connected() {
   if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK) {
     return Status::Ok();
   }
-  return Connect(/*prepare=*/true);
+  // A server that did not answer a moment ago is not asked again at once: each call would wait
+  // for the connect timeout (a server down behind TCP), and callers that run often would queue
+  // behind it.
+  const std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
+  if (!last_failure_.ok() && now - failed_at_ < kReconnectGap) {
+    return last_failure_;
+  }
+  Status s = Connect(/*prepare=*/true);
+  last_failure_ = s;
+  failed_at_ = now;
+  return s;
 }
 
 Status PgConnection::Prepare() {

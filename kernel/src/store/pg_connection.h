@@ -20,6 +20,7 @@
 
 #include <molt/kernel/status.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -100,7 +101,9 @@ class PgConnection {
   // Connects (and prepares the statements when `prepare`): kIoError naming the database when
   // it cannot.
   Status Connect(bool prepare);
-  // The connection, made again (with its statements) when it was lost.
+  // The connection, made again (with its statements) when it was lost; within kReconnectGap of
+  // a failed try, that failure again without a new try.
+  static constexpr std::chrono::milliseconds kReconnectGap{1000};
   Status Connected();
   // Prepares the statements on the connection there is (after Connect(false) and what had to be
   // created before them).
@@ -142,6 +145,8 @@ class PgConnection {
   std::vector<std::pair<std::string, std::string>> statements_;
   pg_conn* conn_ = nullptr;
   bool in_transaction_ = false;
+  Status last_failure_;  // of the last try Connected() made
+  std::chrono::steady_clock::time_point failed_at_{};
 };
 
 }  // namespace molt::kernel::store

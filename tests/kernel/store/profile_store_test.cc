@@ -6,9 +6,13 @@
 // database. What only one engine has (a lost PostgreSQL connection, a role without rights, a
 // corrupt SQLite file) follows the suite.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -16,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernel/src/store/pg_connection.h"
 #include "kernel/src/store/pg_store.h"
 #include "kernel/src/store/sqlite_store.h"
 #include "tests/kernel/store/store_calls.h"
@@ -389,6 +394,49 @@ TEST(PgStoreTest, APasswordNeverReachesALogOrAnError) {
   EXPECT_TRUE(IsPostgresUrl("host=/run/postgresql dbname=molt"));
   EXPECT_FALSE(IsPostgresUrl("/var/lib/molt/profiles.db"));
   EXPECT_FALSE(IsPostgresUrl(":memory:"));
+}
+
+// A server that does not answer is not asked again within PgConnection::kReconnectGap: every
+// call in between gets the same failure at once (a server down behind TCP would hold each for
+// the connect timeout). The "server" is a Unix socket that hangs up on every connection.
+TEST(PgConnectionTest, AFailedConnectIsNotTriedAgainWithinTheGap) {
+  const std::string dir = ::testing::TempDir() + "molt_pg_gap_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/.s.PGSQL.5999";
+  ::unlink(path.c_str());
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 16), 0);
+  std::atomic<int> tries{0};
+  std::atomic<bool> stop{false};
+  std::thread hangs_up([&] {
+    while (!stop) {
+      pollfd p{listener, POLLIN, 0};
+      if (::poll(&p, 1, 50) > 0) {
+        const int fd = ::accept(listener, nullptr, nullptr);
+        ++tries;  // before the hang-up the client sees
+        ::close(fd);
+      }
+    }
+  });
+  PgConnection db("host=" + dir + " port=5999 dbname=none", "the test database");
+  const Status first = db.Connected();
+  EXPECT_EQ(first.code(), Status::Code::kIoError);
+  EXPECT_EQ(tries.load(), 1);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(db.Connected().message(), first.message());
+  }
+  EXPECT_EQ(tries.load(), 1) << "no new try within the gap";
+  std::this_thread::sleep_for(PgConnection::kReconnectGap + std::chrono::milliseconds(100));
+  EXPECT_FALSE(db.Connected().ok());
+  EXPECT_EQ(tries.load(), 2) << "a new try after it";
+  stop = true;
+  hangs_up.join();
+  ::close(listener);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
