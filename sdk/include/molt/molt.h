@@ -1046,12 +1046,12 @@ typedef struct molt_host_api {
 
   /* --- ABI 1.9: messages between servers (docs/fleet.md, "Messages"; MOLT_ERR_UNSUPPORTED where
    * the host keeps none) --- */
-  /** @brief Publishes `size` bytes (at most 1000) on `topic` (1..64 of [A-Za-z0-9_.:/-], not
-   *  starting with "__") to every server of the fleet, this one included; a server alone hears
-   *  its own. Never blocks: the message is queued and sent off the kernel thread, in order, at
-   *  most once to each subscriber. MOLT_ERR_RATE_LIMITED when this server's rate (150 a minute
-   *  and 60 more per session, bursts of 20) or its queue (100) is spent, or it is closing;
-   *  MOLT_ERR_INVALID_ARGUMENT names a bad topic or size. */
+  /** @brief Publishes `size` bytes (at most 1000; `data` may be NULL when `size` is 0) on `topic`
+   *  (1..64 of [A-Za-z0-9_.:/-], not starting with "__") to every server of the fleet, this one
+   *  included; a server alone hears its own. Never blocks: the message is queued and sent off the
+   * kernel thread, in order, at most once to each subscriber. MOLT_ERR_RATE_LIMITED when this
+   * server's rate (150 a minute and 60 more per session, bursts of 20) or its queue (100) is spent,
+   * or it is closing; MOLT_ERR_INVALID_ARGUMENT names a bad topic or size. */
   molt_status_t (*message_publish)(molt_context_t* ctx, const char* topic, const void* data,
                                    size_t size);
   /** @brief `fn(user_data, ...)` hears every message on `topic` (as message_publish spells it)

@@ -127,7 +127,7 @@ TEST_F(MessagesTest, BadTopicsAndSizesAreRefusedByName) {
   BootWith("v1");
   events_.clear();
   kernel_->bus().Publish("Msg.Errors", {});
-  ASSERT_TRUE(RunUntil([&] { return events_.size() >= 4; }));
+  ASSERT_TRUE(RunUntil([&] { return events_.size() >= 5; }));
   const std::string invalid = std::to_string(MOLT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(events_[0], "Msg.Error kernel topic " + invalid +
                             " topic \"__deploy\": topics starting with \"__\" are the kernel's");
@@ -137,6 +137,8 @@ TEST_F(MessagesTest, BadTopicsAndSizesAreRefusedByName) {
                             " a message is at most 1000 bytes; this one on \"chat\" is 1001");
   EXPECT_EQ(events_[3],
             "Msg.Error subscribe " + invalid + " topic \"\": a topic is 1 to 64 characters");
+  EXPECT_EQ(events_[4], "Msg.Error empty 0 ");  // data NULL with size 0 is a message
+  EXPECT_TRUE(Saw("Msg.Heard v1 chat  eu-1 1 0"));
 }
 
 TEST_F(MessagesTest, BurstsPastTheBucketAreRefusedNotQueued) {
