@@ -128,7 +128,7 @@ void Network::Shutdown() {
                  sessions_.count());
   }
   for (Peer* p : peers) {
-    End(*p, ExitReason::kServerShutdown, "the server is shutting down");
+    End(*p, ExitReason::kServerShutdown, shutdown_text_);
   }
   for (SessionId id : std::exchange(detached_, {})) {
     sessions_.End(id, ExitReason::kServerShutdown);
@@ -273,6 +273,33 @@ Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
         ->recipients = sent;
   }
   return Status();
+}
+
+std::size_t Network::Redirect(RedirectTarget target) {
+  StopAccepting();
+  shutdown_text_ =
+      fmt::format("{}: go to server {} at {}", target.reason, target.server, target.address);
+  std::size_t told = 0;
+  for (const bool websocket : {false, true}) {
+    const std::string& address = websocket ? target.websocket_address : target.address;
+    if (address.empty()) {
+      continue;
+    }
+    fb::FlatBufferBuilder b(256);
+    const auto frame = w::FinishFrame(
+        b, w::Body::Redirect,
+        w::CreateRedirectDirect(b, address.c_str(), target.server.c_str(), target.reason.c_str())
+            .Union());
+    Sessions::Hold hold(sessions_);
+    for (SessionId id : sessions_.ActiveIds()) {
+      if (Session* s = sessions_.Get(id);
+          s != nullptr && s->peer_ != nullptr && s->peer_->websocket() == websocket) {
+        SendTo(*s, frame);
+        ++told;
+      }
+    }
+  }
+  return told;
 }
 
 std::size_t Network::AnnounceChannels() {

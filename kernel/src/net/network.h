@@ -263,6 +263,18 @@ class Network {
   // Stops accepting and ends every session with ServerShutdown (a Bye frame, then the close).
   // Runs as the kernel's first shutdown step, while services still work. Idempotent.
   void Shutdown();
+  // The server drains (docs/fleet.md, "Draining a server"): stops accepting and tells every
+  // connected session where to go next, a Redirect frame naming `server` at `address` (a TCP
+  // link) or `websocket_address` (a WebSocket one; "": that server takes none, and those
+  // sessions are told nothing); the Bye that ends them at Shutdown() says so too. Sessions whose
+  // link is lost are not told (they cannot resume here any more). Returns how many were told.
+  struct RedirectTarget {
+    std::string server;
+    std::string address;
+    std::string websocket_address;
+    std::string reason;
+  };
+  std::size_t Redirect(RedirectTarget target);
 
   // --- The transport's side ---
   // A new connection. False: the network is shut down; close it without a word. (Refusals go
@@ -398,7 +410,8 @@ class Network {
   std::uint64_t rejections_ = 0;
   std::string reject_text_;
   bool shut_down_ = false;
-  bool closing_ = false;  // StopAccepting()
+  bool closing_ = false;                                       // StopAccepting()
+  std::string shutdown_text_ = "the server is shutting down";  // the Bye's; Redirect() names where
   bool serving_ = true;
 };
 

@@ -442,6 +442,44 @@ TEST_F(NetTest, AfterStopAcceptingSessionsAreStillServedAndNewHandshakesRefused)
   });
 }
 
+TEST_F(NetTest, ADrainTellsEverySessionWhereToGoAndTheByeSaysItToo) {
+  Listen();
+  Run([&] {
+    TestClient a(port_);
+    TestClient b(port_);
+    ASSERT_EQ(a.Hello("a").type(), w::Body::Welcome);
+    ASSERT_EQ(b.Hello("b").type(), w::Body::Welcome);
+    TestClient late(port_);  // connected, no Hello yet
+    std::atomic<std::size_t> told{99};
+    std::function<void()> redirect = [&] {
+      if (net_->peers() < 3) {  // not accepted yet: the acceptor closing would drop it
+        kernel_->loop().Post(redirect);
+        return;
+      }
+      told = net_->Redirect({"eu-2", "10.0.0.2:7777", "", "the server is draining"});
+    };
+    kernel_->loop().Post(redirect);
+    for (TestClient* c : {&a, &b}) {
+      Frame f = c->NextOf(w::Body::Redirect);
+      ASSERT_EQ(f.type(), w::Body::Redirect);
+      const w::Redirect* r = f.envelope()->body_as_Redirect();
+      EXPECT_EQ(r->address()->str(), "10.0.0.2:7777");  // TCP links: the TCP address
+      EXPECT_EQ(r->server()->str(), "eu-2");
+      EXPECT_EQ(r->reason()->str(), "the server is draining");
+    }
+    EXPECT_EQ(told.load(), 2u);
+    Frame refused = late.Hello("late");
+    ASSERT_EQ(refused.type(), w::Body::Refuse);
+    EXPECT_EQ(refused.envelope()->body_as_Refuse()->reason(), w::RefuseReason::ShuttingDown);
+    kernel_->loop().Post([&] { net_->Shutdown(); });
+    Frame bye = a.NextOf(w::Body::Bye);
+    ASSERT_EQ(bye.type(), w::Body::Bye);
+    EXPECT_EQ(bye.envelope()->body_as_Bye()->reason()->str(), "ServerShutdown");
+    EXPECT_EQ(bye.envelope()->body_as_Bye()->text()->str(),
+              "the server is draining: go to server eu-2 at 10.0.0.2:7777");
+  });
+}
+
 // A connection without a socket: the test hands Network::Receive the bytes a read would.
 class StreamPeer final : public Peer {
  public:
