@@ -247,6 +247,9 @@ void Connection::Closed(const std::string& reason) {
 }
 
 void Connection::Lost(const std::string& reason) {
+  if (redirect_) {
+    return FollowRedirect();
+  }
   const bool had_session = state_ == MOLT_CLIENT_CONNECTED || state_ == MOLT_CLIENT_RECONNECTING;
   if (!reconnect_ || !had_session) {
     return Closed(reason);
@@ -255,6 +258,23 @@ void Connection::Lost(const std::string& reason) {
   std::uniform_real_distribution<double> jitter(0.75, 1.25);
   next_attempt_ = RealNow() + Within(backoff_ * jitter(rng_));
   backoff_ = std::min(backoff_ * 2, reconnect_max_);
+  if (state_ != MOLT_CLIENT_RECONNECTING) {
+    SetState(MOLT_CLIENT_RECONNECTING, reason);
+  }
+}
+
+void Connection::FollowRedirect() {
+  const Redirection to = *std::exchange(redirect_, std::nullopt);
+  DropTransport();
+  host_ = to.host;
+  port_ = to.port;
+  resume_token_.clear();  // sessions do not move between servers: a fresh join there
+  backoff_ = kFirstReconnectDelay;
+  // Spread over the first backoff: not every client of the drained server in the same instant.
+  std::uniform_real_distribution<double> spread(0, kFirstReconnectDelay);
+  next_attempt_ = RealNow() + Within(spread(rng_));
+  const std::string reason = "redirected to server " + to.server + " at " + to.host + ":" +
+                             std::to_string(to.port) + " (" + to.reason + ")";
   if (state_ != MOLT_CLIENT_RECONNECTING) {
     SetState(MOLT_CLIENT_RECONNECTING, reason);
   }
@@ -283,6 +303,7 @@ void Connection::Teardown() {
   queue_.Clear();
   session_ = 0;
   resume_token_.clear();
+  redirect_.reset();
   backoff_ = kFirstReconnectDelay;
   FailPending();
 }

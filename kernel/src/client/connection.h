@@ -47,6 +47,7 @@ struct Welcome;
 struct Replica;
 struct Channels;
 struct ChannelInfo;
+struct Redirect;
 }  // namespace molt::wire
 
 template <>
@@ -176,6 +177,11 @@ class Connection final : public ClientPort {
   void SetChannels(const std::vector<const molt::wire::ChannelInfo*>& infos, bool same_session,
                    TimePoint now);
   void OnReplicaMessage(const molt::wire::Replica& message);
+  // The server drains (wire 2.4): remembers where this session goes next.
+  void OnRedirect(const molt::wire::Redirect& message);
+  // The link ended after a Redirect: joins the server it named afresh (a new session there), as
+  // the same user with the same credentials and join data, whether or not reconnecting is on.
+  void FollowRedirect();
   // Delivers replica updates to the listeners and the controllers' Bus while the link lasts.
   void Deliver(const std::vector<ReplicaStore::Update>& updates);
   // The new session is not the old one: what the old one was sent is gone.
@@ -256,6 +262,13 @@ class Connection final : public ClientPort {
   std::vector<std::uint8_t> credentials_;
   std::vector<std::uint8_t> join_data_;
   std::vector<std::uint8_t> resume_token_;
+  struct Redirection {
+    std::string host;
+    std::uint16_t port = 0;
+    std::string server;
+    std::string reason;
+  };
+  std::optional<Redirection> redirect_;  // followed when this link ends
   // Inbound.
   std::vector<std::uint8_t> in_ = std::vector<std::uint8_t>(16 * 1024);
   std::vector<std::uint8_t> rx_;

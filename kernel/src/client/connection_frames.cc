@@ -2,6 +2,7 @@
 // Connection: what the server sends (connection.h): each frame verified and handled (Welcome,
 // Refuse, Bye, events, responses, pings, Error, a changed channel table, replica messages).
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -58,9 +59,14 @@ void Connection::OnFrame(std::span<const std::uint8_t> frame) {
     }
     case w::Body::Bye: {
       const w::Bye* m = env->body_as_Bye();
+      if (redirect_) {
+        return FollowRedirect();
+      }
       return Closed((m->reason() ? m->reason()->str() : "Bye") + ": " +
                     (m->text() ? m->text()->str() : ""));
     }
+    case w::Body::Redirect:
+      return OnRedirect(*env->body_as_Redirect());
     case w::Body::Event: {
       const w::Event* e = env->body_as_Event();
       const std::span<const std::uint8_t> payload = bytes(e->payload());
@@ -123,6 +129,27 @@ void Connection::OnFrame(std::span<const std::uint8_t> frame) {
     default:
       return;  // a body from a newer server: ignored, so appending one never breaks clients
   }
+}
+
+void Connection::OnRedirect(const w::Redirect& message) {
+  const std::string address = message.address() ? message.address()->str() : "";
+  const std::size_t colon = address.rfind(':');
+  if (!welcomed() || colon == std::string::npos || colon == 0) {
+    return;  // nothing to follow: the Bye ends the session as it would have
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {  // [::1]:7777
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string port_text = address.substr(colon + 1);
+  char* end = nullptr;
+  const unsigned long port = std::strtoul(port_text.c_str(), &end, 10);
+  if (port_text.empty() || *end != '\0' || port == 0 || port > 65535) {
+    return;
+  }
+  redirect_ = Redirection{std::move(host), static_cast<std::uint16_t>(port),
+                          message.server() ? message.server()->str() : "",
+                          message.reason() ? message.reason()->str() : ""};
 }
 
 void Connection::OnWelcome(const w::Welcome& welcome) {

@@ -131,6 +131,8 @@ export class MoltClient {
   private lastWelcome: Welcome | undefined;
   private sessionId: bigint | undefined;
   private resumeToken: Uint8Array | undefined;
+  // Where a draining server said this session goes next: followed when the link ends.
+  private redirect: { url: string; where: string } | undefined;
   private limits: ServerLimits = {
     tickRate: 60,
     bytesPerTick: 8192,
@@ -258,6 +260,7 @@ export class MoltClient {
     this.user = user;
     this.sessionId = undefined;
     this.resumeToken = undefined;
+    this.redirect = undefined;
     this.backoffMs = FIRST_RECONNECT_MS;
     this.queue.clear();
     return new Promise<Welcome>((resolve, reject) => {
@@ -471,7 +474,18 @@ export class MoltClient {
         return this.end('closed', why, new MoltError('refused', why, { reason: m.reason, retryAfterMs: m.retryAfterMs }));
       }
       case 'bye':
+        if (this.redirect !== undefined) return this.follow();
         return this.end('closed', `${m.reason}: ${m.text}`);
+      case 'redirect': {
+        // host:port, or [v6]:port; one that cannot be read is ignored (the Bye then closes).
+        if (this.currentState !== 'connected' || !/^(\[[0-9A-Fa-f:.]+\]|[^:\s/]+):\d{1,5}$/.test(m.address)) return;
+        const scheme = this.url.startsWith('wss:') ? 'wss' : 'ws';
+        this.redirect = {
+          url: `${scheme}://${m.address}/`,
+          where: `redirected to server ${m.server} at ${m.address} (${m.reason})`,
+        };
+        return;
+      }
       case 'event': {
         const name = this.byId.get(m.channel)?.name;
         if (name === undefined) return; // a channel retired meanwhile
@@ -638,6 +652,7 @@ export class MoltClient {
 
   // A link failed under a session: reconnect and resume, unless told not to.
   private lost(why: string): void {
+    if (this.redirect !== undefined) return this.follow();
     if (this.options.reconnect === false || this.sessionId === undefined) return this.end('closed', why);
     this.dropLink();
     this.setState('reconnecting', why);
@@ -649,9 +664,27 @@ export class MoltClient {
     this.backoffMs = Math.min(this.backoffMs * 2, this.options.reconnectMaxMs ?? 8000);
   }
 
+  // The link ended after a Redirect (a draining server): a new session on the server it named, as
+  // the same user with the same credentials, within FIRST_RECONNECT_MS (spread: not every client
+  // of the drained server at once), whether or not reconnecting is on.
+  private follow(): void {
+    const to = this.redirect!;
+    this.redirect = undefined;
+    this.dropLink();
+    this.url = to.url;
+    this.resumeToken = undefined; // sessions do not move between servers
+    this.backoffMs = FIRST_RECONNECT_MS;
+    if (this.currentState !== 'reconnecting') this.setState('reconnecting', to.where);
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = setTimeout(() => {
+      if (this.currentState === 'reconnecting') this.open();
+    }, Math.random() * FIRST_RECONNECT_MS);
+  }
+
   // The end of the client's connection: `idle` (the app's doing) or `closed` (refused, ended by the
   // server, or broken). `error` rejects a connect still waiting (default: `disconnected`, why).
   private end(state: 'idle' | 'closed', why: string, error?: MoltError, code = 1000): void {
+    this.redirect = undefined;
     this.dropLink(code);
     clearTimeout(this.reconnectTimer);
     this.queue.clear();

@@ -74,6 +74,7 @@ export type ServerMessage =
       values: ReplicaReading[];
     }
   | { type: 'channels'; protocolHash: bigint; channels: ChannelInfo[] }
+  | { type: 'redirect'; address: string; server: string; reason: string }
   | { type: 'client-to-server' }
   | { type: 'unknown' };
 
@@ -290,6 +291,10 @@ function decodeEnvelope(frame: Uint8Array): ServerMessage {
         protocolHash: m.protocolHash(),
         channels: channelsOf(len(m.channelsLength(), 'channels'), (i) => m.channels(i)),
       };
+    }
+    case w.Body.Redirect: {
+      const m: w.Redirect = env.body(new w.Redirect());
+      return { type: 'redirect', address: str(m.address()), server: str(m.server()), reason: str(m.reason()) };
     }
     case w.Body.Hello:
     case w.Body.Intent:

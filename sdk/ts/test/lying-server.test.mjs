@@ -124,6 +124,39 @@ test('a server that goes silent is a lost link', async () => {
   await client.disconnect();
 });
 
+test('a Redirect is followed when the link ends: a new session on the server it names, as the same user', async () => {
+  const hellos = []; // what the server redirected to heard
+  const other = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  await new Promise((r) => other.on('listening', r));
+  other.on('connection', (socket) => {
+    socket.once('message', (data) => {
+      const env = w.Envelope.getSizePrefixedRootAsEnvelope(new flatbuffers.ByteBuffer(new Uint8Array(data)));
+      const hello = env.body(new w.Hello());
+      hellos.push({ user: hello.user(), resumed: hello.resumeTokenLength() > 0 });
+      socket.send(welcome());
+    });
+  });
+  const address = `127.0.0.1:${other.address().port}`;
+  let told = false;
+  const { client, states } = await connected({
+    on(socket) {
+      if (told) return;
+      told = true;
+      socket.send(frame((b) => [w.Body.Redirect, w.Redirect.createRedirect(b, b.createString('nowhere'), b.createString('x'), b.createString('a bad address'))]));
+      socket.send(
+        frame((b) => [w.Body.Redirect, w.Redirect.createRedirect(b, b.createString(address), b.createString('eu-2'), b.createString('the server is draining'))]),
+      );
+      socket.send(frame((b) => [w.Body.Bye, w.Bye.createBye(b, b.createString('ServerShutdown'), b.createString('go to eu-2'))]));
+    },
+  });
+  client.request('game.Get').catch(() => {}); // what makes the fake server speak (reconnect is off: followed all the same)
+  await until(() => hellos.length === 1 && client.state === 'connected', 'the client on the other server');
+  assert.deepEqual(hellos, [{ user: 'liar', resumed: false }]);
+  assert.ok(states.includes(`reconnecting: redirected to server eu-2 at ${address} (the server is draining)`), states.join('\n'));
+  await client.disconnect();
+  await new Promise((r) => other.close(r));
+});
+
 test('forged frames decode to a message or a reason, never an exception or a long loop', () => {
   const valid = [welcome(), response(1, 2), frame((b) => [w.Body.Event, w.Event.createEvent(b, 1, w.Event.createPayloadVector(b, [1, 2, 3]))])];
   let seed = 12345;

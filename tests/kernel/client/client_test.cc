@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // libmolt_client (sdk/include/molt/client.h) against a real Network on loopback, in one thread:
 // the test alternates the server's loop and molt_client_step, as an app's frame loop would.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <molt/client.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <string>
@@ -493,6 +497,91 @@ TEST_F(ClientTest, WithoutReconnectALostLinkClosesTheClient) {
   relay.Cut();
   ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CLOSED; }));
   EXPECT_EQ(journal_.states.back(), "closed (the server closed the connection)");
+}
+
+// A bare TCP listener on loopback standing for the server a drain names: it takes one
+// connection and reads the Hello the client sends it.
+class HelloCatcher {
+ public:
+  HelloCatcher() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(fd_, 4), 0);
+    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    port_ = ntohs(a.sin_port);
+  }
+  ~HelloCatcher() {
+    ::close(conn_);
+    ::close(fd_);
+  }
+  std::uint16_t port() const { return port_; }
+  // Accepts and reads without blocking; true once a whole Hello frame arrived.
+  bool Poll() {
+    if (conn_ < 0) {
+      conn_ = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK);
+      return false;
+    }
+    std::uint8_t buf[4096];
+    const ssize_t n = ::read(conn_, buf, sizeof buf);
+    if (n > 0) {
+      in_.insert(in_.end(), buf, buf + n);
+    }
+    return hello() != nullptr;
+  }
+  const molt::wire::Hello* hello() const {
+    if (in_.size() < 4) {
+      return nullptr;
+    }
+    const std::uint32_t size = in_[0] | in_[1] << 8 | in_[2] << 16 | std::uint32_t{in_[3]} << 24;
+    return in_.size() < 4 + size ? nullptr
+                                 : molt::wire::GetSizePrefixedEnvelope(in_.data())->body_as_Hello();
+  }
+
+ private:
+  int fd_ = -1;
+  int conn_ = -1;
+  std::uint16_t port_ = 0;
+  std::vector<std::uint8_t> in_;
+};
+
+TEST_F(ClientTest, ARedirectIsFollowedWhenTheLinkEndsAsANewJoinOfTheSameUser) {
+  Listen();
+  ASSERT_TRUE(Connect("ada"));
+  HelloCatcher next;
+  const std::string address = "127.0.0.1:" + std::to_string(next.port());
+  std::size_t told = 0;
+  // The first names no port the client can read: ignored. The server's loop runs in this thread.
+  told = net_->Redirect({"eu-2", "not an address", "", "first"});
+  told += net_->Redirect({"eu-2", address, "", "the server is draining"});
+  EXPECT_EQ(told, 2u);
+  // Kept, not followed, while the link lasts: the game goes on until the server ends it.
+  Pump([] { return false; }, std::chrono::milliseconds(100));
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_CONNECTED);
+  net_->Shutdown();  // the Bye, once the profiles were saved and released
+  ASSERT_TRUE(Pump([&] { return next.Poll(); })) << ::testing::PrintToString(journal_.states);
+  EXPECT_EQ(journal_.states.back(),
+            "reconnecting (redirected to server eu-2 at " + address + " (the server is draining))");
+  const molt::wire::Hello* hello = next.hello();
+  EXPECT_EQ(hello->user()->str(), "ada");
+  ASSERT_NE(hello->credentials(), nullptr);
+  EXPECT_EQ(std::string(hello->credentials()->begin(), hello->credentials()->end()), "pw");
+  EXPECT_TRUE(hello->resume_token() == nullptr || hello->resume_token()->size() == 0)
+      << "sessions do not move between servers: a new join";
+}
+
+TEST_F(ClientTest, ARedirectWithAnAddressItCannotReadIsIgnoredAndTheByeCloses) {
+  Listen();
+  ASSERT_TRUE(Connect("ada"));
+  net_->Redirect({"eu-2", "eu-2.internal:http", "", "the server is draining"});
+  net_->Shutdown();
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CLOSED; }));
+  EXPECT_EQ(journal_.states.back(),
+            "closed (ServerShutdown: the server is draining: go to server eu-2 at "
+            "eu-2.internal:http)");
 }
 
 // --- Replicas ------------------------------------------------------------------------------------
