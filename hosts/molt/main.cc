@@ -257,6 +257,91 @@ int ServersCommand(int argc, char** argv) {
   }
 }
 
+int DrainCommand(int argc, char** argv) {
+  Session s("drain",
+            "Drains a server (docs/fleet.md, \"Draining a server\"): it takes no new players,\n"
+            "tells every client to go to the live server of its branch with the fewest\n"
+            "sessions (libmolt_client follows by itself, as the same user), saves and\n"
+            "releases every profile so that server loads them at once, and exits once empty\n"
+            "or at the deadline. Asked through any server of the fleet (or the server itself;\n"
+            "SIGUSR1 to moltd does the same with no deadline). Waits until the server is empty\n"
+            "or gone, printing its sessions as they leave.");
+  s.options().add_options()(
+      "deadline", "how long its players may stay (a match ends) before they are moved, seconds",
+      cxxopts::value<double>()->default_value("0"))("no-wait",
+                                                    "return once the server took the request")(
+      "id", "the server id (molt servers lists them)", cxxopts::value<std::string>());
+  s.options().parse_positional({"id"});
+  s.options().positional_help("ID");
+  if (auto done = s.Parse(argc, argv)) {
+    return *done;
+  }
+  if (s.parsed().count("id") == 0) {
+    return Fail(kExitUsage, "which server? molt drain ID (molt servers lists them)");
+  }
+  const std::string id = s.parsed()["id"].as<std::string>();
+  const double deadline = s.parsed()["deadline"].as<double>();
+  if (!(deadline >= 0 && deadline <= 86400)) {
+    return Fail(kExitUsage, "--deadline is 0 to 86400 seconds");
+  }
+  auto r = s.Call("POST", "/api/v1/drain", std::chrono::seconds(30),
+                  json::serialize(json::object{{"server", id}, {"deadline_seconds", deadline}}));
+  if (auto* code = std::get_if<int>(&r)) {
+    return *code;
+  }
+  if (!s.common().json) {
+    std::cout << "server " << id << " is draining" << std::endl;
+  }
+  if (s.parsed().count("no-wait") > 0) {
+    if (s.common().json) {
+      PrintJson(std::get<json::value>(r));
+    }
+    return kExitOk;
+  }
+  // The server's heartbeats (`molt servers`) until it is empty or gone: its close takes at most
+  // the close budgets after the deadline.
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<std::int64_t>(deadline * 1000)) +
+                     std::chrono::minutes(2);
+  std::uint64_t last = ~0ull;
+  for (;;) {
+    Result<HttpAnswer> a = s.client().Call("GET", "/api/v1/servers", std::chrono::seconds(10));
+    json::value row;
+    if (a.ok() && a->status == 200) {
+      boost::system::error_code ec;
+      const json::value body = json::parse(a->body, ec);
+      if (!ec && body.is_object() && body.as_object().contains("servers")) {
+        for (const json::value& x : body.at("servers").as_array()) {
+          if (Text(x, "id") == id) {
+            row = x;
+          }
+        }
+      }
+    }
+    // Asked through itself, the server's admin endpoint goes with it: gone is drained.
+    const bool gone = !a.ok() || row.is_null() || Text(row, "state") == "lost";
+    const std::uint64_t sessions = gone ? 0 : Whole(row, "sessions");
+    if (gone || (sessions == 0 && Text(row, "state") != "live")) {
+      if (s.common().json) {
+        PrintJson(json::object{{"server", id}, {"drained", true}, {"sessions", sessions}});
+      } else {
+        std::cout << "server " << id << " drained: no session left"
+                  << (gone ? " (it closed)" : " (it closes now)") << "\n";
+      }
+      return kExitOk;
+    }
+    if (std::chrono::steady_clock::now() > until) {
+      return Fail(kExitFailed, "server " + id + " still reports " + std::to_string(sessions) +
+                                   " sessions; molt servers shows it, its log says why");
+    }
+    if (sessions != last && !s.common().json) {
+      std::cout << "  " << sessions << " sessions left" << std::endl;
+    }
+    last = sessions;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
 int KickCommand(int argc, char** argv) {
   Session s("kick", "Ends a session: molt kick ID [--reason TEXT].");
   s.options().add_options()("reason", "what the client is told",
@@ -395,6 +480,8 @@ constexpr Verb kVerbs[] = {
     {"servers", "the servers of the fleet: id, build, sessions, health, state [--branch B]",
      ServersCommand},
     {"kick", "end a session: kick ID [--reason TEXT]", KickCommand},
+    {"drain", "move a server's players to the others and close it: drain ID [--deadline S]",
+     DrainCommand},
     {"logs", "the newest log lines [--follow]", LogsCommand},
     {"reload", "swap in the plugin directory again and print the report [--wait S]", ReloadCommand},
     {"bundle", "write a debug bundle on the server", BundleCommand},

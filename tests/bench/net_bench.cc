@@ -660,7 +660,8 @@ void RunAdminScrape(benchmark::State& state, AdminWork work) {
   admin::ErrorWatch errors(bench.kernel());
   admin::AdminApi api(
       {bench.kernel(), net, plugins, **store, logs, diagnostics, errors, [](auto) {},
-       [](std::string_view) -> Result<std::string> { return std::string(); }, [] { return false; }},
+       [](std::string_view) -> Result<std::string> { return std::string(); }, [] { return false; },
+       nullptr},
       "bench-token-0123456789");
   std::size_t bytes = 0;
   for (auto _ : state) {

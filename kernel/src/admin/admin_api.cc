@@ -267,6 +267,14 @@ void AdminApi::Route(const HttpRequest& req, const ProcessFigures& process, Http
     Servers(req, std::move(reply));
     return;
   }
+  if (rest == "drain") {
+    if (req.method != "POST") {
+      method_not_allowed("POST");
+      return;
+    }
+    Drain(req, std::move(reply));
+    return;
+  }
   if (rest == "bundle") {
     if (req.method != "POST") {
       method_not_allowed("POST");
@@ -447,12 +455,69 @@ void AdminApi::Servers(const HttpRequest& req, HttpReply reply) {
                                       {"health", r.health},
                                       {"state", r.state},
                                       {"address", r.address},
+                                      {"websocket_address", r.websocket_address},
                                       {"started_ms", r.started_ms},
                                       {"interval_ms", r.interval_ms},
                                       {"last_seen_ms", r.last_seen_ms}});
         }
         reply(Json(200, json::object{{"servers", std::move(list)}, {"shared", shared}}));
       });
+}
+
+void AdminApi::Drain(const HttpRequest& req, HttpReply reply) {
+  std::error_code ec;
+  const json::value doc =
+      req.body.empty() ? json::value(json::object()) : json::parse(req.body, ec);
+  const json::object* o = !ec ? doc.if_object() : nullptr;
+  const json::value* server = o != nullptr ? o->if_contains("server") : nullptr;
+  const json::value* deadline = o != nullptr ? o->if_contains("deadline_seconds") : nullptr;
+  const double seconds =
+      deadline != nullptr && deadline->is_number() ? deadline->to_number<double>() : 0;
+  if (o == nullptr || (server != nullptr && !server->is_string()) ||
+      (deadline != nullptr && (!deadline->is_number() || !(seconds >= 0 && seconds <= 86400)))) {
+    reply(Error(400,
+                "the body must be a JSON object: {\"server\": \"<id>\" (this server when left "
+                "out), \"deadline_seconds\": <0 to 86400: how long its players may stay; 0: "
+                "they move at once>} (docs/fleet.md)"));
+    return;
+  }
+  const fleet::ServerReport self = sources_.self_report();
+  const std::string id = server != nullptr ? std::string(server->as_string()) : self.id;
+  const json::object answer{{"server", id}, {"state", "draining"}, {"deadline_seconds", seconds}};
+  if (id == self.id) {
+    if (sources_.drain == nullptr || !sources_.drain(seconds, "admin API")) {
+      reply(Error(409, "server " + id + " is already closing"));
+      return;
+    }
+    reply(Json(202, answer));
+    return;
+  }
+  if (sources_.fleet == nullptr || !sources_.fleet->shared()) {
+    reply(Error(404, "no server \"" + id + "\" here: this server (" + self.id +
+                         ") keeps no fleet database, so it drains only itself"));
+    return;
+  }
+  fleet::Fleet* fleet = sources_.fleet;
+  fleet->List("", [fleet, id, seconds, answer, reply = std::move(reply)](
+                      Result<std::vector<fleet::ServerReport>> servers) mutable {
+    if (!servers.ok()) {
+      reply(Error(503, servers.status().message()));
+      return;
+    }
+    auto it = std::find_if(servers->begin(), servers->end(),
+                           [&](const fleet::ServerReport& s) { return s.id == id; });
+    if (it == servers->end()) {
+      reply(Error(404, "no server \"" + id + "\" in the fleet (molt servers lists them)"));
+      return;
+    }
+    if (it->state != "live") {
+      reply(Error(409, "server " + id + " is " + it->state + ": only a live server drains"));
+      return;
+    }
+    fleet->RequestDrain(id, seconds, [answer, reply = std::move(reply)](Status s) mutable {
+      reply(s.ok() ? Json(202, answer) : Error(503, s.message()));
+    });
+  });
 }
 
 HttpResponse AdminApi::SessionsPage(const HttpRequest& req) const {

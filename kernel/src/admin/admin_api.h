@@ -9,7 +9,7 @@
 //   GET  /  (the dashboard)  /healthz  /readyz  /metrics   no credentials
 //   GET  /api/v1/status | diagnostics | errors | sessions | sessions/ID | plugins | channels
 //        /api/v1/hooks | tasks | logs?since=N | wire?since=N | profiles | profiles/STORE/USER
-//   POST /api/v1/sessions/ID/kick  /api/v1/reload  /api/v1/bundle
+//   POST /api/v1/sessions/ID/kick  /api/v1/reload  /api/v1/bundle  /api/v1/drain
 //                                              "Authorization: Bearer <token>"
 //
 // /healthz is the kernel thread's watchdog: it answers once the kernel loop ran its probe, and
@@ -79,6 +79,8 @@ struct AdminSources {
   // Writes a debug bundle (debug_bundle.h) and returns its path.
   std::function<Result<std::string>(std::string_view reason)> write_bundle;
   std::function<bool()> closing;  // true once the close began
+  // Drains this server (docs/fleet.md): false when it is already closing.
+  std::function<bool(double deadline_seconds, const std::string& why)> drain;
   // Builds and deploys (deploy/deploys.h); null: this server takes none (--check).
   deploy::Deploys* deploys = nullptr;
   // The analytics queue (/metrics' molt_analytics_*); null: none.
@@ -128,6 +130,9 @@ class AdminApi {
   bool HandleLive(std::string_view rest, const HttpRequest& request, HttpReply& reply);
   // GET servers: the fleet, answered from the fleet's thread (docs/fleet.md).
   void Servers(const HttpRequest& request, HttpReply reply);
+  // POST drain {"server", "deadline_seconds"}: this server, or another of the fleet through the
+  // fleet's database (docs/fleet.md, "Draining a server").
+  void Drain(const HttpRequest& request, HttpReply reply);
   // On the kernel thread; `process` was read on the HTTP thread for /metrics and status.
   void Route(const HttpRequest& request, const ProcessFigures& process, HttpReply& reply);
   void Ready(HttpReply reply);

@@ -23,6 +23,7 @@
 #include <molt/kernel/status.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,7 @@
 
 namespace molt::kernel::store {
 class PgConnection;
+class PgListener;
 }  // namespace molt::kernel::store
 
 namespace molt::kernel::fleet {
@@ -45,10 +47,11 @@ struct ServerReport {
   std::string build;              // the build id of the generation serving ("": none yet)
   std::uint64_t applied_seq = 0;  // the newest deployment it applied
   std::uint64_t sessions = 0;
-  double tps = 0;              // ticks per second over the last diagnostics window
-  std::string health = "ok";   // "ok", or what is wrong ("starting", "stuck callbacks: 1")
-  std::string state = "live";  // "live", "draining" (closing); "lost" when listed late
-  std::string address;         // where its clients connect (host:port)
+  double tps = 0;                 // ticks per second over the last diagnostics window
+  std::string health = "ok";      // "ok", or what is wrong ("starting", "stuck callbacks: 1")
+  std::string state = "live";     // "live", "draining" (closing); "lost" when listed late
+  std::string address;            // where its clients connect (host:port)
+  std::string websocket_address;  // where its WebSocket clients do ("": it takes none)
   std::int64_t started_ms = 0;
   std::int64_t interval_ms = 0;   // its heartbeat interval
   std::int64_t last_seen_ms = 0;  // its last heartbeat (wall clock)
@@ -69,6 +72,14 @@ class Fleet {
   void Beat(ServerReport report);
   // The fleet, on `branch` ("": every branch), ordered by id; `done` on the fleet's thread.
   void List(std::string branch, Callback<void(Result<std::vector<ServerReport>>)> done);
+  // Asks server `id` to drain (`molt drain ID` through any server; docs/fleet.md): a row in
+  // molt_drains and a NOTIFY molt_drain. That server hears it at once, or at its next poll (a
+  // heartbeat interval). FailedPrecondition without a fleet database.
+  void RequestDrain(std::string id, double deadline_seconds, Callback<void(Status)> done);
+  // Hears the drains asked of this server, `id`: `drain(deadline_seconds)` on the fleet's
+  // thread, once per request. A request older than this call (asked of a process that had this
+  // id before) is dropped with a warning. Nothing without a fleet database.
+  void WatchDrains(std::string id, std::function<void(double deadline_seconds)> drain);
   Duration interval() const { return interval_; }
   bool shared() const { return !url_.empty(); }
 
@@ -81,7 +92,8 @@ class Fleet {
 
   const std::string url_;
   const Duration interval_;
-  std::unique_ptr<store::PgConnection> db_;  // null: no fleet database
+  std::unique_ptr<store::PgConnection> db_;    // null: no fleet database
+  std::unique_ptr<store::PgListener> drains_;  // WatchDrains
   SerialThread thread_;
   std::mutex mu_;
   ServerReport last_;       // this server's newest report; guarded by mu_

@@ -55,6 +55,23 @@ const LogScope kLog("molt");
 // files, and a linker writes one in several steps).
 constexpr Duration kWatchSettle = std::chrono::milliseconds(300);
 
+// Where clients reach a listener bound to `bind` ("ADDRESS" or "ADDRESS:PORT"), for the fleet's
+// heartbeat and the redirects of a drain: a wildcard address is this machine's host name.
+std::string Advertised(std::string bind, std::uint16_t port) {
+  if (const std::size_t colon = bind.rfind(':');
+      colon != std::string::npos && bind.find(':') == colon) {  // ADDRESS:PORT, not IPv6
+    bind.resize(colon);
+  } else if (bind.size() > 2 && bind.front() == '[') {  // [v6]:PORT
+    bind = bind.substr(1, bind.find(']') - 1);
+  }
+  if (bind.empty() || bind == "0.0.0.0" || bind == "::") {
+    char host[256] = {};
+    bind = gethostname(host, sizeof(host) - 1) == 0 ? host : "localhost";
+  }
+  return bind.find(':') != std::string::npos ? fmt::format("[{}]:{}", bind, port)
+                                             : fmt::format("{}:{}", bind, port);
+}
+
 // Every connection is a descriptor: the soft limit (often 1024) goes up to the hard one, and the
 // figure is logged, with a warning when it cannot hold net.max_sessions.
 void RaiseDescriptorLimit(const Settings& settings, const LogScope& log) {
@@ -380,15 +397,17 @@ Status Server::Assemble() {
       [this](std::string_view reason) { return admin_api_->BundleJson(reason); });
   // The admin endpoint: its own thread; its answers are built on this one.
   admin_api_ = std::make_unique<admin::AdminApi>(
-      admin::AdminSources{kernel, parts_->network(), parts_->plugins(), parts_->profile_db(),
-                          *log_ring_, *diagnostics_, *error_watch_,
-                          [this](std::function<void(const loader::SwapReport&)> done) {
-                            Reload("admin API", std::move(done));
-                          },
-                          [this](std::string_view reason) { return bundles_->Write(reason); },
-                          [this] { return close_requested_.load(); }, nullptr, &parts_->analytics(),
-                          &parts_->live(), fleet_.get(), [this] { return Report(); },
-                          &parts_->messages(), &parts_->kv()},
+      admin::AdminSources{
+          kernel, parts_->network(), parts_->plugins(), parts_->profile_db(), *log_ring_,
+          *diagnostics_, *error_watch_,
+          [this](std::function<void(const loader::SwapReport&)> done) {
+            Reload("admin API", std::move(done));
+          },
+          [this](std::string_view reason) { return bundles_->Write(reason); },
+          [this] { return close_requested_.load(); },
+          [this](double deadline, const std::string& why) { return RequestDrain(deadline, why); },
+          nullptr, &parts_->analytics(), &parts_->live(), fleet_.get(), [this] { return Report(); },
+          &parts_->messages(), &parts_->kv()},
       admin_token_);
   return Status::Ok();
 }
@@ -708,6 +727,9 @@ void Server::StartServing(std::size_t at) {
     kernel.scheduler().Every(
         fleet_->interval(), [this] { fleet_->Beat(Report()); }, Priority::kLow,
         TaskOrigin::Named("heartbeat"));
+    // `molt drain` through another server (the fleet's thread).
+    fleet_->WatchDrains(settings_.server_id,
+                        [this](double deadline) { RequestDrain(deadline, "molt drain"); });
   }
   kLog.Info(
       "serving {} plugins from {} as generation {} after {:.0f} ms (data in {}, profiles in {} as "
@@ -774,7 +796,10 @@ fleet::ServerReport Server::Report() const {
              : stuck > 0          ? fmt::format("stuck callbacks: {}", stuck)
                                   : "ok";
   r.state = close_requested_.load() ? "draining" : "live";
-  r.address = fmt::format("{}:{}", settings_.net.bind_address, parts_->network().port());
+  r.address = Advertised(settings_.net.bind_address, parts_->network().port());
+  if (const std::uint16_t ws = parts_->network().websocket_port(); ws != 0) {
+    r.websocket_address = Advertised(settings_.net.websocket, ws);
+  }
   r.started_ms = started_ms_;
   return r;
 }
@@ -794,7 +819,16 @@ void Server::OnSignal(int signo) {
     });
     return;
   }
+  if (signo == SIGUSR1) {  // drain: the clients go to another server of the branch
+    RequestDrain(0, "SIGUSR1");
+    return;
+  }
   std::string reason = signo == SIGTERM ? "SIGTERM" : "SIGINT";
+  if (drain_waiting_.exchange(false)) {  // a drain waits for its deadline: close now
+    kLog.Info("{} during the drain: the server closes now", reason);
+    parts_->kernel().loop().Post([this, reason = std::move(reason)] { Close(reason); });
+    return;
+  }
   if (close_requested_.exchange(true)) {
     kLog.Warn("close ({}) ignored: a close is already running (SIGKILL forces an exit)", reason);
     return;
@@ -805,6 +839,8 @@ void Server::OnSignal(int signo) {
 // The close (Assembly::Close): the services stop, the drain, the sessions end; then the loop
 // stops. A close that overruns its budget exits the process from the watchdog.
 void Server::Close(const std::string& reason) {
+  drain_waiting_ = false;
+  drain_wait_.Cancel();
   if (fleet_ != nullptr && fleet_->shared()) {  // the fleet sees it draining at once
     fleet_->Beat(Report());
   }
@@ -820,9 +856,85 @@ void Server::Close(const std::string& reason) {
       reason, [] { std::_Exit(kExitOk); }, [this] { parts_->kernel().loop().Stop(); });
 }
 
+bool Server::RequestDrain(double deadline_seconds, const std::string& why) {
+  if (close_requested_.exchange(true)) {
+    kLog.Warn("drain ({}) ignored: the server is already closing", why);
+    return false;
+  }
+  parts_->kernel().loop().Post([this, deadline_seconds, why] { Drain(deadline_seconds, why); });
+  return true;
+}
+
+void Server::Drain(double deadline_seconds, const std::string& why) {
+  if (booted_from_.empty() || fleet_ == nullptr) {  // nothing serves yet: nobody to move
+    return Close(why);
+  }
+  parts_->network().StopAccepting();
+  fleet_->Beat(Report());  // the fleet sees it draining at once, and sends nobody here
+  const std::size_t sessions = parts_->network().sessions().count();
+  const Value args[] = {Value::Int(static_cast<std::int64_t>(sessions))};
+  parts_->kernel().bus().Publish("Kernel.SoftShutdown", args);
+  kLog.Info("draining ({}): {} sessions move to another server of branch {}{}", why, sessions,
+            settings_.branch,
+            deadline_seconds > 0 ? fmt::format(", or stay for at most {:g} s", deadline_seconds)
+                                 : std::string());
+  fleet_->List(settings_.branch,
+               [this, deadline_seconds, why](Result<std::vector<fleet::ServerReport>> servers) {
+                 parts_->kernel().loop().Post([this, deadline_seconds, why,
+                                               servers = std::move(servers)]() mutable {
+                   Redirect(std::move(servers), why);
+                   // Empty, or the deadline: the close saves and releases every profile, then the
+                   // Bye.
+                   const TimePoint deadline = RealNow() + Seconds(std::max(deadline_seconds, 0.0));
+                   auto check = [this, deadline, why] {
+                     if (parts_->network().sessions().count() == 0 || RealNow() >= deadline) {
+                       Close(why);
+                       return true;
+                     }
+                     return false;
+                   };
+                   if (check()) {
+                     return;
+                   }
+                   drain_waiting_ = true;
+                   drain_wait_ = parts_->kernel().scheduler().Every(
+                       std::chrono::milliseconds(100), [check] { check(); }, Priority::kKernel,
+                       TaskOrigin::Named("drain"));
+                 });
+               });
+}
+
+void Server::Redirect(Result<std::vector<fleet::ServerReport>> servers, const std::string& why) {
+  const fleet::ServerReport* to = nullptr;
+  if (servers.ok()) {
+    for (const fleet::ServerReport& s : *servers) {
+      if (s.id != settings_.server_id && s.state == "live" && !s.build.empty() &&
+          !s.address.empty() && (to == nullptr || s.sessions < to->sessions)) {
+        to = &s;
+      }
+    }
+  }
+  const std::size_t sessions = parts_->network().sessions().count();
+  if (to == nullptr) {
+    kLog.Warn(
+        "draining ({}): no other live server of branch {} to send the {} sessions to{}; "
+        "they end as at a close (start a server of the branch first to move them)",
+        why, settings_.branch, sessions,
+        servers.ok() ? "" : " (the fleet cannot be read: " + servers.status().message() + ")");
+    return;
+  }
+  const std::size_t told = parts_->network().Redirect(
+      {to->id, to->address, to->websocket_address, "the server is draining"});
+  kLog.Info("draining ({}): {} sessions told to go to server {} at {}", why, told, to->id,
+            to->address);
+}
+
 // The parts that run threads or plugin code stop first: the watcher, the admin endpoint (no
 // request reaches the kernel from here), the kernel's teardown, the plugins' libraries.
 void Server::Release() {
+  if (fleet_ != nullptr && fleet_->shared() && diagnostics_ != nullptr && close_requested_) {
+    fleet_->Beat(Report());  // its last heartbeat: closed, no session left (molt drain waits)
+  }
   watcher_.reset();
   admin_server_.reset();
   registry_opener_.reset();  // no registry arrives from here on

@@ -117,6 +117,14 @@ class Server {
   // --- close ---
   void OnSignal(int signo);               // the watcher's thread
   void Close(const std::string& reason);  // the kernel thread
+  // The drain (docs/fleet.md, "Draining a server"), from any thread: false (logged) when a close
+  // already runs. `deadline_seconds`: how long sessions may stay before the close ends them.
+  bool RequestDrain(double deadline_seconds, const std::string& why);
+  // The kernel thread: no new clients, Kernel.SoftShutdown(sessions), every session told where
+  // to go (the live server of this branch with the fewest sessions), then the close once the
+  // server is empty or at the deadline.
+  void Drain(double deadline_seconds, const std::string& why);
+  void Redirect(Result<std::vector<fleet::ServerReport>> servers, const std::string& why);
   void Release();
 
   const ServerOptions options_;
@@ -162,6 +170,8 @@ class Server {
   std::unique_ptr<DirWatcher> watcher_;  // stopped before the plugins unload
   TaskHandle debounce_;                  // --watch: the reload waits for the changes to settle
   std::atomic<bool> close_requested_{false};
+  std::atomic<bool> drain_waiting_{false};  // a drain waits for its deadline: a signal cuts it
+  TaskHandle drain_wait_;
 };
 
 }  // namespace molt::kernel

@@ -12,6 +12,7 @@ SignalWatcher::SignalWatcher(std::function<void(int)> on_signal)
   sigaddset(&watched_, SIGINT);
   sigaddset(&watched_, SIGTERM);
   sigaddset(&watched_, SIGHUP);
+  sigaddset(&watched_, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &watched_, &previous_);
   thread_ = std::thread([this] {
     for (;;) {
@@ -36,7 +37,7 @@ SignalWatcher::~SignalWatcher() {
   sigpending(&pending);
   const timespec zero{0, 0};
   while (sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM) ||
-         sigismember(&pending, SIGHUP)) {
+         sigismember(&pending, SIGHUP) || sigismember(&pending, SIGUSR1)) {
     sigtimedwait(&watched_, nullptr, &zero);
     sigpending(&pending);
   }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // File: kernel/src/server/signal_watcher.h
 //
-// SignalWatcher: receives SIGINT, SIGTERM and SIGHUP on a thread of its own, so they never
+// SignalWatcher: receives SIGINT, SIGTERM, SIGHUP and SIGUSR1 on a thread of its own, so they never
 // interrupt the kernel thread (a plugin's sleep or read in the middle of stop() is not cut short by
 // EINTR). The constructor blocks them in the calling thread, and so in every thread created after
 // it; a dedicated thread waits for them with sigwait and calls `on_signal(signo)` there. The

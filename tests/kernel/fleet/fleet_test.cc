@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -130,6 +131,75 @@ TEST(FleetTest, TablesOfANewerReleaseAreRefusedByName) {
   EXPECT_NE(s.message().find("have layout 99, newer than this build's (1): run the Molt release"),
             std::string::npos)
       << s.message();
+}
+
+TEST(FleetTest, ADrainAskedThroughTheFleetIsHeardOnceByItsServer) {
+  ASSERT_TRUE(Postgres().ok()) << Postgres().error();
+  const std::string url = Postgres().NewDatabase();
+  const std::string db = url.substr(url.rfind("dbname=") + 7);
+  Fleet a(url, milliseconds(100));
+  Fleet b(url, milliseconds(100));
+  ASSERT_TRUE(a.Open().ok());
+  ASSERT_TRUE(b.Open().ok());
+  auto ask = [&](const std::string& id, double deadline) {
+    std::promise<Status> p;
+    b.RequestDrain(id, deadline, [&p](Status s) { p.set_value(s); });
+    return p.get_future().get();
+  };
+  // Asked while no process with that id listened (it was down): dropped when it starts, never
+  // run later by surprise.
+  ASSERT_TRUE(ask("eu-1", 5).ok());
+  std::this_thread::sleep_for(milliseconds(5));
+  std::mutex mu;
+  std::vector<double> heard;
+  a.WatchDrains("eu-1", [&](double deadline) {
+    std::lock_guard lock(mu);
+    heard.push_back(deadline);
+  });
+  auto heard_now = [&] {
+    std::lock_guard lock(mu);
+    return heard;
+  };
+  std::this_thread::sleep_for(milliseconds(400));  // four polls
+  EXPECT_TRUE(heard_now().empty());
+  EXPECT_EQ(Postgres().Psql("SELECT count(*) FROM molt_drains", db), "0\n") << "taken and dropped";
+  // Asked now: heard once, with its deadline; a drain of another server is not this one's.
+  ASSERT_TRUE(ask("eu-2", 1).ok());
+  ASSERT_TRUE(ask("eu-1", 30).ok());
+  for (int i = 0; i < 100 && heard_now().empty(); ++i) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  std::this_thread::sleep_for(milliseconds(300));  // more polls and wakes: still once
+  EXPECT_EQ(heard_now(), std::vector<double>{30});
+  // A row written without NOTIFY (by hand) is found by the next poll.
+  Postgres().Psql(
+      "INSERT INTO molt_drains VALUES ('eu-1', 0, (extract(epoch FROM now()) * 1000)::bigint)", db);
+  for (int i = 0; i < 100 && heard_now().size() < 2; ++i) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(heard_now(), (std::vector<double>{30, 0}));
+  // The heartbeat carries the WebSocket address.
+  ServerReport r = Report("eu-1", "prod", 1);
+  r.websocket_address = "127.0.0.1:7780";
+  a.Beat(r);
+  std::vector<ServerReport> list;
+  for (int i = 0; i < 100 && list.empty(); ++i) {
+    list = ListNow(b, "prod");
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].websocket_address, "127.0.0.1:7780");
+}
+
+TEST(FleetTest, AServerAloneCannotAskAnotherToDrain) {
+  Fleet alone("", std::chrono::seconds(2));
+  ASSERT_TRUE(alone.Open().ok());
+  std::promise<Status> p;
+  alone.RequestDrain("eu-2", 0, [&p](Status s) { p.set_value(s); });
+  const Status s = p.get_future().get();
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(s.message(),
+            "this server keeps no fleet database: only it can drain (molt drain with its own id)");
 }
 
 TEST(FleetTest, AFleetDatabaseThatCannotBeReachedIsNamed) {
