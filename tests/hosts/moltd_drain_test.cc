@@ -347,6 +347,10 @@ TEST_F(MoltdDrainTest, ADrainWaitsForItsDeadlineUnlessASignalSaysCloseNow) {
                              std::chrono::milliseconds(300)));
   EXPECT_EQ(Molt({"drain", "a"}, a, &out), 1) << out;
   EXPECT_NE(out.find("moltd answered 409: server a is already closing"), std::string::npos) << out;
+  AppPlayer ann(a.port, "ann");  // a new player is refused
+  EXPECT_TRUE(ann.StepUntil([&] { return ann.state() == MOLT_CLIENT_CLOSED; }));
+  EXPECT_TRUE(ann.Saw("ShuttingDown: the server is draining"))
+      << ::testing::PrintToString(ann.reasons());
   a.process->Signal(SIGTERM);
   EXPECT_EQ(a.process->Wait(), 0) << a.process->output();
   EXPECT_NE(a.process->output().find("SIGTERM during the drain: the server closes now"),

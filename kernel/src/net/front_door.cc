@@ -282,6 +282,10 @@ void Network::OnHello(Peer& peer, const void* raw) {
   }
   const auto token = w::BytesOf(hello->resume_token());
   Session* resume = Resumable(token, user);
+  if (resume == nullptr && draining_) {  // only the sessions here may come back
+    return refuse(w::RefuseReason::ShuttingDown,
+                  redirect_ ? shutdown_text_ : std::string("the server is draining"));
+  }
   if (resume == nullptr && sessions_.count() >= options_.max_sessions) {
     return refuse(w::RefuseReason::ServerFull,
                   fmt::format("the server is full ({} sessions)", options_.max_sessions), 5);
@@ -372,6 +376,9 @@ void Network::OnHello(Peer& peer, const void* raw) {
     replicas_.Resumed(s.id());
     Value args[] = {Value::Handle(s.id())};
     kernel_.bus().Publish(resumed_topic_, args);
+    if (redirect_ && s.peer_ == &peer) {  // resumed during a drain: where to go next
+      SendRedirect(s);
+    }
     return;
   }
   sessions_.Announce(s);

@@ -275,31 +275,44 @@ Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
   return Status();
 }
 
+void Network::Drain() {
+  if (draining_ || closing_ || shut_down_) {
+    return;
+  }
+  draining_ = true;
+  kNetLog.Info(
+      "draining: new players are refused; the {} sessions here stay, and a lost link "
+      "may still resume its session until the close",
+      sessions_.count());
+}
+
 std::size_t Network::Redirect(RedirectTarget target) {
-  StopAccepting();
+  Drain();
   shutdown_text_ =
       fmt::format("{}: go to server {} at {}", target.reason, target.server, target.address);
+  redirect_ = std::move(target);
+  Sessions::Hold hold(sessions_);
   std::size_t told = 0;
-  for (const bool websocket : {false, true}) {
-    const std::string& address = websocket ? target.websocket_address : target.address;
-    if (address.empty()) {
-      continue;
-    }
-    fb::FlatBufferBuilder b(256);
-    const auto frame = w::FinishFrame(
-        b, w::Body::Redirect,
-        w::CreateRedirectDirect(b, address.c_str(), target.server.c_str(), target.reason.c_str())
-            .Union());
-    Sessions::Hold hold(sessions_);
-    for (SessionId id : sessions_.ActiveIds()) {
-      if (Session* s = sessions_.Get(id);
-          s != nullptr && s->peer_ != nullptr && s->peer_->websocket() == websocket) {
-        SendTo(*s, frame);
-        ++told;
-      }
+  for (SessionId id : sessions_.ActiveIds()) {
+    if (Session* s = sessions_.Get(id); s != nullptr && s->peer_ != nullptr && SendRedirect(*s)) {
+      ++told;
     }
   }
   return told;
+}
+
+bool Network::SendRedirect(Session& s) {
+  const std::string& address =
+      s.peer_->websocket() ? redirect_->websocket_address : redirect_->address;
+  if (address.empty()) {
+    return false;
+  }
+  fb::FlatBufferBuilder b(256);
+  SendTo(s, w::FinishFrame(b, w::Body::Redirect,
+                           w::CreateRedirectDirect(b, address.c_str(), redirect_->server.c_str(),
+                                                   redirect_->reason.c_str())
+                               .Union()));
+  return true;
 }
 
 std::size_t Network::AnnounceChannels() {

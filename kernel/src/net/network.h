@@ -64,6 +64,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -263,11 +264,15 @@ class Network {
   // Stops accepting and ends every session with ServerShutdown (a Bye frame, then the close).
   // Runs as the kernel's first shutdown step, while services still work. Idempotent.
   void Shutdown();
-  // The server drains (docs/fleet.md, "Draining a server"): stops accepting and tells every
-  // connected session where to go next, a Redirect frame naming `server` at `address` (a TCP
-  // link) or `websocket_address` (a WebSocket one; "": that server takes none, and those
-  // sessions are told nothing); the Bye that ends them at Shutdown() says so too. Sessions whose
-  // link is lost are not told (they cannot resume here any more). Returns how many were told.
+  // The server drains (docs/fleet.md, "Draining a server"): from here a Hello that resumes no
+  // session of this server is refused (ShuttingDown), while a client whose link was lost may
+  // still resume its session until the close (StopAccepting). Idempotent.
+  void Drain();
+  // Drain(), and every connected session is told where to go next: a Redirect frame naming
+  // `server` at `address` (a TCP link) or `websocket_address` (a WebSocket one; "": that server
+  // takes none, and those sessions are told nothing). A session resumed later is told after its
+  // Welcome; a refused Hello and the Bye that ends the sessions at Shutdown() say it in their
+  // text. Returns how many were told.
   struct RedirectTarget {
     std::string server;
     std::string address;
@@ -369,6 +374,8 @@ class Network {
   void Unlink(Peer& peer, ExitReason reason, bool resumable);
   // Queues `frame` for `s`: to its peer, or to its outbox while the link is lost.
   void SendTo(Session& s, std::span<const std::uint8_t> frame);
+  // Sends redirect_ to `s` at the address for its link's transport; false when there is none.
+  bool SendRedirect(Session& s);
   void SendFrame(Peer& peer, std::span<const std::uint8_t> frame);
   void Housekeep();
   void ArmHousekeeping();
@@ -411,6 +418,8 @@ class Network {
   std::string reject_text_;
   bool shut_down_ = false;
   bool closing_ = false;                                       // StopAccepting()
+  bool draining_ = false;                                      // Drain()
+  std::optional<RedirectTarget> redirect_;                     // Redirect()
   std::string shutdown_text_ = "the server is shutting down";  // the Bye's; Redirect() names where
   bool serving_ = true;
 };

@@ -869,7 +869,7 @@ void Server::Drain(double deadline_seconds, const std::string& why) {
   if (booted_from_.empty() || fleet_ == nullptr) {  // nothing serves yet: nobody to move
     return Close(why);
   }
-  parts_->network().StopAccepting();
+  parts_->network().Drain();
   fleet_->Beat(Report());  // the fleet sees it draining at once, and sends nobody here
   const std::size_t sessions = parts_->network().sessions().count();
   const Value args[] = {Value::Int(static_cast<std::int64_t>(sessions))};

@@ -443,34 +443,49 @@ TEST_F(NetTest, AfterStopAcceptingSessionsAreStillServedAndNewHandshakesRefused)
 }
 
 TEST_F(NetTest, ADrainTellsEverySessionWhereToGoAndTheByeSaysItToo) {
+  Boot(NetOptions());  // the default resume window: 30 s
   Listen();
   Run([&] {
     TestClient a(port_);
-    TestClient b(port_);
+    auto b = std::make_unique<TestClient>(port_);
     ASSERT_EQ(a.Hello("a").type(), w::Body::Welcome);
-    ASSERT_EQ(b.Hello("b").type(), w::Body::Welcome);
-    TestClient late(port_);  // connected, no Hello yet
+    const Frame welcome_b = b->Hello("b");
+    ASSERT_EQ(welcome_b.type(), w::Body::Welcome);
+    const auto* t = welcome_b.envelope()->body_as_Welcome()->resume_token();
+    const std::vector<std::uint8_t> token(t->begin(), t->end());
+    b.reset();  // b's link is lost: its session waits for it to resume
     std::atomic<std::size_t> told{99};
     std::function<void()> redirect = [&] {
-      if (net_->peers() < 3) {  // not accepted yet: the acceptor closing would drop it
+      if (net_->sessions().count() != 2 || net_->peers() != 1) {
         kernel_->loop().Post(redirect);
         return;
       }
       told = net_->Redirect({"eu-2", "10.0.0.2:7777", "", "the server is draining"});
     };
     kernel_->loop().Post(redirect);
-    for (TestClient* c : {&a, &b}) {
-      Frame f = c->NextOf(w::Body::Redirect);
+    auto expect_redirect = [](TestClient& c) {
+      Frame f = c.NextOf(w::Body::Redirect);
       ASSERT_EQ(f.type(), w::Body::Redirect);
       const w::Redirect* r = f.envelope()->body_as_Redirect();
       EXPECT_EQ(r->address()->str(), "10.0.0.2:7777");  // TCP links: the TCP address
       EXPECT_EQ(r->server()->str(), "eu-2");
       EXPECT_EQ(r->reason()->str(), "the server is draining");
-    }
-    EXPECT_EQ(told.load(), 2u);
+    };
+    expect_redirect(a);
+    EXPECT_EQ(told.load(), 1u) << "b's link was down";
+    // A new player is refused, saying where to go; b's client comes back, resumes its session
+    // and is told after its Welcome.
+    TestClient late(port_);
     Frame refused = late.Hello("late");
     ASSERT_EQ(refused.type(), w::Body::Refuse);
     EXPECT_EQ(refused.envelope()->body_as_Refuse()->reason(), w::RefuseReason::ShuttingDown);
+    EXPECT_EQ(refused.envelope()->body_as_Refuse()->text()->str(),
+              "the server is draining: go to server eu-2 at 10.0.0.2:7777");
+    TestClient back(port_);
+    Frame resumed = back.Resume("b", token);
+    ASSERT_EQ(resumed.type(), w::Body::Welcome);
+    EXPECT_TRUE(resumed.envelope()->body_as_Welcome()->resumed());
+    expect_redirect(back);
     kernel_->loop().Post([&] { net_->Shutdown(); });
     Frame bye = a.NextOf(w::Body::Bye);
     ASSERT_EQ(bye.type(), w::Body::Bye);
