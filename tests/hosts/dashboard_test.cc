@@ -299,6 +299,13 @@ TEST_F(DashboardDeployTest, ShowsTheBranchesAndDeploymentsAndRollsBackFromThePag
   EXPECT_TRUE(browser.WaitUntil(
       "document.getElementById('toast').textContent.startsWith('#3 dev: rolled back to ')"))
       << browser.Evaluate("document.getElementById('toast').textContent");
+  // Drain, from the fleet panel, behind a confirming second click: a server alone closes.
+  const std::string drain = "document.querySelector('#fleet-rows button[data-drain]')";
+  browser.Evaluate(drain + ".click()");
+  EXPECT_EQ(browser.Evaluate(drain + ".textContent").as_string(), "Confirm drain");
+  browser.Evaluate(drain + ".click()");
+  EXPECT_TRUE(moltd_->WaitFor("draining (admin API): ")) << moltd_->output();
+  EXPECT_EQ(moltd_->Wait(), 0) << moltd_->output();
 }
 
 // The charts an operator watches during a deploy: sessions, TPS, step, traffic and errors over the
