@@ -2,7 +2,9 @@
 // rounds: timed rounds over the scores plugin. Every `round_seconds` (configuration, default 30)
 // it asks the Round.CanEnd hook chain whether the round may end (a handler may veto to extend
 // it), reads the leaderboard through the "scores.v1" interface, publishes
-// Round.Ended(round, leader, points), logs the result and resets the scores.
+// Round.Ended(round, leader, points), logs the result and resets the scores. When the server
+// drains (Kernel.SoftShutdown: its players are about to move to another server), the round ends
+// at once, without a veto, so it is crowned while its players are still here.
 #include <molt/plugins/scores.h>
 
 #include <molt/molt.hpp>
@@ -37,12 +39,19 @@ class Rounds : public molt::Service {
     MOLT_ASSIGN_OR_RETURN(scores_,
                           host().GetInterface<molt_scores_v1>("scores", MOLT_SCORES_INTERFACE));
     MOLT_ASSIGN_OR_RETURN(timer_, host().Every(round_seconds_, [this] { return EndRound(); }));
+    MOLT_ASSIGN_OR_RETURN(drain_, host().Subscribe("Kernel.SoftShutdown", [this](std::string_view,
+                                                                                 molt::Args a) {
+      host().Info("the server drains (", a.Int(0), " players move): round ", round_, " ends now");
+      timer_.Reset();  // no round after this one here
+      return Crown();
+    }));
     host().Info("round 1 started: ", round_seconds_, "s per round");
     return molt::Status::Ok();
   }
 
   molt::Status Stop() override {
     timer_.Reset();
+    drain_.Reset();
     host().Info("stopped after ", round_ - 1, " completed rounds");
     return molt::Status::Ok();
   }
@@ -58,6 +67,11 @@ class Rounds : public molt::Service {
                   verdict.error.empty() ? "" : ")");
       return molt::Status::Ok();
     }
+    return Crown();
+  }
+
+  // Ends the round: its leader, Round.Ended, and the scores start over.
+  molt::Status Crown() {
     molt_score_entry top[1];
     const std::size_t n = scores_.vtable->top(scores_.self, top, 1);
     const std::string leader = n > 0 ? top[0].player : "";
@@ -83,6 +97,7 @@ class Rounds : public molt::Service {
   molt::Interface<molt_scores_v1> scores_;
   molt::Topic ended_;
   molt::Task timer_;
+  molt::Subscription drain_;
 };
 
 }  // namespace molt::plugins::rounds

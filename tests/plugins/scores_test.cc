@@ -77,6 +77,25 @@ TEST(RoundsTest, ARoundEndsOnTheClockWithItsLeaderAndTheScoresStartOver) {
   EXPECT_NE(kit.Logs().find("round 1 ended: bob leads with 9 points"), std::string::npos);
 }
 
+TEST(RoundsTest, WhenTheServerDrainsTheRoundEndsAtOnceAndNoOtherStarts) {
+  Kit kit({MOLT_PLUGIN_SCORES, MOLT_PLUGIN_ROUNDS}, RoundsEvery(10));
+  ASSERT_TRUE(kit.Watch("Round.Ended").ok());
+  ASSERT_TRUE(kit.Publish("Score.Add", {molt::Value::String("ada"), molt::Value::Int(4)}).ok());
+  ASSERT_TRUE(kit.Advance(3).ok());
+  // What moltd publishes as a drain begins (docs/fleet.md, "Draining a server").
+  ASSERT_TRUE(kit.Publish("Kernel.SoftShutdown", {molt::Value::Int(2)}).ok());
+  std::vector<molt::testkit::Message> ended = kit.Drain(0);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].Int(0), 1);
+  EXPECT_EQ(ended[0].String(1), "ada");
+  EXPECT_EQ(ended[0].Int(2), 4);
+  EXPECT_NE(kit.Logs().find("the server drains (2 players move): round 1 ends now"),
+            std::string::npos)
+      << kit.Logs();
+  ASSERT_TRUE(kit.Advance(30).ok());
+  EXPECT_TRUE(kit.Drain(0).empty()) << "no round starts on a draining server";
+}
+
 TEST(RoundsTest, ARoundLengthThatIsNotPositiveStopsTheLoad) {
   try {
     Kit kit({MOLT_PLUGIN_SCORES, MOLT_PLUGIN_ROUNDS}, RoundsEvery(0));
