@@ -306,24 +306,24 @@ int DrainCommand(int argc, char** argv) {
   std::uint64_t last = ~0ull;
   for (;;) {
     Result<HttpAnswer> a = s.client().Call("GET", "/api/v1/servers", std::chrono::seconds(10));
+    bool listed = false;  // an answer that is not the list (its database away a moment): again
     json::value row;
     if (a.ok() && a->status == 200) {
       boost::system::error_code ec;
       const json::value body = json::parse(a->body, ec);
-      if (!ec && body.is_object() && body.as_object().contains("servers")) {
-        for (const json::value& x : body.at("servers").as_array()) {
-          if (Text(x, "id") == id) {
-            row = x;
-          }
+      listed = !ec && body.is_object() && body.as_object().contains("servers");
+      for (const json::value& x : listed ? body.at("servers").as_array() : json::array()) {
+        if (Text(x, "id") == id) {
+          row = x;
         }
       }
     }
     // Asked through itself, the server's admin endpoint goes with it: gone is drained.
-    const bool gone = !a.ok() || row.is_null() || Text(row, "state") == "lost";
-    const std::uint64_t sessions = gone ? 0 : Whole(row, "sessions");
-    if (gone || (sessions == 0 && Text(row, "state") != "live")) {
+    const bool gone = !a.ok() || (listed && (row.is_null() || Text(row, "state") == "lost"));
+    const std::uint64_t sessions = listed && !gone ? Whole(row, "sessions") : last;
+    if (gone || (listed && sessions == 0 && Text(row, "state") != "live")) {
       if (s.common().json) {
-        PrintJson(json::object{{"server", id}, {"drained", true}, {"sessions", sessions}});
+        PrintJson(json::object{{"server", id}, {"drained", true}, {"closed", gone}});
       } else {
         std::cout << "server " << id << " drained: no session left"
                   << (gone ? " (it closed)" : " (it closes now)") << "\n";
@@ -331,10 +331,13 @@ int DrainCommand(int argc, char** argv) {
       return kExitOk;
     }
     if (std::chrono::steady_clock::now() > until) {
-      return Fail(kExitFailed, "server " + id + " still reports " + std::to_string(sessions) +
-                                   " sessions; molt servers shows it, its log says why");
+      return Fail(kExitFailed, listed
+                                   ? "server " + id + " still reports " + std::to_string(sessions) +
+                                         " sessions; molt servers shows it, its log says why"
+                                   : "the fleet's list cannot be read (moltd answered " +
+                                         std::to_string(a->status) + "): molt servers says why");
     }
-    if (sessions != last && !s.common().json) {
+    if (listed && sessions != last && !s.common().json) {
       std::cout << "  " << sessions << " sessions left" << std::endl;
     }
     last = sessions;

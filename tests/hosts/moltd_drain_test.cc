@@ -244,6 +244,10 @@ TEST_F(MoltdDrainTest, PlayersOfADrainedServerMoveWithTheirProfiles) {
   EXPECT_NE(a.process->output().find("2 sessions told to go to server b at 127.0.0.1:" + b.port),
             std::string::npos)
       << a.process->output();
+  // The bundled rounds plugin heard Kernel.SoftShutdown and crowned its round before the move.
+  EXPECT_NE(a.process->output().find("the server drains (2 players move): round 1 ends now"),
+            std::string::npos)
+      << a.process->output();
 
   // Both players followed by themselves, as themselves, and found their profiles on b.
   const std::string to_b = "redirected to server b at 127.0.0.1:" + b.port;

@@ -481,11 +481,15 @@ void AdminApi::Drain(const HttpRequest& req, HttpReply reply) {
                 "they move at once>} (docs/fleet.md)"));
     return;
   }
+  if (sources_.drain == nullptr || sources_.self_report == nullptr) {
+    reply(Error(503, "this server takes no drain (a check runs alone)"));
+    return;
+  }
   const fleet::ServerReport self = sources_.self_report();
   const std::string id = server != nullptr ? std::string(server->as_string()) : self.id;
   const json::object answer{{"server", id}, {"state", "draining"}, {"deadline_seconds", seconds}};
   if (id == self.id) {
-    if (sources_.drain == nullptr || !sources_.drain(seconds, "admin API")) {
+    if (!sources_.drain(seconds, "admin API")) {
       reply(Error(409, "server " + id + " is already closing"));
       return;
     }

@@ -841,6 +841,9 @@ void Server::OnSignal(int signo) {
 void Server::Close(const std::string& reason) {
   drain_waiting_ = false;
   drain_wait_.Cancel();
+  if (parts_->closing()) {  // a drain's end and a signal in the same instant
+    return;
+  }
   if (fleet_ != nullptr && fleet_->shared()) {  // the fleet sees it draining at once
     fleet_->Beat(Report());
   }
@@ -878,30 +881,24 @@ void Server::Drain(double deadline_seconds, const std::string& why) {
             settings_.branch,
             deadline_seconds > 0 ? fmt::format(", or stay for at most {:g} s", deadline_seconds)
                                  : std::string());
-  fleet_->List(settings_.branch,
-               [this, deadline_seconds, why](Result<std::vector<fleet::ServerReport>> servers) {
-                 parts_->kernel().loop().Post([this, deadline_seconds, why,
-                                               servers = std::move(servers)]() mutable {
-                   Redirect(std::move(servers), why);
-                   // Empty, or the deadline: the close saves and releases every profile, then the
-                   // Bye.
-                   const TimePoint deadline = RealNow() + Seconds(std::max(deadline_seconds, 0.0));
-                   auto check = [this, deadline, why] {
-                     if (parts_->network().sessions().count() == 0 || RealNow() >= deadline) {
-                       Close(why);
-                       return true;
-                     }
-                     return false;
-                   };
-                   if (check()) {
-                     return;
-                   }
-                   drain_waiting_ = true;
-                   drain_wait_ = parts_->kernel().scheduler().Every(
-                       std::chrono::milliseconds(100), [check] { check(); }, Priority::kKernel,
-                       TaskOrigin::Named("drain"));
-                 });
-               });
+  const TimePoint deadline = RealNow() + Seconds(std::max(deadline_seconds, 0.0));
+  fleet_->List(
+      settings_.branch, [this, deadline, why](Result<std::vector<fleet::ServerReport>> servers) {
+        parts_->kernel().loop().Post([this, deadline, why, servers = std::move(servers)]() mutable {
+          Redirect(std::move(servers), why);
+          CloseWhenEmpty(deadline, why);
+        });
+      });
+}
+
+void Server::CloseWhenEmpty(TimePoint deadline, const std::string& why) {
+  if (parts_->network().sessions().count() == 0 || RealNow() >= deadline) {
+    return Close(why);
+  }
+  drain_waiting_ = true;
+  drain_wait_ = parts_->kernel().scheduler().After(
+      std::chrono::milliseconds(100), [this, deadline, why] { CloseWhenEmpty(deadline, why); },
+      Priority::kKernel, TaskOrigin::Named("drain"));
 }
 
 void Server::Redirect(Result<std::vector<fleet::ServerReport>> servers, const std::string& why) {

@@ -125,6 +125,9 @@ class Server {
   // server is empty or at the deadline.
   void Drain(double deadline_seconds, const std::string& why);
   void Redirect(Result<std::vector<fleet::ServerReport>> servers, const std::string& why);
+  // The drain's end: the close, once no session is left or at `deadline` (checked every 100 ms;
+  // a SIGTERM or SIGINT meanwhile closes at once).
+  void CloseWhenEmpty(TimePoint deadline, const std::string& why);
   void Release();
 
   const ServerOptions options_;
