@@ -260,9 +260,9 @@ int ServersCommand(int argc, char** argv) {
 int DrainCommand(int argc, char** argv) {
   Session s("drain",
             "Drains a server (docs/fleet.md, \"Draining a server\"): it takes no new players,\n"
-            "tells every client to go to the live server of its branch with the fewest\n"
-            "sessions (libmolt_client follows by itself, as the same user), saves and\n"
-            "releases every profile so that server loads them at once, and exits once empty\n"
+            "spreads its players over the other live servers of its branch, the least loaded\n"
+            "first (libmolt_client follows by itself, as the same user), saves and releases\n"
+            "every profile so those servers load them at once, and exits once empty\n"
             "or at the deadline. Asked through any server of the fleet (or the server itself;\n"
             "SIGUSR1 to moltd does the same with no deadline). Waits until the server is empty\n"
             "or gone, printing its sessions as they leave.");

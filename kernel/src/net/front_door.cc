@@ -283,8 +283,15 @@ void Network::OnHello(Peer& peer, const void* raw) {
   const auto token = w::BytesOf(hello->resume_token());
   Session* resume = Resumable(token, user);
   if (resume == nullptr && draining_) {  // only the sessions here may come back
-    return refuse(w::RefuseReason::ShuttingDown,
-                  redirect_ ? shutdown_text_ : std::string("the server is draining"));
+    std::string text = "the server is draining";
+    if (redirect_) {  // the least loaded target, by its TCP address
+      const auto least = std::min_element(
+          redirect_->targets.begin(), redirect_->targets.end(),
+          [](const RedirectTarget& a, const RedirectTarget& b) { return a.sessions < b.sessions; });
+      text = fmt::format("{}: go to server {} at {}", redirect_->reason, least->server,
+                         least->address);
+    }
+    return refuse(w::RefuseReason::ShuttingDown, text);
   }
   if (resume == nullptr && sessions_.count() >= options_.max_sessions) {
     return refuse(w::RefuseReason::ServerFull,

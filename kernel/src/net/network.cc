@@ -128,7 +128,7 @@ void Network::Shutdown() {
                  sessions_.count());
   }
   for (Peer* p : peers) {
-    End(*p, ExitReason::kServerShutdown, shutdown_text_);
+    End(*p, ExitReason::kServerShutdown, ShutdownText(*p));
   }
   for (SessionId id : std::exchange(detached_, {})) {
     sessions_.End(id, ExitReason::kServerShutdown);
@@ -286,33 +286,65 @@ void Network::Drain() {
       sessions_.count());
 }
 
-std::size_t Network::Redirect(RedirectTarget target) {
+const std::vector<Network::RedirectTarget>& Network::Redirect(std::vector<RedirectTarget> targets,
+                                                              std::string reason) {
   Drain();
-  shutdown_text_ =
-      fmt::format("{}: go to server {} at {}", target.reason, target.server, target.address);
-  redirect_ = std::move(target);
+  redirect_ = Redirection{std::move(targets), std::move(reason), {}};
   Sessions::Hold hold(sessions_);
-  std::size_t told = 0;
   for (SessionId id : sessions_.ActiveIds()) {
-    if (Session* s = sessions_.Get(id); s != nullptr && s->peer_ != nullptr && SendRedirect(*s)) {
-      ++told;
+    if (Session* s = sessions_.Get(id); s != nullptr && s->peer_ != nullptr) {
+      SendRedirect(*s);
     }
   }
-  return told;
+  return redirect_->targets;
+}
+
+const std::pair<const Network::RedirectTarget*, const std::string*> Network::TargetOf(Session& s) {
+  const bool websocket = s.peer_->websocket();
+  auto address = [websocket](const RedirectTarget& t) -> const std::string& {
+    return websocket ? t.websocket_address : t.address;
+  };
+  std::vector<RedirectTarget>& targets = redirect_->targets;
+  auto it = redirect_->chosen.find(s.id());
+  if (it == redirect_->chosen.end()) {
+    std::size_t best = targets.size();
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+      if (!address(targets[i]).empty() &&
+          (best == targets.size() || targets[i].sessions < targets[best].sessions)) {
+        best = i;
+      }
+    }
+    if (best == targets.size()) {
+      return {nullptr, nullptr};
+    }
+    ++targets[best].sessions;
+    it = redirect_->chosen.emplace(s.id(), best).first;
+  }
+  const RedirectTarget& t = targets[it->second];
+  return {&t, &address(t)};
 }
 
 bool Network::SendRedirect(Session& s) {
-  const std::string& address =
-      s.peer_->websocket() ? redirect_->websocket_address : redirect_->address;
-  if (address.empty()) {
+  const auto [target, address] = TargetOf(s);
+  if (target == nullptr) {
     return false;
   }
   fb::FlatBufferBuilder b(256);
   SendTo(s, w::FinishFrame(b, w::Body::Redirect,
-                           w::CreateRedirectDirect(b, address.c_str(), redirect_->server.c_str(),
+                           w::CreateRedirectDirect(b, address->c_str(), target->server.c_str(),
                                                    redirect_->reason.c_str())
                                .Union()));
   return true;
+}
+
+std::string Network::ShutdownText(Peer& peer) {
+  Session* s = redirect_ && peer.session_ != 0 ? sessions_.Get(peer.session_) : nullptr;
+  if (s != nullptr && s->peer_ == &peer) {
+    if (const auto [target, address] = TargetOf(*s); target != nullptr) {
+      return fmt::format("{}: go to server {} at {}", redirect_->reason, target->server, *address);
+    }
+  }
+  return "the server is shutting down";
 }
 
 std::size_t Network::AnnounceChannels() {

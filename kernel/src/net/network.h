@@ -68,6 +68,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "kernel/src/core/clock.h"
@@ -268,18 +270,22 @@ class Network {
   // session of this server is refused (ShuttingDown), while a client whose link was lost may
   // still resume its session until the close (StopAccepting). Idempotent.
   void Drain();
-  // Drain(), and every connected session is told where to go next: a Redirect frame naming
-  // `server` at `address` (a TCP link) or `websocket_address` (a WebSocket one; "": that server
-  // takes none, and those sessions are told nothing). A session resumed later is told after its
-  // Welcome; a refused Hello and the Bye that ends the sessions at Shutdown() say it in their
-  // text. Returns how many were told.
+  // Drain(), and every connected session is told where to go next, spread over `targets` (at
+  // least one): each session goes to the target with the fewest sessions so far (those it
+  // serves plus those sent to it; ties: the first), among those with an address for its link's
+  // transport (`address` for TCP, `websocket_address` for WebSocket; none: it is told nothing).
+  // It gets a Redirect frame naming that server at that address, with `reason`; a session
+  // resumed later is told after its Welcome; the Bye that ends each at Shutdown() says the
+  // same in its text, and a refused Hello names the least loaded target. Returns the targets,
+  // each one's `sessions` grown by those sent to it.
   struct RedirectTarget {
     std::string server;
     std::string address;
     std::string websocket_address;
-    std::string reason;
+    std::uint64_t sessions = 0;  // what it serves already
   };
-  std::size_t Redirect(RedirectTarget target);
+  const std::vector<RedirectTarget>& Redirect(std::vector<RedirectTarget> targets,
+                                              std::string reason);
 
   // --- The transport's side ---
   // A new connection. False: the network is shut down; close it without a word. (Refusals go
@@ -374,8 +380,13 @@ class Network {
   void Unlink(Peer& peer, ExitReason reason, bool resumable);
   // Queues `frame` for `s`: to its peer, or to its outbox while the link is lost.
   void SendTo(Session& s, std::span<const std::uint8_t> frame);
-  // Sends redirect_ to `s` at the address for its link's transport; false when there is none.
+  // The drain's target of session `s` (linked), chosen at its first call; null when no target
+  // has an address for its link's transport.
+  const std::pair<const RedirectTarget*, const std::string*> TargetOf(Session& s);
+  // Sends `s` its target (a Redirect frame); false when it has none.
   bool SendRedirect(Session& s);
+  // The Bye's text for `peer` at Shutdown(): where its session goes when a drain said so.
+  std::string ShutdownText(Peer& peer);
   void SendFrame(Peer& peer, std::span<const std::uint8_t> frame);
   void Housekeep();
   void ArmHousekeeping();
@@ -417,10 +428,14 @@ class Network {
   std::uint64_t rejections_ = 0;
   std::string reject_text_;
   bool shut_down_ = false;
-  bool closing_ = false;                                       // StopAccepting()
-  bool draining_ = false;                                      // Drain()
-  std::optional<RedirectTarget> redirect_;                     // Redirect()
-  std::string shutdown_text_ = "the server is shutting down";  // the Bye's; Redirect() names where
+  bool closing_ = false;   // StopAccepting()
+  bool draining_ = false;  // Drain()
+  struct Redirection {
+    std::vector<RedirectTarget> targets;  // sessions counts grow as sessions are sent there
+    std::string reason;
+    std::unordered_map<SessionId, std::size_t> chosen;  // session -> targets index
+  };
+  std::optional<Redirection> redirect_;  // Redirect()
   bool serving_ = true;
 };
 

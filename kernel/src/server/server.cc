@@ -902,17 +902,17 @@ void Server::CloseWhenEmpty(TimePoint deadline, const std::string& why) {
 }
 
 void Server::Redirect(Result<std::vector<fleet::ServerReport>> servers, const std::string& why) {
-  const fleet::ServerReport* to = nullptr;
+  std::vector<net::Network::RedirectTarget> targets;
   if (servers.ok()) {
     for (const fleet::ServerReport& s : *servers) {
       if (s.id != settings_.server_id && s.state == "live" && !s.build.empty() &&
-          !s.address.empty() && (to == nullptr || s.sessions < to->sessions)) {
-        to = &s;
+          !s.address.empty()) {
+        targets.push_back({s.id, s.address, s.websocket_address, s.sessions});
       }
     }
   }
   const std::size_t sessions = parts_->network().sessions().count();
-  if (to == nullptr) {
+  if (targets.empty()) {
     kLog.Warn(
         "draining ({}): no other live server of branch {} to send the {} sessions to{}; "
         "they end as at a close (start a server of the branch first to move them)",
@@ -920,10 +920,23 @@ void Server::Redirect(Result<std::vector<fleet::ServerReport>> servers, const st
         servers.ok() ? "" : " (the fleet cannot be read: " + servers.status().message() + ")");
     return;
   }
-  const std::size_t told = parts_->network().Redirect(
-      {to->id, to->address, to->websocket_address, "the server is draining"});
-  kLog.Info("draining ({}): {} sessions told to go to server {} at {}", why, told, to->id,
-            to->address);
+  std::vector<std::uint64_t> before;
+  for (const net::Network::RedirectTarget& t : targets) {
+    before.push_back(t.sessions);
+  }
+  const std::vector<net::Network::RedirectTarget>& spread =
+      parts_->network().Redirect(std::move(targets), "the server is draining");
+  std::string where;
+  std::uint64_t told = 0;
+  for (std::size_t i = 0; i < spread.size(); ++i) {
+    if (const std::uint64_t sent = spread[i].sessions - before[i]; sent > 0) {
+      where += fmt::format("{}{} to server {} at {}", where.empty() ? "" : ", ", sent,
+                           spread[i].server, spread[i].address);
+      told += sent;
+    }
+  }
+  kLog.Info("draining ({}): {} sessions told where to go{}{}", why, told, where.empty() ? "" : ": ",
+            where);
 }
 
 // The parts that run threads or plugin code stop first: the watcher, the admin endpoint (no

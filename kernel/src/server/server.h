@@ -121,9 +121,10 @@ class Server {
   // already runs. `deadline_seconds`: how long sessions may stay before the close ends them.
   bool RequestDrain(double deadline_seconds, const std::string& why);
   // The kernel thread: no new clients, Kernel.SoftShutdown(sessions), every session told where
-  // to go (the live server of this branch with the fewest sessions), then the close once the
-  // server is empty or at the deadline.
+  // to go, then the close once the server is empty or at the deadline.
   void Drain(double deadline_seconds, const std::string& why);
+  // Spreads the sessions over the live servers of this branch in `servers`, the least loaded
+  // first (net::Network::Redirect); none: logged, and the close ends them.
   void Redirect(Result<std::vector<fleet::ServerReport>> servers, const std::string& why);
   // The drain's end: the close, once no session is left or at `deadline` (checked every 100 ms;
   // a SIGTERM or SIGINT meanwhile closes at once).

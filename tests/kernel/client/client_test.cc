@@ -555,8 +555,8 @@ TEST_F(ClientTest, ARedirectIsFollowedWhenTheLinkEndsAsANewJoinOfTheSameUser) {
   const std::string address = "127.0.0.1:" + std::to_string(next.port());
   std::size_t told = 0;
   // The first names no port the client can read: ignored. The server's loop runs in this thread.
-  told = net_->Redirect({"eu-2", "not an address", "", "first"});
-  told += net_->Redirect({"eu-2", address, "", "the server is draining"});
+  told = net_->Redirect({{"eu-2", "not an address", "", 0}}, "first")[0].sessions;
+  told += net_->Redirect({{"eu-2", address, "", 0}}, "the server is draining")[0].sessions;
   EXPECT_EQ(told, 2u);
   // Kept, not followed, while the link lasts: the game goes on until the server ends it.
   Pump([] { return false; }, std::chrono::milliseconds(100));
@@ -576,7 +576,7 @@ TEST_F(ClientTest, ARedirectIsFollowedWhenTheLinkEndsAsANewJoinOfTheSameUser) {
 TEST_F(ClientTest, ARedirectWithAnAddressItCannotReadIsIgnoredAndTheByeCloses) {
   Listen();
   ASSERT_TRUE(Connect("ada"));
-  net_->Redirect({"eu-2", "eu-2.internal:http", "", "the server is draining"});
+  net_->Redirect({{"eu-2", "eu-2.internal:http", "", 0}}, "the server is draining");
   net_->Shutdown();
   ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CLOSED; }));
   EXPECT_EQ(journal_.states.back(),

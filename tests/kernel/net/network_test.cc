@@ -11,6 +11,7 @@
 #include "kernel/src/core/logger.h"
 #include "kernel/src/wire/wire.h"
 #include "net_fixture.h"
+#include "tests/support/run_on_loop.h"
 
 namespace molt::kernel::net {
 namespace {
@@ -460,7 +461,8 @@ TEST_F(NetTest, ADrainTellsEverySessionWhereToGoAndTheByeSaysItToo) {
         kernel_->loop().Post(redirect);
         return;
       }
-      told = net_->Redirect({"eu-2", "10.0.0.2:7777", "", "the server is draining"});
+      told =
+          net_->Redirect({{"eu-2", "10.0.0.2:7777", "", 0}}, "the server is draining")[0].sessions;
     };
     kernel_->loop().Post(redirect);
     auto expect_redirect = [](TestClient& c) {
@@ -492,6 +494,44 @@ TEST_F(NetTest, ADrainTellsEverySessionWhereToGoAndTheByeSaysItToo) {
     EXPECT_EQ(bye.envelope()->body_as_Bye()->reason()->str(), "ServerShutdown");
     EXPECT_EQ(bye.envelope()->body_as_Bye()->text()->str(),
               "the server is draining: go to server eu-2 at 10.0.0.2:7777");
+  });
+}
+
+TEST_F(NetTest, ADrainSpreadsItsSessionsOverTheLeastLoadedTargets) {
+  Listen();
+  Run([&] {
+    TestClient a(port_);
+    TestClient b(port_);
+    TestClient c(port_);
+    ASSERT_EQ(a.Hello("a").type(), w::Body::Welcome);
+    ASSERT_EQ(b.Hello("b").type(), w::Body::Welcome);
+    ASSERT_EQ(c.Hello("c").type(), w::Body::Welcome);
+    std::vector<Network::RedirectTarget> spread;
+    molt::test::RunOnLoop(kernel_->loop(), [&] {
+      // eu-4 takes no TCP client; eu-3 serves one already, eu-2 none.
+      spread = net_->Redirect({{"eu-2", "10.0.0.2:7777", "", 0},
+                               {"eu-3", "10.0.0.3:7777", "", 1},
+                               {"eu-4", "", "10.0.0.4:7780", 0}},
+                              "moving");
+    });
+    ASSERT_EQ(spread.size(), 3u);
+    EXPECT_EQ(spread[0].sessions, 2u);  // a, then b (a tie with eu-3: the first)
+    EXPECT_EQ(spread[1].sessions, 2u);  // c
+    EXPECT_EQ(spread[2].sessions, 0u);
+    std::vector<std::string> to;
+    for (TestClient* t : {&a, &b, &c}) {
+      Frame f = t->NextOf(w::Body::Redirect);
+      ASSERT_EQ(f.type(), w::Body::Redirect);
+      to.push_back(f.envelope()->body_as_Redirect()->server()->str() + " " +
+                   f.envelope()->body_as_Redirect()->address()->str());
+    }
+    EXPECT_EQ(to, (std::vector<std::string>{"eu-2 10.0.0.2:7777", "eu-2 10.0.0.2:7777",
+                                            "eu-3 10.0.0.3:7777"}));
+    kernel_->loop().Post([&] { net_->Shutdown(); });
+    Frame bye = c.NextOf(w::Body::Bye);
+    ASSERT_EQ(bye.type(), w::Body::Bye);
+    EXPECT_EQ(bye.envelope()->body_as_Bye()->text()->str(),
+              "moving: go to server eu-3 at 10.0.0.3:7777");
   });
 }
 
