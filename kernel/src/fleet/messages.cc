@@ -32,12 +32,14 @@ CREATE TABLE IF NOT EXISTS molt_messages (
 
 std::vector<std::pair<std::string, std::string>> MessageStatements() {
   return {
-      {"claim", "SELECT last_id FROM molt_message_seq FOR UPDATE"},
-      {"set_last", "UPDATE molt_message_seq SET last_id = $1::bigint"},
-      {"insert",
-       "INSERT INTO molt_messages (id, topic, data, server_id, branch, sent_ms) VALUES "
-       "($1::bigint, $2, $3, $4, $5, $6::bigint)"},
-      {"notify", fmt::format("SELECT pg_notify('{}', $1)", Messages::kChannel)},
+      // One message in one statement: its id claimed under the counter's row lock (held to the
+      // commit, so ids become visible in order), the row, the notification.
+      {"send", fmt::format("WITH claimed AS (UPDATE molt_message_seq SET last_id = last_id + 1 "
+                           "RETURNING last_id), sent AS (INSERT INTO molt_messages (id, topic, "
+                           "data, server_id, branch, sent_ms) SELECT last_id, $1, $2, $3, $4, "
+                           "$5::bigint FROM claimed RETURNING id) SELECT pg_notify('{}', "
+                           "id::text) FROM sent",
+                           Messages::kChannel)},
       {"newest", "SELECT last_id FROM molt_message_seq"},
       {"read",
        "SELECT id, topic, data, server_id, branch, sent_ms FROM molt_messages WHERE id > "
@@ -257,30 +259,24 @@ Status Messages::Send(std::vector<Outgoing>& batch) {
   }
   const std::string what = fmt::format("sending {} message(s) to the fleet", batch.size());
   MOLT_RETURN_IF_ERROR(db_->Connected());
-  MOLT_RETURN_IF_ERROR(db_->Begin(what));
-  Result<store::PgRows> claim = db_->Run("claim", store::PgParams(), what);
-  if (!claim.ok()) {
-    return db_->Rollback(claim.status());
+  // One message is one statement (one round trip); more go in one transaction, all or none.
+  const bool one = batch.size() == 1;
+  if (!one) {
+    MOLT_RETURN_IF_ERROR(db_->Begin(what));
   }
-  std::int64_t id = claim->size() > 0 ? claim->Int(0, 0) : 0;
   for (const Outgoing& o : batch) {
     const Message& m = o.message;
     Result<store::PgRows> r = db_->Run(
-        "insert",
-        store::PgParams().Int(++id).Text(m.topic).Bytes(m.data).Text(m.server).Text(m.branch).Int(
-            m.sent_ms),
+        "send",
+        store::PgParams().Text(m.topic).Bytes(m.data).Text(m.server).Text(m.branch).Int(m.sent_ms),
         what);
     if (!r.ok()) {
-      return db_->Rollback(r.status());
+      return one ? r.status() : db_->Rollback(r.status());
     }
   }
-  for (auto [name, params] : {std::pair{"set_last", store::PgParams().Int(id)},
-                              std::pair{"notify", store::PgParams().Int(id)}}) {
-    if (Result<store::PgRows> r = db_->Run(name, params, what); !r.ok()) {
-      return db_->Rollback(r.status());
-    }
+  if (!one) {
+    MOLT_RETURN_IF_ERROR(db_->Commit(what));
   }
-  MOLT_RETURN_IF_ERROR(db_->Commit(what));
   if (SteadyClock::now() - last_sweep_ >= std::chrono::seconds(10)) {  // rows nobody needs now
     last_sweep_ = SteadyClock::now();
     const std::int64_t before =
