@@ -239,6 +239,17 @@ def client_seeds():
         "replica_type_mismatch": seed(WELCOMED, board + replica(9, "Delta", values=[
             {"field": 2, "int_value": 1}, {"field": 0, "bytes": [1, 2]}])),
         "replica_snapshot_twice": seed(WELCOMED, board + board),
+        # A draining server's Redirect (wire 2.4): kept, then followed when the Bye ends the link;
+        # addresses that cannot be read are ignored. Numeric: a follow never resolves a name.
+        "redirect_then_bye": seed(WELCOMED | IN_FLIGHT, envelope("Redirect", {
+            "address": "127.0.0.1:1", "server": "b", "reason": "the server is draining"})
+            + envelope("Bye", {"reason": "ServerShutdown", "text": "go to b"}) + response(1)),
+        "redirect_bad_addresses": seed(WELCOMED, b"".join(
+            envelope("Redirect", {"address": a, "server": "x"})
+            for a in ("nowhere", "[::1]:70000", ":5", "10.0.0.1:", "[]:1", "10.0.0.1:0x10"))
+            + envelope("Bye", {"reason": "ServerShutdown"})),
+        "redirect_before_welcome": seed(0, envelope("Redirect", {"address": "127.0.0.1:1"})
+                                        + welcome() + envelope("Bye", {})),
         # The end, and broken framing.
         "bye_with_requests": seed(WELCOMED | IN_FLIGHT, envelope("Bye", {"reason": "Kicked"})
                                   + response(1)),
@@ -246,7 +257,8 @@ def client_seeds():
         "zero_length": seed(WELCOMED, struct.pack("<I", 0)),
         "garbage": seed(WELCOMED | IN_FLIGHT, frame(garbage)),
         "bodiless_bodies": seed(WELCOMED | IN_FLIGHT, b"".join(
-            envelope(k) for k in ("Response", "Event", "Replica", "Channels", "Ping", "Error"))),
+            envelope(k) for k in ("Response", "Event", "Replica", "Channels", "Ping", "Error",
+                                  "Redirect"))),
         "truncated": seed(WELCOMED, board[: len(board) // 2]),
     }
 

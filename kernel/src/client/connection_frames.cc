@@ -138,7 +138,10 @@ void Connection::OnRedirect(const w::Redirect& message) {
     return;  // nothing to follow: the Bye ends the session as it would have
   }
   std::string host = address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {  // [::1]:7777
+  if (host.front() == '[') {  // [::1]:7777
+    if (host.size() < 3 || host.back() != ']') {
+      return;
+    }
     host = host.substr(1, host.size() - 2);
   }
   const std::string port_text = address.substr(colon + 1);
