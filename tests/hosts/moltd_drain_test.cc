@@ -41,9 +41,11 @@ using Clock = std::chrono::steady_clock;
 // reasons of its state changes.
 class AppPlayer {
  public:
-  AppPlayer(const std::string& port, const std::string& user) {
+  // `flags`: MOLT_CLIENT_WEBSOCKET to join a server's --ws port.
+  AppPlayer(const std::string& port, const std::string& user, std::uint32_t flags = 0) {
     molt_client_options o{};
     o.struct_size = sizeof o;
+    o.flags = flags;
     EXPECT_EQ(molt_client_create(&o, &client_), MOLT_OK);
     molt_client_on_state(
         client_,
@@ -156,9 +158,10 @@ class MoltdDrainTest : public ::testing::Test {
     std::string port;
     std::string admin;  // http://127.0.0.1:PORT
     std::string token_file;
+    std::string ws_port;  // with `websocket`
   };
   // moltd `id` on the fleet's `url` ("": alone, SQLite), the bundled plugins, scores saved often.
-  Server Start(const std::string& id, const std::string& url) {
+  Server Start(const std::string& id, const std::string& url, bool websocket = false) {
     const std::string data = dir_ + "/" + id;
     std::ofstream(data + ".json") << R"({"plugins": {"scores": {"autosave_seconds": 0.2}}})";
     std::vector<std::string> args = {
@@ -166,6 +169,9 @@ class MoltdDrainTest : public ::testing::Test {
         "--admin", "127.0.0.1:0", "--config", data + ".json", "--server-id", id};
     if (!url.empty()) {
       args.insert(args.end(), {"--database", url});
+    }
+    if (websocket) {
+      args.insert(args.end(), {"--ws", "127.0.0.1:0"});
     }
     Server s;
     s.process = std::make_unique<Process>(args);
@@ -177,6 +183,10 @@ class MoltdDrainTest : public ::testing::Test {
       s.admin = "http://127.0.0.1:" + std::to_string(std::stoi(out.substr(at + admin.size())));
     }
     s.token_file = data + "/admin.token";
+    const std::string ws = "WebSocket clients on ws://127.0.0.1:";
+    if (const std::size_t w = out.find(ws); w != std::string::npos) {
+      s.ws_port = std::to_string(std::stoi(out.substr(w + ws.size())));
+    }
     return s;
   }
   // `molt ARGS --server S --token-file T`: its exit code; its output in `out`.
@@ -187,6 +197,14 @@ class MoltdDrainTest : public ::testing::Test {
     const int code = p.Wait();
     *out = p.output();
     return code;
+  }
+  // Server `id`'s `key` in a fleet Servers() read ("" when not listed): a string, or a number's
+  // text.
+  static std::string Of(const json::object& fleet, const std::string& id, const std::string& key) {
+    const json::value* row = fleet.if_contains(id);
+    const json::value* v =
+        row != nullptr && row->is_object() ? row->as_object().if_contains(key) : nullptr;
+    return v == nullptr ? "" : v->is_string() ? std::string(v->as_string()) : json::serialize(*v);
   }
   // The fleet as `through` lists it, by id.
   json::object Servers(const Server& through) {
@@ -225,12 +243,12 @@ TEST_F(MoltdDrainTest, PlayersOfADrainedServerMoveWithTheirProfiles) {
   ASSERT_EQ(ann.AwaitLifetime(2), 2);
   // The target comes from the heartbeats: wait until they carry these sessions.
   const auto seen = Clock::now() + std::chrono::seconds(20);
-  while (Clock::now() < seen && (Servers(b)["a"].at("sessions").to_number<int>() != 2 ||
-                                 Servers(b)["c"].at("sessions").to_number<int>() != 1)) {
+  while (Clock::now() < seen &&
+         (Of(Servers(b), "a", "sessions") != "2" || Of(Servers(b), "c", "sessions") != "1")) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   const json::object fleet = Servers(b);
-  EXPECT_EQ(fleet.at("b").at("address").as_string(), "127.0.0.1:" + b.port) << fleet;
+  EXPECT_EQ(Of(fleet, "b", "address"), "127.0.0.1:" + b.port) << fleet;
 
   // molt drain through another server: a hears it from the fleet's database.
   std::string out;
@@ -295,11 +313,42 @@ TEST_F(MoltdDrainTest, PlayersOfADrainedServerMoveWithTheirProfiles) {
   EXPECT_EQ(bob.AwaitLifetime(7), 7) << c.process->output();
   EXPECT_EQ(ann.AwaitLifetime(2), 2) << c.process->output();
   const json::object after = Servers(c);
-  EXPECT_NE(after.at("a").at("state").as_string(), "live") << after;
-  EXPECT_NE(after.at("b").at("state").as_string(), "live") << after;
-  EXPECT_EQ(after.at("c").at("sessions").to_number<int>(), 3) << after;
+  EXPECT_NE(Of(after, "a", "state"), "live") << after;
+  EXPECT_NE(Of(after, "b", "state"), "live") << after;
+  EXPECT_EQ(Of(after, "c", "sessions"), "3") << after;
   c.process->Signal(SIGTERM);
   EXPECT_EQ(c.process->Wait(), 0) << c.process->output();
+}
+
+TEST_F(MoltdDrainTest, AWebSocketClientGoesToTheOtherServersWebSocketPort) {
+  molt::test::PostgresServer pg;
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  const std::string url = pg.NewDatabase();
+  Server a = Start("a", url, /*websocket=*/true);
+  Server b = Start("b", url, /*websocket=*/true);
+  ASSERT_FALSE(a.ws_port.empty() || b.ws_port.empty()) << a.process->output();
+  AppPlayer ada(a.ws_port, "ada", MOLT_CLIENT_WEBSOCKET);
+  ASSERT_TRUE(ada.Connected()) << ::testing::PrintToString(ada.reasons());
+  ada.Add(5);
+  ASSERT_EQ(ada.AwaitLifetime(5), 5) << a.process->output();
+  // Each heartbeat carries the WebSocket endpoint beside the TCP one.
+  const std::string b_ws = "127.0.0.1:" + b.ws_port;
+  const auto seen = Clock::now() + std::chrono::seconds(20);
+  while (Clock::now() < seen && Of(Servers(a), "b", "websocket_address") != b_ws) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(Of(Servers(a), "b", "websocket_address"), b_ws);
+  a.process->Signal(SIGUSR1);
+  EXPECT_EQ(a.process->Wait(), 0) << a.process->output();
+  EXPECT_NE(a.process->output().find("draining (SIGUSR1): 1 sessions told where to go"),
+            std::string::npos)
+      << a.process->output();
+  EXPECT_TRUE(ada.StepUntil([&] {
+    return ada.Saw("redirected to server b at " + b_ws) && ada.state() == MOLT_CLIENT_CONNECTED;
+  })) << ::testing::PrintToString(ada.reasons());
+  EXPECT_EQ(ada.AwaitLifetime(5), 5) << b.process->output();
+  b.process->Signal(SIGTERM);
+  EXPECT_EQ(b.process->Wait(), 0) << b.process->output();
 }
 
 TEST_F(MoltdDrainTest, AServerAloneDrainsAsItCloses) {
