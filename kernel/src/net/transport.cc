@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// TcpTransport: Asio acceptor and connections. Reads go to Network::Receive; writes are
+// TcpTransport: an Asio acceptor, and connections read and written through an epoll set of the
+// transport's own (one descriptor in Asio's loop). Reads go to Network::Receive; writes are
 // non-blocking and batched per handler; nothing here blocks the kernel thread.
 #include "kernel/src/net/transport.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cerrno>
@@ -38,6 +41,10 @@ using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
 constexpr std::size_t kReadBuffer = 16 * 1024;
+// Full reads one connection gets before the others ready with it have their turn.
+constexpr int kReadsPerTurn = 4;
+// Readiness events taken from the epoll set at once.
+constexpr int kEventsPerHarvest = 64;
 
 }  // namespace
 
@@ -46,8 +53,20 @@ class TcpPeer;
 struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
   Impl(Network& n, asio::io_context& i, std::shared_ptr<wire::TlsContext> t,
        std::optional<wire::WebSocketOptions> w)
-      : net(n), io(i), tls(std::move(t)), websocket(std::move(w)), acceptor(i), retry(i) {}
+      : net(n),
+        io(i),
+        tls(std::move(t)),
+        websocket(std::move(w)),
+        acceptor(i),
+        retry(i),
+        readiness(i) {}
   ~Impl() { CloseSpare(); }
+  // Opens the connections' epoll set and starts watching it. False (errno set) if it cannot.
+  bool OpenReadiness();
+  // Waits, inside Asio's own loop, for the epoll set to have events.
+  void WatchReadiness();
+  // Hands each ready connection its events.
+  void Harvest();
   void Accept();
   // Accept failed for lack of descriptors: refuse what waits, with the descriptor kept spare.
   void OutOfDescriptors(const error_code& ec);
@@ -81,16 +100,20 @@ struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
   std::size_t reserve = 0;
   TimePoint last_failure_log{};
   std::unordered_map<TcpPeer*, std::shared_ptr<TcpPeer>> peers;
+  // The connections' readiness: their sockets are in an epoll set of the transport's own,
+  // edge-triggered, watched as one descriptor by Asio's loop. A connection reads until a read
+  // comes back short, which leaves the socket empty, and waits for the next edge: no read ends
+  // in EAGAIN, where Asio's reactor asks the socket once more after every message it drained
+  // (it knows a socket is empty only from a read of 0 bytes), and one wake of the loop serves
+  // every connection ready in it with no allocation or lock per read.
+  asio::posix::stream_descriptor readiness;
 };
 
 class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> {
  public:
-  TcpPeer(TcpTransport::Impl& t, tcp::socket socket, std::string address)
-      : Peer(std::move(address)),
-        t_(t),
-        socket_(std::move(socket)),
-        linger_(t.io),
-        in_(kReadBuffer) {
+  // Takes the socket's descriptor from Asio: the transport's epoll set watches it (Watch()).
+  TcpPeer(TcpTransport::Impl& t, int fd, std::string address)
+      : Peer(std::move(address)), t_(t), fd_(fd), linger_(t.io), in_(kReadBuffer) {
     if (t.tls != nullptr) {
       tls_ = std::make_unique<wire::TlsFilter>(*t.tls, wire::TlsFilter::kServer, "");
     }
@@ -99,7 +122,32 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
     }
   }
 
-  void Start() { Read(); }
+  // Joins the transport's epoll set, before the Network sees the connection (a refusal at
+  // accept lingers, reading from it); bytes already waiting are reported at once. False (errno
+  // set) if it cannot.
+  bool Watch() {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.ptr = this;
+    return ::epoll_ctl(t_.readiness.native_handle(), EPOLL_CTL_ADD, fd_, &ev) == 0;
+  }
+
+  // The epoll set says the socket changed: writable again (a flush waits), or bytes (or the
+  // end) to read.
+  void OnEvents(std::uint32_t events) {
+    if (finished_ || fd_ < 0) {
+      return;
+    }
+    if (waiting_ && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) != 0) {
+      waiting_ = false;
+      if (!done_) {
+        Flush();
+      }
+    }
+    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) != 0) {
+      Readable();
+    }
+  }
 
   bool websocket() const override { return ws_ != nullptr; }
 
@@ -181,30 +229,23 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
   // A TLS connection closed mid-handshake (a refusal at accept) goes on with the handshake here,
   // so its Refuse is sent encrypted; the FIN follows close_notify.
   void Linger() {
-    boost::system::error_code ignored;
     if (HandshakesAnswered()) {
-      socket_.shutdown(tcp::socket::shutdown_send, ignored);
+      ::shutdown(fd_, SHUT_WR);
     }
+    lingering_ = true;
     linger_.expires_after(std::chrono::seconds(2));
     linger_.async_wait([self = shared_from_this()](boost::system::error_code) { self->Finish(); });
-    Drain();
+    // What the socket holds already brings no new edge: read it (later: this may run inside a
+    // read, whose bytes are still in use).
+    asio::post(t_.io, [self = shared_from_this()] { self->Readable(); });
   }
   // Nothing waits for a handshake to be answered: close_notify is queued (TLS), the upgrade was
   // answered (WebSocket).
   bool HandshakesAnswered() const {
     return (tls_ == nullptr || tls_closed_) && (ws_ == nullptr || ws_->answered());
   }
-  void Drain() {
-    socket_.async_read_some(
-        asio::buffer(in_),
-        [self = shared_from_this()](error_code ec, std::size_t n) { self->OnDrain(ec, n); });
-  }
-
-  void OnDrain(error_code ec, std::size_t n) {
-    if (ec || finished_) {
-      Finish();
-      return;
-    }
+  // What a lingering connection reads: the handshakes' last steps, or nothing to keep.
+  void OnDrain(std::size_t n) {
     if (!HandshakesAnswered()) {  // the handshakes go on; their output goes out
       std::span<const std::uint8_t> bytes(in_.data(), n);
       std::vector<std::uint8_t> plain;
@@ -228,11 +269,9 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
         return;
       }
       if (HandshakesAnswered() && queued_bytes() == 0) {
-        error_code ignored_ec;
-        socket_.shutdown(tcp::socket::shutdown_send, ignored_ec);
+        ::shutdown(fd_, SHUT_WR);
       }
     }
-    Drain();
   }
   void Finish() {
     if (finished_) {
@@ -251,29 +290,52 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
     Abort();
   }
 
-  // Closes the socket without a word to the Network.
+  // Closes the socket without a word to the Network (closing it leaves the epoll set too).
   void Abort() {
     done_ = true;
-    error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_both, ec);
-    socket_.close(ec);
+    if (fd_ >= 0) {
+      ::shutdown(fd_, SHUT_RDWR);
+      ::close(fd_);
+      fd_ = -1;
+    }
   }
 
  private:
-  void Read() {
-    socket_.async_read_some(asio::buffer(in_),
-                            [self = shared_from_this()](error_code ec, std::size_t n) {
-                              if (!self->done_) {
-                                self->OnRead(ec, n);
-                              }
-                            });
+  // Reads until a read comes back short (the socket is empty: the next bytes bring a new edge),
+  // the socket would block, or the link ends; after kReadsPerTurn full reads the others have
+  // their turn and this goes on later.
+  void Readable() {
+    for (int reads = 0; reads < kReadsPerTurn; ++reads) {
+      if (finished_ || fd_ < 0 || (done_ && !lingering_)) {
+        return;
+      }
+      const ssize_t n = ::recv(fd_, in_.data(), in_.size(), MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return;
+      }
+      if (lingering_) {
+        if (n <= 0) {
+          Finish();  // the client closed too, or the socket failed
+        } else {
+          OnDrain(static_cast<std::size_t>(n));
+        }
+      } else if (n <= 0) {
+        Lost(n == 0 ? ExitReason::kClientClosed : ExitReason::kTransportError);
+        return;
+      } else {
+        OnRead(static_cast<std::size_t>(n));
+      }
+      if (static_cast<std::size_t>(n) < in_.size()) {
+        return;
+      }
+    }
+    asio::post(t_.io, [self = shared_from_this()] { self->Readable(); });
   }
 
-  void OnRead(error_code ec, std::size_t n) {
-    if (ec) {
-      Lost(ec == asio::error::eof ? ExitReason::kClientClosed : ExitReason::kTransportError);
-      return;
-    }
+  void OnRead(std::size_t n) {
     std::span<const std::uint8_t> bytes(in_.data(), n);
     if (tls_ != nullptr) {
       plain_.clear();
@@ -314,9 +376,6 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
       }
       return;
     }
-    if (!done_) {
-      Read();
-    }
   }
 
   // The connection failed or the client closed it: tell the Network, then let go.
@@ -330,16 +389,21 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
   // Writes until the socket would block. False on a socket error.
   bool WriteWhatFits() {
     while (out_pos_ < out_.size()) {
-      error_code ec;
-      const std::size_t n =
-          socket_.write_some(asio::buffer(out_.data() + out_pos_, out_.size() - out_pos_), ec);
-      if (ec == asio::error::would_block || ec == asio::error::try_again) {
-        break;
-      }
-      if (ec) {
+      if (fd_ < 0) {
         return false;
       }
-      out_pos_ += n;
+      const ssize_t n =
+          ::send(fd_, out_.data() + out_pos_, out_.size() - out_pos_, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        break;
+      }
+      if (n < 0) {
+        return false;
+      }
+      out_pos_ += static_cast<std::size_t>(n);
     }
     if (out_pos_ == out_.size()) {
       out_.clear();
@@ -356,19 +420,13 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
       Lost(ExitReason::kTransportError);
       return;
     }
-    if (queued_bytes() > 0 && !waiting_) {
-      waiting_ = true;
-      socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](error_code ec) {
-        self->waiting_ = false;
-        if (!self->done_ && !ec) {
-          self->Flush();
-        }
-      });
+    if (queued_bytes() > 0) {
+      waiting_ = true;  // the socket's next EPOLLOUT edge flushes again
     }
   }
 
   TcpTransport::Impl& t_;
-  tcp::socket socket_;
+  int fd_;                                     // -1 once closed
   std::unique_ptr<wire::TlsFilter> tls_;       // null: plain TCP
   std::vector<std::uint8_t> plain_;            // what the last read decrypted to
   std::unique_ptr<wire::WebSocketFilter> ws_;  // null: frames go on the stream as they are
@@ -377,6 +435,7 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
   asio::steady_timer linger_;
   std::vector<std::uint8_t> in_;
   bool finished_ = false;
+  bool lingering_ = false;  // closed to the Network; reading only to close cleanly
   std::vector<std::uint8_t> out_;
   std::size_t out_pos_ = 0;
   bool flush_posted_ = false;
@@ -429,16 +488,69 @@ void TcpTransport::Impl::Accept() {
     }
     socket.set_option(tcp::no_delay(true), ignored);
     socket.non_blocking(true, ignored);
-    auto peer = std::make_shared<TcpPeer>(*self, std::move(socket), address);
+    const int fd = socket.release(ignored);
+    if (ignored) {
+      self->Accept();
+      return;
+    }
+    auto peer = std::make_shared<TcpPeer>(*self, fd, address);
+    if (!peer->Watch()) {
+      kNetLog.Warn("cannot watch a connection from {}: {}; closed it", address,
+                   std::strerror(errno));
+      peer->Abort();
+      self->Accept();
+      return;
+    }
     self->peers.emplace(peer.get(), peer);
     if (!self->net.Attach(*peer)) {
       peer->Abort();
       self->peers.erase(peer.get());
-    } else if (!peer->closed()) {
-      peer->Start();
     }
     self->Accept();
   });
+}
+
+bool TcpTransport::Impl::OpenReadiness() {
+  const int fd = ::epoll_create1(EPOLL_CLOEXEC);
+  if (fd < 0) {
+    return false;
+  }
+  readiness.assign(fd);
+  WatchReadiness();
+  return true;
+}
+
+void TcpTransport::Impl::WatchReadiness() {
+  readiness.async_wait(asio::posix::stream_descriptor::wait_read,
+                       [weak = weak_from_this()](error_code ec) {
+                         if (auto self = weak.lock(); self != nullptr && !ec) {
+                           self->Harvest();
+                         }
+                       });
+}
+
+void TcpTransport::Impl::Harvest() {
+  const std::shared_ptr<Impl> keep = shared_from_this();  // a handler may end the transport
+  epoll_event events[kEventsPerHarvest];
+  const int n = ::epoll_wait(readiness.native_handle(), events, kEventsPerHarvest, 0);
+  for (int i = 0; i < n; ++i) {
+    // A connection closed by an earlier one's events is still here (Forget erases it later),
+    // and knows it is closed.
+    auto it = peers.find(static_cast<TcpPeer*>(events[i].data.ptr));
+    if (it != peers.end()) {
+      const std::shared_ptr<TcpPeer> peer = it->second;
+      peer->OnEvents(events[i].events);
+    }
+  }
+  if (n == kEventsPerHarvest) {  // more may be ready: take them after what else waits
+    asio::post(io, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        self->Harvest();
+      }
+    });
+    return;
+  }
+  WatchReadiness();
 }
 
 void TcpTransport::Impl::AcceptLater() {
@@ -562,6 +674,11 @@ Status TcpTransport::Listen(const std::string& address, std::uint16_t port, std:
         fmt::format("cannot listen on {}:{}: {}; pick another net.port (0 "
                     "picks a free one) or stop what holds it",
                     address, port, ec.message()));
+  }
+  if (!impl_->readiness.is_open() && !impl_->OpenReadiness()) {
+    const std::string why = std::strerror(errno);
+    a.close(ec);
+    return Status::IoError(fmt::format("cannot open an epoll set for the connections: {}", why));
   }
   impl_->accepting = true;
   a.native_non_blocking(true, ec);  // OutOfDescriptors accepts without Asio, and must not block

@@ -576,6 +576,57 @@ TEST_F(NetTest, FramesCutAnywhereAcrossReadsAreEachHandledOnceInOrder) {
   }
 }
 
+// The transport reads a connection until a read comes back short, a few full reads a turn. A
+// client whose bytes fill read after read (over 1 MB sent at once: some 70 reads of the 16 KB
+// buffer, over many turns) is read to its end, each frame handled once and in order, and a
+// client that connects meanwhile is served.
+TEST_F(NetTest, AClientWhoseBytesFillReadAfterReadIsReadToItsEndAndOthersAreServed) {
+  NetOptions o = NoResume();
+  o.bytes_per_tick = 1u << 30;  // no flood: this client is only fast
+  o.messages_per_tick = 1u << 20;
+  Boot(std::move(o));
+  std::vector<int> from_ada;
+  std::vector<std::string> from_bob;
+  const ChannelId say = DeclareSay("chat.Say", true, 1e9, [&](Session& s, std::span<Value> args) {
+    const std::string text = flatbuffers::GetRoot<molt::test::Say>(args[0].as.ptr)->text()->str();
+    if (s.user() == "ada") {
+      from_ada.push_back(std::stoi(text));
+    } else {
+      from_bob.push_back(text);
+    }
+  });
+  Listen();
+  constexpr int kIntents = 16000;
+  std::vector<std::uint8_t> stream;
+  for (int i = 0; i < kIntents; ++i) {
+    const std::vector<std::uint8_t> f =
+        TestClient::IntentFrame(say, SayPayload(std::to_string(i) + std::string(24, '.')));
+    stream.insert(stream.end(), f.begin(), f.end());
+  }
+  ASSERT_GT(stream.size(), 1'000'000u);
+  Run([&] {
+    TestClient ada(port_);
+    ASSERT_EQ(ada.Hello("ada").type(), w::Body::Welcome);
+    bool sent = false;
+    std::thread writer([&] { sent = ada.SendRaw(stream); });
+    TestClient bob(port_);
+    const bool welcomed = bob.Hello("bob").type() == w::Body::Welcome;
+    bob.Intent(say, SayPayload("hello"));
+    bob.Bye();
+    writer.join();
+    ASSERT_TRUE(welcomed);
+    ASSERT_TRUE(sent);
+    ada.Bye();  // after the stream: handled once all of it is
+    ada.WaitClosed(std::chrono::milliseconds(15000));
+    bob.WaitClosed();
+  });
+  ASSERT_EQ(from_ada.size(), static_cast<std::size_t>(kIntents));
+  for (int i = 0; i < kIntents; ++i) {
+    ASSERT_EQ(from_ada[static_cast<std::size_t>(i)], i) << "intent " << i;
+  }
+  EXPECT_EQ(from_bob, std::vector<std::string>{"hello"});
+}
+
 TEST_F(NetTest, AHandlerMayRemoveItsOwnChannel) {
   ChannelId say = 0;
   int handled = 0;
