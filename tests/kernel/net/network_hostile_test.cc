@@ -354,6 +354,52 @@ TEST_F(HostileTest, ASlowReaderIsCutOffWithoutDelayingAnyoneElse) {
   EXPECT_EQ(net_->sessions().count(), 1u);
 }
 
+// A reader that falls behind, short of the slow-reader cap, gets everything in order once it
+// reads again: what the socket would not take waits, and goes out when the socket is writable
+// again (its EPOLLOUT edge in the transport's epoll set).
+TEST_F(HostileTest, AReaderThatFallsBehindGetsEverythingInOrderOnceItReadsAgain) {
+  NetOptions o = NoResume();
+  o.max_outbound_bytes = 32 << 20;
+  o.ping_interval_seconds = 0;  // no pings: nothing else writes, only the writable edge flushes
+  Boot(o);
+  const ChannelId state = DeclareEvent("world.State");
+  Listen();
+  constexpr int kEvents = 2500;  // 10 MB: more than the socket buffers on both sides hold
+  std::atomic<bool> joined{false};
+  std::atomic<bool> sent{false};
+  TaskHandle pump = kernel_->scheduler().Every(std::chrono::milliseconds(1), [&] {
+    if (joined && !sent) {
+      for (int i = 0; i < kEvents; ++i) {
+        (void)net_->Broadcast(state, SayPayload(std::to_string(i) + std::string(4000, 's')));
+      }
+      sent = true;
+    }
+  });
+  TestClient behind(port_, /*recv_buffer=*/4096);
+  std::vector<int> got;
+  Run([&] {
+    ASSERT_EQ(behind.Hello("behind").type(), w::Body::Welcome);
+    joined = true;
+    while (!sent) {
+      std::this_thread::sleep_for(1ms);
+    }
+    std::this_thread::sleep_for(100ms);  // behind: the server's queue waits on the socket
+    for (int i = 0; i < kEvents; ++i) {
+      Frame f = behind.Next(5000ms);
+      ASSERT_FALSE(f.closed || f.timeout) << "after " << got.size() << " events";
+      ASSERT_EQ(f.type(), w::Body::Event);
+      const auto* p = f.envelope()->body_as_Event()->payload();
+      got.push_back(std::stoi(flatbuffers::GetRoot<molt::test::Say>(p->data())->text()->str()));
+    }
+  });
+  pump.Cancel();
+  ASSERT_EQ(got.size(), static_cast<std::size_t>(kEvents));
+  for (int i = 0; i < kEvents; ++i) {
+    ASSERT_EQ(got[static_cast<std::size_t>(i)], i);
+  }
+  EXPECT_EQ(net_->stats().slow_readers, 0u);
+}
+
 TEST_F(HostileTest, PingsMeasureRoundTripsAndSilenceTimesOut) {
   NetOptions o = NoResume();
   o.ping_interval_seconds = 0.1;
