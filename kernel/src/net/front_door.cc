@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The front door: a connection's admission (the per-address handshake rate, the handshake
-// slots), refusals and their rate-limited log, and the Hello that turns a connection into a
-// session, new or resumed (network.h, "The handshake").
+// FrontDoor (front_door.h): a connection's admission, refusals, and the Hello that turns it into
+// a session, new or resumed.
 #include "kernel/src/net/front_door.h"
 
 #include <fmt/format.h>
@@ -9,11 +8,17 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <utility>
 
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/net/frames.h"
+#include "kernel/src/net/handshake_slots.h"
+#include "kernel/src/net/link.h"
+#include "kernel/src/net/link_table.h"
 #include "kernel/src/net/net_log.h"
-#include "kernel/src/net/network.h"
+#include "kernel/src/net/peer.h"
+#include "kernel/src/net/redirection.h"
+#include "kernel/src/net/replica.h"
 #include "kernel/src/wire/envelope.h"
 
 namespace molt::kernel::net {
@@ -23,7 +28,6 @@ namespace fb = ::flatbuffers;
 namespace w = ::molt::wire;
 
 constexpr std::size_t kMaxUserId = 64;
-constexpr std::size_t kForgetRatesAbove = 4096;  // addresses whose rate buckets are kept
 
 // 16 bytes from the operating system's generator: a resume token nobody can guess.
 std::vector<std::uint8_t> NewResumeToken() {
@@ -50,132 +54,44 @@ bool ValidUserId(std::string_view user) {
 
 }  // namespace
 
-// --- HandshakeSlots ----------------------------------------------------------------------------
+FrontDoor::FrontDoor(Kernel& kernel, const NetOptions& options, NetStats& stats,
+                     ChannelRegistry& channels, Sessions& sessions, Replicas& replicas,
+                     LinkTable& links, HandshakeSlots& slots, Redirection& redirection)
+    : kernel_(kernel),
+      options_(options),
+      stats_(stats),
+      channels_(channels),
+      sessions_(sessions),
+      replicas_(replicas),
+      links_(links),
+      slots_(slots),
+      redirection_(redirection),
+      auth_point_(kernel.hooks().Define("Auth.Hello", Hooks::Mode::kFailClosed)),
+      resumed_topic_(kernel.bus().Resolve("Kernel.SessionResumed")) {}
 
-bool HandshakeSlots::TakeRate(const std::string& address, TimePoint now, double* retry_after) {
-  if (rates_.size() > kForgetRatesAbove) {  // forget addresses whose buckets refilled
-    for (auto it = rates_.begin(); it != rates_.end();) {
-      it = it->second.Available(now) >= it->second.burst() ? rates_.erase(it) : std::next(it);
-    }
-  }
-  auto [it, fresh] = rates_.try_emplace(address, per_second_, per_second_ * 2, now);
-  if (it->second.Take(now)) {
-    return true;
-  }
-  *retry_after = it->second.SecondsUntil(now);
-  return false;
-}
-
-Peer* HandshakeSlots::OldestOf(const std::string& address, std::size_t share) const {
-  auto it = by_address_.find(address);
-  if (it == by_address_.end() || it->second < share) {
-    return nullptr;
-  }
-  for (Peer* p : half_open_) {
-    if (p->address() == address) {
-      return p;
-    }
-  }
-  return nullptr;
-}
-
-Peer* HandshakeSlots::OldestWhenFull(std::size_t total) const {
-  return half_open_.size() >= total ? half_open_.front() : nullptr;
-}
-
-void HandshakeSlots::Enter(Peer& peer) {
-  peer.waiting_ = half_open_.insert(half_open_.end(), &peer);
-  peer.in_handshake_ = true;
-  ++by_address_[peer.address()];
-}
-
-void HandshakeSlots::Leave(Peer& peer) {
-  if (!peer.in_handshake_) {
-    return;
-  }
-  peer.in_handshake_ = false;
-  half_open_.erase(peer.waiting_);
-  auto it = by_address_.find(peer.address());
-  if (it != by_address_.end() && --it->second == 0) {
-    by_address_.erase(it);
-  }
-}
-
-// --- RefusalLog --------------------------------------------------------------------------------
-
-bool RefusalLog::Note(std::string_view reason, const std::string& address, std::string_view text,
-                      TimePoint now) {
-  auto it = windows_.find(reason);
-  if (it == windows_.end()) {
-    it = windows_.emplace(std::string(reason), Window()).first;
-  }
-  Window& window = it->second;
-  if (window.count == 0 && now >= window.quiet_until) {
-    kNetLog.Warn("refused a connection from {} ({}): {}", address, reason, text);
-    window.quiet_until = now + Seconds(interval_seconds_);
-    return false;
-  }
-  ++window.count;
-  window.address = address;
-  window.text = text;
-  return true;
-}
-
-void RefusalLog::Flush(bool all, TimePoint now) {
-  for (auto& [reason, window] : windows_) {
-    if (window.count > 0 && (all || now >= window.quiet_until)) {
-      kNetLog.Warn(
-          "refused {} more connection(s) ({}) within {} s (net.refusal_log_seconds); the "
-          "latest from {}: {}",
-          window.count, reason, interval_seconds_, window.address, window.text);
-      window.count = 0;
-      window.quiet_until = now + Seconds(interval_seconds_);
-    }
-  }
-}
-
-bool RefusalLog::waiting() const {
-  return std::any_of(windows_.begin(), windows_.end(),
-                     [](const auto& w) { return w.second.count > 0; });
-}
+bool FrontDoor::authenticates() const { return kernel_.hooks().handler_count(auth_point_) > 0; }
 
 // --- Admission ---------------------------------------------------------------------------------
 
-bool Network::Attach(Peer& peer) {
-  if (shut_down_) {
-    return false;
-  }
+void FrontDoor::Admit(Peer& peer, TimePoint now) {
   ++stats_.connections_accepted;
-  const TimePoint now = kernel_.scheduler().Now();
-  const double tick = std::max(options_.tick_rate, 1.0);
-  peer.bytes_ = TokenBucket(options_.bytes_per_tick * tick,
-                            options_.bytes_per_tick * options_.budget_burst_ticks, now);
-  peer.messages_ = TokenBucket(options_.messages_per_tick * tick,
-                               options_.messages_per_tick * options_.budget_burst_ticks, now);
-  peer.attached_at_ = now;
-  peer.last_receive_ = now;
-  peer.offender_window_start_ = now;
-  peers_.push_back(&peer);
-  ArmHousekeeping();
-
   if (double retry = 0; !slots_.TakeRate(peer.address(), now, &retry)) {
     ++stats_.refused_handshake_rate;
-    Refuse(peer, static_cast<std::uint8_t>(w::RefuseReason::RateLimited),
+    Refuse(peer, w::RefuseReason::RateLimited,
            fmt::format("too many connections from {}; retry later", peer.address()), retry);
-    return true;
+    return;
   }
   MakeHandshakeRoom(peer.address());
   slots_.Enter(peer);
-  return true;
 }
 
 // Slots: a connection that says Hello promptly is never kept out by connections that do not.
 // Whoever holds slots without a Hello has them taken back oldest first, so keeping a client out
 // means opening more connections than the slots within that client's round trip (docs/network.md).
-void Network::MakeHandshakeRoom(const std::string& address) {
+void FrontDoor::MakeHandshakeRoom(const std::string& address) {
   auto evict = [&](Peer& p, w::RefuseReason reason, std::string text) {
     ++stats_.half_open_evicted;
-    Refuse(p, static_cast<std::uint8_t>(reason), text, 1);
+    Refuse(p, reason, text, 1);
   };
   const std::size_t per_address = std::max<std::size_t>(options_.max_half_open_per_address, 1);
   if (Peer* oldest = slots_.OldestOf(address, per_address)) {
@@ -194,31 +110,25 @@ void Network::MakeHandshakeRoom(const std::string& address) {
   }
 }
 
-void Network::LogRefusal(std::string_view reason, const std::string& address,
-                         std::string_view text) {
-  if (refusals_.Note(reason, address, text, kernel_.scheduler().Now())) {
-    ArmHousekeeping();  // it says how many when the interval ends
-  }
-}
-
-void Network::Refuse(Peer& peer, std::uint8_t reason, std::string_view text, double retry_after) {
-  if (peer.closed_) {
+void FrontDoor::Refuse(Peer& peer, w::RefuseReason reason, std::string_view text,
+                       double retry_after) {
+  if (peer.link().closed) {
     return;
   }
   ++stats_.handshakes_refused;
-  peer.refused_ = true;
-  LogRefusal(w::EnumNameRefuseReason(static_cast<w::RefuseReason>(reason)), peer.address(), text);
+  peer.link().refused = true;
+  links_.NoteRefusal(w::EnumNameRefuseReason(reason), peer.address(), text);
   fb::FlatBufferBuilder b(128);
-  SendFrame(peer, RefuseFrame(b, static_cast<w::RefuseReason>(reason), text, retry_after));
-  End(peer, ExitReason::kProtocolError, text);
+  links_.SendFrame(peer, RefuseFrame(b, reason, text, retry_after));
+  links_.End(peer, ExitReason::kProtocolError, text);
 }
 
-std::vector<std::uint8_t> Network::RefuseOverCapacity(const std::string& address,
-                                                      std::string_view why) {
+std::vector<std::uint8_t> FrontDoor::RefuseOverCapacity(const std::string& address,
+                                                        std::string_view why) {
   ++stats_.connections_accepted;
   ++stats_.handshakes_refused;
   ++stats_.refused_no_descriptors;
-  LogRefusal("OutOfDescriptors", address, why);
+  links_.NoteRefusal("OutOfDescriptors", address, why);
   fb::FlatBufferBuilder b(128);
   const std::span<const std::uint8_t> frame =
       RefuseFrame(b, w::RefuseReason::ServerFull, "the server is at capacity; retry", 5);
@@ -228,7 +138,122 @@ std::vector<std::uint8_t> Network::RefuseOverCapacity(const std::string& address
 
 // --- The Hello ---------------------------------------------------------------------------------
 
-Session* Network::Resumable(std::span<const std::uint8_t> token, std::string_view user) {
+void FrontDoor::OnHello(Peer& peer, const w::Hello& hello) {
+  std::string user = hello.user() == nullptr ? std::string() : hello.user()->str();
+  if (!Acceptable(peer, hello, user)) {
+    return;
+  }
+  const auto token = w::BytesOf(hello.resume_token());
+  if (Resumable(token, user) == nullptr && !HasRoom(peer)) {
+    return;
+  }
+  if (!Authenticate(peer, hello, &user)) {
+    return;
+  }
+  Session* resume = Resumable(token, user);  // the token is only good for the user it was issued to
+  if (resume == nullptr) {
+    // The user is back without resuming (a restarted game): the session their lost link left
+    // waiting will not be resumed. It ends now, so what it holds (a profile's lease) is free for
+    // the new one instead of waiting out net.resume_window_seconds.
+    stats_.resumes_superseded += links_.EndWaitingOf(user);
+  }
+  // A lost link's client comes back: the same session, its bindings and data intact, and what
+  // was sent to it meanwhile.
+  if (resume != nullptr) {
+    Welcome(peer, *resume, /*resuming=*/true);
+    return;
+  }
+  const auto join = w::BytesOf(hello.join_data());
+  Welcome(peer,
+          sessions_.Create(std::move(user), std::vector<std::uint8_t>(join.begin(), join.end()),
+                           peer.address(), kernel_.scheduler().Now()),
+          /*resuming=*/false);
+}
+
+bool FrontDoor::Acceptable(Peer& peer, const w::Hello& hello, std::string_view user) {
+  if (hello.protocol_version() != w::kProtocolVersion) {
+    Refuse(peer, w::RefuseReason::ProtocolVersion,
+           fmt::format("protocol version {} is not supported: this server speaks {}",
+                       hello.protocol_version(), w::kProtocolVersion),
+           0);
+    return false;
+  }
+  // Before the channel table is compared: while nothing serves, the table is not the game's.
+  if (kernel_.shutting_down() || links_.shut_down() || closing_) {
+    Refuse(peer, w::RefuseReason::ShuttingDown, "the server is shutting down", 0);
+    return false;
+  }
+  if (!serving_) {
+    Refuse(peer, w::RefuseReason::Starting,
+           "the server is starting: no plugin generation serves yet", 1);
+    return false;
+  }
+  const std::uint64_t hash = channels_.ProtocolHash();
+  if (hello.protocol_hash() != 0 && hello.protocol_hash() != hash) {
+    Refuse(peer, w::RefuseReason::ProtocolHash,
+           fmt::format("the client's channel table (hash {:016x}) differs from the "
+                       "server's ({:016x}): update the client",
+                       hello.protocol_hash(), hash),
+           0);
+    return false;
+  }
+  if (!ValidUserId(user)) {
+    Refuse(peer, w::RefuseReason::BadHello,
+           fmt::format("the user id must be 1..{} printable characters", kMaxUserId), 0);
+    return false;
+  }
+  return true;
+}
+
+bool FrontDoor::HasRoom(Peer& peer) {
+  if (draining_) {  // only the sessions here may come back
+    Refuse(peer, w::RefuseReason::ShuttingDown, redirection_.RefusalText(), 0);
+    return false;
+  }
+  if (sessions_.count() >= options_.max_sessions) {
+    Refuse(peer, w::RefuseReason::ServerFull,
+           fmt::format("the server is full ({} sessions)", options_.max_sessions), 5);
+    return false;
+  }
+  return true;
+}
+
+bool FrontDoor::Authenticate(Peer& peer, const w::Hello& hello, std::string* user) {
+  if (!authenticates()) {
+    if (options_.auth == AuthMode::kProduction) {
+      Refuse(peer, w::RefuseReason::AuthFailed, "no authenticator is installed", 0);
+      return false;
+    }
+    return true;
+  }
+  const auto credentials = w::BytesOf(hello.credentials());
+  const auto join = w::BytesOf(hello.join_data());
+  Value args[] = {Value::String(*user),
+                  Value::Bytes(credentials.data(), static_cast<std::uint32_t>(credentials.size())),
+                  Value::Bytes(join.data(), static_cast<std::uint32_t>(join.size())),
+                  Value::String(peer.address())};
+  HookContext ctx{.args = args};
+  HookResult r = kernel_.hooks().Fire(auth_point_, ctx);
+  if (!r.passed) {
+    if (!r.error.empty()) {
+      kNetLog.Warn("Auth.Hello threw for {} from {}: {}", *user, peer.address(), r.error);
+    }
+    Refuse(peer, w::RefuseReason::AuthFailed, "authentication failed", 0);
+    return false;
+  }
+  // A validator may replace the claimed user id with the verified one.
+  if (args[0].type == Value::kString && args[0].AsString() != *user) {
+    std::string verified(args[0].AsString());
+    if (!ValidUserId(verified)) {
+      Refuse(peer, w::RefuseReason::AuthFailed, "authentication failed", 0);
+      return false;
+    }
+    *user = std::move(verified);
+  }
+  return true;
+}
+
+Session* FrontDoor::Resumable(std::span<const std::uint8_t> token, std::string_view user) {
   if (token.empty() || options_.resume_window_seconds <= 0) {
     return nullptr;
   }
@@ -250,145 +275,37 @@ Session* Network::Resumable(std::span<const std::uint8_t> token, std::string_vie
   return nullptr;
 }
 
-void Network::OnHello(Peer& peer, const void* raw) {
-  const auto* hello = static_cast<const w::Hello*>(raw);
-  auto refuse = [&](w::RefuseReason reason, std::string text, double retry = 0) {
-    Refuse(peer, static_cast<std::uint8_t>(reason), text, retry);
-  };
-  if (hello->protocol_version() != w::kProtocolVersion) {
-    return refuse(w::RefuseReason::ProtocolVersion,
-                  fmt::format("protocol version {} is not supported: this server speaks {}",
-                              hello->protocol_version(), w::kProtocolVersion));
-  }
-  // Before the channel table is compared: while nothing serves, the table is not the game's.
-  if (kernel_.shutting_down() || shut_down_ || closing_) {
-    return refuse(w::RefuseReason::ShuttingDown, "the server is shutting down");
-  }
-  if (!serving_) {
-    return refuse(w::RefuseReason::Starting,
-                  "the server is starting: no plugin generation serves yet", 1);
-  }
-  const std::uint64_t hash = channels_.ProtocolHash();
-  if (hello->protocol_hash() != 0 && hello->protocol_hash() != hash) {
-    return refuse(w::RefuseReason::ProtocolHash,
-                  fmt::format("the client's channel table (hash {:016x}) differs from the "
-                              "server's ({:016x}): update the client",
-                              hello->protocol_hash(), hash));
-  }
-  std::string user = hello->user() == nullptr ? std::string() : hello->user()->str();
-  if (!ValidUserId(user)) {
-    return refuse(w::RefuseReason::BadHello,
-                  fmt::format("the user id must be 1..{} printable characters", kMaxUserId));
-  }
-  const auto token = w::BytesOf(hello->resume_token());
-  Session* resume = Resumable(token, user);
-  if (resume == nullptr && draining_) {  // only the sessions here may come back
-    std::string text = "the server is draining";
-    if (redirect_) {  // the least loaded target, by its TCP address
-      const auto least = std::min_element(
-          redirect_->targets.begin(), redirect_->targets.end(),
-          [](const RedirectTarget& a, const RedirectTarget& b) { return a.sessions < b.sessions; });
-      text = fmt::format("{}: go to server {} at {}", redirect_->reason, least->server,
-                         least->address);
-    }
-    return refuse(w::RefuseReason::ShuttingDown, text);
-  }
-  if (resume == nullptr && sessions_.count() >= options_.max_sessions) {
-    return refuse(w::RefuseReason::ServerFull,
-                  fmt::format("the server is full ({} sessions)", options_.max_sessions), 5);
-  }
-  const auto credentials = w::BytesOf(hello->credentials());
-  const auto join = w::BytesOf(hello->join_data());
-  if (kernel_.hooks().handler_count(auth_point_) > 0) {
-    Value args[] = {
-        Value::String(user),
-        Value::Bytes(credentials.data(), static_cast<std::uint32_t>(credentials.size())),
-        Value::Bytes(join.data(), static_cast<std::uint32_t>(join.size())),
-        Value::String(peer.address())};
-    HookContext ctx{.args = args};
-    HookResult r = kernel_.hooks().Fire(auth_point_, ctx);
-    if (!r.passed) {
-      if (!r.error.empty()) {
-        kNetLog.Warn("Auth.Hello threw for {} from {}: {}", user, peer.address(), r.error);
-      }
-      return refuse(w::RefuseReason::AuthFailed, "authentication failed");
-    }
-    // A validator may replace the claimed user id with the verified one.
-    if (args[0].type == Value::kString && args[0].AsString() != user) {
-      std::string verified(args[0].AsString());
-      if (!ValidUserId(verified)) {
-        return refuse(w::RefuseReason::AuthFailed, "authentication failed");
-      }
-      user = std::move(verified);
-    }
-  } else if (options_.auth == AuthMode::kProduction) {
-    return refuse(w::RefuseReason::AuthFailed, "no authenticator is installed");
-  }
-  resume = Resumable(token, user);  // the token is only good for the user it was issued to
-  if (resume == nullptr) {
-    // The user is back without resuming (a restarted game): the session their lost link left
-    // waiting will not be resumed. It ends now, so what it holds (a profile's lease) is free for
-    // the new one instead of waiting out net.resume_window_seconds.
-    for (SessionId id : std::vector<SessionId>(detached_)) {
-      Session* old = sessions_.Get(id);
-      if (old != nullptr && old->user() == user) {
-        std::erase(detached_, id);
-        ++stats_.resumes_superseded;
-        sessions_.End(id, old->detach_reason_);
-      }
-    }
-  }
-
-  // A lost link's client comes back: the same session, its bindings and data intact, and what
-  // was sent to it meanwhile.
-  const bool resuming = resume != nullptr;
-  Session& s = resuming ? *resume
-                        : sessions_.Create(std::move(user),
-                                           std::vector<std::uint8_t>(join.begin(), join.end()),
-                                           peer.address(), kernel_.scheduler().Now());
-  if (resuming && s.peer_ != nullptr) {  // take the session over from its old link
-    Peer* old = s.peer_;
-    Unlink(*old, ExitReason::kTransportError, /*resumable=*/true);
-    old->Close(/*flush=*/false);
-  }
+void FrontDoor::Welcome(Peer& peer, Session& s, bool resuming) {
   if (resuming) {
-    std::erase(detached_, s.id());
-    s.detached_ = false;
     ++stats_.resumes;
   }
+  links_.Bind(peer, s);
   s.resume_token_ = NewResumeToken();
-  slots_.Leave(peer);
-  peer.session_ = s.id();
-  s.peer_ = &peer;
-
   fb::FlatBufferBuilder b(1024);
   const std::vector<fb::Offset<w::ChannelInfo>> infos = ChannelInfos(b, channels_);
   auto welcome = w::CreateWelcomeDirect(
-      b, s.id(), hash, static_cast<float>(options_.tick_rate), &infos, options_.max_frame_bytes,
-      options_.bytes_per_tick, options_.messages_per_tick,
+      b, s.id(), channels_.ProtocolHash(), static_cast<float>(options_.tick_rate), &infos,
+      options_.max_frame_bytes, options_.bytes_per_tick, options_.messages_per_tick,
       w::Millis(options_.ping_interval_seconds), &s.resume_token_, resuming,
       w::Millis(options_.resume_window_seconds), static_cast<float>(options_.budget_burst_ticks));
-  SendFrame(peer, w::FinishFrame(b, w::Body::Welcome, welcome.Union()));
-  if (peer.closed_) {
+  links_.SendFrame(peer, w::FinishFrame(b, w::Body::Welcome, welcome.Union()));
+  if (peer.link().closed) {
     return;
   }
-  if (resuming) {
-    const std::vector<std::uint8_t> missed = std::exchange(s.outbox_, {});
-    if (!missed.empty()) {
-      SendFrame(peer, missed);
-    }
-    if (peer.closed_) {
-      return;
-    }
-    replicas_.Resumed(s.id());
-    Value args[] = {Value::Handle(s.id())};
-    kernel_.bus().Publish(resumed_topic_, args);
-    if (redirect_ && s.peer_ == &peer) {  // resumed during a drain: where to go next
-      SendRedirect(s);
-    }
+  if (!resuming) {
+    sessions_.Announce(s);
     return;
   }
-  sessions_.Announce(s);
+  links_.FlushOutbox(s);  // what was sent to it meanwhile
+  if (peer.link().closed) {
+    return;
+  }
+  replicas_.Resumed(s.id());
+  Value args[] = {Value::Handle(s.id())};
+  kernel_.bus().Publish(resumed_topic_, args);
+  if (s.peer() == &peer) {  // resumed during a drain: where to go next
+    redirection_.Send(s);
+  }
 }
 
 }  // namespace molt::kernel::net

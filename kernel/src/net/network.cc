@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Network, the composition (network.h): listening, a link's end or loss, outbound frames,
-// housekeeping (handshake deadlines, idle links, pings, resume windows), the wire inspector and
-// the snapshot admin/ renders. Admission and the Hello are in front_door.cc, the inbound pipeline
-// in inbound.cc, requests in requests.cc.
+// Network, the composition (network.h): its parts wired together, listening, the server's close
+// and drain, outbound events, the wire inspector's lease and the snapshot admin/ renders.
 #include "kernel/src/net/network.h"
 
 #include <fmt/format.h>
@@ -12,6 +10,7 @@
 #include "kernel/src/core/host_port.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/net/frames.h"
+#include "kernel/src/net/link.h"
 #include "kernel/src/net/net_log.h"
 #include "kernel/src/net/transport.h"
 #include "kernel/src/wire/tls.h"
@@ -26,16 +25,16 @@ Network::Network(Kernel& kernel, NetOptions options)
       options_(std::move(options)),
       channels_(kernel.hooks(), kernel.bus()),
       sessions_(kernel.hooks(), kernel.bus()),
-      replicas_(*this),
-      auth_point_(kernel.hooks().Define("Auth.Hello", Hooks::Mode::kFailClosed)),
-      rate_limited_point_(kernel.hooks().Define("Net.RateLimited", Hooks::Mode::kFailOpen)),
-      flood_point_(kernel.hooks().Define("Net.FloodDetected", Hooks::Mode::kFailOpen)),
-      rate_limited_topic_(kernel.bus().Resolve("Net.RateLimited")),
-      flood_topic_(kernel.bus().Resolve("Net.FloodDetected")),
-      rejected_topic_(kernel.bus().Resolve("Net.IntentRejected")),
-      resumed_topic_(kernel.bus().Resolve("Kernel.SessionResumed")),
       slots_(options_.handshakes_per_address),
-      refusals_(options_.refusal_log_seconds) {
+      refusals_(options_.refusal_log_seconds),
+      links_(kernel.scheduler(), sessions_, options_, stats_, slots_, refusals_),
+      replicas_(sessions_, links_, kernel.scheduler(), options_.max_frame_bytes),
+      redirection_(sessions_, links_),
+      requests_(kernel.scheduler(), options_, channels_, sessions_, links_, tap_),
+      front_door_(kernel, options_, stats_, channels_, sessions_, replicas_, links_, slots_,
+                  redirection_),
+      pipeline_(kernel, options_, stats_, channels_, sessions_, links_, front_door_, requests_,
+                tap_) {
   kernel_.OnShutdown(Kernel::ShutdownStage::kFirst, "sessions", [this] {
     Shutdown();
     return Status();
@@ -45,15 +44,14 @@ Network::Network(Kernel& kernel, NetOptions options)
 Network::~Network() {
   Shutdown();
   inspection_end_.Cancel();
-  requests_.CancelAll();
   kernel_.RemoveShutdownStep("sessions");
 }
 
 Status Network::Listen() {
-  if (shut_down_) {
+  if (links_.shut_down()) {
     return Status::FailedPrecondition("the network is shut down");
   }
-  if (options_.auth == AuthMode::kProduction && kernel_.hooks().handler_count(auth_point_) == 0) {
+  if (options_.auth == AuthMode::kProduction && !front_door_.authenticates()) {
     return Status::FailedPrecondition(
         "net.auth is \"production\" but no plugin validates Auth.Hello: load an "
         "authentication plugin, or set net.auth = \"dev\" for development");
@@ -96,16 +94,20 @@ std::uint16_t Network::port() const { return transport_ ? transport_->port() : 0
 
 std::uint16_t Network::websocket_port() const { return websocket_ ? websocket_->port() : 0; }
 
-void Network::StopAccepting() {
-  if (closing_ || shut_down_) {
-    return;
-  }
-  closing_ = true;
+void Network::StopTransports() {
   for (TcpTransport* t : {transport_.get(), websocket_.get()}) {
     if (t != nullptr) {
       t->StopAccepting();
     }
   }
+}
+
+void Network::StopAccepting() {
+  if (front_door_.closing() || links_.shut_down()) {
+    return;
+  }
+  front_door_.Close();
+  StopTransports();
   kNetLog.Info(
       "no new connections: the server is closing ({} sessions stay until the services "
       "stopped)",
@@ -113,128 +115,55 @@ void Network::StopAccepting() {
 }
 
 void Network::Shutdown() {
-  if (shut_down_) {
+  if (links_.shut_down()) {
     return;
   }
-  shut_down_ = true;
-  for (TcpTransport* t : {transport_.get(), websocket_.get()}) {
-    if (t != nullptr) {
-      t->StopAccepting();
-    }
-  }
-  const std::vector<Peer*> peers = peers_;
-  if (!peers.empty()) {
-    kNetLog.Info("ending {} connection(s) ({} sessions): the server is shutting down", peers.size(),
-                 sessions_.count());
-  }
-  for (Peer* p : peers) {
-    End(*p, ExitReason::kServerShutdown, ShutdownText(*p));
-  }
-  for (SessionId id : std::exchange(detached_, {})) {
-    sessions_.End(id, ExitReason::kServerShutdown);
-  }
-  refusals_.Flush(/*all=*/true, kernel_.scheduler().Now());
-  if (housekeeping_ != 0) {
-    TaskHandle(&kernel_.scheduler(), housekeeping_).Cancel();
-    housekeeping_ = 0;
-  }
+  StopTransports();
+  links_.Shutdown([this](Peer& p) { return redirection_.ByeText(p); });
 }
 
-// --- Links -------------------------------------------------------------------------------------
+void Network::Drain() {
+  if (front_door_.draining() || front_door_.closing() || links_.shut_down()) {
+    return;
+  }
+  front_door_.Drain();
+  kNetLog.Info(
+      "draining: new players are refused; the {} sessions here stay, and a lost link "
+      "may still resume its session until the close",
+      sessions_.count());
+}
 
-void Network::Fail(Peer& peer, std::string_view text, bool flush) {
-  End(peer, ExitReason::kTransportError, text, flush);
+const std::vector<Network::RedirectTarget>& Network::Redirect(std::vector<RedirectTarget> targets,
+                                                              std::string reason) {
+  Drain();
+  return redirection_.Begin(std::move(targets), std::move(reason));
+}
+
+// --- PeerSink ----------------------------------------------------------------------------------
+
+bool Network::Attach(Peer& peer) {
+  if (links_.shut_down()) {
+    return false;
+  }
+  const TimePoint now = kernel_.scheduler().Now();
+  pipeline_.Open(peer.link(), now);
+  links_.Add(peer, now);
+  front_door_.Admit(peer, now);
+  return true;
 }
 
 void Network::Detach(Peer& peer, ExitReason reason) {
   // The link failed under the session (EOF without a Bye, a socket error): it may come back.
-  Unlink(peer, reason, /*resumable=*/true);
+  links_.Unlink(peer, reason, /*resumable=*/true);
 }
 
-void Network::Unlink(Peer& peer, ExitReason reason, bool resumable) {
-  if (peer.closed_) {
-    return;
-  }
-  peer.closed_ = true;
-  std::erase(peers_, &peer);
-  if (peer.session_ == 0) {
-    slots_.Leave(peer);
-    if (!peer.refused_) {
-      ++stats_.handshakes_dropped[static_cast<std::size_t>(reason)];
-    }
-    return;
-  }
-  Session* s = sessions_.Get(peer.session_);
-  if (s == nullptr) {
-    return;
-  }
-  s->peer_ = nullptr;
-  if (resumable && options_.resume_window_seconds > 0 && !shut_down_) {
-    s->detached_ = true;
-    s->detached_until_ = kernel_.scheduler().Now() + Seconds(options_.resume_window_seconds);
-    s->detach_reason_ = reason;
-    detached_.push_back(s->id());
-    ++stats_.links_lost;
-    ArmHousekeeping();
-    return;
-  }
-  sessions_.End(peer.session_, reason);
+void Network::Fail(Peer& peer, std::string_view text, bool flush) {
+  links_.End(peer, ExitReason::kTransportError, text, flush);
 }
 
-void Network::SendTo(Session& s, std::span<const std::uint8_t> frame) {
-  if (s.peer_ != nullptr) {
-    SendFrame(*s.peer_, frame);
-    return;
-  }
-  if (!s.detached_) {
-    return;
-  }
-  // Half the outbound cap: the flush on resume queues behind the Welcome and must fit.
-  if (s.outbox_.size() + frame.size() > options_.max_outbound_bytes / 2) {
-    ++stats_.slow_readers;
-    std::erase(detached_, s.id());
-    sessions_.End(s.id(), ExitReason::kSlowReader);  // it could never catch up
-    return;
-  }
-  s.outbox_.insert(s.outbox_.end(), frame.begin(), frame.end());
-}
-
-void Network::End(Peer& peer, ExitReason reason, std::string_view text, bool flush_queued) {
-  if (peer.closed_) {
-    return;
-  }
-  const SessionId id = peer.session_;
-  Unlink(peer, reason, /*resumable=*/false);  // the session ends first: no more sends to it
-  const bool flush = reason != ExitReason::kSlowReader && reason != ExitReason::kTransportError;
-  if (flush && reason != ExitReason::kClientClosed && !peer.refused_) {  // a Refuse said it
-    fb::FlatBufferBuilder b(128);
-    auto bye = w::CreateByeDirect(b, std::string(ExitReasonName(reason)).c_str(),
-                                  std::string(text).c_str());
-    peer.Write(w::FinishFrame(b, w::Body::Bye, bye.Union()));
-  }
-  if (reason != ExitReason::kClientClosed && reason != ExitReason::kServerShutdown) {
-    if (id != 0) {
-      kNetLog.Info("session {} ({}) ended: {}{}{}", id, peer.address(), ExitReasonName(reason),
-                   text.empty() ? "" : ": ", text);
-    } else if (!peer.refused_) {  // a handshake the server ended: rate-limited
-      LogRefusal(ExitReasonName(reason), peer.address(), text);
-    }
-  }
-  peer.Close(flush || flush_queued);
-}
-
-void Network::SendFrame(Peer& peer, std::span<const std::uint8_t> frame) {
-  if (peer.closed_) {
-    return;
-  }
-  peer.Write(frame);
-  stats_.bytes_out += frame.size();
-  if (peer.queued_bytes() > options_.max_outbound_bytes) {
-    ++stats_.slow_readers;
-    End(peer, ExitReason::kSlowReader,
-        fmt::format("more than {} bytes queued (net.max_outbound_bytes)",
-                    options_.max_outbound_bytes));
-  }
+std::vector<std::uint8_t> Network::RefuseOverCapacity(const std::string& address,
+                                                      std::string_view why) {
+  return front_door_.RefuseOverCapacity(address, why);
 }
 
 // --- Outbound ----------------------------------------------------------------------------------
@@ -264,87 +193,20 @@ Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
     if (Session* s = sessions_.Get(id)) {
       ++ch->counters().events_sent;
       ++sent;
-      SendTo(*s, frame);  // a session whose link is lost gets it when it resumes
+      links_.SendTo(*s, frame);  // a session whose link is lost gets it when it resumes
     }
   }
   if (tap_.on()) {
-    tap_.Find(Tap(false, "event", channel, ch, sessions.size() == 1 ? sessions[0] : 0, payload,
-                  "sent"))
+    tap_.Find(tap_.Note(false, "event", channel, ch->name(), sessions.size() == 1 ? sessions[0] : 0,
+                        payload, "sent"))
         ->recipients = sent;
   }
   return Status();
 }
 
-void Network::Drain() {
-  if (draining_ || closing_ || shut_down_) {
-    return;
-  }
-  draining_ = true;
-  kNetLog.Info(
-      "draining: new players are refused; the {} sessions here stay, and a lost link "
-      "may still resume its session until the close",
-      sessions_.count());
-}
-
-const std::vector<Network::RedirectTarget>& Network::Redirect(std::vector<RedirectTarget> targets,
-                                                              std::string reason) {
-  Drain();
-  redirect_ = Redirection{std::move(targets), std::move(reason), {}};
-  Sessions::Hold hold(sessions_);
-  for (SessionId id : sessions_.ActiveIds()) {
-    if (Session* s = sessions_.Get(id); s != nullptr && s->peer_ != nullptr) {
-      SendRedirect(*s);
-    }
-  }
-  return redirect_->targets;
-}
-
-const std::pair<const Network::RedirectTarget*, const std::string*> Network::TargetOf(Session& s) {
-  const bool websocket = s.peer_->websocket();
-  auto address = [websocket](const RedirectTarget& t) -> const std::string& {
-    return websocket ? t.websocket_address : t.address;
-  };
-  std::vector<RedirectTarget>& targets = redirect_->targets;
-  auto it = redirect_->chosen.find(s.id());
-  if (it == redirect_->chosen.end()) {
-    std::size_t best = targets.size();
-    for (std::size_t i = 0; i < targets.size(); ++i) {
-      if (!address(targets[i]).empty() &&
-          (best == targets.size() || targets[i].sessions < targets[best].sessions)) {
-        best = i;
-      }
-    }
-    if (best == targets.size()) {
-      return {nullptr, nullptr};
-    }
-    ++targets[best].sessions;
-    it = redirect_->chosen.emplace(s.id(), best).first;
-  }
-  const RedirectTarget& t = targets[it->second];
-  return {&t, &address(t)};
-}
-
-bool Network::SendRedirect(Session& s) {
-  const auto [target, address] = TargetOf(s);
-  if (target == nullptr) {
-    return false;
-  }
-  fb::FlatBufferBuilder b(256);
-  SendTo(s, w::FinishFrame(b, w::Body::Redirect,
-                           w::CreateRedirectDirect(b, address->c_str(), target->server.c_str(),
-                                                   redirect_->reason.c_str())
-                               .Union()));
-  return true;
-}
-
-std::string Network::ShutdownText(Peer& peer) {
-  Session* s = redirect_ && peer.session_ != 0 ? sessions_.Get(peer.session_) : nullptr;
-  if (s != nullptr && s->peer_ == &peer) {
-    if (const auto [target, address] = TargetOf(*s); target != nullptr) {
-      return fmt::format("{}: go to server {} at {}", redirect_->reason, target->server, *address);
-    }
-  }
-  return "the server is shutting down";
+Status Network::Broadcast(ChannelId channel, std::span<const std::uint8_t> payload) {
+  const std::vector<SessionId> ids = sessions_.ActiveIds();
+  return SendList(channel, ids, payload);
 }
 
 std::size_t Network::AnnounceChannels() {
@@ -356,63 +218,15 @@ std::size_t Network::AnnounceChannels() {
   std::size_t told = 0;
   for (SessionId id : sessions_.ActiveIds()) {
     // A session whose link is lost learns the table from the Welcome that resumes it.
-    if (Session* s = sessions_.Get(id); s != nullptr && s->peer_ != nullptr) {
-      SendTo(*s, frame);
+    if (Session* s = sessions_.Get(id); s != nullptr && s->peer() != nullptr) {
+      links_.SendTo(*s, frame);
       ++told;
     }
   }
   return told;
 }
 
-Status Network::Broadcast(ChannelId channel, std::span<const std::uint8_t> payload) {
-  const std::vector<SessionId> ids = sessions_.ActiveIds();
-  return SendList(channel, ids, payload);
-}
-
-Status Network::Kick(SessionId session, std::string_view text) {
-  Session* s = sessions_.Get(session);
-  if (s == nullptr) {
-    return Status::NotFound(fmt::format("session {} is not active", session));
-  }
-  if (s->peer_ == nullptr) {
-    std::erase(detached_, session);
-    sessions_.End(session, ExitReason::kKicked);
-  } else {
-    End(*s->peer_, ExitReason::kKicked, text);
-  }
-  return Status();
-}
-
-// --- Housekeeping ------------------------------------------------------------------------------
-
-void Network::ArmHousekeeping() {
-  if (housekeeping_ != 0) {
-    return;
-  }
-  // Often enough for the shortest of the timers it serves, at most 4 times a second.
-  const double period =
-      std::clamp(std::min({options_.ping_interval_seconds, options_.handshake_timeout_seconds / 4,
-                           options_.idle_timeout_seconds / 4}),
-                 0.01, 0.25);
-  housekeeping_ = kernel_.scheduler()
-                      .Every(
-                          Seconds(period), [this] { Housekeep(); }, Priority::kKernel)
-                      .id();
-}
-
-std::uint64_t Network::Tap(bool inbound, std::string_view kind, ChannelId id, const Channel* ch,
-                           SessionId session, std::span<const std::uint8_t> payload,
-                           std::string verdict) {
-  WireFrame f;
-  f.inbound = inbound;
-  f.kind = kind;
-  f.channel = id;
-  f.channel_name = ch != nullptr ? ch->name() : "";
-  f.session = session;
-  f.bytes = static_cast<std::uint32_t>(payload.size());
-  f.verdict = std::move(verdict);
-  return tap_.Record(std::move(f), payload);
-}
+// --- The wire inspector ------------------------------------------------------------------------
 
 void Network::Inspect(Duration lease) {
   const TimePoint now = kernel_.scheduler().Now();
@@ -439,69 +253,15 @@ void Network::ArmInspectionEnd(TimePoint now) {
       Priority::kKernel);
 }
 
-void Network::Housekeep() {
-  const TimePoint now = kernel_.scheduler().Now();
-  const std::vector<Peer*> peers = peers_;
-  for (Peer* p : peers) {
-    if (p->closed_) {
-      continue;
-    }
-    if (p->session_ == 0) {
-      if (now - p->attached_at_ > Seconds(options_.handshake_timeout_seconds)) {
-        ++stats_.handshake_timeouts;
-        End(*p, ExitReason::kTimedOut,
-            fmt::format("the handshake did not finish within {} s "
-                        "(net.handshake_timeout_seconds)",
-                        options_.handshake_timeout_seconds));
-      }
-      continue;
-    }
-    if (now - p->last_receive_ > Seconds(options_.idle_timeout_seconds)) {
-      // A silent link is a lost link: the session waits for a resume like any other.
-      Unlink(*p, ExitReason::kTimedOut, /*resumable=*/true);
-      p->Close(/*flush=*/false);
-      continue;
-    }
-    if (options_.ping_interval_seconds <= 0) {
-      continue;  // pings are off
-    }
-    const std::int64_t ticks = (now - p->attached_at_) / Seconds(options_.ping_interval_seconds);
-    if (ticks > static_cast<std::int64_t>(p->ping_seq_)) {
-      p->ping_seq_ = static_cast<std::uint32_t>(ticks);
-      fb::FlatBufferBuilder b(64);
-      auto ping = w::CreatePing(b, p->ping_seq_,
-                                static_cast<std::uint64_t>(now.time_since_epoch().count()));
-      SendFrame(*p, w::FinishFrame(b, w::Body::Ping, ping.Union()));
-    }
-  }
-  // Sessions whose link was lost and whose client did not come back in time end now.
-  const std::vector<SessionId> waiting = detached_;
-  for (SessionId id : waiting) {
-    Session* s = sessions_.Get(id);
-    if (s == nullptr) {
-      std::erase(detached_, id);
-    } else if (now >= s->detached_until_) {
-      std::erase(detached_, id);
-      ++stats_.resumes_expired;
-      sessions_.End(id, s->detach_reason_);
-    }
-  }
-  refusals_.Flush(/*all=*/false, now);
-  if (peers_.empty() && detached_.empty() && !refusals_.waiting() && housekeeping_ != 0) {
-    TaskHandle(&kernel_.scheduler(), housekeeping_).Cancel();
-    housekeeping_ = 0;
-  }
-}
-
 // --- The snapshot ------------------------------------------------------------------------------
 
 NetSnapshot Network::Snapshot() const {
   NetSnapshot snap;
   snap.port = port();
   snap.half_open = slots_.size();
-  snap.waiting_resume = detached_.size();
+  snap.waiting_resume = links_.waiting();
   snap.websocket_port = websocket_port();
-  for (const Peer* p : peers_) {
+  for (const Peer* p : links_.peers()) {
     if (p->session() != 0) {
       ++(p->websocket() ? snap.websocket_sessions : snap.tcp_sessions);
     }

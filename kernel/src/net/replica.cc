@@ -8,8 +8,7 @@
 #include <cstring>
 #include <unordered_set>
 
-#include "kernel/src/core/kernel.h"
-#include "kernel/src/net/network.h"
+#include "kernel/src/net/link_table.h"
 #include "kernel/src/wire/envelope.h"
 
 namespace molt::kernel::net {
@@ -64,9 +63,11 @@ std::string_view TypeName(ReplicaFieldType t) {
 
 }  // namespace
 
-Replicas::Replicas(Network& network) : network_(network) {
+Replicas::Replicas(Sessions& sessions, LinkTable& links, Scheduler& scheduler,
+                   std::uint32_t max_frame_bytes)
+    : sessions_(sessions), links_(links), scheduler_(scheduler), max_frame_bytes_(max_frame_bytes) {
   // Everyone-audience replicas take in every session as it joins (late joiners: a snapshot).
-  on_session_ = network_.sessions().OnSession([this](Session& s) {
+  on_session_ = sessions_.OnSession([this](Session& s) {
     for (auto& [id, r] : replicas_) {
       // Not twice: a replica created by a Session.Start handler already took it in.
       if (r->audience == Audience::kAll && !r->Has(s.id())) {
@@ -119,7 +120,7 @@ Result<ReplicaId> Replicas::Create(ReplicaSpec spec, const void* owner) {
     bound += 48 + f.name.size() +
              (f.type == ReplicaFieldType::kBytes ? std::size_t{f.max_bytes} + 8 : 0);
   }
-  const std::uint32_t frame = network_.options().max_frame_bytes;
+  const std::uint32_t frame = max_frame_bytes_;
   if (bound > frame) {
     return Status::InvalidArgument(fmt::format(
         "replica \"{}\": a snapshot could take {} bytes, more than a frame (net.max_frame_bytes = "
@@ -139,7 +140,7 @@ Result<ReplicaId> Replicas::Create(ReplicaSpec spec, const void* owner) {
   Replica& ref = *r;
   replicas_.emplace(ref.id, std::move(r));
   if (ref.audience == Audience::kAll) {
-    for (SessionId s : network_.sessions().ActiveIds()) {
+    for (SessionId s : sessions_.ActiveIds()) {
       ref.subscribers.push_back({s});
     }
     if (!ref.subscribers.empty()) {
@@ -264,7 +265,7 @@ Status Replicas::AddSession(ReplicaId id, SessionId session) {
         "replica \"{}\" goes to everyone; create it with the list audience to choose sessions",
         r.name));
   }
-  if (network_.sessions().Get(session) == nullptr) {
+  if (sessions_.Get(session) == nullptr) {
     return Status::NotFound(fmt::format("session {} is not active", session));
   }
   if (r.Has(session)) {
@@ -317,7 +318,7 @@ void Replicas::Arm(Replica& r) {
   if (r.delivery.Pending()) {
     return;  // coalesce: the next deadline delivers everything written until then
   }
-  Scheduler& scheduler = network_.kernel().scheduler();
+  Scheduler& scheduler = scheduler_;
   const Duration wait = std::max(Duration::zero(), r.last_delivery + r.period - scheduler.Now());
   r.delivery = scheduler.After(wait, [this, id = r.id] { Flush(id); });
 }
@@ -342,8 +343,8 @@ void Replicas::Flush(ReplicaId id) {
     return;
   }
   Replica& r = *it->second;
-  Sessions& sessions = network_.sessions();
-  r.last_delivery = network_.kernel().scheduler().Now();
+  Sessions& sessions = sessions_;
+  r.last_delivery = scheduler_.Now();
   std::vector<SessionId> snapshot;
   std::vector<SessionId> delta;
   std::erase_if(r.subscribers, [&](Replica::Subscriber& sub) {
@@ -397,7 +398,7 @@ void Replicas::Flush(ReplicaId id) {
       if (Session* s = sessions.Get(sid)) {
         ++counter;
         stats_.bytes_sent += frame.size();
-        network_.SendTo(*s, frame);
+        links_.SendTo(*s, frame);
       }
     }
   };
@@ -412,13 +413,13 @@ void Replicas::SendRemove(const Replica& r, std::span<const SessionId> sessions)
   fb::FlatBufferBuilder b(64);
   const auto frame = w::FinishFrame(
       b, w::Body::Replica, w::CreateReplicaDirect(b, r.id, w::ReplicaUpdateKind::Remove).Union());
-  Sessions& all = network_.sessions();
+  Sessions& all = sessions_;
   Sessions::Hold hold(all);
   for (SessionId sid : sessions) {
     if (Session* s = all.Get(sid)) {
       ++stats_.removes_sent;
       stats_.bytes_sent += frame.size();
-      network_.SendTo(*s, frame);
+      links_.SendTo(*s, frame);
     }
   }
 }

@@ -39,7 +39,8 @@
 
 namespace molt::kernel::net {
 
-class Network;
+class LinkTable;
+class Sessions;
 class Session;
 using ReplicaId = std::uint32_t;
 
@@ -72,7 +73,10 @@ struct ReplicaStats {
 
 class Replicas {
  public:
-  explicit Replicas(Network& network);
+  // Frames go out through `links` (a session whose link is lost gets them when it resumes);
+  // deliveries run on `scheduler`; a replica's fields must fit `max_frame_bytes`.
+  Replicas(Sessions& sessions, LinkTable& links, Scheduler& scheduler,
+           std::uint32_t max_frame_bytes);
   Replicas(const Replicas&) = delete;
   Replicas& operator=(const Replicas&) = delete;
   ~Replicas();
@@ -115,7 +119,10 @@ class Replicas {
   void Flush(ReplicaId id);
   void SendRemove(const Replica& r, std::span<const SessionId> sessions);
 
-  Network& network_;
+  Sessions& sessions_;
+  LinkTable& links_;
+  Scheduler& scheduler_;
+  std::uint32_t max_frame_bytes_;
   std::unordered_map<ReplicaId, std::unique_ptr<Replica>> replicas_;
   Connection on_session_;
   ReplicaId next_id_ = 1;

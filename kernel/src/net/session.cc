@@ -26,30 +26,6 @@ void RunIsolated(SessionId id, F&& fn) {
 
 }  // namespace
 
-std::string_view ExitReasonName(ExitReason reason) {
-  switch (reason) {
-    case ExitReason::kClientClosed:
-      return "ClientClosed";
-    case ExitReason::kKicked:
-      return "Kicked";
-    case ExitReason::kTimedOut:
-      return "TimedOut";
-    case ExitReason::kProtocolError:
-      return "ProtocolError";
-    case ExitReason::kFlood:
-      return "Flood";
-    case ExitReason::kSlowReader:
-      return "SlowReader";
-    case ExitReason::kOffender:
-      return "Offender";
-    case ExitReason::kServerShutdown:
-      return "ServerShutdown";
-    case ExitReason::kTransportError:
-      return "TransportError";
-  }
-  return "Unknown";
-}
-
 Session::Session(SessionId id, std::string user, std::vector<std::uint8_t> join_data,
                  std::string address, TimePoint now)
     : id_(id),

@@ -45,26 +45,11 @@
 #include "kernel/src/core/signal.h"
 #include "kernel/src/core/token_bucket.h"
 #include "kernel/src/net/channel.h"
+#include "kernel/src/net/exit_reason.h"
 
 namespace molt::kernel::net {
 
 class Peer;
-
-// Why a session ended (spec: ExitReason), passed to Kernel.SessionEnd and Session.End.
-enum class ExitReason : std::uint8_t {
-  kClientClosed,    // the client said bye or closed the socket
-  kKicked,          // a plugin or the operator kicked it
-  kTimedOut,        // nothing received for net.idle_timeout_seconds
-  kProtocolError,   // a malformed or out-of-order frame, an oversized frame
-  kFlood,           // the transport byte or message budget was blown
-  kSlowReader,      // the outbound queue passed net.max_outbound_bytes
-  kOffender,        // too many rejected messages in the offender window
-  kServerShutdown,  // the server is closing
-  kTransportError,  // the socket failed
-};
-inline constexpr std::size_t kExitReasonCount = 9;
-// "ClientClosed", "Kicked", ...
-std::string_view ExitReasonName(ExitReason reason);
 
 class Session {
  public:
@@ -124,7 +109,12 @@ class Session {
 
  private:
   friend class Sessions;
-  friend class Network;
+  // The network's parts keep the session's link: its connection and the frames queued while it
+  // is lost (link_table.h), its resume token (front_door.h), its round-trip time
+  // (inbound_pipeline.h).
+  friend class LinkTable;
+  friend class FrontDoor;
+  friend class InboundPipeline;
   struct Binding {
     std::uint64_t id;
     const void* owner;
@@ -166,7 +156,7 @@ class Session {
   std::map<std::string, DataSlot, std::less<>> data_;
   std::vector<ChannelBucket> buckets_;  // index = channel id
   Peer* peer_ = nullptr;                // the connection; nullptr once closed
-  // Resume (network.h): the token the client must present, and while detached the deadline,
+  // Resume (front_door.h): the token the client must present, and while detached the deadline,
   // why the link was lost, and the frames queued for the client meanwhile.
   std::vector<std::uint8_t> resume_token_;
   bool detached_ = false;

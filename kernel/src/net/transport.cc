@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // TcpTransport: an Asio acceptor, and connections read and written through an epoll set of the
-// transport's own (one descriptor in Asio's loop). Reads go to Network::Receive; writes are
+// transport's own (one descriptor in Asio's loop). Reads go to the PeerSink; writes are
 // non-blocking and batched per handler; nothing here blocks the kernel thread.
 #include "kernel/src/net/transport.h"
 
@@ -29,7 +29,8 @@
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/net_log.h"
-#include "kernel/src/net/network.h"
+#include "kernel/src/net/peer_sink.h"
+#include "kernel/src/net/tcp_peer.h"
 #include "kernel/src/wire/tls.h"
 #include "kernel/src/wire/websocket.h"
 
@@ -40,26 +41,21 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
-constexpr std::size_t kReadBuffer = 16 * 1024;
-// Full reads one connection gets before the others ready with it have their turn.
-constexpr int kReadsPerTurn = 4;
 // Readiness events taken from the epoll set at once.
 constexpr int kEventsPerHarvest = 64;
 
 }  // namespace
 
-class TcpPeer;
-
-struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
-  Impl(Network& n, asio::io_context& i, std::shared_ptr<wire::TlsContext> t,
+struct TcpTransport::Impl final : TcpPeerOwner, std::enable_shared_from_this<TcpTransport::Impl> {
+  Impl(PeerSink& n, asio::io_context& i, std::shared_ptr<wire::TlsContext> t,
        std::optional<wire::WebSocketOptions> w)
       : net(n),
-        io(i),
+        io_context(i),
         tls(std::move(t)),
         websocket(std::move(w)),
         acceptor(i),
         retry(i),
-        readiness(i) {}
+        readiness_set(i) {}
   ~Impl() { CloseSpare(); }
   // Opens the connections' epoll set and starts watching it. False (errno set) if it cannot.
   bool OpenReadiness();
@@ -82,11 +78,14 @@ struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
       spare = -1;
     }
   }
-  // Drops the transport's reference later: the caller may still be inside the peer.
-  void Forget(TcpPeer* peer);
+  // --- TcpPeerOwner ---
+  asio::io_context& io() override { return io_context; }
+  PeerSink& sink() override { return net; }
+  int readiness() override { return readiness_set.native_handle(); }
+  void Forget(TcpPeer* peer) override;
 
-  Network& net;
-  asio::io_context& io;
+  PeerSink& net;  // the network: what the connections report to
+  asio::io_context& io_context;
   std::shared_ptr<wire::TlsContext> tls;            // null: plain TCP
   std::optional<wire::WebSocketOptions> websocket;  // set: every connection speaks WebSocket
   tcp::acceptor acceptor;
@@ -106,345 +105,11 @@ struct TcpTransport::Impl : std::enable_shared_from_this<TcpTransport::Impl> {
   // in EAGAIN, where Asio's reactor asks the socket once more after every message it drained
   // (it knows a socket is empty only from a read of 0 bytes), and one wake of the loop serves
   // every connection ready in it with no allocation or lock per read.
-  asio::posix::stream_descriptor readiness;
-};
-
-class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> {
- public:
-  // Takes the socket's descriptor from Asio: the transport's epoll set watches it (Watch()).
-  TcpPeer(TcpTransport::Impl& t, int fd, std::string address)
-      : Peer(std::move(address)), t_(t), fd_(fd), linger_(t.io), in_(kReadBuffer) {
-    if (t.tls != nullptr) {
-      tls_ = std::make_unique<wire::TlsFilter>(*t.tls, wire::TlsFilter::kServer, "");
-    }
-    if (t.websocket) {
-      ws_ = std::make_unique<wire::WebSocketFilter>(*t.websocket);
-    }
-  }
-
-  // Joins the transport's epoll set, before the Network sees the connection (a refusal at
-  // accept lingers, reading from it); bytes already waiting are reported at once. False (errno
-  // set) if it cannot.
-  bool Watch() {
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-    ev.data.ptr = this;
-    return ::epoll_ctl(t_.readiness.native_handle(), EPOLL_CTL_ADD, fd_, &ev) == 0;
-  }
-
-  // The epoll set says the socket changed: writable again (a flush waits), or bytes (or the
-  // end) to read.
-  void OnEvents(std::uint32_t events) {
-    if (finished_ || fd_ < 0) {
-      return;
-    }
-    if (waiting_ && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) != 0) {
-      waiting_ = false;
-      if (!done_) {
-        Flush();
-      }
-    }
-    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) != 0) {
-      Readable();
-    }
-  }
-
-  bool websocket() const override { return ws_ != nullptr; }
-
-  void Write(std::span<const std::uint8_t> frame) override {
-    if (done_) {
-      return;
-    }
-    if (ws_) {
-      ws_->Send(frame);  // one binary message; waits inside the filter until the upgrade
-      TakeWebSocketOutput();
-    } else {
-      Emit(frame);
-    }
-    PostFlush();
-  }
-
-  // Bytes to the client: through TLS when it is on.
-  void Emit(std::span<const std::uint8_t> bytes) {
-    if (tls_) {
-      (void)tls_->Send(bytes);  // waits inside the filter until the handshake is done
-      tls_->TakeOutput(&out_);
-    } else {
-      out_.insert(out_.end(), bytes.begin(), bytes.end());
-    }
-  }
-  void TakeWebSocketOutput() {
-    if (ws_->has_output()) {
-      std::vector<std::uint8_t> bytes;
-      ws_->TakeOutput(&bytes);
-      Emit(bytes);
-    }
-  }
-
-  void PostFlush() {
-    if (!flush_posted_ && !waiting_) {
-      flush_posted_ = true;
-      asio::post(t_.io, [self = shared_from_this()] {
-        self->flush_posted_ = false;
-        if (!self->done_) {
-          self->Flush();
-        }
-      });
-    }
-  }
-
-  std::size_t queued_bytes() const override { return out_.size() - out_pos_; }
-
-  void Close(bool flush) override {
-    if (done_) {
-      return;
-    }
-    done_ = true;
-    if (flush && ws_ != nullptr) {
-      ws_->Close(1000);  // the close frame, or, mid-upgrade, Linger answers the upgrade first
-      TakeWebSocketOutput();
-    }
-    if (flush && tls_ != nullptr) {
-      CloseTls();  // close_notify, or, mid-handshake, Linger finishes the handshake first
-    }
-    if (flush && WriteWhatFits() && queued_bytes() == 0) {
-      Linger();
-      return;
-    }
-    Abort();
-    t_.Forget(this);
-  }
-
-  // TLS: once the handshake is done, what waited for it goes out, then close_notify.
-  void CloseTls() {
-    if (!tls_closed_ && tls_->Shutdown()) {
-      tls_closed_ = true;
-    }
-    tls_->TakeOutput(&out_);
-  }
-
-  // Everything (the Bye last) is in the kernel's send buffer: send FIN, then read and discard
-  // until the client closes too (or 2 s pass), so unread input does not turn the close into a
-  // reset that could destroy the Bye in flight.
-  // A TLS connection closed mid-handshake (a refusal at accept) goes on with the handshake here,
-  // so its Refuse is sent encrypted; the FIN follows close_notify.
-  void Linger() {
-    if (HandshakesAnswered()) {
-      ::shutdown(fd_, SHUT_WR);
-    }
-    lingering_ = true;
-    linger_.expires_after(std::chrono::seconds(2));
-    linger_.async_wait([self = shared_from_this()](boost::system::error_code) { self->Finish(); });
-    // What the socket holds already brings no new edge: read it (later: this may run inside a
-    // read, whose bytes are still in use).
-    asio::post(t_.io, [self = shared_from_this()] { self->Readable(); });
-  }
-  // Nothing waits for a handshake to be answered: close_notify is queued (TLS), the upgrade was
-  // answered (WebSocket).
-  bool HandshakesAnswered() const {
-    return (tls_ == nullptr || tls_closed_) && (ws_ == nullptr || ws_->answered());
-  }
-  // What a lingering connection reads: the handshakes' last steps, or nothing to keep.
-  void OnDrain(std::size_t n) {
-    if (!HandshakesAnswered()) {  // the handshakes go on; their output goes out
-      std::span<const std::uint8_t> bytes(in_.data(), n);
-      std::vector<std::uint8_t> plain;
-      if (tls_ != nullptr && !tls_closed_) {
-        if (!tls_->Receive(bytes, &plain).ok()) {
-          Finish();
-          return;
-        }
-        bytes = plain;
-      }
-      if (ws_ != nullptr && !ws_->answered()) {
-        std::vector<std::uint8_t> ignored;
-        (void)ws_->Receive(bytes, &ignored);  // the upgrade, then what waited for it
-        TakeWebSocketOutput();
-      }
-      if (tls_ != nullptr) {
-        CloseTls();
-      }
-      if (!WriteWhatFits()) {
-        Finish();
-        return;
-      }
-      if (HandshakesAnswered() && queued_bytes() == 0) {
-        ::shutdown(fd_, SHUT_WR);
-      }
-    }
-  }
-  void Finish() {
-    if (finished_) {
-      return;
-    }
-    finished_ = true;
-    linger_.cancel();
-    Abort();
-    t_.Forget(this);
-  }
-
-  // The transport goes away: close now, and no pending handler may reach it afterwards.
-  void Discard() {
-    finished_ = true;
-    linger_.cancel();
-    Abort();
-  }
-
-  // Closes the socket without a word to the Network (closing it leaves the epoll set too).
-  void Abort() {
-    done_ = true;
-    if (fd_ >= 0) {
-      ::shutdown(fd_, SHUT_RDWR);
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-
- private:
-  // Reads until a read comes back short (the socket is empty: the next bytes bring a new edge),
-  // the socket would block, or the link ends; after kReadsPerTurn full reads the others have
-  // their turn and this goes on later.
-  void Readable() {
-    for (int reads = 0; reads < kReadsPerTurn; ++reads) {
-      if (finished_ || fd_ < 0 || (done_ && !lingering_)) {
-        return;
-      }
-      const ssize_t n = ::recv(fd_, in_.data(), in_.size(), MSG_DONTWAIT);
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        return;
-      }
-      if (lingering_) {
-        if (n <= 0) {
-          Finish();  // the client closed too, or the socket failed
-        } else {
-          OnDrain(static_cast<std::size_t>(n));
-        }
-      } else if (n <= 0) {
-        Lost(n == 0 ? ExitReason::kClientClosed : ExitReason::kTransportError);
-        return;
-      } else {
-        OnRead(static_cast<std::size_t>(n));
-      }
-      if (static_cast<std::size_t>(n) < in_.size()) {
-        return;
-      }
-    }
-    asio::post(t_.io, [self = shared_from_this()] { self->Readable(); });
-  }
-
-  void OnRead(std::size_t n) {
-    std::span<const std::uint8_t> bytes(in_.data(), n);
-    if (tls_ != nullptr) {
-      plain_.clear();
-      const Status s = tls_->Receive(bytes, &plain_);
-      if (tls_->has_output()) {  // the handshake's answers
-        tls_->TakeOutput(&out_);
-        PostFlush();
-      }
-      if (!s.ok()) {
-        t_.net.Fail(*this, s.message());
-        return;
-      }
-      bytes = plain_;
-    }
-    if (ws_ != nullptr) {
-      frames_.clear();
-      const Status s = ws_->Receive(bytes, &frames_);
-      TakeWebSocketOutput();
-      PostFlush();
-      if (!s.ok()) {  // its last words (an HTTP answer, a close frame) go out first
-        t_.net.Fail(*this, s.message(), /*flush=*/true);
-        return;
-      }
-      bytes = frames_;
-    }
-    if (!bytes.empty()) {
-      t_.net.Receive(*this, bytes);
-    }
-    if (ws_ != nullptr && ws_->peer_closed() && !done_) {
-      // The client's close frame, answered: as an EOF would, the link ends (it may resume).
-      done_ = true;
-      t_.net.Detach(*this, ExitReason::kClientClosed);
-      if (WriteWhatFits() && queued_bytes() == 0) {
-        Linger();
-      } else {
-        Abort();
-        t_.Forget(this);
-      }
-      return;
-    }
-  }
-
-  // The connection failed or the client closed it: tell the Network, then let go.
-  void Lost(ExitReason reason) {
-    done_ = true;
-    t_.net.Detach(*this, reason);
-    Abort();
-    t_.Forget(this);
-  }
-
-  // Writes until the socket would block. False on a socket error.
-  bool WriteWhatFits() {
-    while (out_pos_ < out_.size()) {
-      if (fd_ < 0) {
-        return false;
-      }
-      const ssize_t n =
-          ::send(fd_, out_.data() + out_pos_, out_.size() - out_pos_, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        break;
-      }
-      if (n < 0) {
-        return false;
-      }
-      out_pos_ += static_cast<std::size_t>(n);
-    }
-    if (out_pos_ == out_.size()) {
-      out_.clear();
-      out_pos_ = 0;
-    } else if (out_pos_ > 64 * 1024 && out_pos_ * 2 > out_.size()) {
-      out_.erase(out_.begin(), out_.begin() + static_cast<std::ptrdiff_t>(out_pos_));
-      out_pos_ = 0;
-    }
-    return true;
-  }
-
-  void Flush() {
-    if (!WriteWhatFits()) {
-      Lost(ExitReason::kTransportError);
-      return;
-    }
-    if (queued_bytes() > 0) {
-      waiting_ = true;  // the socket's next EPOLLOUT edge flushes again
-    }
-  }
-
-  TcpTransport::Impl& t_;
-  int fd_;                                     // -1 once closed
-  std::unique_ptr<wire::TlsFilter> tls_;       // null: plain TCP
-  std::vector<std::uint8_t> plain_;            // what the last read decrypted to
-  std::unique_ptr<wire::WebSocketFilter> ws_;  // null: frames go on the stream as they are
-  std::vector<std::uint8_t> frames_;           // what the last read's messages carried
-  bool tls_closed_ = false;                    // close_notify is queued
-  asio::steady_timer linger_;
-  std::vector<std::uint8_t> in_;
-  bool finished_ = false;
-  bool lingering_ = false;  // closed to the Network; reading only to close cleanly
-  std::vector<std::uint8_t> out_;
-  std::size_t out_pos_ = 0;
-  bool flush_posted_ = false;
-  bool waiting_ = false;
-  bool done_ = false;
+  asio::posix::stream_descriptor readiness_set;
 };
 
 void TcpTransport::Impl::Forget(TcpPeer* peer) {
-  asio::post(io, [weak = weak_from_this(), peer] {
+  asio::post(io_context, [weak = weak_from_this(), peer] {
     if (auto self = weak.lock()) {
       self->peers.erase(peer);
     }
@@ -493,7 +158,7 @@ void TcpTransport::Impl::Accept() {
       self->Accept();
       return;
     }
-    auto peer = std::make_shared<TcpPeer>(*self, fd, address);
+    auto peer = std::make_shared<TcpPeer>(*self, fd, address, self->tls.get(), self->websocket);
     if (!peer->Watch()) {
       kNetLog.Warn("cannot watch a connection from {}: {}; closed it", address,
                    std::strerror(errno));
@@ -515,24 +180,24 @@ bool TcpTransport::Impl::OpenReadiness() {
   if (fd < 0) {
     return false;
   }
-  readiness.assign(fd);
+  readiness_set.assign(fd);
   WatchReadiness();
   return true;
 }
 
 void TcpTransport::Impl::WatchReadiness() {
-  readiness.async_wait(asio::posix::stream_descriptor::wait_read,
-                       [weak = weak_from_this()](error_code ec) {
-                         if (auto self = weak.lock(); self != nullptr && !ec) {
-                           self->Harvest();
-                         }
-                       });
+  readiness_set.async_wait(asio::posix::stream_descriptor::wait_read,
+                           [weak = weak_from_this()](error_code ec) {
+                             if (auto self = weak.lock(); self != nullptr && !ec) {
+                               self->Harvest();
+                             }
+                           });
 }
 
 void TcpTransport::Impl::Harvest() {
   const std::shared_ptr<Impl> keep = shared_from_this();  // a handler may end the transport
   epoll_event events[kEventsPerHarvest];
-  const int n = ::epoll_wait(readiness.native_handle(), events, kEventsPerHarvest, 0);
+  const int n = ::epoll_wait(readiness_set.native_handle(), events, kEventsPerHarvest, 0);
   for (int i = 0; i < n; ++i) {
     // A connection closed by an earlier one's events is still here (Forget erases it later),
     // and knows it is closed.
@@ -543,7 +208,7 @@ void TcpTransport::Impl::Harvest() {
     }
   }
   if (n == kEventsPerHarvest) {  // more may be ready: take them after what else waits
-    asio::post(io, [weak = weak_from_this()] {
+    asio::post(io_context, [weak = weak_from_this()] {
       if (auto self = weak.lock()) {
         self->Harvest();
       }
@@ -635,7 +300,7 @@ void TcpTransport::Impl::ComputeCapacity(std::size_t keep) {
   capacity = limit.rlim_cur > used ? static_cast<std::size_t>(limit.rlim_cur) - used : 0;
 }
 
-TcpTransport::TcpTransport(Network& network, asio::io_context& io,
+TcpTransport::TcpTransport(PeerSink& network, asio::io_context& io,
                            std::shared_ptr<wire::TlsContext> tls,
                            std::optional<wire::WebSocketOptions> websocket)
     : impl_(std::make_shared<Impl>(network, io, std::move(tls), std::move(websocket))) {}
@@ -675,7 +340,7 @@ Status TcpTransport::Listen(const std::string& address, std::uint16_t port, std:
                     "picks a free one) or stop what holds it",
                     address, port, ec.message()));
   }
-  if (!impl_->readiness.is_open() && !impl_->OpenReadiness()) {
+  if (!impl_->readiness_set.is_open() && !impl_->OpenReadiness()) {
     const std::string why = std::strerror(errno);
     a.close(ec);
     return Status::IoError(fmt::format("cannot open an epoll set for the connections: {}", why));

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // File: kernel/src/net/transport.h
 //
-// TcpTransport: the Network's TCP side on the kernel's io_context (and its WebSocket side: the
+// TcpTransport: the network's TCP side on the kernel's io_context (and its WebSocket side: the
 // same transport with a WebSocketFilter on every connection, under TLS when it is on). It accepts
-// connections, reads bytes into Network::Receive, and writes queued frames without ever blocking
-// the kernel thread: frames queued during a handler go out in one write after it; a socket that
-// cannot take more waits for writability while the queue grows, and the Network cuts it off past
-// net.max_outbound_bytes. Asio stays in transport.cc.
+// connections, each a Peer (peer.h), reports them and their bytes to a PeerSink (peer_sink.h; the
+// Network is one), and writes queued frames without ever blocking the kernel thread: frames queued
+// during a handler go out in one write after it; a socket that cannot take more waits for
+// writability while the queue grows, and the sink cuts it off past net.max_outbound_bytes. It
+// knows nothing of the network above the sink. Asio stays in transport.cc.
 //
 // Thread safety: REQUIRES the kernel thread.
 #ifndef MOLT_KERNEL_NET_TRANSPORT_H_
@@ -31,13 +32,13 @@ class TlsContext;
 
 namespace molt::kernel::net {
 
-class Network;
+class PeerSink;
 
 class TcpTransport {
  public:
   // `tls`: every connection speaks TLS (server side) with it; null: plain TCP. `websocket`: every
   // connection is a WebSocket (the upgrade, then one wire frame per binary message).
-  TcpTransport(Network& network, boost::asio::io_context& io, std::shared_ptr<wire::TlsContext> tls,
+  TcpTransport(PeerSink& sink, boost::asio::io_context& io, std::shared_ptr<wire::TlsContext> tls,
                std::optional<wire::WebSocketOptions> websocket = std::nullopt);
   TcpTransport(const TcpTransport&) = delete;
   TcpTransport& operator=(const TcpTransport&) = delete;

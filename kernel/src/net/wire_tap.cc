@@ -28,4 +28,18 @@ std::uint64_t WireTap::Record(WireFrame frame, std::span<const std::uint8_t> pay
   return frames_.Push(std::move(frame));
 }
 
+std::uint64_t WireTap::Note(bool inbound, std::string_view kind, std::uint16_t channel,
+                            std::string_view channel_name, std::uint64_t session,
+                            std::span<const std::uint8_t> payload, std::string verdict) {
+  WireFrame f;
+  f.inbound = inbound;
+  f.kind = kind;
+  f.channel = channel;
+  f.channel_name = channel_name;
+  f.session = session;
+  f.bytes = static_cast<std::uint32_t>(payload.size());
+  f.verdict = std::move(verdict);
+  return Record(std::move(f), payload);
+}
+
 }  // namespace molt::kernel::net

@@ -63,6 +63,11 @@ class WireTap {
 
   // Keeps `frame`, stamped now, with the first kHeadBytes of `payload`. Returns its number.
   std::uint64_t Record(WireFrame frame, std::span<const std::uint8_t> payload);
+  // Record() of a message the network handles: its direction, kind, channel (`channel_name` ""
+  // when the id names none), session, payload and verdict. The caller checked on().
+  std::uint64_t Note(bool inbound, std::string_view kind, std::uint16_t channel,
+                     std::string_view channel_name, std::uint64_t session,
+                     std::span<const std::uint8_t> payload, std::string verdict);
   // The frame numbered `seq` (its verdict comes after what the message caused), or nullptr once
   // pushed out. Valid until the next Record.
   WireFrame* Find(std::uint64_t seq) { return frames_.Find(seq); }

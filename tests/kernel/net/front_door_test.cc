@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The front door on real loopback sockets: handshake slots that idle connections cannot hold
-// (from one address or from many), the handshake timeout against a slow drip, refusals that say
-// why and are logged without flooding the log.
+// The front door (kernel/src/net/front_door.h). On real loopback sockets: handshake slots that idle
+// connections cannot hold (from one address or from many), the handshake timeout against a slow
+// drip, refusals that say why and are logged without flooding the log. Alone, on a manual clock
+// with connections that keep what is written to them: the Hello's checks in order, resume and its
+// missed frames, the drain, the session cap.
+#include "kernel/src/net/front_door.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -15,7 +19,9 @@
 #include <vector>
 
 #include "kernel/src/core/logger.h"
+#include "kernel/src/wire/wire.h"
 #include "net_fixture.h"
+#include "net_parts_fixture.h"
 
 namespace molt::kernel::net {
 namespace {
@@ -307,6 +313,156 @@ TEST_F(FrontDoorTest, TenThousandIdleConnectionsFromManyAddressesKeepNoPlayerOut
   std::printf("slowest of 20 joins under %d idle connections: %.1f ms; %llu evicted\n", kIdle,
               std::chrono::duration<double, std::milli>(slowest).count(),
               static_cast<unsigned long long>(net_->stats().half_open_evicted));
+}
+
+// --- The front door alone ----------------------------------------------------------------------
+
+class FrontDoorAloneTest : public NetPartsTest {
+ protected:
+  // `p` says Hello as `user` (with `token` to resume).
+  void Hello(MemoryPeer& p, const std::string& user, std::uint32_t version = w::kProtocolVersion,
+             std::vector<std::uint8_t> token = {}) {
+    const std::vector<std::uint8_t> frame =
+        TestClient::HelloFrame(user, version, 0, {}, {}, std::move(token));
+    door_->OnHello(p, *w::GetSizePrefixedEnvelope(frame.data())->body_as_Hello());
+  }
+  // "Reason: text (retry ms)" of `p`'s last frame, a Refuse.
+  static std::string Refusal(const MemoryPeer& p) {
+    const w::Refuse* r = p.frame_count() > 0 ? p.last()->body_as_Refuse() : nullptr;
+    if (r == nullptr) {
+      return "(not refused)";
+    }
+    return std::string(w::EnumNameRefuseReason(r->reason())) + ": " + r->text()->str() + " (" +
+           std::to_string(r->retry_after_ms()) + ")";
+  }
+  static std::vector<std::uint8_t> TokenOf(const MemoryPeer& p) {
+    const w::Welcome* welcome = p.frame(0)->body_as_Welcome();
+    return {welcome->resume_token()->begin(), welcome->resume_token()->end()};
+  }
+};
+
+TEST_F(FrontDoorAloneTest, AHelloOfAnotherProtocolVersionIsRefusedNamingBoth) {
+  BuildAll();
+  MemoryPeer& p = Arrive();
+  Hello(p, "ada", 1);
+  EXPECT_EQ(Refusal(p),
+            "ProtocolVersion: protocol version 1 is not supported: this server speaks 2 (0)");
+  EXPECT_TRUE(p.closed());
+  EXPECT_EQ(stats_.handshakes_refused, 1u);
+  EXPECT_EQ(slots_->size(), 0u);
+}
+
+TEST_F(FrontDoorAloneTest, WhileNoGenerationServesAHelloIsToldToRetryAndAtTheCloseToGo) {
+  BuildAll();
+  door_->SetServing(false);
+  MemoryPeer& early = Arrive();
+  Hello(early, "ada");
+  EXPECT_EQ(Refusal(early),
+            "Starting: the server is starting: no plugin generation serves yet (1000)");
+  door_->SetServing(true);
+  door_->Close();
+  MemoryPeer& late = Arrive();
+  Hello(late, "ada");
+  EXPECT_EQ(Refusal(late), "ShuttingDown: the server is shutting down (0)");
+}
+
+TEST_F(FrontDoorAloneTest, AWelcomedHelloBecomesASessionAndLeavesItsHandshakeSlot) {
+  BuildAll();
+  MemoryPeer& p = Arrive();
+  EXPECT_EQ(slots_->size(), 1u);
+  Hello(p, "ada");
+  ASSERT_EQ(p.Kinds(), std::vector<std::string>{"Welcome"});
+  EXPECT_NE(p.session(), 0u);
+  EXPECT_EQ(p.frame(0)->body_as_Welcome()->session_id(), p.session());
+  EXPECT_EQ(SessionOf(p)->user(), "ada");
+  EXPECT_EQ(slots_->size(), 0u);
+}
+
+TEST_F(FrontDoorAloneTest, AResumeTokenTakesTheSessionBackWithWhatItMissedInOrder) {
+  options_.resume_window_seconds = 30;
+  BuildAll();
+  MemoryPeer& first = Arrive();
+  Hello(first, "ada");
+  const SessionId id = first.session();
+  links_->Unlink(first, ExitReason::kTransportError, /*resumable=*/true);
+  const std::vector<std::uint8_t> missed = {4, 0, 0, 0, 7, 7, 7, 7};
+  links_->SendTo(*sessions_->Get(id), missed);
+  MemoryPeer& again = Arrive();
+  Hello(again, "ada", w::kProtocolVersion, TokenOf(first));
+  ASSERT_EQ(again.frame_count(), 2u);
+  const w::Welcome* welcome = again.frame(0)->body_as_Welcome();
+  ASSERT_NE(welcome, nullptr);
+  EXPECT_TRUE(welcome->resumed());
+  EXPECT_EQ(welcome->session_id(), id);
+  EXPECT_NE(TokenOf(again), TokenOf(first));  // a fresh token each Welcome
+  EXPECT_EQ(stats_.resumes, 1u);
+  EXPECT_EQ(links_->waiting(), 0u);
+  // The old token is spent, and good only for the user it was issued to.
+  MemoryPeer& thief = Arrive();
+  Hello(thief, "bob", w::kProtocolVersion, TokenOf(again));
+  EXPECT_NE(thief.session(), id);
+}
+
+TEST_F(FrontDoorAloneTest, AUserBackWithoutTheirTokenEndsTheSessionTheirLostLinkLeftWaiting) {
+  options_.resume_window_seconds = 30;
+  BuildAll();
+  MemoryPeer& first = Arrive();
+  Hello(first, "ada");
+  const SessionId old = first.session();
+  links_->Unlink(first, ExitReason::kTransportError, /*resumable=*/true);
+  MemoryPeer& again = Arrive();
+  Hello(again, "ada");
+  EXPECT_EQ(sessions_->Get(old), nullptr);
+  EXPECT_NE(again.session(), old);
+  EXPECT_EQ(stats_.resumes_superseded, 1u);
+}
+
+TEST_F(FrontDoorAloneTest, DuringTheDrainOnlyASessionOfThisServerMayComeBack) {
+  options_.resume_window_seconds = 30;
+  BuildAll();
+  MemoryPeer& ada = Arrive();
+  Hello(ada, "ada");
+  links_->Unlink(ada, ExitReason::kTransportError, /*resumable=*/true);
+  door_->Drain();
+  redirection_->Begin({{"b", "10.1.0.2:7777", "", 0}}, "moving");
+  MemoryPeer& bob = Arrive();
+  Hello(bob, "bob");
+  EXPECT_EQ(Refusal(bob), "ShuttingDown: moving: go to server b at 10.1.0.2:7777 (0)");
+  MemoryPeer& back = Arrive();
+  Hello(back, "ada", w::kProtocolVersion, TokenOf(ada));
+  ASSERT_GE(back.frame_count(), 2u);
+  EXPECT_TRUE(back.frame(0)->body_as_Welcome()->resumed());
+  EXPECT_NE(back.last()->body_as_Redirect(), nullptr);  // and is told where to go next
+}
+
+TEST_F(FrontDoorAloneTest, AFullServerRefusesNewPlayersWithARetry) {
+  options_.max_sessions = 1;
+  BuildAll();
+  MemoryPeer& ada = Arrive();
+  Hello(ada, "ada");
+  MemoryPeer& bob = Arrive();
+  Hello(bob, "bob");
+  EXPECT_EQ(Refusal(bob), "ServerFull: the server is full (1 sessions) (5000)");
+}
+
+TEST_F(FrontDoorAloneTest, InProductionModeAHelloWithNoAuthenticatorIsRefused) {
+  options_.auth = AuthMode::kProduction;
+  BuildAll();
+  EXPECT_FALSE(door_->authenticates());
+  MemoryPeer& p = Arrive();
+  Hello(p, "ada");
+  EXPECT_EQ(Refusal(p), "AuthFailed: no authenticator is installed (0)");
+}
+
+TEST_F(FrontDoorAloneTest, AnAddressPastItsHandshakeRateIsRefusedAtAdmission) {
+  options_.handshakes_per_address = 1;  // 2 at once
+  BuildAll();
+  Arrive();
+  Arrive();
+  MemoryPeer& third = Arrive();
+  EXPECT_EQ(Refusal(third), "RateLimited: too many connections from 10.0.0.1; retry later (1000)");
+  EXPECT_EQ(stats_.refused_handshake_rate, 1u);
+  EXPECT_EQ(stats_.connections_accepted, 3u);
 }
 
 }  // namespace
