@@ -10,7 +10,7 @@
 namespace molt::kernel::client {
 
 SendQueue::Budget SendQueue::ForServer(const ServerLimits& limits) {
-  // The server refills per tick at max(tick_rate, 1) (net/network.cc).
+  // The server refills per tick at max(tick_rate, 1) (net/inbound_pipeline.cc, Open).
   const double ticks = std::max(limits.tick_rate, 1.0);
   const double burst_ticks = std::max(limits.burst_ticks, 1.0);
   Budget b;
