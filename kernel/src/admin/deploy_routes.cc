@@ -7,6 +7,7 @@
 
 #include "kernel/src/admin/admin_api.h"
 #include "kernel/src/admin/api_answers.h"
+#include "kernel/src/admin/deploy_answers.h"
 #include "kernel/src/deploy/deploys.h"
 #include "kernel/src/deploy/registry.h"
 #include "kernel/src/fleet/fleet.h"
@@ -27,64 +28,6 @@ bool IsDeployCall(std::string_view rest) {
          rest == "pin" || rest == "unpin" || rest == "widen" || rest == "report";
 }
 
-// A deployment's report (docs/fleet.md, "Deploy reports"): every server of its branch the
-// heartbeats list, with its result of it. A server without one is `pending` while it is live,
-// `booted` when it applied the seq (or a newer one) without a result of it (it started later and
-// booted the head), `draining` or `lost` when it closed or its heartbeats stopped first.
-json::object DeployReport(json::object results, const std::vector<fleet::ServerReport>& servers) {
-  const json::object& d = results.at("deployment").as_object();
-  const std::uint64_t seq = d.at("seq").to_number<std::uint64_t>();
-  const std::string branch(d.at("branch").as_string());
-  std::map<std::string, json::object> by_id;
-  for (const json::value& v : results.at("results").as_array()) {
-    by_id[std::string(v.at("id").as_string())] = v.as_object();
-  }
-  const std::int64_t now = WallMs();
-  std::map<std::string, std::uint64_t> counts;
-  json::array rows;
-  auto add = [&](const std::string& id, json::object row) {
-    ++counts[std::string(row.at("result").as_string())];
-    row["id"] = id;
-    rows.push_back(std::move(row));
-  };
-  for (const fleet::ServerReport& s : servers) {
-    if (s.branch != branch && by_id.count(s.id) == 0) {
-      continue;
-    }
-    const std::string state = fleet::Fleet::StateAt(s, now);
-    json::object row{{"state", state}, {"applied_seq", s.applied_seq}, {"build", s.build}};
-    if (auto it = by_id.find(s.id); it != by_id.end()) {
-      row["result"] = it->second.at("result");
-      row["reason"] = it->second.at("reason");
-      row["at_ms"] = it->second.at("at_ms");
-      by_id.erase(it);
-    } else {
-      row["result"] = s.applied_seq >= seq ? "booted" : state == "live" ? "pending" : state;
-      row["reason"] = "";
-    }
-    add(s.id, std::move(row));
-  }
-  for (auto& [id, r] : by_id) {  // reported, and never heard from since (no heartbeat row)
-    r.erase("id");
-    r["state"] = "lost";
-    add(id, std::move(r));
-  }
-  const std::uint64_t failed = counts["failed"] + counts["rolled_back"];
-  const std::uint64_t tried = failed + counts["swapped"] + counts["adopted"];
-  json::object summary{
-      {"servers", rows.size()},
-      {"tried", tried},
-      {"failed", failed},
-      {"failed_pct",
-       tried == 0 ? 0.0 : 100.0 * static_cast<double>(failed) / static_cast<double>(tried)},
-      {"done", counts["pending"] == 0}};
-  for (const char* r : {"swapped", "adopted", "booted", "failed", "rolled_back", "skipped",
-                        "pending", "draining", "lost"}) {
-    summary[r] = counts[r];
-  }
-  return {{"deployment", d}, {"servers", std::move(rows)}, {"summary", std::move(summary)}};
-}
-
 // ?wait=S: 0 when absent; nullopt when malformed or over the cap.
 std::optional<std::uint64_t> WaitSeconds(std::string_view query) {
   const std::string text = QueryValue(query, "wait");
@@ -95,9 +38,10 @@ std::optional<std::uint64_t> WaitSeconds(std::string_view query) {
   return s && *s <= kMaxWaitSeconds ? s : std::nullopt;
 }
 
-// The answer of the deploy thread, as HTTP.
-deploy::Reply ToHttp(HttpReply reply) {
-  return [reply = std::move(reply)](deploy::Answer a) { reply(Json(a.status, a.body)); };
+// The deploy thread's answer, rendered by `render` (deploy_answers.h) and handed to `reply`.
+template <class T>
+deploy::Done<T> Answering(HttpReply reply, HttpResponse (*render)(const Result<T>&)) {
+  return [reply = std::move(reply), render](Result<T> r) { reply(render(r)); };
 }
 
 // A deploy, promote or rollback body (docs/deploys.md); the refusal of a malformed one.
@@ -239,16 +183,17 @@ bool AdminApi::HandleDeploys(std::string_view rest, HttpRequest& req, HttpReply&
       reply(Error(400, "send the build file as the body (Content-Length set)"));
       return true;
     }
-    deploys->Upload(std::move(req.body_file), ToHttp(std::move(reply)));
+    deploys->Upload(std::move(req.body_file), Answering(std::move(reply), &UploadAnswer));
   } else if (rest == "builds") {
     if (std::optional<std::size_t> n = limit(50, 1000)) {
-      deploys->Builds(*n, ToHttp(std::move(reply)));
+      deploys->Builds(*n, Answering(std::move(reply), &BuildsAnswer));
     }
   } else if (rest == "resolve") {
     deploys->Resolve(QueryValue(req.query, "branch"), QueryValue(req.query, "build"),
-                     QueryValue(req.query, "rollback") == "1", ToHttp(std::move(reply)));
+                     QueryValue(req.query, "rollback") == "1",
+                     Answering(std::move(reply), &ResolveAnswer));
   } else if (rest == "branches") {
-    deploys->Branches(ToHttp(std::move(reply)));
+    deploys->Branches(Answering(std::move(reply), &BranchesAnswer));
   } else if (rest == "report") {
     std::optional<std::uint64_t> seq = Number(QueryValue(req.query, "seq"));
     if (!seq || *seq == 0) {
@@ -259,23 +204,29 @@ bool AdminApi::HandleDeploys(std::string_view rest, HttpRequest& req, HttpReply&
     if (fleet != nullptr) {
       fleet->Beat(sources_.self_report());  // this server's row fresh, as /servers has it
     }
-    deploys->Results(*seq, [fleet, reply = std::move(reply)](deploy::Answer a) mutable {
-      if (a.status != 200 || fleet == nullptr) {
-        reply(Json(a.status, a.status != 200 ? a.body : DeployReport(a.body, {})));
-        return;
-      }
-      fleet->List("", [body = std::move(a.body), reply = std::move(reply)](
-                          Result<std::vector<fleet::ServerReport>> servers) mutable {
-        if (!servers.ok()) {
-          reply(Error(503, servers.status().message()));
-          return;
-        }
-        reply(Json(200, DeployReport(std::move(body), *servers)));
-      });
-    });
+    deploys->Results(
+        *seq, [fleet, reply = std::move(reply)](Result<deploy::DeploymentResults> r) mutable {
+          if (!r.ok()) {
+            reply(DeployError(r.status()));
+            return;
+          }
+          if (fleet == nullptr) {
+            reply(Json(200, DeployReport(ResultsJson(*r), {})));
+            return;
+          }
+          fleet->List("", [body = ResultsJson(*r), reply = std::move(reply)](
+                              Result<std::vector<fleet::ServerReport>> servers) mutable {
+            if (!servers.ok()) {
+              reply(Error(503, servers.status().message()));
+              return;
+            }
+            reply(Json(200, DeployReport(std::move(body), *servers)));
+          });
+        });
   } else if (rest == "deployments") {
     if (std::optional<std::size_t> n = limit(20, deploy::Registry::kDeploymentsKept)) {
-      deploys->Deployments(QueryValue(req.query, "branch"), *n, ToHttp(std::move(reply)));
+      deploys->Deployments(QueryValue(req.query, "branch"), *n,
+                           Answering(std::move(reply), &DeploymentsAnswer));
     }
   } else {
     const std::optional<std::uint64_t> wait = WaitSeconds(req.query);
@@ -291,10 +242,12 @@ bool AdminApi::HandleDeploys(std::string_view rest, HttpRequest& req, HttpReply&
     }
     if (rest == "pin" || rest == "unpin") {
       deploy::PinRequest p{r->build, rest == "unpin", r->sent_ms, r->sig, r->sig_fallback, r->by};
-      deploys->Pin(std::move(p), std::chrono::seconds(*wait), ToHttp(std::move(reply)));
+      deploys->Pin(std::move(p), std::chrono::seconds(*wait),
+                   Answering(std::move(reply), &PinAnswer));
       return true;
     }
-    deploys->Deploy(std::move(*r), std::chrono::seconds(*wait), ToHttp(std::move(reply)));
+    deploys->Deploy(std::move(*r), std::chrono::seconds(*wait),
+                    Answering(std::move(reply), &DeployAnswer));
   }
   return true;
 }

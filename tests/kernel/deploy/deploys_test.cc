@@ -13,12 +13,15 @@
 
 #include "kernel/src/deploy/registry.h"
 #include "kernel/src/loader/signing.h"
+#include "tests/kernel/deploy/api_answer.h"
 #include "tests/kernel/deploy/test_builds.h"
 
 namespace molt::kernel::deploy {
 namespace {
 
 namespace json = boost::json;
+using test::Answer;
+using test::CallApi;
 using test::TestBuild;
 using test::TestDir;
 using test::WriteTestBuild;
@@ -57,18 +60,11 @@ class DeploysTest : public ::testing::Test {
         });
   }
 
-  static Answer Call(const std::function<void(Reply)>& f) {
-    auto p = std::make_shared<std::promise<Answer>>();
-    std::future<Answer> fut = p->get_future();
-    f([p](Answer a) { p->set_value(std::move(a)); });
-    return fut.get();
-  }
-
   // Uploads a build like `b` and returns its BUILD object.
   json::object Upload(const TestBuild& b) {
     const std::string file = deploys_->UploadPath();
     WriteTestBuild(file, b);
-    Answer a = Call([&](Reply r) { deploys_->Upload(file, r); });
+    Answer a = CallApi(&admin::UploadAnswer, [&](Done<Uploaded> r) { deploys_->Upload(file, r); });
     EXPECT_TRUE(a.status == 201 || a.status == 200) << json::serialize(a.body);
     return a.body.at("build").as_object();
   }
@@ -95,8 +91,9 @@ class DeploysTest : public ::testing::Test {
   }
 
   Answer Deploy(DeployRequest r, int wait = 10) {
-    return Call(
-        [&](Reply reply) { deploys_->Deploy(std::move(r), std::chrono::seconds(wait), reply); });
+    return CallApi(&admin::DeployAnswer, [&](Done<DeployOutcome> reply) {
+      deploys_->Deploy(std::move(r), std::chrono::seconds(wait), reply);
+    });
   }
   static std::string Result(const Answer& a) {
     if (const json::value* d = a.body.if_contains("deployment")) {
@@ -106,7 +103,8 @@ class DeploysTest : public ::testing::Test {
            std::string(a.body.at("error").as_string());
   }
   json::object Branches() {
-    return Call([&](Reply r) { deploys_->Branches(r); }).body;
+    return CallApi(&admin::BranchesAnswer, [&](Done<BranchesView> r) { deploys_->Branches(r); })
+        .body;
   }
   std::vector<std::string> Swaps() {
     std::lock_guard lock(mu_);
@@ -308,7 +306,9 @@ TEST_F(DeploysTest, AHealthWindowRollbackMarksTheDeploymentRolledBackAndTheBuild
   ASSERT_EQ(Result(Deploy(r)), "swapped");
   deploys_->RolledBack("another-build", "health: 3 errors");  // not the deployed one: no change
   deploys_->RolledBack("abc1234-000001", "health: 3 errors in abc1234-000001#2 within 30 s");
-  Answer list = Call([&](Reply reply) { deploys_->Deployments("prod", 10, reply); });
+  Answer list = CallApi(&admin::DeploymentsAnswer, [&](Done<std::vector<Deployment>> reply) {
+    deploys_->Deployments("prod", 10, reply);
+  });
   const json::value& d = list.body.at("deployments").as_array().at(0);
   EXPECT_EQ(d.at("result").as_string(), "rolled_back");
   EXPECT_EQ(d.at("reason").as_string(), "health: 3 errors in abc1234-000001#2 within 30 s");
@@ -326,7 +326,9 @@ TEST_F(DeploysTest, APinHoldsAKnownBuildUntilTheBranchsNextDeployOrAnUnpin) {
   r.build = std::string(b.at("sha256").as_string());
   ASSERT_EQ(Result(Deploy(r)), "swapped");
   auto pin = [&](PinRequest p) {
-    return Call([&](Reply reply) { deploys_->Pin(p, std::chrono::seconds(10), reply); });
+    return CallApi(&admin::PinAnswer, [&](Done<PinOutcome> reply) {
+      deploys_->Pin(p, std::chrono::seconds(10), reply);
+    });
   };
   // Only a known deployment.
   const Answer unknown = pin({.build = "nothing"});
@@ -358,7 +360,9 @@ TEST_F(DeploysTest, AProdServerTakesOnlyFreshSignedPins) {
   const json::object a = Upload({});
   ASSERT_EQ(Result(Deploy(Signed(a, "prod", 1))), "swapped");
   auto pin = [&](PinRequest p) {
-    return Call([&](Reply reply) { deploys_->Pin(p, std::chrono::seconds(10), reply); });
+    return CallApi(&admin::PinAnswer, [&](Done<PinOutcome> reply) {
+      deploys_->Pin(p, std::chrono::seconds(10), reply);
+    });
   };
   const auto now =
       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -402,7 +406,9 @@ TEST_F(DeploysTest, AWaitThatRunsOutAnswersPendingAndTheResultLandsLater) {
   }
   ASSERT_TRUE(done);
   done({"swapped", "", "{}", false});
-  Answer list = Call([&](Reply reply) { deploys_->Deployments("prod", 10, reply); });
+  Answer list = CallApi(&admin::DeploymentsAnswer, [&](Done<std::vector<Deployment>> reply) {
+    deploys_->Deployments("prod", 10, reply);
+  });
   EXPECT_EQ(list.body.at("deployments").as_array().at(0).at("result").as_string(), "swapped");
 }
 

@@ -18,6 +18,7 @@
 
 #include "kernel/src/deploy/deploys.h"
 #include "kernel/src/loader/signing.h"
+#include "tests/kernel/deploy/api_answer.h"
 #include "tests/kernel/deploy/test_builds.h"
 #include "tests/support/postgres.h"
 
@@ -25,6 +26,8 @@ namespace molt::kernel::deploy {
 namespace {
 
 namespace json = boost::json;
+using test::Answer;
+using test::CallApi;
 using test::TestBuild;
 using test::TestDir;
 using test::WriteTestBuild;
@@ -237,17 +240,11 @@ class FleetDeploysTest : public FleetRegistryTest {
     });
     return std::move(*d);
   }
-  static Answer Call(const std::function<void(Reply)>& f) {
-    auto p = std::make_shared<std::promise<Answer>>();
-    std::future<Answer> fut = p->get_future();
-    f([p](Answer a) { p->set_value(std::move(a)); });
-    return fut.get();
-  }
   // Uploads a build like `b` to `d` and deploys it on prod, signed with seq `seq`.
   Answer DeploySigned(Deploys& d, const TestBuild& b, std::uint64_t seq) {
     const std::string file = d.UploadPath();
     WriteTestBuild(file, b);
-    Answer up = Call([&](Reply r) { d.Upload(file, r); });
+    Answer up = CallApi(&admin::UploadAnswer, [&](Done<Uploaded> r) { d.Upload(file, r); });
     EXPECT_TRUE(up.status == 201 || up.status == 200) << json::serialize(up.body);
     const json::object& build = up.body.at("build").as_object();
     DeployRequest r;
@@ -264,7 +261,9 @@ class FleetDeploysTest : public FleetRegistryTest {
     f.channel = std::string(build.at("channel").as_string());
     f.sent_ms = r.sent_ms;
     r.sig = loader::Sign(key_, loader::CanonicalDeploy(f)).value();
-    return Call([&](Reply reply) { d.Deploy(std::move(r), std::chrono::seconds(10), reply); });
+    return CallApi(&admin::DeployAnswer, [&](Done<DeployOutcome> reply) {
+      d.Deploy(std::move(r), std::chrono::seconds(10), reply);
+    });
   }
   static bool AwaitSwaps(Server& s, std::size_t n) {
     std::unique_lock lock(s.mu);
@@ -306,7 +305,8 @@ TEST_F(FleetDeploysTest, ASignedDeployOnOneServerIsCheckedAndSwappedOnEveryOther
   EXPECT_EQ(again.body.at("error").as_string(),
             "seq 1 was taken already in the fleet (the last is #1; the next is 2)");
   // The next seq any server offers to sign is the fleet's.
-  Answer next = Call([&](Reply r) { c.deploys->Branches(r); });
+  Answer next =
+      CallApi(&admin::BranchesAnswer, [&](Done<BranchesView> r) { c.deploys->Branches(r); });
   EXPECT_EQ(next.body.at("next_seq").to_number<int>(), 2) << json::serialize(next.body);
 }
 
@@ -314,12 +314,13 @@ TEST_F(FleetDeploysTest, AServerWhoseFleetDatabaseIsDownBootsFromItsOwnCopy) {
   Server a;
   a.deploys = OpenServer("a", "keys.json", &a, "host=" + dir_.path() + " port=1 dbname=none");
   ASSERT_NE(a.deploys, nullptr);
-  Answer branches = Call([&](Reply r) { a.deploys->Branches(r); });
+  Answer branches =
+      CallApi(&admin::BranchesAnswer, [&](Done<BranchesView> r) { a.deploys->Branches(r); });
   EXPECT_EQ(branches.status, 200);
   // An upload is kept here and answered 503: no other server could fetch it yet.
   const std::string file = a.deploys->UploadPath();
   WriteTestBuild(file, {});
-  Answer up = Call([&](Reply r) { a.deploys->Upload(file, r); });
+  Answer up = CallApi(&admin::UploadAnswer, [&](Done<Uploaded> r) { a.deploys->Upload(file, r); });
   EXPECT_EQ(up.status, 503) << json::serialize(up.body);
   const std::string error(up.body.at("error").as_string());
   EXPECT_NE(error.find("build abc1234-000001 is stored on this server but not in the fleet's "
@@ -346,12 +347,16 @@ TEST_F(FleetDeploysTest, ARolloutReachesItsBucketsAndAWiderOneTheRest) {
   b.deploys = OpenServer("b", "", &b, "", /*prod_rules=*/false);  // bucket 71
   const std::string file = a.deploys->UploadPath();
   WriteTestBuild(file, {.channel = "dev"});
-  ASSERT_EQ(Call([&](Reply r) { a.deploys->Upload(file, r); }).status, 201);
+  ASSERT_EQ(
+      CallApi(&admin::UploadAnswer, [&](Done<Uploaded> r) { a.deploys->Upload(file, r); }).status,
+      201);
   DeployRequest r;
   r.branch = "dev";
   r.build = "abc1234-000001";
   r.rollout = 71;
-  Answer d = Call([&](Reply reply) { a.deploys->Deploy(r, std::chrono::seconds(10), reply); });
+  Answer d = CallApi(&admin::DeployAnswer, [&](Done<DeployOutcome> reply) {
+    a.deploys->Deploy(r, std::chrono::seconds(10), reply);
+  });
   ASSERT_EQ(d.status, 200) << json::serialize(d.body);
   EXPECT_EQ(d.body.at("deployment").at("result").as_string(), "swapped");
   EXPECT_EQ(d.body.at("deployment").at("rollout").to_number<int>(), 71);
@@ -366,16 +371,18 @@ TEST_F(FleetDeploysTest, ARolloutReachesItsBucketsAndAWiderOneTheRest) {
   narrow.kind = "widen";
   narrow.branch = "dev";
   narrow.rollout = 71;
-  Answer refused =
-      Call([&](Reply reply) { b.deploys->Deploy(narrow, std::chrono::seconds(0), reply); });
+  Answer refused = CallApi(&admin::DeployAnswer, [&](Done<DeployOutcome> reply) {
+    b.deploys->Deploy(narrow, std::chrono::seconds(0), reply);
+  });
   EXPECT_EQ(refused.status, 409) << json::serialize(refused.body);
   EXPECT_EQ(refused.body.at("error").as_string(),
             "#1 (the head of dev) reaches 71% of its servers already: --widen names a larger "
             "share");
   DeployRequest wide = narrow;
   wide.rollout = 100;
-  Answer widened =
-      Call([&](Reply reply) { a.deploys->Deploy(wide, std::chrono::seconds(0), reply); });
+  Answer widened = CallApi(&admin::DeployAnswer, [&](Done<DeployOutcome> reply) {
+    a.deploys->Deploy(wide, std::chrono::seconds(0), reply);
+  });
   EXPECT_EQ(widened.status, 200) << json::serialize(widened.body);
   ASSERT_TRUE(AwaitSwaps(b, 1));
   EXPECT_EQ(b.swaps[0], "abc1234-000001 deploy #1");
@@ -394,7 +401,9 @@ TEST_F(FleetDeploysTest, AProdRulesServerRefusesARollout) {
   r.branch = "prod";
   r.build = "abc1234-000001";
   r.rollout = 50;
-  Answer d = Call([&](Reply reply) { a.deploys->Deploy(r, std::chrono::seconds(0), reply); });
+  Answer d = CallApi(&admin::DeployAnswer, [&](Done<DeployOutcome> reply) {
+    a.deploys->Deploy(r, std::chrono::seconds(0), reply);
+  });
   EXPECT_EQ(d.status, 400);
   EXPECT_EQ(d.body.at("error").as_string(),
             "a rollout is not signed, so prod-rules servers take every deploy whole: deploy "
