@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The admin API's live values calls (docs/live-values.md): read and checked on the kernel thread,
-// stored by the live values' thread, answered once stored.
+// LiveRoutes: the live values listed, set and their history (live_routes.h).
+#include "kernel/src/admin/live_routes.h"
+
 #include <boost/json.hpp>
 
-#include "kernel/src/admin/admin_api.h"
 #include "kernel/src/admin/api_answers.h"
 #include "kernel/src/live/live_values.h"
 
@@ -45,7 +45,8 @@ json::object ChangeJson(const live::LiveChange& c) {
           {"at_ms", c.at_ms}};
 }
 
-int HttpStatus(const Status& s) {
+// A live values' failure as HTTP: a set refused by its type or check is 422.
+int LiveHttpStatus(const Status& s) {
   switch (s.code()) {
     case Status::Code::kNotFound:
       return 404;
@@ -62,67 +63,61 @@ int HttpStatus(const Status& s) {
 
 }  // namespace
 
-bool AdminApi::HandleLive(std::string_view rest, const HttpRequest& req, HttpReply& reply) {
-  if (rest != "config" && rest != "config/history") {
-    return false;
-  }
-  live::LiveValues* live = sources_.live;
-  if (live == nullptr) {
-    reply(Error(503, "this server keeps no live values"));
-    return true;
-  }
-  const bool get = req.method == "GET" || req.method == "HEAD";
-  if (rest == "config/history") {
-    if (!get) {
-      HttpResponse r = Error(405, req.path + " takes GET");
-      r.headers.emplace_back("Allow", "GET");
-      reply(std::move(r));
-      return true;
+void LiveRoutes::Register(RouteTable& table) {
+  RouteGate gate = [this]() -> std::optional<HttpResponse> {
+    if (live_ == nullptr) {
+      return Error(503, "this server keeps no live values");
     }
-    const std::string text = QueryValue(req.query, "limit");
-    const std::optional<std::uint64_t> n = text.empty() ? 50 : Number(text);
-    if (!n || *n == 0 || *n > kMaxHistory) {
-      reply(Error(400, "limit is a number from 1 to " + std::to_string(kMaxHistory)));
-      return true;
-    }
-    live->History(QueryValue(req.query, "key"), static_cast<std::size_t>(*n),
-                  [reply = std::move(reply)](Result<std::vector<live::LiveChange>> h) {
-                    if (!h.ok()) {
-                      reply(Error(HttpStatus(h.status()), h.status().message()));
-                      return;
-                    }
-                    json::array a;
-                    for (const live::LiveChange& c : *h) {
-                      a.push_back(ChangeJson(c));
-                    }
-                    reply(Json(200, json::object{{"history", std::move(a)}}));
-                  });
-    return true;
+    return std::nullopt;
+  };
+  table.Add({"GET", "/api/v1/config", Role::kViewer, Runs::kKernelThread,
+             [this](RouteCall& call) { List(call.request, std::move(call.reply)); }, gate});
+  table.Add({"POST", "/api/v1/config", Role::kOperator, Runs::kKernelThread,
+             [this](RouteCall& call) { Set(call.request, std::move(call.reply)); }, gate});
+  table.Add({"GET", "/api/v1/config/history", Role::kViewer, Runs::kKernelThread,
+             [this](RouteCall& call) { History(call.request, std::move(call.reply)); }, gate});
+}
+
+void LiveRoutes::History(const HttpRequest& req, HttpReply reply) {
+  const std::string text = QueryValue(req.query, "limit");
+  const std::optional<std::uint64_t> n = text.empty() ? 50 : Number(text);
+  if (!n || *n == 0 || *n > kMaxHistory) {
+    reply(Error(400, "limit is a number from 1 to " + std::to_string(kMaxHistory)));
+    return;
   }
-  if (get) {
-    const std::string key = QueryValue(req.query, "key");
-    json::array values;
-    for (const live::LiveView& v : live->List()) {
-      if (key.empty() || v.key == key) {
-        values.push_back(ViewJson(v));
-      }
+  live_->History(QueryValue(req.query, "key"), static_cast<std::size_t>(*n),
+                 [reply = std::move(reply)](Result<std::vector<live::LiveChange>> h) {
+                   if (!h.ok()) {
+                     reply(Error(LiveHttpStatus(h.status()), h.status().message()));
+                     return;
+                   }
+                   json::array a;
+                   for (const live::LiveChange& c : *h) {
+                     a.push_back(ChangeJson(c));
+                   }
+                   reply(Json(200, json::object{{"history", std::move(a)}}));
+                 });
+}
+
+void LiveRoutes::List(const HttpRequest& req, HttpReply reply) {
+  const std::string key = QueryValue(req.query, "key");
+  json::array values;
+  for (const live::LiveView& v : live_->List()) {
+    if (key.empty() || v.key == key) {
+      values.push_back(ViewJson(v));
     }
-    if (!key.empty() && values.empty()) {
-      reply(Error(404, "no running plugin declares the live value \"" + key +
-                           "\", and it has no override"));
-    } else if (!key.empty()) {
-      reply(Json(200, values.front()));
-    } else {
-      reply(Json(200, json::object{{"values", std::move(values)}}));
-    }
-    return true;
   }
-  if (req.method != "POST") {
-    HttpResponse r = Error(405, req.path + " takes GET, POST");
-    r.headers.emplace_back("Allow", "GET, POST");
-    reply(std::move(r));
-    return true;
+  if (!key.empty() && values.empty()) {
+    reply(Error(
+        404, "no running plugin declares the live value \"" + key + "\", and it has no override"));
+  } else if (!key.empty()) {
+    reply(Json(200, values.front()));
+  } else {
+    reply(Json(200, json::object{{"values", std::move(values)}}));
   }
+}
+
+void LiveRoutes::Set(const HttpRequest& req, HttpReply reply) {
   std::error_code ec;
   const json::value doc = json::parse(req.body, ec);
   const json::object* o = !ec ? doc.if_object() : nullptr;
@@ -134,25 +129,24 @@ bool AdminApi::HandleLive(std::string_view rest, const HttpRequest& req, HttpRep
     reply(Error(400,
                 "the body must be a JSON object: {\"key\": \"<plugin>.<name>\", \"value\": <JSON, "
                 "or null to unset>, \"by\": \"<who>\"} (docs/live-values.md)"));
-    return true;
+    return;
   }
   std::optional<std::string> v;
   if (!value->is_null()) {
     v = json::serialize(*value);
   }
-  live->Set(std::string(key->as_string()), std::move(v),
-            by != nullptr ? std::string(by->as_string()) : std::string(),
-            [reply = std::move(reply)](Result<live::SetOutcome> r) {
-              if (!r.ok()) {
-                reply(Error(HttpStatus(r.status()), r.status().message()));
-                return;
-              }
-              json::object out{
-                  {"key", r->key}, {"changed", r->changed}, {"change", ChangeJson(r->change)}};
-              out["value"] = r->value.empty() ? json::value(nullptr) : Parsed(r->value);
-              reply(Json(200, out));
-            });
-  return true;
+  live_->Set(std::string(key->as_string()), std::move(v),
+             by != nullptr ? std::string(by->as_string()) : std::string(),
+             [reply = std::move(reply)](Result<live::SetOutcome> r) {
+               if (!r.ok()) {
+                 reply(Error(LiveHttpStatus(r.status()), r.status().message()));
+                 return;
+               }
+               json::object out{
+                   {"key", r->key}, {"changed", r->changed}, {"change", ChangeJson(r->change)}};
+               out["value"] = r->value.empty() ? json::value(nullptr) : Parsed(r->value);
+               reply(Json(200, out));
+             });
 }
 
 }  // namespace molt::kernel::admin

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// AdminApi::Metrics: every figure the kernel keeps, in the Prometheus text format (the names are
-// listed in docs/operations.md), from the subsystems' snapshots: the same ones stats_json.cc
-// renders as JSON. Read on the kernel thread in one pass; nothing is kept for it.
+// MetricsRoutes: every figure the kernel keeps, in the Prometheus text format, from the
+// subsystems' snapshots (metrics_routes.h). Read on the kernel thread in one pass; nothing is kept
+// for it.
+#include "kernel/src/admin/metrics_routes.h"
+
 #include <molt/molt.h>
 
 #include "kernel/src/abi/plugin_instance.h"
-#include "kernel/src/admin/admin_api.h"
 #include "kernel/src/admin/error_watch.h"
 #include "kernel/src/admin/metrics.h"
 #include "kernel/src/analytics/analytics.h"
@@ -333,7 +334,18 @@ void StoreMetrics(MetricsWriter& w, const store::StoreStats& s) {
 
 }  // namespace
 
-std::string AdminApi::Metrics() const {
+void MetricsRoutes::Register(RouteTable& table) {
+  table.Add(
+      {"*", "/metrics", Role::kOpen, Runs::kKernelThread,
+       [this](RouteCall& call) {
+         MetricsWriter w;
+         WriteProcessMetrics(w, call.process);
+         call.reply({200, "text/plain; version=0.0.4; charset=utf-8", w.Take() + Metrics(), {}});
+       },
+       nullptr, /*reads_process=*/true});
+}
+
+std::string MetricsRoutes::Metrics() const {
   MetricsWriter w;
   w.Family("molt_build_info", kGauge, "moltd's version and plugin ABI, in labels.");
   const std::string abi =

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// MetricsRoutes (admin/metrics_routes.h): /metrics is the process's figures, then the kernel's,
+// in the Prometheus text format, for any method and without a token.
+#include "kernel/src/admin/metrics_routes.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/kernel/admin/admin_parts.h"
+
+namespace molt::kernel::admin {
+namespace {
+
+TEST(MetricsRoutesTest, TheProcessFiguresComeFirstThenTheKernels) {
+  molt::test::AdminParts parts;
+  const AdminSources sources = parts.Sources();
+  RouteTable table;
+  MetricsRoutes routes(sources);
+  routes.Register(table);
+  EXPECT_TRUE(table.Find("/metrics").open());
+  EXPECT_TRUE(table.Find("/metrics").reads_process());
+  const HttpResponse r = parts.Call(table, "GET", "/metrics");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  const std::size_t process = r.body.find("molt_process_resident_memory_bytes");
+  const std::size_t build = r.body.find("# TYPE molt_build_info gauge");
+  ASSERT_NE(process, std::string::npos);
+  ASSERT_NE(build, std::string::npos);
+  EXPECT_LT(process, build);
+  EXPECT_NE(r.body.find("molt_live_values{kind=\"declared\"} 0"), std::string::npos);
+  std::string kernel_only;
+  parts.OnLoop([&] { kernel_only = routes.Metrics(); });
+  EXPECT_EQ(kernel_only.rfind("# HELP molt_build_info", 0), 0u);
+}
+
+}  // namespace
+}  // namespace molt::kernel::admin
