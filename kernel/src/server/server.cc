@@ -8,18 +8,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <boost/json/object.hpp>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
-#include <set>
-#include <thread>
 
 #include "kernel/src/admin/admin_api.h"
 #include "kernel/src/admin/debug_bundle.h"
@@ -37,8 +33,10 @@
 #include "kernel/src/net/audit.h"
 #include "kernel/src/net/network.h"
 #include "kernel/src/server/assembly.h"
+#include "kernel/src/server/boot_plan.h"
 #include "kernel/src/server/dir_watcher.h"
-#include "kernel/src/server/registry_opener.h"
+#include "kernel/src/server/drain_phase.h"
+#include "kernel/src/server/self_check.h"
 #include "kernel/src/server/signal_watcher.h"
 #include "kernel/src/store/pg_store.h"
 #include "kernel/src/store/profile_registry.h"
@@ -119,88 +117,6 @@ void RemoveStaleRunDirs(const fs::path& run_root) {
   }
 }
 
-// --self-test (--check): the spec gate over the plugins, started: their own tests, the security
-// audit and the fuzz gate over what they declared, as a report on stdout. Fails on a failed
-// self-test, a High finding or a validator that throws.
-int Check(const std::string& flag, const std::string& plugin_dir, loader::PluginHost& plugins,
-          net::Network& network, Kernel& kernel) {
-  std::string loaded;
-  for (const loader::PluginHost::Plugin& p : plugins.plugins()) {
-    loaded += fmt::format("{}{} {}", loaded.empty() ? "" : ", ", p.instance->name(),
-                          p.instance->info().version);
-  }
-  std::string report = fmt::format(
-      "moltd {} {}\n  plugins: {} loaded and started ({})\n  protocol: {:016x} ({} "
-      "channels)\n",
-      flag, plugin_dir, plugins.plugins().size(), loaded, network.channels().ProtocolHash(),
-      network.channels().size());
-  // The plugins' own tests first: the audit and the fuzz gate see what they leave.
-  std::size_t passed = 0;
-  std::size_t failed = 0;
-  std::string failures;
-  const std::vector<loader::PluginHost::SelfTestRun> runs = plugins.RunSelfTests();
-  for (const loader::PluginHost::SelfTestRun& run : runs) {
-    for (const abi::PluginInstance::SelfTestResult& t : run.tests) {
-      if (t.status.ok()) {
-        ++passed;
-      } else {
-        ++failed;
-        failures += fmt::format("    {}: \"{}\": {}\n", run.plugin, t.name, t.status.message());
-      }
-    }
-    if (!run.error.ok()) {
-      ++failed;
-      failures += fmt::format("    {}: {}\n", run.plugin, run.error.message());
-    }
-  }
-  report += fmt::format("  self-tests: {} passed, {} failed ({} of {} plugins have tests)\n{}",
-                        passed, failed, runs.size(), plugins.plugins().size(), failures);
-  const std::vector<net::AuditFinding> findings =
-      net::SecurityAudit(network.channels(), kernel.hooks());
-  std::size_t high = 0;
-  report += findings.empty() ? "  security audit: clean\n"
-                             : fmt::format("  security audit: {} finding(s)\n", findings.size());
-  for (const net::AuditFinding& f : findings) {
-    high += f.severity == net::AuditFinding::Severity::kHigh;
-    report += "    " + net::FormatFinding(f) + "\n";
-  }
-  const net::FuzzReport fuzz = net::Fuzz(network.channels(), kernel.hooks(), 0);
-  report += fmt::format(
-      "  fuzz gate: {} channel(s), {} hostile payloads: {} passed, {} rejected, {} validator "
-      "error(s)\n",
-      fuzz.channels, fuzz.cases, fuzz.passed, fuzz.rejected, fuzz.validator_errors.size());
-  // Each distinct error once, with how often it happened.
-  std::vector<std::pair<const net::FuzzReport::Error*, std::size_t>> distinct;
-  std::set<std::string> failing_channels;
-  for (const net::FuzzReport::Error& e : fuzz.validator_errors) {
-    failing_channels.insert(e.channel);
-    auto same = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) {
-      return d.first->channel == e.channel && d.first->error == e.error;
-    });
-    if (same != distinct.end()) {
-      ++same->second;
-    } else {
-      distinct.emplace_back(&e, 1);
-    }
-  }
-  for (const auto& [e, count] : distinct) {
-    report += fmt::format("    channel \"{}\": {}{} (validators must reject, not throw)\n",
-                          e->channel, e->error, count > 1 ? fmt::format(" (x{})", count) : "");
-  }
-  const bool ok = failed == 0 && high == 0 && failing_channels.empty();
-  if (ok) {
-    report += "check passed\n";
-  } else {
-    report += fmt::format(
-        "check failed: {} self-test(s) failed, {} High finding(s), validators threw on {} "
-        "channel(s)\n",
-        failed, high, failing_channels.size());
-  }
-  std::fputs(report.c_str(), stdout);
-  std::fflush(stdout);
-  return ok ? kExitOk : kExitCheckFailed;
-}
-
 // This server's id in its fleet when none is configured: the one kept in `data_dir`/server.id,
 // made at the first start ("<hostname>-<6 hex digits>", the hostname cut to what an id takes).
 Result<std::string> KeptServerId(const std::string& data_dir) {
@@ -237,27 +153,6 @@ Result<std::string> KeptServerId(const std::string& data_dir) {
   return id;
 }
 
-// Fault injection for the boot-budget tests (tests/hosts/molt_deploy_test.cc): a stuck disk or
-// network file system cannot be made for real in a test. MOLT_TEST_SLOW_STAGES="SECONDS[:N]"
-// holds each of the first N background stages (every one without N) for SECONDS before it reads.
-void InjectSlowStages(loader::PluginHost& plugins) {
-  const char* spec = std::getenv("MOLT_TEST_SLOW_STAGES");
-  if (spec == nullptr || *spec == '\0') {
-    return;
-  }
-  const double seconds = std::atof(spec);
-  const char* colon = std::strchr(spec, ':');
-  const long count = colon != nullptr ? std::atol(colon + 1) : -1;
-  kLog.Warn("fault injection (MOLT_TEST_SLOW_STAGES={}): {} build stages are held {:.1f} s", spec,
-            count < 0 ? std::string("all") : "the first " + std::to_string(count), seconds);
-  auto left = std::make_shared<std::atomic<long>>(count);
-  plugins.set_stage_hook_for_testing([seconds, left, all = count < 0] {
-    if (all || left->fetch_sub(1) > 0) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    }
-  });
-}
-
 }  // namespace
 
 int RunServer(const ServerOptions& options) { return Server(options).Run(); }
@@ -280,8 +175,8 @@ int Server::Run() {
   if (booted.ok() && options_.check) {
     booted = LoadPlugins();
     if (booted.ok()) {
-      exit_code = Check(options_.self_test ? "--self-test" : "--check", settings_.plugin_dir,
-                        parts_->plugins(), parts_->network(), parts_->kernel());
+      exit_code = SelfCheck(options_.self_test ? "--self-test" : "--check", settings_.plugin_dir,
+                            parts_->plugins(), parts_->network(), parts_->kernel());
     }
   } else if (booted.ok()) {
     // Clients may connect at once: they are refused with "Starting" until a generation serves.
@@ -292,9 +187,9 @@ int Server::Run() {
     kLog.Error("cannot start: {}", booted.message());
     exit_code = kExitBootFailed;
   } else if (!options_.check) {
-    parts_->kernel().loop().Post([this] { AwaitRegistry(); });
+    parts_->kernel().loop().Post([this] { boot_->Begin(); });
     parts_->kernel().loop().Run();
-    exit_code = boot_exit_code_;
+    exit_code = boot_->exit_code();
   }
   Release();
   if (exit_code == kExitOk) {
@@ -364,8 +259,20 @@ Status Server::Assemble() {
                      Seconds(settings_.health_window));
   plugins.set_callback_deadline(Seconds(settings_.callback_deadline));
   plugins.set_background_staging(loader::PluginHost::kStageDeadline);
-  InjectSlowStages(plugins);
+  BootPlan::InjectSlowStages(plugins);
   plugins.set_last_known_good_dir(last_known_good_);
+  boot_ = std::make_unique<BootPlan>(
+      *parts_, settings_, last_known_good_, close_requested_,
+      BootPlan::Hooks{[this](std::unique_ptr<deploy::Deploys> d) {
+                        deploys_ = std::move(d);
+                        admin_api_->set_deploys(deploys_.get());
+                      },
+                      [this] { StartDeploys(); }, [this](std::size_t at) { StartServing(at); },
+                      [this](const std::string& reason) { Reload(reason, nullptr); }});
+  drain_ = std::make_unique<DrainPhase>(
+      *parts_, fleet_.get(), settings_, close_requested_,
+      DrainPhase::Hooks{[this] { return Report(); }, [this] { return !booted_from_.empty(); },
+                        [this](const std::string& why) { Close(why); }});
   signals_ = std::make_unique<SignalWatcher>([this](int signo) { OnSignal(signo); });
   // Windowed health (Kernel.Overload), with the network's rates.
   admin::DiagnosticsOptions diag_options;
@@ -397,80 +304,20 @@ Status Server::Assemble() {
       [this](std::string_view reason) { return admin_api_->BundleJson(reason); });
   // The admin endpoint: its own thread; its answers are built on this one.
   admin_api_ = std::make_unique<admin::AdminApi>(
-      admin::AdminSources{
-          kernel, parts_->network(), parts_->plugins(), parts_->profile_db(), *log_ring_,
-          *diagnostics_, *error_watch_,
-          [this](std::function<void(const loader::SwapReport&)> done) {
-            Reload("admin API", std::move(done));
-          },
-          [this](std::string_view reason) { return bundles_->Write(reason); },
-          [this] { return close_requested_.load(); },
-          [this](double deadline, const std::string& why) { return RequestDrain(deadline, why); },
-          nullptr, &parts_->analytics(), &parts_->live(), fleet_.get(), [this] { return Report(); },
-          &parts_->messages(), &parts_->kv()},
+      admin::AdminSources{kernel, parts_->network(), parts_->plugins(), parts_->profile_db(),
+                          *log_ring_, *diagnostics_, *error_watch_,
+                          [this](std::function<void(const loader::SwapReport&)> done) {
+                            Reload("admin API", std::move(done));
+                          },
+                          [this](std::string_view reason) { return bundles_->Write(reason); },
+                          [this] { return close_requested_.load(); },
+                          [this](double deadline, const std::string& why) {
+                            return drain_->Request(deadline, why);
+                          },
+                          nullptr, &parts_->analytics(), &parts_->live(), fleet_.get(),
+                          [this] { return Report(); }, &parts_->messages(), &parts_->kv()},
       admin_token_);
   return Status::Ok();
-}
-
-// Never an empty server: the first build that loads and starts serves. With a branch head, the
-// head, its earlier builds (newest first), the last known good, then the plugin directory (the
-// bundled fallback); without one, the plugin directory (the development path), then the last
-// known good. Each failure is logged with the next one tried, and a deployed build that failed
-// is marked failed here.
-void Server::PlanBoot() {
-  boot_candidates_ =
-      deploys_ != nullptr ? deploys_->BootCandidates() : std::vector<deploy::Deploys::Candidate>();
-  boot_sources_.clear();
-  for (const deploy::Deploys::Candidate& c : boot_candidates_) {
-    boot_sources_.push_back({c.file, c.what + ", " + c.build_id, c.what, &c});
-  }
-  std::error_code ec;
-  const bool have_good = fs::exists(fs::path(last_known_good_) / loader::kBuildManifest, ec);
-  if (boot_candidates_.empty()) {
-    boot_sources_.push_back(
-        {settings_.plugin_dir, "the plugin directory " + settings_.plugin_dir, "plugin directory"});
-  }
-  if (have_good) {
-    boot_sources_.push_back({last_known_good_, "the last known good build from " + last_known_good_,
-                             "last known good"});
-  }
-  if (!boot_candidates_.empty()) {
-    boot_sources_.push_back(
-        {settings_.plugin_dir,
-         "the plugin directory " + settings_.plugin_dir + " (the bundled fallback)",
-         "plugin directory"});
-  }
-}
-
-void Server::BootFailed(std::size_t at, const Status& why) {
-  kLog.Error("{} does not boot: {}", boot_sources_[at].what, why.message());
-  if (why.code() == Status::Code::kCancelled) {
-    // Out of boot time while it was read: nothing is known of the build (a slow disk), so it
-    // is not marked failed; the head is tried again once something serves.
-    retry_head_ = retry_head_ || (at == 0 && boot_sources_[at].deployed != nullptr);
-  } else if (boot_sources_[at].deployed != nullptr) {
-    deploys_->BootResult(*boot_sources_[at].deployed, why);
-  }
-}
-
-void Server::StopBooting(const std::string& why) {
-  kLog.Error("cannot start: {}", why);
-  boot_exit_code_ = kExitBootFailed;
-  parts_->network().Shutdown();
-  parts_->kernel().loop().Stop();
-}
-
-void Server::Booted(std::size_t at) {
-  const BootSource& source = boot_sources_[at];
-  if (source.deployed != nullptr) {
-    deploys_->BootResult(*source.deployed, Status::Ok());
-    deployed_generation_ = parts_->plugins().generation();
-    deployed_sha_ = source.deployed->sha256;
-  }
-  booted_from_ = source.path;
-  if (at > 0 || source.deployed != nullptr) {
-    kLog.Info("booted {}", source.what);
-  }
 }
 
 // --check boots the plugin directory alone (no registry, no last known good), on this thread,
@@ -480,149 +327,6 @@ Status Server::LoadPlugins() {
   MOLT_RETURN_IF_ERROR(parts_->kernel().Start());
   booted_from_ = settings_.plugin_dir;
   return Status::Ok();
-}
-
-// The registry is read on a thread of its own (RegistryOpener); the boot waits for it at most
-// kBootReadsWait, then boots without it (the plugin directory, the last known good), and the
-// branch's head follows once it opens (OnRegistryOpen).
-void Server::AwaitRegistry() {
-  boot_started_ = RealNow();
-  deploy::DeploysOptions o;
-  o.dir = (fs::path(settings_.data_dir) / "registry").string();
-  o.branch = settings_.branch;
-  o.prod_rules = settings_.require_signatures;
-  o.keys_file = settings_.deploy_keys;
-  o.max_build_bytes = static_cast<std::uint64_t>(settings_.max_build_mb * (1 << 20));
-  o.server_id = settings_.server_id;                  // its rollout bucket
-  if (store::IsPostgresUrl(settings_.profiles_db)) {  // a fleet: its registry is shared
-    o.fleet_url = settings_.profiles_db;
-    o.poll =
-        std::chrono::milliseconds(static_cast<std::int64_t>(settings_.deploy_poll_seconds * 1000));
-  }
-  o.on_refusal = [this](const std::string& kind, const std::string& reason) {
-    parts_->kernel().loop().Post([this, kind, reason] {
-      const Value args[] = {Value::String(kind), Value::String(reason)};
-      parts_->kernel().bus().Publish("Kernel.DeployRefused", args);
-    });
-  };
-  registry_opener_ = std::make_unique<RegistryOpener>(
-      std::move(o),
-      [this](std::unique_ptr<deploy::Deploys> d) {
-        auto box = std::make_shared<std::unique_ptr<deploy::Deploys>>(std::move(d));
-        parts_->kernel().loop().Post([this, box] { OnRegistryOpen(std::move(*box)); });
-      },
-      [last = std::make_shared<std::string>()](const Status& why) {
-        if (why.message() != *last) {  // each new reason once; the retries are quiet
-          *last = why.message();
-          kLog.Error(
-              "the deploy registry cannot be opened: {}; trying again every second (deploys "
-              "wait for it, the branch's head follows once it opens)",
-              why.message());
-        }
-      });
-  registry_gate_ = parts_->kernel().scheduler().After(
-      kBootReadsWait,
-      [this] {
-        if (!boot_begun_) {
-          kLog.Warn("boot: the deploy registry is not open after {:.0f} s: booting without it",
-                    ToSeconds(kBootReadsWait));
-          BootFrom(0);
-        }
-      },
-      Priority::kKernel, TaskOrigin::Named("boot"));
-}
-
-void Server::OnRegistryOpen(std::unique_ptr<deploy::Deploys> deploys) {
-  if (close_requested_.load()) {
-    return;  // released with the box
-  }
-  deploys_ = std::move(deploys);
-  admin_api_->set_deploys(deploys_.get());
-  if (!boot_begun_) {  // in time: the boot plans with it
-    registry_gate_.Cancel();
-    BootFrom(0);
-    return;
-  }
-  kLog.Info("the deploy registry is open, {:.1f} s after the start",
-            ToSeconds(RealNow() - boot_started_));
-  if (!booted_from_.empty()) {  // serving: deploys start, and the head follows now
-    StartDeploys();
-    FollowHeadAfterLateRegistry();
-  }  // still booting: StartServing() does both
-}
-
-void Server::FollowHeadAfterLateRegistry() {
-  if (deploys_ != nullptr && !deploys_->HeadFile().empty()) {
-    kLog.Info("boot: the head of {} follows the late registry", settings_.branch);
-    Reload("boot: the head, once the registry opened", nullptr);
-  }
-}
-
-// The boot budget (spec §31): a generation serves within kBootBudget of the start, or moltd
-// exits saying why (its supervisor starts it again). Each build is read off the kernel thread
-// within its load cap (kBootLoadCap, squeezed toward kBootDeadline, never under kBootLateLoad);
-// one that takes longer is abandoned for the next. Past kBootFallbackAt only the bundled
-// fallback (the last source) is tried. Clients are refused with "Starting" meanwhile.
-void Server::BootFrom(std::size_t at) {
-  if (at == 0) {
-    boot_begun_ = true;
-    boot_planned_with_registry_ = deploys_ != nullptr;
-    PlanBoot();
-  }
-  if (close_requested_.load()) {
-    return;  // Close() ends the loop
-  }
-  const Duration elapsed = RealNow() - boot_started_;
-  if (at >= boot_sources_.size() || elapsed >= kBootBudget) {
-    StopBooting(fmt::format(
-        "nothing boots within the {:.0f} s boot budget ({} of {} builds tried, each failure "
-        "above): the last known good chain is exhausted (lkg_exhausted)",
-        ToSeconds(kBootBudget), std::min(at, boot_sources_.size()), boot_sources_.size()));
-    return;
-  }
-  if (elapsed >= kBootFallbackAt && at + 1 < boot_sources_.size()) {
-    kLog.Warn("boot: {:.1f} s passed, past the {:.0f} s fallback cut-off: {} boots now",
-              ToSeconds(elapsed), ToSeconds(kBootFallbackAt), boot_sources_.back().what);
-    at = boot_sources_.size() - 1;
-  }
-  if (at > 0) {
-    kLog.Warn("booting {} instead", boot_sources_[at].what);
-  }
-  const Duration cap = std::max(kBootLateLoad, std::min(kBootLoadCap, kBootDeadline - elapsed));
-  auto next = [this, at](const Status& why) {
-    if (boot_sources_.size() == 1) {  // the one source: its error is the boot's
-      StopBooting(why.message());
-      return;
-    }
-    BootFailed(at, why);
-    BootFrom(at + 1);
-  };
-  if (!parts_->kernel().started()) {  // Start() runs once: after it failed, the next build swaps in
-    parts_->plugins().LoadDirectoryInBackground(boot_sources_[at].path, cap,
-                                                [this, at, next](Status s) {
-                                                  if (s.ok()) {
-                                                    s = parts_->kernel().Start();
-                                                  }
-                                                  if (!s.ok()) {
-                                                    next(s);
-                                                    return;
-                                                  }
-                                                  StartServing(at);
-                                                });
-    return;
-  }
-  parts_->plugins().set_background_staging(cap);
-  parts_->plugins().RequestReload(
-      boot_sources_[at].path, "boot: " + boot_sources_[at].reason,
-      [this, at, next](const loader::SwapReport& r) {
-        parts_->plugins().set_background_staging(loader::PluginHost::kStageDeadline);
-        InjectSlowStages(parts_->plugins());
-        if (!r.ok) {
-          next(Status::FailedPrecondition(r.error));
-          return;
-        }
-        StartServing(at);
-      });
 }
 
 void Server::Reload(const std::string& reason,
@@ -706,11 +410,16 @@ void Server::StartServing(std::size_t at) {
   Kernel& kernel = parts_->kernel();
   if (settings_.net.auth == net::AuthMode::kDev) {
     if (Status s = net::FuzzGate(parts_->network().channels(), kernel.hooks()); !s.ok()) {
-      StopBooting(s.message());
+      boot_->StopBooting(s.message());
       return;
     }
   }
-  Booted(at);
+  const BootPlan::Source& source = boot_->Booted(at);
+  if (source.deployed != nullptr) {
+    deployed_generation_ = parts_->plugins().generation();
+    deployed_sha_ = source.deployed->sha256;
+  }
+  booted_from_ = source.path;
   parts_->network().SetServing(true);
   net::LogSecurityAudit(net::SecurityAudit(parts_->network().channels(), kernel.hooks()));
   parts_->plugins().BeginHealthWindow();
@@ -729,22 +438,16 @@ void Server::StartServing(std::size_t at) {
         TaskOrigin::Named("heartbeat"));
     // `molt drain` through another server (the fleet's thread).
     fleet_->WatchDrains(settings_.server_id,
-                        [this](double deadline) { RequestDrain(deadline, "molt drain"); });
+                        [this](double deadline) { drain_->Request(deadline, "molt drain"); });
   }
   kLog.Info(
       "serving {} plugins from {} as generation {} after {:.0f} ms (data in {}, profiles in {} as "
       "{}); SIGHUP reloads them, SIGTERM or SIGINT closes",
       parts_->plugins().plugins().size(), booted_from_, parts_->plugins().generation(),
-      ToSeconds(RealNow() - boot_started_) * 1000, settings_.data_dir,
+      ToSeconds(RealNow() - boot_->started()) * 1000, settings_.data_dir,
       store::PgDb::Redacted(settings_.profiles_db), parts_->profiles().host());
   bundles_->RefreshCrashSnapshot();  // installs the fatal-signal writer
-  if (!boot_planned_with_registry_) {
-    FollowHeadAfterLateRegistry();
-  } else if (retry_head_) {  // the head ran out of boot time: now, with the normal timeouts
-    kLog.Info("boot: the head of {} ran out of boot time; retrying it while {} serves",
-              settings_.branch, parts_->plugins().generation());
-    Reload("boot: the head again, after its boot timed out", nullptr);
-  }
+  boot_->AfterServing();
 }
 
 // The watcher's thread posts each change; the reload waits until they settle.
@@ -820,11 +523,11 @@ void Server::OnSignal(int signo) {
     return;
   }
   if (signo == SIGUSR1) {  // drain: the clients go to another server of the branch
-    RequestDrain(0, "SIGUSR1");
+    drain_->Request(0, "SIGUSR1");
     return;
   }
   std::string reason = signo == SIGTERM ? "SIGTERM" : "SIGINT";
-  if (drain_waiting_.exchange(false)) {  // a drain waits for its deadline: close now
+  if (drain_->CutShort()) {  // a drain waits for its deadline: close now
     kLog.Info("{} during the drain: the server closes now", reason);
     parts_->kernel().loop().Post([this, reason = std::move(reason)] { Close(reason); });
     return;
@@ -839,8 +542,7 @@ void Server::OnSignal(int signo) {
 // The close (Assembly::Close): the services stop, the drain, the sessions end; then the loop
 // stops. A close that overruns its budget exits the process from the watchdog.
 void Server::Close(const std::string& reason) {
-  drain_waiting_ = false;
-  drain_wait_.Cancel();
+  drain_->Stop();
   if (parts_->closing()) {  // a drain's end and a signal in the same instant
     return;
   }
@@ -859,86 +561,6 @@ void Server::Close(const std::string& reason) {
       reason, [] { std::_Exit(kExitOk); }, [this] { parts_->kernel().loop().Stop(); });
 }
 
-bool Server::RequestDrain(double deadline_seconds, const std::string& why) {
-  if (close_requested_.exchange(true)) {
-    kLog.Warn("drain ({}) ignored: the server is already closing", why);
-    return false;
-  }
-  parts_->kernel().loop().Post([this, deadline_seconds, why] { Drain(deadline_seconds, why); });
-  return true;
-}
-
-void Server::Drain(double deadline_seconds, const std::string& why) {
-  if (booted_from_.empty() || fleet_ == nullptr) {  // nothing serves yet: nobody to move
-    return Close(why);
-  }
-  parts_->network().Drain();
-  fleet_->Beat(Report());  // the fleet sees it draining at once, and sends nobody here
-  const std::size_t sessions = parts_->network().sessions().count();
-  const Value args[] = {Value::Int(static_cast<std::int64_t>(sessions))};
-  parts_->kernel().bus().Publish("Kernel.SoftShutdown", args);
-  kLog.Info("draining ({}): {} sessions move to another server of branch {}{}", why, sessions,
-            settings_.branch,
-            deadline_seconds > 0 ? fmt::format(", or stay for at most {:g} s", deadline_seconds)
-                                 : std::string());
-  const TimePoint deadline = RealNow() + Seconds(std::max(deadline_seconds, 0.0));
-  fleet_->List(
-      settings_.branch, [this, deadline, why](Result<std::vector<fleet::ServerReport>> servers) {
-        parts_->kernel().loop().Post([this, deadline, why, servers = std::move(servers)]() mutable {
-          Redirect(std::move(servers), why);
-          CloseWhenEmpty(deadline, why);
-        });
-      });
-}
-
-void Server::CloseWhenEmpty(TimePoint deadline, const std::string& why) {
-  if (parts_->network().sessions().count() == 0 || RealNow() >= deadline) {
-    return Close(why);
-  }
-  drain_waiting_ = true;
-  drain_wait_ = parts_->kernel().scheduler().After(
-      std::chrono::milliseconds(100), [this, deadline, why] { CloseWhenEmpty(deadline, why); },
-      Priority::kKernel, TaskOrigin::Named("drain"));
-}
-
-void Server::Redirect(Result<std::vector<fleet::ServerReport>> servers, const std::string& why) {
-  std::vector<net::Network::RedirectTarget> targets;
-  if (servers.ok()) {
-    for (const fleet::ServerReport& s : *servers) {
-      if (s.id != settings_.server_id && s.state == "live" && !s.build.empty() &&
-          !s.address.empty()) {
-        targets.push_back({s.id, s.address, s.websocket_address, s.sessions});
-      }
-    }
-  }
-  const std::size_t sessions = parts_->network().sessions().count();
-  if (targets.empty()) {
-    kLog.Warn(
-        "draining ({}): no other live server of branch {} to send the {} sessions to{}; "
-        "they end as at a close (start a server of the branch first to move them)",
-        why, settings_.branch, sessions,
-        servers.ok() ? "" : " (the fleet cannot be read: " + servers.status().message() + ")");
-    return;
-  }
-  std::vector<std::uint64_t> before;
-  for (const net::Network::RedirectTarget& t : targets) {
-    before.push_back(t.sessions);
-  }
-  const std::vector<net::Network::RedirectTarget>& spread =
-      parts_->network().Redirect(std::move(targets), "the server is draining");
-  std::string where;
-  std::uint64_t told = 0;
-  for (std::size_t i = 0; i < spread.size(); ++i) {
-    if (const std::uint64_t sent = spread[i].sessions - before[i]; sent > 0) {
-      where += fmt::format("{}{} to server {} at {}", where.empty() ? "" : ", ", sent,
-                           spread[i].server, spread[i].address);
-      told += sent;
-    }
-  }
-  kLog.Info("draining ({}): {} sessions told where to go{}{}", why, told, where.empty() ? "" : ": ",
-            where);
-}
-
 // The parts that run threads or plugin code stop first: the watcher, the admin endpoint (no
 // request reaches the kernel from here), the kernel's teardown, the plugins' libraries.
 void Server::Release() {
@@ -947,9 +569,11 @@ void Server::Release() {
   }
   watcher_.reset();
   admin_server_.reset();
-  registry_opener_.reset();  // no registry arrives from here on
-  fleet_.reset();            // its last heartbeat written
-  deploys_.reset();          // its thread posts to the kernel loop: it goes first
+  if (boot_ != nullptr) {
+    boot_->StopOpening();  // no registry arrives from here on
+  }
+  fleet_.reset();    // its last heartbeat written
+  deploys_.reset();  // its thread posts to the kernel loop: it goes first
   if (parts_ != nullptr) {
     parts_->Release();
   }
