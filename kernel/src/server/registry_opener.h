@@ -4,7 +4,7 @@
 // RegistryOpener: opens the deploy registry (deploy::Deploys::Open) on a thread of its own, and
 // again every second until it opens or the opener is destroyed, so that a registry that is
 // locked (another process holds a write transaction on registry.db) or slow never holds the
-// boot: the server waits for it at most Server::kBootReadsWait (spec §31, BOOT_READS_WAIT) and
+// boot: the server waits for it at most BootPlan::kBootReadsWait (spec §31, BOOT_READS_WAIT) and
 // boots without it, and the branch's head follows once it opens.
 //
 //   RegistryOpener opener(options, [&](std::unique_ptr<deploy::Deploys> d) { ...post... },
