@@ -235,7 +235,17 @@ MOLT_TESTKIT_API molt_status_t molt_testkit_publish(molt_testkit_t* kit, const c
 /** @brief Sets the live value `key` ("<plugin>.<name>") to the JSON `json` as an operator does
  *  with molt config set (NULL: unset, the default serves again): checked by type and by the
  *  plugin's check, stored, then served, with Config.Changed on the Bus. The refusal's text is in
- *  molt_testkit_error(). */
+ *  molt_testkit_error().
+ *  @return MOLT_OK once the value is stored and served (or unset);
+ *  MOLT_ERR_INVALID_ARGUMENT (-1): `kit` or `key` is NULL, or `json` is not JSON, is null, is
+ *  over 64 KiB, or is not of the declared default's type ("... is a string");
+ *  MOLT_ERR_NOT_FOUND (-2): no running plugin declares `key` (a set), or `key` is neither
+ *  declared nor set (an unset);
+ *  MOLT_ERR_REJECTED (-9): the declaring plugin's check refused the value;
+ *  MOLT_ERR_FAILED_PRECONDITION (-4): the kit's live values could not be opened;
+ *  MOLT_ERR_IO_ERROR (-10): the live values' store failed to write it;
+ *  MOLT_ERR_TIMED_OUT (-12): the store did not answer within the kit's 60 s wait;
+ *  MOLT_ERR_INTERNAL (-5): the set was never answered, or the kit threw. */
 MOLT_TESTKIT_API molt_status_t molt_testkit_set_live(molt_testkit_t* kit, const char* key,
                                                      const char* json);
 /** @brief The server's stats as JSON: moltd's GET /api/v1/stats (scheduler, generations, net

@@ -47,6 +47,21 @@ molt_status_t GuardedCall(Fail&& fail, F&& body) noexcept {
   }
 }
 
+// GuardedCall() for a C API whose exceptions name who threw (the test kit's, testkit_api.cc):
+// an exception the body let escape becomes MOLT_ERR_INTERNAL with the text "<thrower>: <what()>",
+// or "<thrower>" alone for one that is not a std::exception.
+template <class Fail, class F>
+molt_status_t GuardedCall(Fail&& fail, F&& body, std::string_view thrower) noexcept {
+  try {
+    Status s = body();
+    return s.ok() ? MOLT_OK : fail(s);
+  } catch (const std::exception& e) {
+    return fail(Status::Internal(std::string(thrower) + ": " + e.what()));
+  } catch (...) {
+    return fail(Status::Internal(std::string(thrower)));
+  }
+}
+
 // The body of Guard() for a live instance.
 template <class F>
 molt_status_t GuardLive(PluginInstance& p, F&& body) noexcept {
@@ -145,6 +160,17 @@ inline Status RequiredIfAny(const void* p, std::size_t count, const char* what,
 // A byte argument: `size` bytes at `data`, NULL only with size 0 ("data is NULL with size > 0").
 inline Result<std::span<const std::uint8_t>> BytesArg(const void* data, std::size_t size) {
   MOLT_RETURN_IF_ERROR(RequiredIfAny(data, size, "data", "size"));
+  return Bytes(data, size);
+}
+
+// A byte argument named `what`: `size` bytes at `data`, NULL only with size 0, or the refusal
+// "<what> is NULL with a size of <size>" (the test kit's wording, testkit_api.cc).
+inline Result<std::span<const std::uint8_t>> BytesArg(const void* data, std::size_t size,
+                                                      const char* what) {
+  if (data == nullptr && size > 0) {
+    return Status::InvalidArgument(std::string(what) + " is NULL with a size of " +
+                                   std::to_string(size));
+  }
   return Bytes(data, size);
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// TestKit: a server's parts on a manual clock, with in-process clients (test_kit.h).
+// TestKit: a server's parts on a manual clock, with in-process clients (test_kit.h; each client
+// is a KitPeer, kit_peer.h).
 #include "kernel/src/testkit/test_kit.h"
 
 #include <fmt/format.h>
@@ -14,7 +15,6 @@
 #include <thread>
 #include <utility>
 
-#include "kernel/src/client/replica_store.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/live/live_values.h"
 #include "kernel/src/loader/plugin_host.h"
@@ -47,53 +47,7 @@ constexpr Duration kInspectLease = std::chrono::hours(24 * 365);
 // The only kit of the process (the kernel is one per process).
 std::atomic<bool> g_alive{false};
 
-Status CodeOf(w::RefuseReason reason, std::string text) {
-  switch (reason) {
-    case w::RefuseReason::RateLimited:
-      return Status::RateLimited(std::move(text));
-    case w::RefuseReason::ShuttingDown:
-    case w::RefuseReason::Starting:
-      return Status::FailedPrecondition(std::move(text));
-    default:
-      return Status::Rejected(std::move(text));
-  }
-}
-
 }  // namespace
-
-// One in-process client: the network writes its frames here.
-class KitPeer final : public net::Peer {
- public:
-  enum class State { kHandshake, kWelcomed, kRefused, kEnded };
-
-  KitPeer(TestKit& kit, std::string address, std::string user)
-      : net::Peer(std::move(address)), kit_(kit), user_(std::move(user)) {}
-
-  void Write(std::span<const std::uint8_t> frame) override { kit_.OnFrame(*this, frame); }
-  std::size_t queued_bytes() const override { return 0; }  // a client that reads at once
-  void Close(bool /*flush*/) override {
-    if (state_ != State::kRefused) {
-      state_ = State::kEnded;
-    }
-  }
-
-  const std::string& user() const { return user_; }
-  State state() const { return state_; }
-  molt_session_t id() const { return id_; }
-  std::uint32_t NextRequestId() { return ++request_ids_; }
-
- private:
-  friend class TestKit;
-  TestKit& kit_;
-  std::string user_;
-  State state_ = State::kHandshake;
-  molt_session_t id_ = 0;
-  Status refusal_;
-  std::uint32_t request_ids_ = 0;
-  std::deque<TestKit::Message> inbox_;
-  std::vector<std::vector<std::uint8_t>> owed_;  // pongs to send once the network returns
-  client::ReplicaStore replicas_;
-};
 
 TestKit::TestKit(KitOptions options)
     : options_(std::move(options)), clock_(TimePoint(kEpoch)), started_(clock_.Now()) {}
@@ -297,7 +251,7 @@ Status TestKit::Settle() {
   const TimePoint give_up = RealNow() + kSettleLimit;
   for (;;) {
     for (const std::unique_ptr<KitPeer>& p : peers_) {
-      for (std::vector<std::uint8_t>& frame : std::exchange(p->owed_, {})) {
+      for (std::vector<std::uint8_t>& frame : p->TakeOwed()) {
         if (!p->closed()) {
           parts_->network().Receive(*p, frame);
         }
@@ -354,8 +308,8 @@ Result<molt_session_t> TestKit::Join(std::string_view user,
   // Each client from an address of its own: the per-address handshake limits are not the test.
   const std::size_t n = peers_.size() + 1;
   peers_.push_back(std::make_unique<KitPeer>(
-      *this, fmt::format("10.{}.{}.{}", (n >> 16) & 255, (n >> 8) & 255, n & 255),
-      std::string(user)));
+      fmt::format("10.{}.{}.{}", (n >> 16) & 255, (n >> 8) & 255, n & 255), std::string(user),
+      [this](std::uint16_t id) { return ChannelName(id); }));
   KitPeer& peer = *peers_.back();
   if (!parts_->network().Attach(peer)) {
     return Status::FailedPrecondition("the server is closed: it takes no new connection");
@@ -372,7 +326,7 @@ Result<molt_session_t> TestKit::Join(std::string_view user,
       sessions_[peer.id()] = &peer;
       return peer.id();
     case KitPeer::State::kRefused:
-      return peer.refusal_;
+      return peer.refusal();
     case KitPeer::State::kEnded:
       return Status::Rejected(
           fmt::format("the server closed {}'s connection during the Hello", peer.user()));
@@ -466,20 +420,24 @@ Status TestKit::Request(molt_session_t session, std::string_view channel,
 }
 
 const TestKit::Message* TestKit::Next(molt_session_t session, Status* error) {
-  std::deque<Message>* inbox = &bus_;
   if (session != 0) {
     Result<KitPeer*> p = Find(session);
     if (!p.ok()) {
       *error = p.status();
       return nullptr;
     }
-    inbox = &(*p)->inbox_;
+    std::optional<Message> m = (*p)->Next();
+    if (!m) {
+      return nullptr;
+    }
+    current_ = std::move(*m);
+    return &current_;
   }
-  if (inbox->empty()) {
+  if (bus_.empty()) {
     return nullptr;
   }
-  current_ = std::move(inbox->front());
-  inbox->pop_front();
+  current_ = std::move(bus_.front());
+  bus_.pop_front();
   return &current_;
 }
 
@@ -511,100 +469,13 @@ Result<molt_value> TestKit::ReplicaField(molt_session_t session, std::string_vie
                                          std::string_view field) {
   MOLT_ASSIGN_OR_RETURN(KitPeer * p, Find(session));
   molt_value v{};
-  MOLT_RETURN_IF_ERROR(p->replicas_.Value(replica, field, &v));
+  MOLT_RETURN_IF_ERROR(p->ReplicaValue(replica, field, &v));
   return v;
 }
 
-// A frame the network wrote to `peer`, decoded as a client decodes it.
-void TestKit::OnFrame(KitPeer& peer, std::span<const std::uint8_t> frame) {
-  // Aligned: the generated accessors read fields in place.
-  std::vector<std::uint64_t> scratch;
-  const std::uint8_t* data = w::Aligned(frame, scratch).data();
-  flatbuffers::Verifier verifier(data, frame.size(), w::ServerEnvelopeVerifierOptions());
-  if (!w::VerifySizePrefixedEnvelopeBuffer(verifier)) {
-    kLog.Error("the server wrote a frame that does not verify ({} bytes) to {}", frame.size(),
-               peer.user());
-    return;
-  }
-  const w::Envelope* e = w::GetSizePrefixedEnvelope(data);
-  auto channel_name = [this](std::uint16_t id) {
-    const net::Channel* ch = parts_->network().channels().Find(id);
-    return ch != nullptr ? ch->name() : std::string();
-  };
-  auto text_of = [](const flatbuffers::String* s) { return s != nullptr ? s->str() : ""; };
-  Message m;
-  switch (e->body_type()) {
-    case w::Body::Welcome:
-      peer.id_ = e->body_as_Welcome()->session_id();
-      peer.state_ = KitPeer::State::kWelcomed;
-      return;
-    case w::Body::Refuse: {
-      const w::Refuse* r = e->body_as_Refuse();
-      peer.state_ = KitPeer::State::kRefused;
-      peer.refusal_ = CodeOf(r->reason(),
-                             fmt::format("the server refused {}'s Hello: {}: {}", peer.user(),
-                                         w::EnumNameRefuseReason(r->reason()), text_of(r->text())));
-      return;
-    }
-    case w::Body::Ping: {
-      const w::Ping* ping = e->body_as_Ping();
-      flatbuffers::FlatBufferBuilder b;
-      const auto pong =
-          w::FinishFrame(b, w::Body::Pong, w::CreatePong(b, ping->seq(), ping->time_ns()).Union());
-      peer.owed_.emplace_back(pong.begin(), pong.end());
-      return;
-    }
-    case w::Body::Replica: {
-      std::vector<client::ReplicaStore::Update> updates;
-      if (Status s = peer.replicas_.Apply(*e->body_as_Replica(), &updates); !s.ok()) {
-        kLog.Error("{}'s client refused a replica message: {}", peer.user(), s.message());
-      }
-      for (const client::ReplicaStore::Update& u : updates) {
-        if (u.what == MOLT_CLIENT_REPLICA_REMOVED) {
-          peer.replicas_.Erase(u.id);
-        }
-      }
-      return;
-    }
-    case w::Body::Event: {
-      const w::Event* ev = e->body_as_Event();
-      m.kind = MOLT_TESTKIT_EVENT;
-      m.channel = channel_name(ev->channel());
-      const auto p = w::BytesOf(ev->payload());
-      m.payload.assign(p.begin(), p.end());
-      break;
-    }
-    case w::Body::Response: {
-      const w::Response* r = e->body_as_Response();
-      m.kind = MOLT_TESTKIT_RESPONSE;
-      m.request_id = r->id();
-      m.status = r->status();
-      const auto p = w::BytesOf(r->payload());
-      m.payload.assign(p.begin(), p.end());
-      m.retry_after = r->retry_after_ms() / 1000.0;
-      break;
-    }
-    case w::Body::Error: {
-      const w::Error* x = e->body_as_Error();
-      m.kind = MOLT_TESTKIT_ERROR;
-      m.channel = channel_name(x->channel());
-      m.reason = std::string(net::RejectName(static_cast<net::Reject>(x->reason())));
-      m.text = text_of(x->text());
-      m.retry_after = x->retry_after_ms() / 1000.0;
-      break;
-    }
-    case w::Body::Bye: {
-      const w::Bye* bye = e->body_as_Bye();
-      m.kind = MOLT_TESTKIT_BYE;
-      m.reason = text_of(bye->reason());
-      m.text = text_of(bye->text());
-      peer.state_ = KitPeer::State::kEnded;
-      break;
-    }
-    default:  // Pong, Channels: the kit resolves channel names on the server's side
-      return;
-  }
-  peer.inbox_.push_back(std::move(m));
+std::string TestKit::ChannelName(std::uint16_t id) {
+  const net::Channel* ch = parts_->network().channels().Find(id);
+  return ch != nullptr ? ch->name() : std::string();
 }
 
 // --- The server's side ---------------------------------------------------------------------------

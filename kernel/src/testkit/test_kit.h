@@ -3,9 +3,9 @@
 //
 // TestKit: the plugin test kit behind molt/testkit.h (its C entry points are testkit_api.cc). A
 // server's parts as moltd wires them (server/assembly.h) on a ManualClock, with in-process
-// clients: each is a net::Peer whose frames the network writes into the kit, decoded into the
-// messages a test reads (events, responses, errors, the Bye), its replicas applied to a
-// client::ReplicaStore as libmolt_client applies them, the server's pings answered.
+// clients: each a KitPeer (kit_peer.h), a net::Peer that decodes the frames the network writes
+// to it into the messages a test reads (events, responses, errors, the Bye), applies its
+// replicas as libmolt_client does, and owes the server's pings their pongs, which the kit sends.
 //
 // Time moves only in Advance(): the scheduler is stepped at each wake up to the target. The
 // loop's own timer is armed for the manual clock's times, which lie a century ahead of the real
@@ -45,14 +45,13 @@
 #include "kernel/src/core/logger.h"
 #include "kernel/src/core/value.h"
 #include "kernel/src/net/channel.h"
+#include "kernel/src/testkit/kit_peer.h"
 
 namespace molt::kernel {
 class Assembly;
 }  // namespace molt::kernel
 
 namespace molt::kernel::testkit {
-
-class KitPeer;
 
 struct KitOptions {
   std::string config_json;          // moltd's configuration keys, as JSON text ("": the defaults)
@@ -64,18 +63,7 @@ struct KitOptions {
 class TestKit {
  public:
   // One message the server sent a session (or, for session 0, a Bus message watched).
-  struct Message {
-    std::int32_t kind = 0;  // MOLT_TESTKIT_*
-    std::string channel;    // the channel's name, or the topic
-    std::uint32_t request_id = 0;
-    molt_status_t status = MOLT_OK;
-    std::vector<std::uint8_t> payload;
-    std::string reason;
-    std::string text;
-    double retry_after = 0;
-    std::vector<std::string> arg_bytes;  // what args' strings and bytes point into
-    std::vector<molt_value> args;
-  };
+  using Message = KitMessage;
 
   // Fails naming the configuration key, or the kit that is still alive.
   static Result<std::unique_ptr<TestKit>> Create(KitOptions options);
@@ -122,7 +110,6 @@ class TestKit {
   std::string TakeLogs();
 
  private:
-  friend class KitPeer;
   explicit TestKit(KitOptions options);
   Status Init();
 
@@ -141,8 +128,8 @@ class TestKit {
   // Feeds `frame` to `peer`'s connection, then settles; the wire inspector's verdict of the
   // inbound message, as a status.
   Status Send(KitPeer& peer, std::span<const std::uint8_t> frame, std::string_view channel);
-  // A frame the network wrote to `peer` (KitPeer::Write).
-  void OnFrame(KitPeer& peer, std::span<const std::uint8_t> frame);
+  // The name of the server's channel `id` ("" when there is none): what KitPeer shows.
+  std::string ChannelName(std::uint16_t id);
 
   const KitOptions options_;
   std::string dir_;  // the kit's own files: plugin copies, staged builds, live values, analytics

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The C entry points of molt/testkit.h over TestKit (test_kit.h): arguments checked, structs
-// read by the struct-size rule, every exception caught, errors kept per kit.
+// The C entry points of molt/testkit.h over TestKit (test_kit.h): arguments checked and every
+// exception caught with the kit every C entry point uses (abi/bridge.h: GuardedCall, Required,
+// BytesArg), structs read by the struct-size rule, errors kept per kit.
 #include <fmt/format.h>
 #include <molt/testkit.h>
 
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel/src/abi/bridge.h"
 #include "kernel/src/abi/struct_size.h"
 #include "kernel/src/testkit/test_kit.h"
 
@@ -44,6 +46,7 @@ namespace {
 
 using molt::kernel::Result;
 using molt::kernel::Status;
+using molt::kernel::abi::Required;
 using molt::kernel::testkit::TestKit;
 namespace kabi = molt::kernel::abi;
 
@@ -51,29 +54,23 @@ std::string g_create_error;  // molt_testkit_error(NULL): the last create's
 
 molt_status_t Fail(molt_testkit* k, const Status& s) {
   k->error = s.message();
-  return static_cast<molt_status_t>(s.code());
+  return kabi::ToCode(s);
 }
 
-// Runs `body` (a Status) for `k`: its error kept, every exception turned into one.
+// Runs `body` (a Status) for `k` (abi/bridge.h's GuardedCall): its error kept on the kit, or
+// cleared once it succeeds; every exception turned into one ("the test kit threw: ...").
 template <class F>
-molt_status_t Call(molt_testkit* k, F&& body) {
+molt_status_t Call(molt_testkit* k, F&& body) noexcept {
   if (k == nullptr) {
     g_create_error = "the kit is NULL: make one with molt_testkit_create";
     return MOLT_ERR_INVALID_ARGUMENT;
   }
-  try {
-    Status s = body(*k->kit);
-    k->error = s.ok() ? std::string() : s.message();
-    return static_cast<molt_status_t>(s.code());
-  } catch (const std::exception& e) {
-    return Fail(k, Status::Internal(std::string("the test kit threw: ") + e.what()));
-  } catch (...) {
-    return Fail(k, Status::Internal("the test kit threw"));
+  const molt_status_t code = kabi::GuardedCall([k](const Status& s) { return Fail(k, s); },
+                                               [&] { return body(*k->kit); }, "the test kit threw");
+  if (code == MOLT_OK) {
+    k->error.clear();
   }
-}
-
-Status Required(const void* p, const char* what) {
-  return p != nullptr ? Status::Ok() : Status::InvalidArgument(std::string(what) + " is NULL");
+  return code;
 }
 
 std::vector<std::string> Paths(const char* const* paths, size_t count) {
@@ -82,17 +79,6 @@ std::vector<std::string> Paths(const char* const* paths, size_t count) {
     out.emplace_back(paths[i] != nullptr ? paths[i] : "");
   }
   return out;
-}
-
-std::span<const std::uint8_t> Bytes(const void* p, size_t n) {
-  return {static_cast<const std::uint8_t*>(p), p != nullptr ? n : 0};
-}
-
-Status BytesArg(const void* p, size_t n, const char* what) {
-  return p != nullptr || n == 0
-             ? Status::Ok()
-             : Status::InvalidArgument(std::string(what) + " is NULL with a size of " +
-                                       std::to_string(n));
 }
 
 }  // namespace
@@ -200,10 +186,11 @@ molt_status_t molt_testkit_join(molt_testkit_t* kit, const molt_testkit_hello* h
     *out = 0;
     MOLT_ASSIGN_OR_RETURN(molt_testkit_hello h, kabi::ReadSized(*hello));
     MOLT_RETURN_IF_ERROR(Required(h.user, "hello.user"));
-    MOLT_RETURN_IF_ERROR(BytesArg(h.credentials, h.credentials_size, "hello.credentials"));
-    MOLT_RETURN_IF_ERROR(BytesArg(h.join_data, h.join_data_size, "hello.join_data"));
-    MOLT_ASSIGN_OR_RETURN(*out, k.Join(h.user, Bytes(h.credentials, h.credentials_size),
-                                       Bytes(h.join_data, h.join_data_size)));
+    MOLT_ASSIGN_OR_RETURN(std::span<const std::uint8_t> credentials,
+                          kabi::BytesArg(h.credentials, h.credentials_size, "hello.credentials"));
+    MOLT_ASSIGN_OR_RETURN(std::span<const std::uint8_t> join_data,
+                          kabi::BytesArg(h.join_data, h.join_data_size, "hello.join_data"));
+    MOLT_ASSIGN_OR_RETURN(*out, k.Join(h.user, credentials, join_data));
     return Status::Ok();
   });
 }
@@ -216,8 +203,9 @@ molt_status_t molt_testkit_intent(molt_testkit_t* kit, molt_session_t session, c
                                   const void* payload, size_t size) {
   return Call(kit, [&](TestKit& k) {
     MOLT_RETURN_IF_ERROR(Required(channel, "channel"));
-    MOLT_RETURN_IF_ERROR(BytesArg(payload, size, "payload"));
-    return k.Intent(session, channel, Bytes(payload, size));
+    MOLT_ASSIGN_OR_RETURN(std::span<const std::uint8_t> bytes,
+                          kabi::BytesArg(payload, size, "payload"));
+    return k.Intent(session, channel, bytes);
   });
 }
 
@@ -225,9 +213,10 @@ molt_status_t molt_testkit_request(molt_testkit_t* kit, molt_session_t session, 
                                    const void* payload, size_t size, uint32_t* out_id) {
   return Call(kit, [&](TestKit& k) {
     MOLT_RETURN_IF_ERROR(Required(channel, "channel"));
-    MOLT_RETURN_IF_ERROR(BytesArg(payload, size, "payload"));
+    MOLT_ASSIGN_OR_RETURN(std::span<const std::uint8_t> bytes,
+                          kabi::BytesArg(payload, size, "payload"));
     std::uint32_t id = 0;
-    Status s = k.Request(session, channel, Bytes(payload, size), &id);
+    Status s = k.Request(session, channel, bytes, &id);
     if (out_id != nullptr) {
       *out_id = id;
     }
@@ -337,7 +326,7 @@ molt_status_t molt_testkit_publish(molt_testkit_t* kit, const char* topic, const
                                    size_t count) {
   return Call(kit, [&](TestKit& k) {
     MOLT_RETURN_IF_ERROR(Required(topic, "topic"));
-    MOLT_RETURN_IF_ERROR(BytesArg(args, count, "args"));
+    MOLT_RETURN_IF_ERROR(kabi::BytesArg(args, count, "args").status());
     return k.Publish(topic, std::span<const molt_value>(args, args != nullptr ? count : 0));
   });
 }
