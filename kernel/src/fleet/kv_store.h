@@ -7,7 +7,8 @@
 // party or a global leaderboard needs. On the fleet's PostgreSQL it is molt_kv and
 // molt_kv_sorted; a server alone keeps one in memory (as the spec's memory store, it is not a
 // database: nothing of it survives the server). Expiry is enforced on every read and swept every
-// kSweepEvery.
+// kSweepEvery. The data is a KvBackend's (kv_backend.h): MemoryKv (memory_kv.h) alone, PgKv
+// (pg_kv.h) on the fleet's database.
 //
 //   KvStore kv(url, post_to_kernel, wall_ms);
 //   MOLT_RETURN_IF_ERROR(kv.Open());
@@ -31,34 +32,9 @@
 #include <vector>
 
 #include "kernel/src/core/serial_thread.h"
+#include "kernel/src/fleet/kv_backend.h"
 
 namespace molt::kernel::fleet {
-
-enum class KvKind { kGet = 1, kSet, kCas, kDelete, kIncrement, kZAdd, kZRemove, kZRange };
-
-struct KvOp {
-  KvKind kind = KvKind::kGet;
-  std::string key;
-  std::string value;                    // set, cas: the new value; zadd, zremove: the member
-  std::optional<std::string> expected;  // cas: the value it must have (nullopt: absent)
-  double number = 0;                    // increment: by; zadd: the score; zrange: the lowest
-  double number2 = 0;                   // zrange: the highest
-  std::uint32_t limit = 0;              // zrange (0: 100)
-  bool descending = false;              // zrange
-  std::int64_t ttl_ms = 0;              // 0: kDefaultTtl
-};
-
-struct KvEntry {
-  std::string member;
-  double score = 0;
-};
-
-struct KvResult {
-  Status status;
-  std::optional<std::string> value;  // get, set, cas (also when refused: the value now)
-  std::int64_t number = 0;           // increment: the sum; delete, zremove: 1 if it existed
-  std::vector<KvEntry> entries;      // zrange
-};
 
 struct KvStats {
   std::uint64_t calls = 0;
@@ -66,14 +42,6 @@ struct KvStats {
   std::uint64_t refused = 0;  // over kMaxPending
   std::size_t pending = 0;
   bool shared = false;
-};
-
-// Where the data is: memory (alone) or PostgreSQL (kv_store.cc).
-class KvBackend {
- public:
-  virtual ~KvBackend() = default;
-  virtual KvResult Run(const KvOp& op, std::int64_t now_ms) = 0;
-  virtual Status Sweep(std::int64_t now_ms) = 0;
 };
 
 class KvStore {
