@@ -12,8 +12,10 @@
 //
 // On a fleet's PostgreSQL (moltd --database) the same tables are shared by every server: a change
 // is announced with NOTIFY molt_live, and each server reads the changes it has not seen (Since).
-// Every call is synchronous and commits before it returns. Only live_values.cc (and the tests)
-// include this header. Thread safety: one thread at a time (the live values' store thread).
+// Every call is synchronous and commits before it returns. Two stores keep that promise:
+// SqliteLiveStore (sqlite_live_store.h) and PgLiveStore (pg_live_store.h); Open() picks one.
+// Only live_values.cc, those two and the tests include this header. Thread safety: one thread
+// at a time (the live values' store thread).
 #ifndef MOLT_KERNEL_LIVE_LIVE_STORE_H_
 #define MOLT_KERNEL_LIVE_LIVE_STORE_H_
 
@@ -81,9 +83,6 @@ class LiveStore {
   // server's alone.
   virtual std::string shared_url() const { return ""; }
 };
-
-// The store on PostgreSQL (pg_live_store.cc).
-Result<std::unique_ptr<LiveStore>> OpenPgLiveStore(const std::string& url);
 
 }  // namespace molt::kernel::live
 

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// LiveStore on the fleet's PostgreSQL: the overrides every server serves, their history, the
-// online stamp, and a NOTIFY per change (live_store.h).
+// PgLiveStore: the live values on the fleet's PostgreSQL: the overrides every server serves, their
+// history, the online stamp, and a NOTIFY per change (pg_live_store.h).
+#include "kernel/src/live/pg_live_store.h"
+
 #include <fmt/format.h>
 
 #include <utility>
-
-#include "kernel/src/live/live_store.h"
-#include "kernel/src/store/pg_connection.h"
 
 namespace molt::kernel::live {
 namespace {
@@ -55,146 +54,135 @@ std::vector<std::pair<std::string, std::string>> LiveStatements() {
   };
 }
 
-class PgLiveStore final : public LiveStore {
- public:
-  explicit PgLiveStore(std::string url)
-      : url_(std::move(url)), db_(url_, "the fleet's live values") {
-    db_.set_statements(LiveStatements());
-  }
-
-  Status Open() {
-    MOLT_RETURN_IF_ERROR(db_.Connect(/*prepare=*/false));
-    MOLT_RETURN_IF_ERROR(
-        db_.CreateTables("live", kLiveLayout, kLiveTables, "the live values' tables"));
-    return db_.Prepare();
-  }
-
-  Result<std::size_t> ExpireIfIdle(std::int64_t now_ms, std::int64_t ttl_ms) override {
-    const std::string what = "expiring the live values no server kept";
-    MOLT_RETURN_IF_ERROR(db_.Connected());
-    MOLT_RETURN_IF_ERROR(db_.Begin(what));
-    Result<store::PgRows> online = db_.Run("online", store::PgParams(), what);
-    if (!online.ok()) {
-      return db_.Rollback(online.status());
-    }
-    const bool idle = online->size() == 0 || now_ms - online->Int(0, 0) > ttl_ms;
-    std::size_t expired = 0;
-    if (idle) {
-      Result<std::vector<StoredValue>> all = Overrides();
-      if (!all.ok()) {
-        return db_.Rollback(all.status());
-      }
-      for (const StoredValue& v : *all) {
-        if (Result<LiveChange> c = Record(v.key, std::nullopt, "moltd", "expired", now_ms);
-            !c.ok()) {
-          return db_.Rollback(c.status());
-        }
-        ++expired;
-      }
-    }
-    if (Result<store::PgRows> r = db_.Run("stamp", store::PgParams().Int(now_ms), what); !r.ok()) {
-      return db_.Rollback(r.status());
-    }
-    MOLT_RETURN_IF_ERROR(db_.Commit(what));
-    return expired;
-  }
-
-  Status Stamp(std::int64_t now_ms) override {
-    MOLT_RETURN_IF_ERROR(db_.Connected());
-    return db_.Run("stamp", store::PgParams().Int(now_ms), "stamping the live values' time")
-        .status();
-  }
-
-  Result<std::vector<StoredValue>> Overrides() override {
-    MOLT_RETURN_IF_ERROR(db_.Connected());
-    MOLT_ASSIGN_OR_RETURN(store::PgRows rows,
-                          db_.Run("overrides", store::PgParams(), "reading the live values"));
-    std::vector<StoredValue> out;
-    for (int i = 0; i < rows.size(); ++i) {
-      out.push_back({rows.Text(i, 0), rows.Text(i, 1), rows.Text(i, 2), rows.Int(i, 3)});
-    }
-    return out;
-  }
-
-  Result<LiveChange> Write(const std::string& key, const std::optional<std::string>& value,
-                           const std::string& by, std::int64_t at_ms) override {
-    const std::string what = "storing live value " + key;
-    MOLT_RETURN_IF_ERROR(db_.Connected());
-    MOLT_RETURN_IF_ERROR(db_.Begin(what));
-    Result<LiveChange> c = Record(key, value, by, value ? "set" : "unset", at_ms);
-    if (!c.ok()) {
-      return db_.Rollback(c.status());
-    }
-    MOLT_RETURN_IF_ERROR(db_.Commit(what));
-    return c;
-  }
-
-  Result<std::vector<LiveChange>> History(std::string_view key, std::size_t limit) override {
-    MOLT_RETURN_IF_ERROR(db_.Connected());
-    MOLT_ASSIGN_OR_RETURN(
-        store::PgRows rows,
-        db_.Run("history", store::PgParams().Int(static_cast<std::int64_t>(limit)).Text(key),
-                "reading the live values' history"));
-    return Changes(rows);
-  }
-
-  Result<std::vector<LiveChange>> Since(std::int64_t seq, std::size_t limit) override {
-    MOLT_RETURN_IF_ERROR(db_.Connected());
-    MOLT_ASSIGN_OR_RETURN(
-        store::PgRows rows,
-        db_.Run("since", store::PgParams().Int(seq).Int(static_cast<std::int64_t>(limit)),
-                "reading the live values other servers set"));
-    return Changes(rows);
-  }
-
-  std::string shared_url() const override { return url_; }
-
- private:
-  // The override's row and the change under the next seq, announced at the commit; inside the
-  // caller's transaction (the seq row stays locked until it ends, so seqs commit in order).
-  Result<LiveChange> Record(const std::string& key, const std::optional<std::string>& value,
-                            const std::string& by, const char* action, std::int64_t at_ms) {
-    const std::string what = "storing live value " + key;
-    MOLT_ASSIGN_OR_RETURN(store::PgRows claim, db_.Run("claim", store::PgParams(), what));
-    const std::int64_t seq = (claim.size() > 0 ? claim.Int(0, 0) : 0) + 1;
-    store::PgParams row = value ? store::PgParams().Text(key).Text(*value).Text(by).Int(at_ms)
-                                : store::PgParams().Text(key);
-    for (auto [name, params] :
-         {std::pair{"set_seq", store::PgParams().Int(seq)},
-          std::pair{value ? "put" : "remove", row},
-          std::pair{"change",
-                    store::PgParams().Int(seq).Text(key).Optional(value).Text(by).Text(action).Int(
-                        at_ms)},
-          std::pair{"trim", store::PgParams().Int(seq - static_cast<std::int64_t>(kHistoryKept))},
-          std::pair{"notify", store::PgParams().Int(seq)}}) {
-      MOLT_RETURN_IF_ERROR(db_.Run(name, params, what).status());
-    }
-    return LiveChange{seq, key, value, by, action, at_ms};
-  }
-
-  static std::vector<LiveChange> Changes(const store::PgRows& rows) {
-    std::vector<LiveChange> out;
-    for (int i = 0; i < rows.size(); ++i) {
-      LiveChange c{rows.Int(i, 0),  rows.Text(i, 1), std::nullopt,
-                   rows.Text(i, 3), rows.Text(i, 4), rows.Int(i, 5)};
-      if (!rows.Null(i, 2)) {
-        c.value = rows.Text(i, 2);
-      }
-      out.push_back(std::move(c));
-    }
-    return out;
-  }
-
-  const std::string url_;
-  store::PgConnection db_;
-};
-
 }  // namespace
 
-Result<std::unique_ptr<LiveStore>> OpenPgLiveStore(const std::string& url) {
-  auto s = std::make_unique<PgLiveStore>(url);
-  MOLT_RETURN_IF_ERROR(s->Open());
-  return std::unique_ptr<LiveStore>(std::move(s));
+Result<std::unique_ptr<PgLiveStore>> PgLiveStore::Open(const std::string& url) {
+  std::unique_ptr<PgLiveStore> s(new PgLiveStore(url));
+  MOLT_RETURN_IF_ERROR(s->Connect());
+  return s;
+}
+
+PgLiveStore::PgLiveStore(std::string url)
+    : url_(std::move(url)), db_(url_, "the fleet's live values") {
+  db_.set_statements(LiveStatements());
+}
+
+Status PgLiveStore::Connect() {
+  MOLT_RETURN_IF_ERROR(db_.Connect(/*prepare=*/false));
+  MOLT_RETURN_IF_ERROR(
+      db_.CreateTables("live", kLiveLayout, kLiveTables, "the live values' tables"));
+  return db_.Prepare();
+}
+
+Result<std::size_t> PgLiveStore::ExpireIfIdle(std::int64_t now_ms, std::int64_t ttl_ms) {
+  const std::string what = "expiring the live values no server kept";
+  MOLT_RETURN_IF_ERROR(db_.Connected());
+  MOLT_RETURN_IF_ERROR(db_.Begin(what));
+  Result<store::PgRows> online = db_.Run("online", store::PgParams(), what);
+  if (!online.ok()) {
+    return db_.Rollback(online.status());
+  }
+  const bool idle = online->size() == 0 || now_ms - online->Int(0, 0) > ttl_ms;
+  std::size_t expired = 0;
+  if (idle) {
+    Result<std::vector<StoredValue>> all = Overrides();
+    if (!all.ok()) {
+      return db_.Rollback(all.status());
+    }
+    for (const StoredValue& v : *all) {
+      if (Result<LiveChange> c = Record(v.key, std::nullopt, "moltd", "expired", now_ms); !c.ok()) {
+        return db_.Rollback(c.status());
+      }
+      ++expired;
+    }
+  }
+  if (Result<store::PgRows> r = db_.Run("stamp", store::PgParams().Int(now_ms), what); !r.ok()) {
+    return db_.Rollback(r.status());
+  }
+  MOLT_RETURN_IF_ERROR(db_.Commit(what));
+  return expired;
+}
+
+Status PgLiveStore::Stamp(std::int64_t now_ms) {
+  MOLT_RETURN_IF_ERROR(db_.Connected());
+  return db_.Run("stamp", store::PgParams().Int(now_ms), "stamping the live values' time").status();
+}
+
+Result<std::vector<StoredValue>> PgLiveStore::Overrides() {
+  MOLT_RETURN_IF_ERROR(db_.Connected());
+  MOLT_ASSIGN_OR_RETURN(store::PgRows rows,
+                        db_.Run("overrides", store::PgParams(), "reading the live values"));
+  std::vector<StoredValue> out;
+  for (int i = 0; i < rows.size(); ++i) {
+    out.push_back({rows.Text(i, 0), rows.Text(i, 1), rows.Text(i, 2), rows.Int(i, 3)});
+  }
+  return out;
+}
+
+Result<LiveChange> PgLiveStore::Write(const std::string& key,
+                                      const std::optional<std::string>& value,
+                                      const std::string& by, std::int64_t at_ms) {
+  const std::string what = "storing live value " + key;
+  MOLT_RETURN_IF_ERROR(db_.Connected());
+  MOLT_RETURN_IF_ERROR(db_.Begin(what));
+  Result<LiveChange> c = Record(key, value, by, value ? "set" : "unset", at_ms);
+  if (!c.ok()) {
+    return db_.Rollback(c.status());
+  }
+  MOLT_RETURN_IF_ERROR(db_.Commit(what));
+  return c;
+}
+
+Result<std::vector<LiveChange>> PgLiveStore::History(std::string_view key, std::size_t limit) {
+  MOLT_RETURN_IF_ERROR(db_.Connected());
+  MOLT_ASSIGN_OR_RETURN(
+      store::PgRows rows,
+      db_.Run("history", store::PgParams().Int(static_cast<std::int64_t>(limit)).Text(key),
+              "reading the live values' history"));
+  return Changes(rows);
+}
+
+Result<std::vector<LiveChange>> PgLiveStore::Since(std::int64_t seq, std::size_t limit) {
+  MOLT_RETURN_IF_ERROR(db_.Connected());
+  MOLT_ASSIGN_OR_RETURN(
+      store::PgRows rows,
+      db_.Run("since", store::PgParams().Int(seq).Int(static_cast<std::int64_t>(limit)),
+              "reading the live values other servers set"));
+  return Changes(rows);
+}
+
+Result<LiveChange> PgLiveStore::Record(const std::string& key,
+                                       const std::optional<std::string>& value,
+                                       const std::string& by, const char* action,
+                                       std::int64_t at_ms) {
+  const std::string what = "storing live value " + key;
+  MOLT_ASSIGN_OR_RETURN(store::PgRows claim, db_.Run("claim", store::PgParams(), what));
+  const std::int64_t seq = (claim.size() > 0 ? claim.Int(0, 0) : 0) + 1;
+  store::PgParams row = value ? store::PgParams().Text(key).Text(*value).Text(by).Int(at_ms)
+                              : store::PgParams().Text(key);
+  for (auto [name, params] :
+       {std::pair{"set_seq", store::PgParams().Int(seq)}, std::pair{value ? "put" : "remove", row},
+        std::pair{
+            "change",
+            store::PgParams().Int(seq).Text(key).Optional(value).Text(by).Text(action).Int(at_ms)},
+        std::pair{"trim", store::PgParams().Int(seq - static_cast<std::int64_t>(kHistoryKept))},
+        std::pair{"notify", store::PgParams().Int(seq)}}) {
+    MOLT_RETURN_IF_ERROR(db_.Run(name, params, what).status());
+  }
+  return LiveChange{seq, key, value, by, action, at_ms};
+}
+
+std::vector<LiveChange> PgLiveStore::Changes(const store::PgRows& rows) {
+  std::vector<LiveChange> out;
+  for (int i = 0; i < rows.size(); ++i) {
+    LiveChange c{rows.Int(i, 0),  rows.Text(i, 1), std::nullopt,
+                 rows.Text(i, 3), rows.Text(i, 4), rows.Int(i, 5)};
+    if (!rows.Null(i, 2)) {
+      c.value = rows.Text(i, 2);
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 }  // namespace molt::kernel::live

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Live values on a fleet's PostgreSQL (a real one the test starts): the store keeps the SQLite
-// store's promises (overrides, history, seqs in order, expiry with no server online, a newer
-// layout refused), and servers sharing it hear each other's sets and unsets at once.
+// Live values on a fleet's PostgreSQL (a real one the test starts): servers sharing it hear each
+// other's sets and unsets at once. The store itself is tested in pg_live_store_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,8 +18,6 @@
 namespace molt::kernel::live {
 namespace {
 
-constexpr std::int64_t kPgDayMs = 24 * 3600 * 1000LL;
-
 class PgLiveTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { pg_ = new molt::test::PostgresServer(); }
@@ -36,48 +33,6 @@ class PgLiveTest : public ::testing::Test {
   std::string url_;
 };
 molt::test::PostgresServer* PgLiveTest::pg_ = nullptr;
-
-TEST_F(PgLiveTest, TheStoreKeepsOverridesAHistoryInOrderAndExpiresIdleOnes) {
-  Result<std::unique_ptr<LiveStore>> a = LiveStore::Open(url_);
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
-  EXPECT_EQ((*a)->shared_url(), url_);
-  Result<std::unique_ptr<LiveStore>> b = LiveStore::Open(url_);  // another server
-  ASSERT_TRUE(b.ok()) << b.status().ToString();
-  EXPECT_EQ((*a)->ExpireIfIdle(1000, kPgDayMs).value(), 0u);  // nothing yet; stamped
-  LiveChange one = (*a)->Write("shop.price", "12", "ada", 2000).value();
-  LiveChange two = (*b)->Write("shop.tax", "0.2", "bo", 3000).value();
-  LiveChange three = (*a)->Write("shop.price", std::nullopt, "ada", 4000).value();
-  EXPECT_EQ(one.seq + 1, two.seq);
-  EXPECT_EQ(two.seq + 1, three.seq);
-  EXPECT_EQ(three.action, "unset");
-  std::vector<StoredValue> all = (*b)->Overrides().value();
-  ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].key, "shop.tax");
-  EXPECT_EQ(all[0].by, "bo");
-  std::vector<LiveChange> h = (*b)->History("shop.price", 10).value();
-  ASSERT_EQ(h.size(), 2u);
-  EXPECT_EQ(h[0].action, "unset");  // newest first
-  EXPECT_FALSE(h[0].value.has_value());
-  EXPECT_EQ(*h[1].value, "12");
-  std::vector<LiveChange> since = (*b)->Since(one.seq, 10).value();
-  ASSERT_EQ(since.size(), 2u);
-  EXPECT_EQ(since[0].key, "shop.tax");  // oldest first
-  // Within the ttl of the last stamp nothing expires; past it every override does, recorded.
-  EXPECT_EQ((*a)->ExpireIfIdle(1000 + kPgDayMs, kPgDayMs).value(), 0u);
-  EXPECT_EQ((*b)->ExpireIfIdle(1000 + 3 * kPgDayMs, kPgDayMs).value(), 1u);
-  EXPECT_TRUE((*a)->Overrides().value().empty());
-  EXPECT_EQ((*a)->History("", 1).value()[0].action, "expired");
-}
-
-TEST_F(PgLiveTest, TablesOfANewerLayoutAreRefusedNamingTheFix) {
-  ASSERT_TRUE(LiveStore::Open(url_).ok());
-  const std::string db = url_.substr(url_.rfind('=') + 1);
-  pg_->Psql("UPDATE molt_schema SET version = 7 WHERE name = 'live'", db);
-  Result<std::unique_ptr<LiveStore>> s = LiveStore::Open(url_);
-  ASSERT_EQ(s.status().code(), Status::Code::kFailedPrecondition) << s.status().ToString();
-  EXPECT_NE(s.status().message().find("the live values' tables in host="), std::string::npos)
-      << s.status().message();
-}
 
 // One server's LiveValues: its kernel thread is whoever posts (under one lock); what it hears
 // of changes is kept.
