@@ -6,8 +6,9 @@
 // the store's thread to open it). Every call queues its work and returns; the result comes back
 // through the deliver function (the kernel's loop.Post). Loads that queue up next to each other
 // (a burst of joins) go to the engine together, in queue order; a load never overtakes a write
-// queued before it. SqliteStore (sqlite_store.h) and PgStore (pg_store.h) are its two engines'
-// stores: the kernel holds either as a ProfileStore.
+// queued before it (the thread and its queue are DbWorker's, db_worker.h). SqliteStore
+// (sqlite_store.h) and PgStore (pg_store.h) are its two engines' stores: the kernel holds either
+// as a ProfileStore.
 //
 // Thread safety: the ProfileStore calls are safe from any thread. The destructor finishes what
 // was queued, delivers its results, and closes the database.
@@ -25,6 +26,8 @@
 #include "kernel/src/store/profile_store.h"
 
 namespace molt::kernel::store {
+
+class DbWorker;
 
 class DbStore : public ProfileStore {
  public:
@@ -54,8 +57,7 @@ class DbStore : public ProfileStore {
   void CallAndWait(Callback<void(ProfileDb&)> fn);
 
  private:
-  class Worker;  // the store's thread and its queue (db_store.cc)
-  std::unique_ptr<Worker> worker_;
+  std::unique_ptr<DbWorker> worker_;  // the store's thread and its queue
 };
 
 }  // namespace molt::kernel::store
