@@ -1,264 +1,59 @@
 // SPDX-License-Identifier: Apache-2.0
-// SqliteDb: the SQL of the profile store. Statements are prepared once, at Open(); a load and a
-// batch are each one BEGIN IMMEDIATE transaction. The WAL is checkpointed when the store's thread
-// says its queue is quiet (Checkpoint), never inside a commit.
+// SqliteDb: the SQL of the profile store on its file (sqlite_profile_file.h). Statements are
+// prepared once, at Open(); a load and a batch are each one BEGIN IMMEDIATE transaction.
 #include "kernel/src/store/sqlite_db.h"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 #include <iterator>
 #include <span>
 #include <string_view>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "kernel/src/store/sqlite_prepared.h"
+
 namespace molt::kernel::store {
 
-namespace {
-
-// The database layout this build writes (PRAGMA user_version).
-// 1: profiles; 2: + profiles.backup_at_ms, profile_backups, profile_transactions.
-constexpr int kSchema = 2;
-
-constexpr const char* kCreate = R"sql(
-CREATE TABLE IF NOT EXISTS profiles (
-  key              TEXT PRIMARY KEY NOT NULL,
-  data             TEXT,
-  schema_version   INTEGER NOT NULL DEFAULT 0,
-  revision         INTEGER NOT NULL DEFAULT 0,
-  lease_owner      TEXT,
-  lease_token      INTEGER NOT NULL DEFAULT 0,
-  lease_expires_ms INTEGER NOT NULL DEFAULT 0,
-  updated_ms       INTEGER NOT NULL DEFAULT 0,
-  backup_at_ms     INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS profile_backups (
-  key              TEXT NOT NULL,
-  slot             INTEGER NOT NULL,
-  data             TEXT NOT NULL,
-  schema_version   INTEGER NOT NULL,
-  revision         INTEGER NOT NULL,
-  taken_ms         INTEGER NOT NULL,
-  PRIMARY KEY (key, slot)
-);
-CREATE TABLE IF NOT EXISTS profile_transactions (
-  id               TEXT PRIMARY KEY NOT NULL,
-  keys             TEXT NOT NULL,
-  taken_ms         INTEGER NOT NULL
-);
-)sql";
-
-// A kernel status for an SQLite failure: a full disk or an I/O error is the operating system's
-// (kIoError), the rest (a corrupt file, a misuse) kInternal.
-Status Failure(sqlite3* db, int rc, const std::string& what) {
-  const std::string text =
-      fmt::format("{}: {}", what, db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-  switch (rc & 0xff) {
-    case SQLITE_FULL:
-      return Status::IoError(text +
-                             " (free space on the profile database's disk: the profiles "
-                             "stay in memory and are saved again)");
-    case SQLITE_IOERR:
-    case SQLITE_CANTOPEN:
-    case SQLITE_READONLY:
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return Status::IoError(text);
-    default:
-      return Status::Internal(text);
-  }
-}
-
-}  // namespace
-
-// One prepared statement, reset after each use.
-class SqliteDb::Statement {
- public:
-  Statement() = default;
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  ~Statement() { sqlite3_finalize(stmt_); }
-
-  int Prepare(sqlite3* db, const char* sql) {
-    return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
-  }
-  // Resets and binds: text for strings, integers for integers, NULL for nullopt. Text is bound
-  // in place (SQLITE_STATIC), not copied: REQUIRES the arguments to outlive the Step()s that
-  // follow, as they do in every caller (Bind(...).Step() in one expression, or arguments that
-  // are the caller's parameters). Bindings are cleared only when fewer values than parameters
-  // are given: every parameter is rebound otherwise.
-  template <class... A>
-  Statement& Bind(const A&... args) {
-    sqlite3_reset(stmt_);
-    if (static_cast<int>(sizeof...(A)) < sqlite3_bind_parameter_count(stmt_)) {
-      sqlite3_clear_bindings(stmt_);
-    }
-    int i = 0;
-    (BindOne(++i, args), ...);
-    return *this;
-  }
-  // Binds `keys` to ?first, ?first+1, ... and NULL to the parameters after them (a key that is
-  // NULL matches no row). Same lifetime rule as Bind().
-  Statement& BindKeys(int first, const std::vector<const std::string*>& keys) {
-    sqlite3_reset(stmt_);
-    const int count = sqlite3_bind_parameter_count(stmt_);
-    int i = first;
-    for (const std::string* k : keys) {
-      BindOne(i++, *k);
-    }
-    for (; i <= count; ++i) {
-      sqlite3_bind_null(stmt_, i);
-    }
-    return *this;
-  }
-  int Step() { return sqlite3_step(stmt_); }
-  void Reset() { sqlite3_reset(stmt_); }
-  std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-  bool Null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-  // The column's text in place: valid until the next Step() or Reset().
-  std::string_view TextView(int col) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
-    return p == nullptr
-               ? std::string_view()
-               : std::string_view(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
-  }
-  std::string Text(int col) const { return std::string(TextView(col)); }
-
- private:
-  void BindOne(int i, const std::string& v) {
-    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
-  }
-  void BindOne(int i, const std::optional<std::string>& v) {
-    if (v) {
-      BindOne(i, *v);
-    } else {
-      sqlite3_bind_null(stmt_, i);
-    }
-  }
-  template <class I>
-    requires std::is_integral_v<I>
-  void BindOne(int i, I v) {
-    sqlite3_bind_int64(stmt_, i, static_cast<sqlite3_int64>(v));
-  }
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
 SqliteDb::SqliteDb(std::string path, SqliteOptions options)
-    : path_(std::move(path)), options_(std::move(options)) {}
+    : file_(std::move(path), std::move(options)) {}
 
-SqliteDb::~SqliteDb() {
-  for (std::unique_ptr<Statement>* st : statements_) {
-    st->reset();  // finalized before the close
-  }
-  sqlite3_close_v2(db_);
-}
+SqliteDb::~SqliteDb() = default;  // the statements first, then the file (declared before them)
 
 Status SqliteDb::Open() {
-  const std::filesystem::path dir = std::filesystem::path(path_).parent_path();
-  std::error_code ec;
-  if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
-    return Status::NotFound(fmt::format(
-        "cannot open the profile database \"{}\": the directory {} does not exist (create it, "
-        "or point profiles.database or --data at one that does)",
-        path_, dir.string()));
-  }
-  int rc =
-      sqlite3_open_v2(path_.c_str(), &db_,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK) {
-    return Refused(rc, "cannot be opened");
-  }
-  sqlite3_extended_result_codes(db_, 1);
-  sqlite3_busy_timeout(db_, static_cast<int>(options_.busy_timeout.count()));
-  // The first statement reads the header: a file that is not a database fails here.
-  int version = 0;
-  MOLT_RETURN_IF_ERROR(Pragma("PRAGMA user_version", &version));
-  if (version > kSchema) {
-    return Status::FailedPrecondition(fmt::format(
-        "the profile database \"{}\" has layout {}, newer than this build's ({}): run the Molt "
-        "release that wrote it, or restore a backup made for this one",
-        path_, version, kSchema));
-  }
-  std::string mode;
-  MOLT_RETURN_IF_ERROR(PragmaText("PRAGMA journal_mode=WAL", &mode));
-  if (mode != "wal" && !(path_ == kInMemory && mode == "memory")) {
-    return Status::FailedPrecondition(fmt::format(
-        "the profile database \"{}\" cannot use WAL mode (journal_mode is \"{}\"): put it on "
-        "a local filesystem that supports shared memory",
-        path_, mode));
-  }
-  if (Status s =
-          Exec(options_.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
-      !s.ok()) {
-    return s;
-  }
-  if (version == 1) {  // layout 1 -> 2: the backup schedule in the row
-    if (Status s = Exec("ALTER TABLE profiles ADD COLUMN backup_at_ms INTEGER NOT NULL DEFAULT 0");
-        !s.ok()) {
-      return s;
-    }
-  }
-  MOLT_RETURN_IF_ERROR(Exec(kCreate));
-  if (version < kSchema) {
-    if (Status s = Exec(fmt::format("PRAGMA user_version={}", kSchema).c_str()); !s.ok()) {
-      return s;
-    }
-  }
-  SetMaxPageCount(options_.max_page_count);
-  // Checkpoints run when the queue is idle (Checkpoint()), not inside a commit: SQLite's
-  // automatic one would hold a transaction (a burst of joins) for the whole copy. Setting a
-  // WAL hook turns the automatic checkpoint off.
-  sqlite3_wal_hook(
-      db_,
-      [](void* self, sqlite3*, const char*, int pages) {
-        static_cast<SqliteDb*>(self)->wal_pages_ = pages;
-        return SQLITE_OK;
-      },
-      this);
+  MOLT_RETURN_IF_ERROR(file_.Open());
   return Prepare();
 }
 
-void SqliteDb::Checkpoint(bool idle) {
-  if (wal_pages_ >= (idle ? kIdleCheckpointPages : kBusyCheckpointPages)) {
-    sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-    wal_pages_ = 0;
-  }
-}
+void SqliteDb::Checkpoint(bool idle) { file_.Checkpoint(idle); }
 
-void SqliteDb::SetMaxPageCount(std::uint32_t pages) {
-  // 0 lifts the cap: SQLite's own maximum.
-  const std::string sql = fmt::format("PRAGMA max_page_count={}", pages == 0 ? 4294967294u : pages);
-  (void)Exec(sql.c_str());
-}
+void SqliteDb::SetMaxPageCount(std::uint32_t pages) { file_.SetMaxPageCount(pages); }
 
 LoadResult SqliteDb::Load(const std::string& key, const std::string& owner,
                           std::chrono::milliseconds ttl) {
   LoadResult r;
-  if (Status s = Begin(); !s.ok()) {
+  if (Status s = file_.Begin(); !s.ok()) {
     r.status = s.Prefixed(fmt::format("profile \"{}\": load", key));
     return r;
   }
-  r = Acquire(key, owner, ttl, options_.now());
+  r = Acquire(key, owner, ttl, file_.now());
   if (r.status.ok()) {
-    r.status = Commit(fmt::format("profile \"{}\": load", key));
+    r.status = file_.Commit(fmt::format("profile \"{}\": load", key));
     if (!r.status.ok()) {
       r.record = Record{};
     }
   } else {
-    r.status = Rollback(std::move(r.status));  // busy too: the transaction ends either way
+    r.status = file_.Rollback(std::move(r.status));  // busy too: the transaction ends either way
   }
   return r;
 }
 
 std::vector<LoadResult> SqliteDb::LoadMany(const std::vector<LoadArgs>& loads) {
   std::vector<LoadResult> out;
-  if (Begin().ok()) {
-    const WallMillis now = options_.now();
+  if (file_.Begin().ok()) {
+    const WallMillis now = file_.now();
     out.resize(loads.size());
     bool failed = false;
     for (std::size_t first = 0; first < loads.size() && !failed; first += kChunk) {
@@ -269,10 +64,10 @@ std::vector<LoadResult> SqliteDb::LoadMany(const std::vector<LoadArgs>& loads) {
     if (!failed &&
         std::all_of(out.begin(), out.end(),
                     [](const LoadResult& r) { return r.status.ok() || r.busy(); }) &&
-        Commit("loading profiles").ok()) {
+        file_.Commit("loading profiles").ok()) {
       return out;
     }
-    (void)Rollback(Status::Ok());
+    (void)file_.Rollback(Status::Ok());
   }
   out.clear();
   for (const LoadArgs& l : loads) {
@@ -283,26 +78,26 @@ std::vector<LoadResult> SqliteDb::LoadMany(const std::vector<LoadArgs>& loads) {
 
 Status SqliteDb::Write(const std::vector<store::Write>& batch, std::vector<WriteResult>& results) {
   results.assign(batch.size(), WriteResult{});
-  if (Status s = Begin(); !s.ok()) {
+  if (Status s = file_.Begin(); !s.ok()) {
     return s.Prefixed("saving profiles");
   }
-  const WallMillis now = options_.now();
+  const WallMillis now = file_.now();
   for (std::size_t i = 0; i < batch.size(); ++i) {
     if (Status s = WriteOne(batch[i], now, results[i]); !s.ok()) {
-      return FailAll(Rollback(std::move(s)), results);
+      return FailAll(file_.Rollback(std::move(s)), results);
     }
   }
-  return FailAll(Commit("saving profiles"), results);
+  return FailAll(file_.Commit("saving profiles"), results);
 }
 
 Status SqliteDb::Transact(const std::string& id, const std::vector<store::Write>& batch,
                           std::vector<WriteResult>& results) {
   results.assign(batch.size(), WriteResult{});
   const std::string what = fmt::format("transaction \"{}\"", id);
-  if (Status s = Begin(); !s.ok()) {
+  if (Status s = file_.Begin(); !s.ok()) {
     return FailAll(s.Prefixed(what), results);
   }
-  const WallMillis now = options_.now();
+  const WallMillis now = file_.now();
   std::string keys;
   for (const store::Write& w : batch) {
     keys += (keys.empty() ? "" : " ") + w.key;
@@ -310,27 +105,27 @@ Status SqliteDb::Transact(const std::string& id, const std::vector<store::Write>
   const int rc = txn_->Bind(id, keys, now).Step();
   txn_->Reset();
   if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT) {
-    return FailAll(Rollback(Status::AlreadyExists(
+    return FailAll(file_.Rollback(Status::AlreadyExists(
                        fmt::format("{} was already committed: a replay is refused", what))),
                    results);
   }
   if (rc != SQLITE_DONE) {
-    return FailAll(Rollback(Failure(db_, rc, what)), results);
+    return FailAll(file_.Rollback(file_.Failure(rc, what)), results);
   }
   for (std::size_t i = 0; i < batch.size(); ++i) {
     if (Status s = WriteOne(batch[i], now, results[i]); !s.ok()) {
-      return FailAll(Rollback(std::move(s)), results);
+      return FailAll(file_.Rollback(std::move(s)), results);
     }
     if (!results[i].status.ok()) {  // a lost lease: nothing of the transaction is stored
-      return FailAll(Rollback(results[i].status), results);
+      return FailAll(file_.Rollback(results[i].status), results);
     }
   }
-  return FailAll(Commit(what), results);
+  return FailAll(file_.Commit(what), results);
 }
 
 Result<std::vector<Backup>> SqliteDb::Backups(const std::string& key) {
   std::vector<Backup> out;
-  Statement& st = backups_->Bind(key);
+  SqlitePrepared& st = backups_->Bind(key);
   int rc;
   while ((rc = st.Step()) == SQLITE_ROW) {
     out.push_back(Backup{static_cast<int>(st.Int(0)), st.Text(1),
@@ -339,7 +134,7 @@ Result<std::vector<Backup>> SqliteDb::Backups(const std::string& key) {
   }
   st.Reset();
   if (rc != SQLITE_DONE) {
-    return Failure(db_, rc, fmt::format("reading the backups of profile \"{}\"", key));
+    return file_.Failure(rc, fmt::format("reading the backups of profile \"{}\"", key));
   }
   return out;
 }
@@ -350,7 +145,7 @@ Result<Record> SqliteDb::Read(const std::string& key) {
     return row.status().Prefixed(fmt::format("reading profile \"{}\"", key));
   }
   if (!row->has_value()) {
-    return Status::NotFound(fmt::format("no profile \"{}\" in {}", key, path_));
+    return Status::NotFound(fmt::format("no profile \"{}\" in {}", key, file_.path()));
   }
   return std::move(**row);
 }
@@ -358,46 +153,46 @@ Result<Record> SqliteDb::Read(const std::string& key) {
 Result<std::vector<std::pair<std::string, std::size_t>>> SqliteDb::ReleaseAbandoned(
     const ProfileStore::Abandoned& abandoned) {
   const std::string what = "ending the leases of servers that are gone";
-  if (Status s = Begin(); !s.ok()) {
+  if (Status s = file_.Begin(); !s.ok()) {
     return s.Prefixed(what);
   }
   std::vector<std::pair<std::string, std::size_t>> ended;
   {
-    Statement owners;
-    int rc = owners.Prepare(db_,
+    SqlitePrepared owners;
+    int rc = owners.Prepare(file_.handle(),
                             "SELECT lease_owner, COUNT(*) FROM profiles WHERE lease_owner IS NOT "
                             "NULL AND lease_expires_ms > ?1 GROUP BY lease_owner");
     if (rc != SQLITE_OK) {
-      return Rollback(Failure(db_, rc, what));
+      return file_.Rollback(file_.Failure(rc, what));
     }
-    owners.Bind(options_.now());
+    owners.Bind(file_.now());
     while ((rc = owners.Step()) == SQLITE_ROW) {
       if (std::string owner = owners.Text(0); abandoned(owner)) {
         ended.emplace_back(std::move(owner), static_cast<std::size_t>(owners.Int(1)));
       }
     }
     if (rc != SQLITE_DONE) {
-      return Rollback(Failure(db_, rc, what));
+      return file_.Rollback(file_.Failure(rc, what));
     }
   }
-  Statement end;
-  int rc = end.Prepare(db_,
+  SqlitePrepared end;
+  int rc = end.Prepare(file_.handle(),
                        "UPDATE profiles SET lease_owner = NULL, lease_expires_ms = 0 WHERE "
                        "lease_owner = ?1");
   if (rc != SQLITE_OK) {
-    return Rollback(Failure(db_, rc, what));
+    return file_.Rollback(file_.Failure(rc, what));
   }
   for (const auto& [owner, count] : ended) {
     if ((rc = end.Bind(owner).Step()) != SQLITE_DONE) {
-      return Rollback(Failure(db_, rc, what));
+      return file_.Rollback(file_.Failure(rc, what));
     }
   }
-  MOLT_RETURN_IF_ERROR(Commit(what));
+  MOLT_RETURN_IF_ERROR(file_.Commit(what));
   return ended;
 }
 
 Status SqliteDb::WriteOne(const store::Write& w, WallMillis now, WriteResult& result) {
-  Statement& st = *write_;
+  SqlitePrepared& st = *write_;
   st.Bind(w.key, w.token, w.data, static_cast<std::int64_t>(w.data ? 1 : 0), w.schema_version,
           w.renew_until, static_cast<std::int64_t>(w.release ? 1 : 0), now);
   const int rc = st.Step();
@@ -408,7 +203,7 @@ Status SqliteDb::WriteOne(const store::Write& w, WallMillis now, WriteResult& re
   }
   if (rc != SQLITE_ROW) {
     st.Reset();
-    return Failure(db_, rc, fmt::format("saving profile \"{}\"", w.key));
+    return file_.Failure(rc, fmt::format("saving profile \"{}\"", w.key));
   }
   result.revision = static_cast<std::uint64_t>(st.Int(0));
   const WallMillis backup_at = st.Int(1);
@@ -424,7 +219,7 @@ Status SqliteDb::WriteOne(const store::Write& w, WallMillis now, WriteResult& re
     const int rc2 = backup_at_->Bind(w.key, now + w.backup_every).Step();
     backup_at_->Reset();
     if (rc2 != SQLITE_DONE) {
-      return Failure(db_, rc2, fmt::format("scheduling the backup of profile \"{}\"", w.key));
+      return file_.Failure(rc2, fmt::format("scheduling the backup of profile \"{}\"", w.key));
     }
   }
   return Status::Ok();
@@ -433,7 +228,7 @@ Status SqliteDb::WriteOne(const store::Write& w, WallMillis now, WriteResult& re
 int SqliteDb::OldestSlot(const std::string& key) {
   WallMillis taken[kBackupSlots];
   std::fill(std::begin(taken), std::end(taken), -1);
-  Statement& st = backup_slots_->Bind(key);
+  SqlitePrepared& st = backup_slots_->Bind(key);
   while (st.Step() == SQLITE_ROW) {
     if (const std::int64_t slot = st.Int(0); slot >= 0 && slot < kBackupSlots) {
       taken[slot] = st.Int(1);
@@ -448,7 +243,7 @@ Status SqliteDb::PutBackup(const store::Write& w, int slot, std::uint64_t revisi
   const int rc = backup_put_->Bind(w.key, slot, *w.data, w.schema_version, revision, now).Step();
   backup_put_->Reset();
   return rc == SQLITE_DONE ? Status::Ok()
-                           : Failure(db_, rc, fmt::format("backing up profile \"{}\"", w.key));
+                           : file_.Failure(rc, fmt::format("backing up profile \"{}\"", w.key));
 }
 
 LoadResult SqliteDb::Acquire(const std::string& key, const std::string& owner,
@@ -475,13 +270,13 @@ LoadResult SqliteDb::Acquire(const std::string& key, const std::string& owner,
                      .Step();
   if (rc != SQLITE_DONE) {
     r.record = Record{};
-    r.status = Failure(db_, rc, fmt::format("profile \"{}\": taking the lease", key));
+    r.status = file_.Failure(rc, fmt::format("profile \"{}\": taking the lease", key));
   }
   return r;
 }
 
 Result<std::optional<Record>> SqliteDb::Select(const std::string& key) {
-  Statement& select = *select_;
+  SqlitePrepared& select = *select_;
   select.Bind(key);
   const int rc = select.Step();
   if (rc == SQLITE_DONE) {
@@ -490,7 +285,7 @@ Result<std::optional<Record>> SqliteDb::Select(const std::string& key) {
   }
   if (rc != SQLITE_ROW) {
     select.Reset();
-    return Failure(db_, rc, "selecting the row");
+    return file_.Failure(rc, "selecting the row");
   }
   Record rec;
   rec.key = key;
@@ -500,7 +295,7 @@ Result<std::optional<Record>> SqliteDb::Select(const std::string& key) {
 }
 
 // The columns of kRowColumns, in their order, into `rec` (all but the key).
-void SqliteDb::ReadRow(const Statement& st, Record& rec) {
+void SqliteDb::ReadRow(const SqlitePrepared& st, Record& rec) {
   if (!st.Null(0)) {
     rec.data = st.Text(0);
   }
@@ -539,7 +334,7 @@ Status SqliteDb::AcquireChunk(std::span<const LoadArgs> loads, WallMillis now, L
     keys.push_back(&l.key);
   }
   std::vector<bool> exists(loads.size(), false);
-  Statement& select = select_many_->BindKeys(1, keys);
+  SqlitePrepared& select = select_many_->BindKeys(1, keys);
   int rc;
   while ((rc = select.Step()) == SQLITE_ROW) {
     const std::string_view key = select.TextView(kRowColumns);
@@ -553,7 +348,7 @@ Status SqliteDb::AcquireChunk(std::span<const LoadArgs> loads, WallMillis now, L
   }
   select.Reset();
   if (rc != SQLITE_DONE) {
-    return Failure(db_, rc, "selecting the rows of a burst of loads");
+    return file_.Failure(rc, "selecting the rows of a burst of loads");
   }
 
   const std::string& owner = loads[0].owner;
@@ -579,58 +374,15 @@ Status SqliteDb::AcquireChunk(std::span<const LoadArgs> loads, WallMillis now, L
     rc = st->Bind(owner, expires, now).BindKeys(4, *list).Step();
     st->Reset();
     if (rc != SQLITE_DONE) {
-      return Failure(db_, rc, "taking the leases of a burst of loads");
+      return file_.Failure(rc, "taking the leases of a burst of loads");
     }
-    if (sqlite3_changes(db_) != static_cast<int>(list->size())) {
+    if (file_.changes() != static_cast<int>(list->size())) {
       return Status::Internal(fmt::format(
           "taking the leases of a burst of loads changed {} rows where {} were expected",
-          sqlite3_changes(db_), list->size()));
+          file_.changes(), list->size()));
     }
   }
   return Status::Ok();
-}
-
-Status SqliteDb::Refused(int rc, const char* what) {
-  const std::string cause = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  std::string fix = "check the path and its permissions";
-  if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT) {
-    fix =
-        "move it aside (restore a backup of it, or let Molt create a new one) or point "
-        "profiles.database or --data at another file";
-  }
-  return Status::FailedPrecondition(
-      fmt::format("the profile database \"{}\" {}: {}: {}", path_, what, cause, fix));
-}
-
-Status SqliteDb::Pragma(const char* sql, int* out) {
-  std::string text;
-  Status s = PragmaText(sql, &text);
-  *out = s.ok() ? std::atoi(text.c_str()) : 0;
-  return s;
-}
-
-Status SqliteDb::PragmaText(const char* sql, std::string* out) {
-  sqlite3_stmt* st = nullptr;
-  int rc = sqlite3_prepare_v2(db_, sql, -1, &st, nullptr);
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-      const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-      *out = p != nullptr ? p : "";
-      rc = SQLITE_OK;
-    } else if (rc == SQLITE_DONE) {
-      rc = SQLITE_OK;
-    }
-  }
-  sqlite3_finalize(st);
-  return rc == SQLITE_OK ? Status::Ok() : Refused(rc, "cannot be read");
-}
-
-Status SqliteDb::Exec(const char* sql) {
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
-  sqlite3_free(err);
-  return rc == SQLITE_OK ? Status::Ok() : Refused(rc, "cannot be set up");
 }
 
 Status SqliteDb::Prepare() {
@@ -662,7 +414,7 @@ Status SqliteDb::Prepare() {
       "WHERE column1 IS NOT NULL",
       rows);
   struct {
-    std::unique_ptr<Statement>* into;
+    std::unique_ptr<SqlitePrepared>* into;
     const char* sql;
   } const list[] = {
       {&select_, select.c_str()},
@@ -695,42 +447,11 @@ Status SqliteDb::Prepare() {
        "SELECT slot, data, schema_version, revision, taken_ms FROM profile_backups WHERE key = "
        "?1 ORDER BY taken_ms DESC, revision DESC"},
       {&txn_, "INSERT INTO profile_transactions (id, keys, taken_ms) VALUES (?1, ?2, ?3)"},
-      {&begin_, "BEGIN IMMEDIATE"},
-      {&commit_, "COMMIT"},
-      {&rollback_, "ROLLBACK"},
   };
   for (const auto& s : list) {
-    auto st = std::make_unique<Statement>();
-    if (int rc = st->Prepare(db_, s.sql); rc != SQLITE_OK) {
-      return Refused(rc, "cannot be used");
-    }
-    *s.into = std::move(st);
-    statements_.push_back(s.into);
+    MOLT_RETURN_IF_ERROR(file_.Prepare(s.into, s.sql));
   }
   return Status::Ok();
-}
-
-Status SqliteDb::Begin() {
-  const int rc = begin_->Bind().Step();
-  begin_->Reset();
-  return rc == SQLITE_DONE ? Status::Ok() : Failure(db_, rc, "starting a transaction");
-}
-
-Status SqliteDb::Commit(const std::string& what) {
-  const int rc = commit_->Bind().Step();
-  commit_->Reset();
-  if (rc == SQLITE_DONE) {
-    return Status::Ok();
-  }
-  return Rollback(Failure(db_, rc, what));
-}
-
-Status SqliteDb::Rollback(Status why) {
-  if (sqlite3_get_autocommit(db_) == 0) {
-    (void)rollback_->Bind().Step();
-    rollback_->Reset();
-  }
-  return why;
 }
 
 }  // namespace molt::kernel::store

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // File: kernel/src/store/sqlite_db.h
 //
-// SqliteDb: the embedded ProfileDb (profile_db.h), one connection to the SQLite file and its
-// prepared statements: the layout (created, upgraded in place, a newer one refused), and the SQL of
-// each operation SqliteStore (sqlite_store.h) runs for its callers. Every call is synchronous and
-// runs its own transaction (BEGIN IMMEDIATE: the write lock is taken up front, so two processes
-// on one file never deadlock upgrading a read, they wait for each other up to busy_timeout).
+// SqliteDb: the embedded ProfileDb (profile_db.h): the SQL of each operation SqliteStore
+// (sqlite_store.h) runs for its callers, as statements prepared once on the profile database's
+// file (SqliteProfileFile, sqlite_profile_file.h: the connection, the layout, the transactions).
+// Every call is synchronous and runs its own transaction (BEGIN IMMEDIATE: the write lock is
+// taken up front, so two processes on one file never deadlock upgrading a read, they wait for each
+// other up to busy_timeout).
 //
 //   SqliteDb db("data/profiles.db", SqliteOptions{});
 //   if (Status s = db.Open(); !s.ok()) { ... s names the file, the cause and the fix ... }
@@ -31,27 +32,27 @@
 
 #include "kernel/src/store/profile_db.h"
 #include "kernel/src/store/profile_store.h"
+#include "kernel/src/store/sqlite_profile_file.h"
 #include "kernel/src/store/sqlite_store.h"
 
-struct sqlite3;
-
 namespace molt::kernel::store {
+
+class SqlitePrepared;
 
 class SqliteDb final : public ProfileDb {
  public:
   // Nothing is opened until Open().
   SqliteDb(std::string path, SqliteOptions options);
   // Closes the file (SQLite's last checkpoint runs here).
-  ~SqliteDb();
+  ~SqliteDb() override;
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
 
-  // Opens (creating) the file in WAL mode, creates or upgrades the layout and prepares the
-  // statements. Fails naming the file, the cause and the fix: a directory that does not exist, a
-  // file that is not a database, a layout newer than this build's, no WAL.
+  // Opens the file (SqliteProfileFile::Open) and prepares the statements. Fails naming the file,
+  // the cause and the fix: a directory that does not exist, a file that is not a database, a
+  // layout newer than this build's, no WAL.
   Status Open() override;
-  // Copies the WAL back into the database when it has grown (`idle`: nothing is queued) or has
-  // grown too much to wait for an idle moment. PASSIVE: never waits for other connections.
+  // The WAL copied back into the database when it has grown (SqliteProfileFile::Checkpoint).
   void Checkpoint(bool idle) override;
   // Caps the file at `pages` (0 lifts the cap): how tests fill a "disk".
   void SetMaxPageCount(std::uint32_t pages);
@@ -78,9 +79,6 @@ class SqliteDb final : public ProfileDb {
       const ProfileStore::Abandoned& abandoned) override;
 
  private:
-  // One prepared statement, reset after each use (sqlite_db.cc).
-  class Statement;
-
   // One write inside the open transaction: `result` is OK (with the revision) or kStale; an
   // error return is the database's (the transaction must roll back).
   Status WriteOne(const store::Write& w, WallMillis now, WriteResult& result);
@@ -91,7 +89,7 @@ class SqliteDb final : public ProfileDb {
   static constexpr std::size_t kChunk = 32;
   // The row columns a select reads before the key (ReadRow).
   static constexpr int kRowColumns = 7;
-  static void ReadRow(const Statement& st, Record& rec);
+  static void ReadRow(const SqlitePrepared& st, Record& rec);
   // Takes the leases of `loads` (at most kChunk) inside the open transaction into out[0..): with
   // one select and at most one update and one insert when they share owner and lease time. An
   // error return is the database's (the transaction must roll back).
@@ -101,28 +99,14 @@ class SqliteDb final : public ProfileDb {
                      std::chrono::milliseconds ttl, WallMillis now);
   // The row of `key`: nullopt when there is none.
   Result<std::optional<Record>> Select(const std::string& key);
-  // Opening or setting up the file failed: the file, `what`, the cause and the fix.
-  Status Refused(int rc, const char* what);
-  Status Pragma(const char* sql, int* out);
-  Status PragmaText(const char* sql, std::string* out);
-  Status Exec(const char* sql);
+  // Prepares every statement on the open file.
   Status Prepare();
-  Status Begin();
-  Status Commit(const std::string& what);
-  // Rolls back the open transaction (if SQLite has not already) and returns `why`.
-  Status Rollback(Status why);
 
-  std::string path_;
-  SqliteOptions options_;
-  sqlite3* db_ = nullptr;
-  // Pages in the WAL after the last commit (the WAL hook's count).
-  int wal_pages_ = 0;
-  static constexpr int kIdleCheckpointPages = 1000;   // SQLite's own default threshold
-  static constexpr int kBusyCheckpointPages = 16000;  // ~64 MB: checkpoint even under load
-  std::unique_ptr<Statement> select_, select_many_, acquire_many_, insert_many_;
-  std::unique_ptr<Statement> acquire_, insert_, write_, begin_, commit_, rollback_;
-  std::unique_ptr<Statement> backup_slots_, backup_put_, backup_at_, backups_, txn_;
-  std::vector<std::unique_ptr<Statement>*> statements_;
+  // The file before the statements: they are finalized before it closes.
+  SqliteProfileFile file_;
+  std::unique_ptr<SqlitePrepared> select_, select_many_, acquire_many_, insert_many_;
+  std::unique_ptr<SqlitePrepared> acquire_, insert_, write_;
+  std::unique_ptr<SqlitePrepared> backup_slots_, backup_put_, backup_at_, backups_, txn_;
 };
 
 }  // namespace molt::kernel::store
