@@ -55,6 +55,74 @@ std::optional<std::size_t> PointerIndex(const std::string& token, std::size_t si
   return i < size || (append && i == size) ? std::optional<std::size_t>(i) : std::nullopt;
 }
 
+Result<const json::value*> FindPointer(const json::value& doc, std::string_view pointer) {
+  MOLT_ASSIGN_OR_RETURN(std::vector<std::string> tokens, PointerTokens(pointer));
+  const json::value* at = &doc;
+  for (const std::string& t : tokens) {
+    const json::value* next = nullptr;
+    if (at->is_object()) {
+      next = at->as_object().if_contains(t);
+    } else if (at->is_array()) {
+      if (auto i = PointerIndex(t, at->as_array().size(), false)) {
+        next = &at->as_array()[*i];
+      }
+    }
+    if (next == nullptr) {
+      return static_cast<const json::value*>(nullptr);
+    }
+    at = next;
+  }
+  return at;
+}
+
+Status SetPointer(json::value& doc, std::string_view pointer, json::value value) {
+  MOLT_ASSIGN_OR_RETURN(std::vector<std::string> tokens, PointerTokens(pointer));
+  if (tokens.empty()) {
+    if (!value.is_object()) {
+      return Status::InvalidArgument("a profile document is a JSON object");
+    }
+    doc = std::move(value);
+    return Status::Ok();
+  }
+  json::value* at = &doc;
+  for (std::size_t i = 0; i + 1 < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
+    if (at->is_object()) {
+      json::object& o = at->as_object();
+      auto it = o.find(t);
+      at = it != o.end() ? &it->value() : &o.emplace(t, json::object()).first->value();
+    } else if (at->is_array()) {
+      auto idx = PointerIndex(t, at->as_array().size(), false);
+      if (!idx) {
+        return Status::NotFound(fmt::format("\"{}\": no element {} in that array", pointer, t));
+      }
+      at = &at->as_array()[*idx];
+    } else {
+      return Status::InvalidArgument(fmt::format(
+          "\"{}\": \"{}\" is inside a value that is neither object nor array", pointer, t));
+    }
+  }
+  const std::string& last = tokens.back();
+  if (at->is_object()) {
+    at->as_object()[last] = std::move(value);
+  } else if (at->is_array()) {
+    json::array& a = at->as_array();
+    auto idx = PointerIndex(last, a.size(), true);
+    if (!idx) {
+      return Status::NotFound(fmt::format("\"{}\": no element {} in that array", pointer, last));
+    }
+    if (*idx == a.size()) {
+      a.push_back(std::move(value));
+    } else {
+      a[*idx] = std::move(value);
+    }
+  } else {
+    return Status::InvalidArgument(
+        fmt::format("\"{}\": its parent is neither an object nor an array", pointer));
+  }
+  return Status::Ok();
+}
+
 bool FillDefaults(json::value& doc, const json::value& defaults) {
   if (!doc.is_object() || !defaults.is_object()) {
     return false;

@@ -40,21 +40,20 @@
 // the store to the next declaration: documents are migrated to its schema version, defaults fill
 // in, the waiting loads finish.
 //
-// The driver is one class whose member functions live in one file per job: profiles.cc (the load
-// lifecycle, reading and writing, autosave, the final save and the drain, manual keys,
-// declarations), profile_snapshots.cc, profile_backups.cc (BackupNow and the restore of a load
-// from a backup) and profile_transactions.cc. They share the per-profile state (Entry,
-// profile_entry.h) and the JSON helpers (profile_document.h).
+// Profiles is the composition of parts with one job each, sharing the profiles in memory
+// (ProfileEntries, profile_entries.h) and the declaration in force (ProfileDeclaration,
+// profile_declaration.h): the load lifecycle (ProfileLoader), the writes to the store
+// (ProfileWriter), the autosave (ProfileAutosave), the final saves and the drain
+// (ProfileFinalSaves), snapshots (ProfileSnapshots), backups (ProfileBackups) and two-profile
+// transactions (ProfileTransactions). What stays here: the join, reading and writing a document,
+// manual keys, and the declarations coming and going.
 //
 // Thread safety: the kernel thread.
 #ifndef MOLT_KERNEL_STORE_PROFILES_H_
 #define MOLT_KERNEL_STORE_PROFILES_H_
 
-#include <chrono>
+#include <cstddef>
 #include <cstdint>
-#include <map>
-#include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,11 +61,18 @@
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/net/session.h"
+#include "kernel/src/store/profile_autosave.h"
+#include "kernel/src/store/profile_backups.h"
+#include "kernel/src/store/profile_declaration.h"
+#include "kernel/src/store/profile_entries.h"
+#include "kernel/src/store/profile_entry.h"
+#include "kernel/src/store/profile_final_saves.h"
+#include "kernel/src/store/profile_loader.h"
+#include "kernel/src/store/profile_snapshots.h"
+#include "kernel/src/store/profile_spec.h"
 #include "kernel/src/store/profile_store.h"
-
-namespace boost::json {
-class value;
-}
+#include "kernel/src/store/profile_transactions.h"
+#include "kernel/src/store/profile_writer.h"
 
 namespace molt::kernel::net {
 class Network;
@@ -74,68 +80,11 @@ class Network;
 
 namespace molt::kernel::store {
 
-struct ProfileSpec {
-  std::string name;             // the store's name: a session's key is "<name>/<user id>"
-  std::string defaults = "{}";  // a JSON object: missing fields are filled from it
-  std::uint32_t schema_version = 0;
-  // One migration step: the document at version `from` -> at `from + 1`. An error, or no
-  // function while a step is needed, fails the load (fail closed).
-  std::function<Result<std::string>(std::uint32_t from, std::string document)> migrate;
-  // Gates every save: an error refuses to write that document.
-  std::function<Status(std::string_view document)> validate;
-  Duration autosave = std::chrono::seconds(60);
-  Duration lease_ttl = std::chrono::seconds(180);
-  std::vector<Duration> backoff = {std::chrono::seconds(1), std::chrono::seconds(2),
-                                   std::chrono::seconds(4), std::chrono::seconds(8)};
-  bool kick_on_load_failure = true;
-  // Backups (docs/profiles.md): the holder copies a saved document to one of 3 rotating slots
-  // when the row says one is due, then schedules the next this long after; zero: no backups.
-  Duration backup_interval = std::chrono::hours(24);
-  bool mirror = false;  // also copy every save to the "live" slot
-};
-
-enum class ProfileState { kNone, kPending, kLoaded, kFailed, kLost };
-std::string_view ProfileStateName(ProfileState state);
-
-// A snapshot of a loaded profile (in memory, the newest kSnapshots per profile).
-struct SnapshotInfo {
-  std::uint64_t id = 0;
-  std::string label;
-  WallMillis taken = 0;
-};
-
-// How a two-profile transaction ended (spec: Transactions.atomic's reasons).
-enum class TxnReason {
-  kOk,
-  kAborted,               // the mutator declined (MOLT_ERR_REJECTED / Status::Rejected)
-  kMutatorError,          // it failed otherwise, or returned what is not a JSON object
-  kSaveAFailed,           // profile A's save was refused (validate, its lease, the disk)
-  kSaveBFailed,           // profile B's
-  kProfileInactive,       // one of them is not loaded
-  kSameProfile,           // A and B are one profile
-  kBusy,                  // one of them is in another transaction
-  kDuplicateTransaction,  // the id was committed before: a replay
-};
-std::string_view TxnReasonName(TxnReason reason);
-struct TxnResult {
-  TxnReason reason = TxnReason::kOk;
-  std::string message;  // "" when kOk
-  bool ok() const { return reason == TxnReason::kOk; }
-};
-
 class Profiles {
  public:
-  struct Stats {
-    std::uint64_t loaded = 0;
-    std::uint64_t load_failures = 0;
-    std::uint64_t lease_waits = 0;  // loads that found the lease held and waited
-    std::uint64_t saves = 0;        // documents written
-    std::uint64_t save_failures = 0;
-    std::uint64_t refused = 0;       // documents `validate` refused
-    std::uint64_t lost = 0;          // leases lost to another host
-    std::uint64_t restored = 0;      // loads restored from a backup
-    std::uint64_t transactions = 0;  // committed
-  };
+  using Stats = ProfileStats;
+  using Mutator = ProfileTransactions::Mutator;
+  static constexpr std::size_t kSnapshots = ProfileSnapshots::kKept;
 
   // Loads a profile for every session from now on (and those already active). `host` names this
   // host in the leases.
@@ -145,7 +94,7 @@ class Profiles {
   Profiles(const Profiles&) = delete;
   Profiles& operator=(const Profiles&) = delete;
 
-  const std::string& name() const { return spec_.name; }
+  const std::string& name() const { return declaration_.name(); }
   ProfileState state(net::SessionId session) const;
   // The document, or the value at `pointer` (JSON Pointer, RFC 6901: "/coins", "/items/0"), as
   // JSON text. kFailedPrecondition while the profile is not loaded; kNotFound for a missing path.
@@ -170,8 +119,7 @@ class Profiles {
   // The same for every key (sessions' profiles are not touched).
   void ReleaseAllKeys();
 
-  // --- Snapshots (in memory; a rollback is saved by the next save): profile_snapshots.cc ---
-  static constexpr std::size_t kSnapshots = 8;
+  // --- Snapshots (in memory; a rollback is saved by the next save): ProfileSnapshots ---
   // A deep copy of the session's document; returns its id (ids grow per store).
   Result<std::uint64_t> Snapshot(net::SessionId session, std::string label);
   Result<std::vector<SnapshotInfo>> Snapshots(net::SessionId session) const;
@@ -179,20 +127,19 @@ class Profiles {
   // unknown id.
   Status Rollback(net::SessionId session, std::uint64_t id);
 
-  // --- Backups: profile_backups.cc ---
+  // --- Backups: ProfileBackups ---
   // Backs the session's document up at its next save (autosave, SaveAll, the final save).
   Status BackupNow(net::SessionId session);
 
-  // --- Transactions: profile_transactions.cc ---
+  // --- Transactions: ProfileTransactions ---
   // Changes two loaded profiles atomically: `mutate` gets copies of both documents and edits
   // them; both are validated and written in one database transaction under `id` (a replayed id
   // is refused), and only then replace the documents in memory. `done` hears the outcome (on a
   // later step when it reached the store). While it runs both profiles refuse Set (kBusy's).
-  using Mutator = std::function<Status(std::string& a, std::string& b)>;
   void Transact(std::string id, net::SessionId a, net::SessionId b, const Mutator& mutate,
                 Callback<void(TxnResult)> done);
 
-  bool attached() const { return attached_; }
+  bool attached() const { return declaration_.attached(); }
   // The declaring instance lets go: validates every changed document with spec.validate (the
   // verdicts stand until the document changes), then drops migrate and validate.
   void Detach();
@@ -214,76 +161,22 @@ class Profiles {
   std::size_t loaded_count() const;
 
  private:
-  struct Entry;  // one profile's state (profile_entry.h)
-  void Load(net::SessionId session, std::uint32_t attempt);
-  void OnLoaded(net::SessionId session, LoadResult r);
-  void Fail(net::SessionId session, const std::string& why);
-  // spec_.validate's verdict on `e`'s document, or the one kept at Detach().
-  Status Validate(Entry& e, const std::string& text);
-  void FinalSave(net::SessionId session);
-  // Lets go of the lease a load that waited for Adopt() took.
-  void ReleaseParked(Entry& e);
-  // The document as loaded (`data`, at schema version `from`): parsed, migrated, defaults
-  // filled; `changed` when it differs from what is stored.
-  Result<boost::json::value> Decode(const std::string& data, std::uint32_t from,
-                                    const std::string& where, bool* changed) const;
-  // A load whose record does not decode or migrate: the newest readable backup instead, or
-  // the failure `why` (profile_backups.cc).
-  void Restore(net::SessionId session, std::uint64_t token, std::string why);
-  // Marks `e` loaded with `doc` and tells the Bus.
-  void Loaded(Entry& e, boost::json::value doc, bool changed);
-  // A write refused for a lost lease: the profile stops for good and its session is kicked.
-  void Lose(Entry& e, const Status& why);
-  // A transaction on `e` ended: the final save it held back runs (profile_transactions.cc).
-  void EndTransaction(Entry* e);
-  void Autosave();
-  struct Pass;
-  void ContinuePass();
-  // The kernel-thread time an autosave takes per step while it builds its batch.
-  static constexpr Duration kAutosaveSlice = std::chrono::milliseconds(1);
-  void ArmAutosave(Duration delay);
-  // The write for `e` in a batch: its document when dirty and valid, a renewal, and/or a release.
-  Write WriteFor(Entry& e, bool release);
-  void OnWritten(std::vector<std::pair<net::SessionId, std::uint64_t>> sent, Status batch,
-                 std::vector<WriteResult> results);
-  // Writes `batch` and hands `done` its results once it is stored: a batch the store fails (a
-  // full disk) is tried again after the backoff, for as long as this object lives. `what` names
-  // it in the warnings.
-  struct Persisting;
-  void Persist(std::vector<Write> batch, std::string what,
-               Callback<void(std::vector<WriteResult>)> done);
-  void Send(std::shared_ptr<Persisting> job);
-  Duration Backoff(std::uint32_t attempt) const;
-  Entry* Find(net::SessionId session) const;
+  // A session joined: its entry, its final save bound last, its load.
+  void Join(net::Session& s);
 
-  Kernel& kernel_;
   net::Network& network_;
-  ProfileStore& store_;
-  std::string host_;
-  ProfileSpec spec_;
-  LogScope log_;                                  // "[Profiles <name>]"
-  std::unique_ptr<boost::json::value> defaults_;  // spec_.defaults, parsed once
-  std::map<net::SessionId, std::unique_ptr<Entry>> entries_;
-  // Keys whose final save (and release) is in flight, with the loads waiting for it.
-  std::map<std::string, std::vector<net::SessionId>> releasing_;
+  LogScope log_;  // "[Profiles <name>]"
+  ProfileStats stats_;
+  ProfileEntries entries_;
+  ProfileDeclaration declaration_;
+  ProfileWriter writer_;
+  ProfileBackups backups_;
+  ProfileLoader loader_;
+  ProfileSnapshots snapshots_;
+  ProfileAutosave autosave_;
+  ProfileTransactions transactions_;
+  ProfileFinalSaves final_saves_;
   Connection on_session_;
-  TaskHandle autosave_;
-  std::unique_ptr<Pass> pass_;        // the autosave building its batch
-  std::uint32_t failed_batches_ = 0;  // in a row: the backoff step
-  bool draining_ = false;
-  bool attached_ = true;
-  std::size_t transactions_ = 0;         // in flight
-  Callback<void()> after_transactions_;  // a Drain that waits for them
-  std::uint64_t next_snapshot_ = 1;
-  struct Undo;
-  std::unique_ptr<Undo> undo_;  // the documents before the last adoption's migration
-  // Manual keys: key -> its id (kKeyIds and up: never a session's).
-  static constexpr net::SessionId kKeyIds = net::SessionId{1} << 62;
-  std::map<std::string, net::SessionId, std::less<>> keys_;
-  net::SessionId next_key_ = kKeyIds;
-  std::uint64_t next_txn_ = 1;
-  Stats stats_;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // completions after the end
 };
 
 }  // namespace molt::kernel::store

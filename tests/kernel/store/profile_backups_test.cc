@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Profiles' backups (kernel/src/store/profile_backups.cc): a record that does not decode is
-// restored from the newest readable backup; with backups off it fails closed.
+// Profiles' backups (kernel/src/store/profile_backups.h): through the driver, a record that does
+// not decode is restored from the newest readable backup, and with backups off it fails closed;
+// ProfileBackups on its own (profiles_fixture.h): a backup asked for, the newest backup that
+// decodes chosen, and the reason when none does.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <boost/json/serialize.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -60,5 +64,53 @@ TEST_F(ProfilesTest, WithoutBackupsABadRecordFailsClosed) {
   EXPECT_EQ(*Stored("PlayerData/bo").data, "[1]");
 }
 
+class ProfileBackupsTest : public ProfilePartsTest {
+ protected:
+  // How Restore() ends for `key`.
+  Result<RestoredDocument> Restore(const std::string& key) {
+    std::optional<Result<RestoredDocument>> out;
+    backups_->Restore(key, "it broke",
+                      [&out](Result<RestoredDocument> r) { out.emplace(std::move(r)); });
+    EXPECT_TRUE(RunUntil([&] { return out.has_value(); }));
+    return out.has_value() ? std::move(*out) : Result<RestoredDocument>(Status::TimedOut("none"));
+  }
+  void PlantBackup(int slot, const char* data, int schema_version, std::int64_t taken) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    const std::string sql = "INSERT INTO profile_backups VALUES ('PlayerData/ada', " +
+                            std::to_string(slot) + ", '" + data + "', " +
+                            std::to_string(schema_version) + ", " + std::to_string(slot + 10) +
+                            ", " + std::to_string(taken) + ")";
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+};
+
+TEST_F(ProfileBackupsTest, ABackupAskedForMarksTheLoadedProfile) {
+  MakeParts();
+  entries_.AddSession(1, "PlayerData/ada");
+  EXPECT_EQ(backups_->BackupNow(1).message(), "the PlayerData profile of session 1 is not loaded");
+  entries_.Find(1)->state = ProfileState::kLoaded;
+  ASSERT_TRUE(backups_->BackupNow(1).ok());
+  EXPECT_TRUE(entries_.Find(1)->backup_now);
+}
+
+TEST_F(ProfileBackupsTest, TheNewestBackupThatDecodesIsChosen) {
+  MakeParts();
+  EXPECT_EQ(Restore("PlayerData/ada").status().message(),
+            "it broke; no readable backup of it (0 kept): fix the record with the sqlite3 tool "
+            "(docs/profiles.md)");
+  PlantBackup(0, "{\"coins\":3}", 1, 1000);
+  PlantBackup(1, "[broken", 1, 3000);        // newest, and does not decode
+  PlantBackup(2, "{\"coins\":4}", 9, 2000);  // of a newer schema than the declaration's
+  Result<RestoredDocument> r = Restore("PlayerData/ada");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->slot, 0);
+  EXPECT_EQ(r->revision, 10u);
+  EXPECT_EQ(r->taken, 1000);
+  EXPECT_EQ(r->where, "backup slot 0 of profile \"PlayerData/ada\" (revision 10)");
+  EXPECT_EQ(boost::json::serialize(r->doc), R"({"coins":3,"items":[],"settings":{"music":true}})");
+}
 }  // namespace
 }  // namespace molt::kernel::store

@@ -91,5 +91,31 @@ TEST(ProfileDocumentTest, MigrationsRunOneStepAtATimeAndFailClosed) {
             "field");
 }
 
+TEST(ProfileDocumentTest, APointerFindsItsValueOrNothing) {
+  const json::value doc = ParseJson(R"({"a":{"b":[10,20]},"c~d":1})").value();
+  EXPECT_EQ(json::serialize(*FindPointer(doc, "/a/b/1").value()), "20");
+  EXPECT_EQ(json::serialize(*FindPointer(doc, "").value()), json::serialize(doc));
+  EXPECT_EQ(json::serialize(*FindPointer(doc, "/c~0d").value()), "1");
+  EXPECT_EQ(FindPointer(doc, "/a/b/2").value(), nullptr);
+  EXPECT_EQ(FindPointer(doc, "/a/x").value(), nullptr);
+  EXPECT_EQ(FindPointer(doc, "a").status().code(), Status::Code::kInvalidArgument);
+}
+
+TEST(ProfileDocumentTest, APointerSetsCreatingObjectsAndAppendingToArrays) {
+  json::value doc = ParseJson(R"({"items":[1]})").value();
+  ASSERT_TRUE(SetPointer(doc, "/a/b", json::value(1)).ok());
+  ASSERT_TRUE(SetPointer(doc, "/items/-", json::value(2)).ok());
+  ASSERT_TRUE(SetPointer(doc, "/items/0", json::value(0)).ok());
+  EXPECT_EQ(json::serialize(doc), R"({"items":[0,2],"a":{"b":1}})");
+  EXPECT_EQ(SetPointer(doc, "/items/5", json::value(1)).message(),
+            "\"/items/5\": no element 5 in that array");
+  EXPECT_EQ(SetPointer(doc, "/a/b/c", json::value(1)).message(),
+            "\"/a/b/c\": its parent is neither an object nor an array");
+  EXPECT_EQ(SetPointer(doc, "/a/b/c/d", json::value(1)).message(),
+            "\"/a/b/c/d\": \"c\" is inside a value that is neither object nor array");
+  EXPECT_EQ(SetPointer(doc, "", json::value(1)).message(), "a profile document is a JSON object");
+  ASSERT_TRUE(SetPointer(doc, "", ParseJson(R"({"x":1})").value()).ok());
+  EXPECT_EQ(json::serialize(doc), R"({"x":1})");
+}
 }  // namespace
 }  // namespace molt::kernel::store

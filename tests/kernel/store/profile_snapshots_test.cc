@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Profiles' snapshots (kernel/src/store/profile_snapshots.cc): the newest eight kept, rollbacks
-// that keep the snapshot, an evicted id named, a rollback saved like any write.
+// Profiles' snapshots (kernel/src/store/profile_snapshots.h): ProfileSnapshots on its own, on
+// entries built in the test, then through the driver: the newest eight kept, rollbacks that keep
+// the snapshot, an evicted id named, a rollback saved like any write.
+#include "kernel/src/store/profile_snapshots.h"
+
 #include <gtest/gtest.h>
 
+#include <boost/json/value.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,5 +49,34 @@ TEST_F(ProfilesTest, SnapshotsKeepTheNewestEightAndSurviveRepeatedRollbacks) {
   EXPECT_NE(Stored("PlayerData/ada").data->find("\"coins\":50"), std::string::npos);
 }
 
+TEST(ProfileSnapshotsTest, ALoadedDocumentIsCopiedAndPutBackUnlessInATransaction) {
+  ProfileEntries entries;
+  ProfileSpec spec;
+  spec.name = "PlayerData";
+  ProfileDeclaration declaration(std::move(spec), LogScope("Profiles PlayerData"));
+  ProfileSnapshots snapshots(entries, declaration);
+  ProfileEntry& e = entries.AddSession(3, "PlayerData/ada");
+  EXPECT_EQ(snapshots.Take(3, "early").status().message(),
+            "the PlayerData profile of session 3 is pending: there is nothing to snapshot");
+  e.state = ProfileState::kLoaded;
+  e.doc = boost::json::object{{"coins", 1}};
+  const std::uint64_t first = snapshots.Take(3, "one coin").value();
+  e.doc.as_object()["coins"] = 2;
+  ++e.version;
+  const std::vector<SnapshotInfo> kept = snapshots.List(3).value();
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].id, first);
+  EXPECT_EQ(kept[0].label, "one coin");
+  e.in_txn = true;
+  EXPECT_EQ(snapshots.Rollback(3, first).message(),
+            "the PlayerData profile of session 3 is in a transaction: roll back on a later step");
+  e.in_txn = false;
+  ASSERT_TRUE(snapshots.Rollback(3, first).ok());
+  EXPECT_EQ(e.doc.at("coins").as_int64(), 1);
+  EXPECT_EQ(e.version, 2u) << "a rollback is a change: saved by the next save";
+  EXPECT_EQ(snapshots.Rollback(3, first + 7).code(), Status::Code::kNotFound);
+  EXPECT_EQ(snapshots.List(4).status().message(),
+            "the PlayerData profile of session 4 is not loaded");
+}
 }  // namespace
 }  // namespace molt::kernel::store

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// Profiles' transactions (kernel/src/store/profile_transactions.cc): two profiles changed at once
-// or not at all, with the spec's reasons for each refusal.
+// Profiles' transactions (kernel/src/store/profile_transactions.h): two profiles changed at once
+// or not at all, with the spec's reasons for each refusal, through the driver, then
+// ProfileTransactions on its own with the parts the test makes (profiles_fixture.h): what is
+// refused before the store, and a session that ends meanwhile saved once the transaction ends.
+#include "kernel/src/store/profile_transactions.h"
+
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "kernel/src/store/profiles.h"
 #include "tests/kernel/store/profiles_fixture.h"
@@ -93,5 +99,80 @@ TEST_F(ProfilesTest, ATransactionChangesTwoProfilesAtomicallyWithTheSpecsReasons
   EXPECT_EQ(net_->sessions().Get(b), nullptr) << "kicked";
 }
 
+class ProfileTransactionsTest : public ProfilePartsTest {
+ protected:
+  void TearDown() override {
+    transactions_.reset();
+    ProfilePartsTest::TearDown();
+  }
+  void MakeTransactions() {
+    MakeParts();
+    transactions_ = std::make_unique<ProfileTransactions>(
+        *store_, entries_, *declaration_, *writer_, stats_, "host-a",
+        [this](SessionId id) { final_saves_.push_back(id); });
+  }
+  // How a transaction of `a` and `b` with `mutate` ends, once the store answered.
+  TxnResult Run(SessionId a, SessionId b, const ProfileTransactions::Mutator& mutate) {
+    std::optional<TxnResult> out;
+    transactions_->Transact("", a, b, mutate, [&out](TxnResult r) { out = std::move(r); });
+    EXPECT_TRUE(RunUntil([&] { return out.has_value(); }));
+    return out.value_or(TxnResult{TxnReason::kMutatorError, "no answer"});
+  }
+  std::unique_ptr<ProfileTransactions> transactions_;
+  std::vector<SessionId> final_saves_;
+};
+
+TEST_F(ProfileTransactionsTest, WhatTheMutatorMakesOfItIsRefusedBeforeTheStore) {
+  MakeTransactions();
+  ASSERT_TRUE(LoadSession(1, "ada"));
+  ASSERT_TRUE(LoadSession(2, "bo"));
+  const TxnResult declined =
+      Run(1, 2, [](std::string&, std::string&) { return Status::Rejected("not today"); });
+  EXPECT_EQ(declined.reason, TxnReason::kAborted);
+  EXPECT_EQ(declined.message, "not today");
+  const TxnResult threw =
+      Run(1, 2, [](std::string&, std::string&) -> Status { throw std::runtime_error("boom"); });
+  EXPECT_EQ(threw.reason, TxnReason::kMutatorError);
+  EXPECT_EQ(threw.message, "the mutator threw: boom");
+  const TxnResult broken = Run(1, 2, [](std::string&, std::string& b) {
+    b = "[1]";
+    return Status::Ok();
+  });
+  EXPECT_EQ(broken.message, "the mutator left document B not a JSON object");
+  EXPECT_EQ(Run(1, 1, [](std::string&, std::string&) { return Status::Ok(); }).reason,
+            TxnReason::kSameProfile);
+  EXPECT_EQ(Run(1, 9, [](std::string&, std::string&) { return Status::Ok(); }).message,
+            "the PlayerData profile of session 9 is none");
+  EXPECT_EQ(stats_.transactions, 0u);
+  EXPECT_FALSE(transactions_->busy());
+}
+
+TEST_F(ProfileTransactionsTest, ASessionThatEndsMeanwhileIsSavedOnceTheTransactionEnds) {
+  MakeTransactions();
+  ASSERT_TRUE(LoadSession(1, "ada"));
+  ASSERT_TRUE(LoadSession(2, "bo"));
+  std::optional<TxnResult> out;
+  transactions_->Transact(
+      "t1", 1, 2,
+      [](std::string& a, std::string&) {
+        a = R"({"coins":9})";
+        return Status::Ok();
+      },
+      [&out](TxnResult r) { out = std::move(r); });
+  ASSERT_TRUE(transactions_->busy());
+  ProfileEntry& ada = *entries_.Find(1);
+  EXPECT_TRUE(ada.in_txn);
+  ada.leave_after_txn = true;  // ProfileFinalSaves found it in the transaction
+  bool idle = false;
+  transactions_->AfterAll([&idle] { idle = true; });
+  ASSERT_TRUE(RunUntil([&] { return out.has_value(); }));
+  EXPECT_TRUE(out->ok()) << out->message;
+  EXPECT_TRUE(idle);
+  EXPECT_EQ(final_saves_, (std::vector<SessionId>{1}));
+  EXPECT_FALSE(ada.in_txn);
+  EXPECT_FALSE(ada.dirty()) << "committed: clean";
+  EXPECT_EQ(*Stored("PlayerData/ada").data, R"({"coins":9})");
+  EXPECT_EQ(stats_.transactions, 1u);
+}
 }  // namespace
 }  // namespace molt::kernel::store

@@ -3,9 +3,10 @@
 //
 // ProfilesTest: the driver (kernel/src/store/profiles.h) over a real SQLite file in a temporary
 // directory, with the sessions of a real network (NetTest, net_fixture.h) and the store's results
-// delivered to the kernel loop as in moltd. The tests of every file of the driver share it
-// (profiles_test.cc, profile_snapshots_test.cc, profile_backups_test.cc,
-// profile_transactions_test.cc): one fixture class, so it is not in an anonymous namespace.
+// delivered to the kernel loop as in moltd. ProfilePartsTest: the same, with the driver's parts
+// made one by one for the tests of each part (the entries, the declaration, the writer, the
+// backups, the loader), wired as Profiles wires them, the kicks recorded. The tests of every part
+// of the driver share them: fixture classes, so they are not in an anonymous namespace.
 #ifndef MOLT_TESTS_KERNEL_STORE_PROFILES_FIXTURE_H_
 #define MOLT_TESTS_KERNEL_STORE_PROFILES_FIXTURE_H_
 
@@ -25,6 +26,11 @@
 #include <thread>
 #include <vector>
 
+#include "kernel/src/store/profile_backups.h"
+#include "kernel/src/store/profile_declaration.h"
+#include "kernel/src/store/profile_entries.h"
+#include "kernel/src/store/profile_loader.h"
+#include "kernel/src/store/profile_writer.h"
 #include "kernel/src/store/profiles.h"
 #include "kernel/src/store/sqlite_store.h"
 #include "net_fixture.h"
@@ -136,6 +142,51 @@ class ProfilesTest : public net::NetTest {
   std::unique_ptr<Profiles> profiles_;
   std::vector<std::string> events_;
   Connection loaded_sub_;
+};
+
+class ProfilePartsTest : public ProfilesTest {
+ protected:
+  void TearDown() override {
+    loader_.reset();  // the parts before the store their completions come from
+    backups_.reset();
+    writer_.reset();
+    declaration_.reset();
+    ProfilesTest::TearDown();
+  }
+  // The declaration, writer, backups and loader of one store of `spec`.
+  void MakeParts(ProfileSpec spec = Spec()) {
+    declaration_ = std::make_unique<ProfileDeclaration>(std::move(spec), log_);
+    writer_ = std::make_unique<ProfileWriter>(kernel_->scheduler(), *store_, *declaration_, stats_,
+                                              log_, Kick());
+    backups_ = std::make_unique<ProfileBackups>(*store_, entries_, *declaration_);
+    loader_ =
+        std::make_unique<ProfileLoader>(kernel_->scheduler(), kernel_->bus(), *store_, "host-a",
+                                        entries_, *declaration_, *backups_, stats_, log_, Kick());
+  }
+  ProfileKick Kick() {
+    return [this](net::SessionId session, std::string reason) {
+      kicks_.push_back(std::to_string(session) + ": " + reason);
+    };
+  }
+  // An entry for session `id` of user `user`, loaded through the loader; false when it did not
+  // load.
+  bool LoadSession(net::SessionId id, const std::string& user) {
+    entries_.AddSession(id, "PlayerData/" + user);
+    loader_->Load(id, 0);
+    return RunUntil([&] {
+      const ProfileEntry* e = entries_.Find(id);
+      return e != nullptr && e->state == ProfileState::kLoaded;
+    });
+  }
+
+  const LogScope log_{"Profiles PlayerData"};
+  ProfileEntries entries_;
+  ProfileStats stats_;
+  std::vector<std::string> kicks_;
+  std::unique_ptr<ProfileDeclaration> declaration_;
+  std::unique_ptr<ProfileWriter> writer_;
+  std::unique_ptr<ProfileBackups> backups_;
+  std::unique_ptr<ProfileLoader> loader_;
 };
 
 }  // namespace molt::kernel::store

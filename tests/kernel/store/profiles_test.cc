@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Profiles (kernel/src/store/profiles.h), what profiles.cc does: the load lifecycle, reading and
-// writing, autosave, the final save and the drain, manual keys and declarations that come and go;
-// over a real SQLite file, with sessions of a real network (started in process, and one joined
-// by a real client over loopback), results delivered to the kernel loop as in moltd
-// (profiles_fixture.h). Snapshots, backups and transactions have test files of their own.
+// Profiles (kernel/src/store/profiles.h), the driver as its parts make it: the load lifecycle,
+// reading and writing, autosave, the final save and the drain, manual keys and declarations that
+// come and go; over a real SQLite file, with sessions of a real network (started in process, and
+// one joined by a real client over loopback), results delivered to the kernel loop as in moltd
+// (profiles_fixture.h). Each part has a test file of its own too (profile_loader_test.cc, ...).
 #include "kernel/src/store/profiles.h"
 
 #include <gtest/gtest.h>
