@@ -3,9 +3,10 @@
 //
 // libFuzzer target for libmolt_client's frame parser: what a hostile (or broken) server sends.
 // Each input is the byte stream of one connection as the client reads it, fed through
-// Connection::Parse in several pieces (frames arrive split anywhere), with no socket: writes fail
-// and are dropped, as on a link that just broke. The client either waits for its Welcome, or is
-// already welcomed by a valid Welcome built here with three channels and has requests in flight:
+// the connection's Link::Parse in several pieces (frames arrive split anywhere), with no socket:
+// writes fail and are dropped, as on a link that just broke. The client either waits for its
+// Welcome, or is already welcomed by a valid Welcome built here with three channels and has
+// requests in flight:
 //   0 fuzz.Event  event         1 fuzz.Add  request (timeout 1 s)   2 fuzz.Say  intent
 // tests/fuzz/make_corpus.py writes seeds against them.
 //
@@ -35,20 +36,21 @@
 
 namespace molt::kernel::client {
 
-// The friend of Connection that feeds it bytes as if they were read from its socket.
+// The friend of Connection and of its Link that feeds it bytes as if they were read from its
+// socket.
 struct ConnectionFuzzer {
-  // A link that waits for its Welcome (what StartAttempt and OnConnected leave).
+  // A link that waits for its Welcome (what StartAttempt and Link::OnConnected leave).
   static void Link(Connection& c) {
     c.state_ = MOLT_CLIENT_CONNECTING;
     c.attempting_ = true;
-    c.linked_ = true;
+    c.link_.linked_ = true;
   }
   static void Feed(Connection& c, std::span<const std::uint8_t> bytes) {
-    if (!c.linked_) {
+    if (!c.link_.linked_) {
       return;  // the connection ended: nothing more is read
     }
-    c.rx_.insert(c.rx_.end(), bytes.begin(), bytes.end());
-    c.Parse(c.link_);
+    c.link_.rx_.insert(c.link_.rx_.end(), bytes.begin(), bytes.end());
+    c.link_.Parse(c.link_.generation_);
   }
 };
 

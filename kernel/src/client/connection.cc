@@ -1,61 +1,63 @@
 // SPDX-License-Identifier: Apache-2.0
-// Connection: the client side of the wire (sdk/include/molt/client.h), on an io_context that
-// only Step() runs: the link (connecting, TLS, reading, writing, timers, losing it and coming
-// back). What the server sends is read in connection_frames.cc; what the app and its controllers
-// call, in connection_calls.cc.
+// Connection: the client side of the wire (sdk/include/molt/client.h) as the composition of its
+// parts (connection.h): the connection's state and how it changes (connecting, losing the link
+// and coming back, following a Redirect, closing), the session a Welcome gives, what the server's
+// frames do, the app's calls and listeners, and the step.
 #include "kernel/src/client/connection.h"
 
 #include <poll.h>
 
-#include <algorithm>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <limits>
-#include <thread>
+#include <optional>
+#include <utility>
 
 #include "kernel/src/wire/envelope.h"
-#include "kernel/src/wire/tls.h"
-#include "kernel/src/wire/websocket.h"
 
 namespace molt::kernel::client {
 namespace {
 
-namespace asio = boost::asio;
 namespace fb = ::flatbuffers;
 namespace w = ::molt::wire;
-using tcp = asio::ip::tcp;
 
-constexpr std::uint32_t kMaxInboundFrame = 16u << 20;  // the client's own cap on server frames
 constexpr double kDefaultConnectTimeout = 10;
 constexpr std::size_t kDefaultSendQueue = 1 << 20;
 constexpr double kDefaultReconnectMax = 8;
+// What a Disconnect (or the destructor) still writes of the queue before the Bye.
+constexpr Duration kFinishWrites = std::chrono::milliseconds(50);
+
+// A Welcome's or a Channels frame's table as a list (none when absent).
+std::vector<const w::ChannelInfo*> ChannelList(
+    const fb::Vector<fb::Offset<w::ChannelInfo>>* infos) {
+  if (infos == nullptr) {
+    return {};
+  }
+  return {infos->begin(), infos->end()};
+}
+
+LinkOptions LinkOptionsOf(const molt_client_options& o) {
+  LinkOptions l;
+  l.tls = (o.flags & MOLT_CLIENT_TLS) != 0;
+  l.tls_ca_file = o.tls_ca_file != nullptr ? o.tls_ca_file : "";
+  l.tls_server_name = o.tls_server_name != nullptr ? o.tls_server_name : "";
+  l.websocket = (o.flags & MOLT_CLIENT_WEBSOCKET) != 0;
+  return l;
+}
 
 }  // namespace
 
-struct Connection::Impl {
-  asio::io_context io;
-  tcp::resolver resolver{io};
-  tcp::socket socket{io};
-};
-
 Connection::Connection(const molt_client_options& o)
-    : io_(std::make_unique<Impl>()),
-      connect_timeout_(o.connect_timeout_seconds > 0 ? o.connect_timeout_seconds
+    : connect_timeout_(o.connect_timeout_seconds > 0 ? o.connect_timeout_seconds
                                                      : kDefaultConnectTimeout),
-      max_send_queue_(o.max_send_queue_bytes > 0 ? o.max_send_queue_bytes : kDefaultSendQueue),
       reconnect_((o.flags & MOLT_CLIENT_NO_RECONNECT) == 0),
-      reconnect_max_(o.reconnect_max_seconds > 0 ? o.reconnect_max_seconds : kDefaultReconnectMax),
-      tls_wanted_((o.flags & MOLT_CLIENT_TLS) != 0),
-      tls_ca_file_(o.tls_ca_file != nullptr ? o.tls_ca_file : ""),
-      tls_server_name_(o.tls_server_name != nullptr ? o.tls_server_name : ""),
-      websocket_((o.flags & MOLT_CLIENT_WEBSOCKET) != 0),
-      backoff_(kFirstReconnectDelay) {}
+      link_(LinkOptionsOf(o), queue_, *this),
+      sender_(queue_, link_, channels_, requests_, limits_,
+              o.max_send_queue_bytes > 0 ? o.max_send_queue_bytes : kDefaultSendQueue),
+      frames_(*this),
+      reconnector_(o.reconnect_max_seconds > 0 ? o.reconnect_max_seconds : kDefaultReconnectMax) {}
 
 Connection::~Connection() {
   kernel_.reset();      // controllers stop first: they may still send
@@ -63,15 +65,13 @@ Connection::~Connection() {
   handlers_.clear();
   all_channels_ = {};
   replicas_.ClearListeners();
-  for (auto& [id, p] : pending_) {
-    p.done = [](molt_status_t, std::span<const std::uint8_t>) {};
-  }
-  FinishWrites();  // what the controllers sent as they stopped, then the Bye
-  SayBye();        // like Disconnect: the server ends the session now, not after a resume window
+  requests_.Silence();
+  link_.FinishWrites(kFinishWrites);  // what the controllers sent as they stopped, then the Bye
+  SayBye();  // like Disconnect: the server ends the session now, not after a resume window
   Teardown();
 }
 
-// --- The link ------------------------------------------------------------------------------------
+// --- The connection's state ------------------------------------------------------------------
 
 Status Connection::Connect(std::string host, std::uint16_t port, std::string user,
                            std::span<const std::uint8_t> credentials,
@@ -80,11 +80,7 @@ Status Connection::Connect(std::string host, std::uint16_t port, std::string use
       state_ == MOLT_CLIENT_RECONNECTING) {
     return Status::FailedPrecondition("already connecting or connected: disconnect first");
   }
-  if (tls_wanted_ && tls_context_ == nullptr) {
-    MOLT_ASSIGN_OR_RETURN(std::shared_ptr<wire::TlsContext> context,
-                          wire::TlsContext::Client(tls_ca_file_));
-    tls_context_ = std::move(context);
-  }
+  MOLT_RETURN_IF_ERROR(link_.Prepare());
   host_ = std::move(host);
   port_ = port;
   user_ = std::move(user);
@@ -95,150 +91,29 @@ Status Connection::Connect(std::string host, std::uint16_t port, std::string use
 }
 
 void Connection::StartAttempt() {
-  const std::uint64_t link = ++link_;
+  const std::uint64_t link = link_.Begin();
   attempting_ = true;
   if (state_ != MOLT_CLIENT_RECONNECTING) {  // a reconnect stays RECONNECTING until the Welcome
     SetState(MOLT_CLIENT_CONNECTING, "");
-    if (link != link_) {
+    if (link != link_.generation()) {
       return;  // the state callback disconnected
     }
   }
   connect_deadline_ = RealNow() + Within(connect_timeout_);
-  target_ = host_ + ":" + std::to_string(port_);
-  auto connected = [this, link](boost::system::error_code ec) {
-    if (link != link_) {
-      return;
-    }
-    if (ec) {
-      return Lost("cannot connect to " + target_ + ": " + ec.message());
-    }
-    OnConnected();
-  };
-  boost::system::error_code ec;
-  const asio::ip::address address = asio::ip::make_address(host_, ec);
-  if (!ec) {  // a numeric address: nothing to resolve
-    io_->socket.async_connect(tcp::endpoint(address, port_), connected);
-    return;
-  }
-  resolving_ = true;
-  io_->resolver.async_resolve(
-      host_, std::to_string(port_),
-      [this, link, connected](boost::system::error_code e, tcp::resolver::results_type r) {
-        if (link != link_) {
-          return;
-        }
-        resolving_ = false;
-        if (e) {
-          return Lost("cannot resolve " + target_ + ": " + e.message());
-        }
-        asio::async_connect(
-            io_->socket, r,
-            [connected](boost::system::error_code e2, const tcp::endpoint&) { connected(e2); });
-      });
+  link_.Connect(host_, port_);
 }
 
-void Connection::OnConnected() {
-  boost::system::error_code ignored;
-  io_->socket.set_option(tcp::no_delay(true), ignored);
-  io_->socket.non_blocking(true, ignored);  // Flush writes without blocking
-  linked_ = true;
-  last_receive_ = RealNow();
-  // The Hello goes first; what the app queued while the link was down waits for the Welcome.
+void Connection::OnLinked() {
+  heartbeat_.Received(RealNow());
   fb::FlatBufferBuilder b(256);
   auto hello = w::CreateHelloDirect(b, w::kProtocolVersion, 0, user_.c_str(), &credentials_,
                                     &join_data_, &resume_token_);
-  const std::span<const std::uint8_t> frame = w::FinishFrame(b, w::Body::Hello, hello.Union());
-  writing_.clear();
-  written_ = 0;
-  // The TLS handshake first, then the WebSocket upgrade: the Hello waits inside the filters.
-  if (tls_context_ != nullptr) {
-    tls_ = std::make_unique<wire::TlsFilter>(*tls_context_, wire::TlsFilter::kClient,
-                                             tls_server_name_.empty() ? host_ : tls_server_name_);
-    if (Status s = tls_->Begin(); !s.ok()) {
-      return Closed(s.message());
-    }
-  }
-  if (websocket_) {
-    wire::WebSocketOptions o;
-    o.role = wire::WebSocketOptions::kClient;
-    o.host = target_;
-    ws_ = std::make_unique<wire::WebSocketFilter>(std::move(o));
-  }
-  Encode(frame);
-  Flush();
-  Read();
+  link_.Send(w::FinishFrame(b, w::Body::Hello, hello.Union()));
 }
 
-void Connection::Read() {
-  const std::uint64_t link = link_;
-  io_->socket.async_read_some(
-      asio::buffer(in_), [this, link](boost::system::error_code ec, std::size_t n) {
-        if (link != link_) {
-          return;
-        }
-        if (ec) {
-          if (ec == asio::error::eof && ws_ != nullptr && !ws_->answered()) {
-            return Lost(
-                "the server closed the connection without answering the WebSocket "
-                "upgrade: is " +
-                target_ + " a WebSocket port (moltd --ws)?" +
-                (tls_ == nullptr ? " One under TLS (wss://) needs MOLT_CLIENT_TLS." : ""));
-          }
-          return Lost(ec == asio::error::eof ? "the server closed the connection"
-                                             : "connection lost: " + ec.message());
-        }
-        last_receive_ = RealNow();
-        // A refused certificate, a refused upgrade: neither gets better by retrying.
-        std::span<const std::uint8_t> bytes(in_.data(), n);
-        if (tls_ != nullptr) {  // the plaintext goes to the WebSocket filter, or is the frames
-          plain_.clear();
-          if (const Status s = tls_->Receive(bytes, ws_ != nullptr ? &plain_ : &rx_); !s.ok()) {
-            return Closed(s.message());
-          }
-          bytes = plain_;
-        }
-        if (ws_ != nullptr) {
-          if (const Status s = ws_->Receive(bytes, &rx_); !s.ok()) {
-            TakeFilterOutput();  // a close frame saying why, best effort
-            Flush();
-            return Closed(s.message());
-          }
-        } else if (tls_ == nullptr) {
-          rx_.insert(rx_.end(), bytes.begin(), bytes.end());
-        }
-        // The handshake's next flight, the upgrade's waiting Hello, a pong.
-        if ((tls_ != nullptr && tls_->has_output()) || (ws_ != nullptr && ws_->has_output())) {
-          TakeFilterOutput();
-          Flush();
-        }
-        Parse(link);
-        if (link == link_ && ws_ != nullptr && ws_->peer_closed()) {
-          return Lost("the server closed the WebSocket (" + ws_->peer_close() + ")");
-        }
-        if (link == link_) {
-          Read();
-        }
-      });
-}
+void Connection::OnReceived() { heartbeat_.Received(RealNow()); }
 
-void Connection::Parse(std::uint64_t link) {
-  std::size_t at = 0;
-  while (link == link_ && rx_.size() - at >= 4) {
-    std::uint32_t size = 0;
-    std::memcpy(&size, rx_.data() + at, 4);
-    if (size == 0 || size > kMaxInboundFrame) {
-      return Closed("the server sent a frame of " + std::to_string(size) + " bytes");
-    }
-    if (rx_.size() - at < 4 + std::size_t{size}) {
-      break;
-    }
-    OnFrame(std::span<const std::uint8_t>(rx_.data() + at, 4 + std::size_t{size}));
-    at += 4 + std::size_t{size};
-  }
-  if (link == link_) {
-    rx_.erase(rx_.begin(), rx_.begin() + static_cast<std::ptrdiff_t>(at));
-  }
-}
+void Connection::OnFrame(std::span<const std::uint8_t> frame) { frames_.Dispatch(frame); }
 
 void Connection::Closed(const std::string& reason) {
   state_ = MOLT_CLIENT_CLOSED;  // before the requests' callbacks: they may not send any more
@@ -247,32 +122,25 @@ void Connection::Closed(const std::string& reason) {
 }
 
 void Connection::Lost(const std::string& reason) {
-  if (redirect_) {
+  if (reconnector_.redirected()) {
     return FollowRedirect();
   }
-  const bool had_session = state_ == MOLT_CLIENT_CONNECTED || state_ == MOLT_CLIENT_RECONNECTING;
-  if (!reconnect_ || !had_session) {
+  if (!reconnect_ || !has_session()) {
     return Closed(reason);
   }
-  DropTransport();
-  std::uniform_real_distribution<double> jitter(0.75, 1.25);
-  next_attempt_ = RealNow() + Within(backoff_ * jitter(rng_));
-  backoff_ = std::min(backoff_ * 2, reconnect_max_);
+  DropLink();
+  reconnector_.AfterLoss(RealNow());
   if (state_ != MOLT_CLIENT_RECONNECTING) {
     SetState(MOLT_CLIENT_RECONNECTING, reason);
   }
 }
 
 void Connection::FollowRedirect() {
-  const Redirection to = *std::exchange(redirect_, std::nullopt);
-  DropTransport();
+  const Reconnector::Redirection to = reconnector_.Follow(RealNow());
+  DropLink();
   host_ = to.host;
   port_ = to.port;
   resume_token_.clear();  // sessions do not move between servers: a fresh join there
-  backoff_ = kFirstReconnectDelay;
-  // Spread over the first backoff: not every client of the drained server in the same instant.
-  std::uniform_real_distribution<double> spread(0, kFirstReconnectDelay);
-  next_attempt_ = RealNow() + Within(spread(rng_));
   const std::string reason = "redirected to server " + to.server + " at " + to.host + ":" +
                              std::to_string(to.port) + " (" + to.reason + ")";
   if (state_ != MOLT_CLIENT_RECONNECTING) {
@@ -280,40 +148,19 @@ void Connection::FollowRedirect() {
   }
 }
 
-void Connection::DropTransport() {
-  ++link_;  // completions of the old link are ignored from here on
+void Connection::DropLink() {
   attempting_ = false;
-  resolving_ = false;
-  linked_ = false;
-  write_waiting_ = false;
-  write_error_.clear();
-  boost::system::error_code ignored;
-  io_->resolver.cancel();
-  io_->socket.close(ignored);
-  io_->socket = tcp::socket(io_->io);
-  tls_.reset();
-  ws_.reset();
-  rx_.clear();
-  writing_.clear();  // on the wire when the link broke: may be lost
-  written_ = 0;
+  link_.Drop();
 }
 
 void Connection::Teardown() {
-  DropTransport();
+  DropLink();
   queue_.Clear();
   session_ = 0;
   resume_token_.clear();
-  redirect_.reset();
-  backoff_ = kFirstReconnectDelay;
-  FailPending();
-}
-
-void Connection::FailPending() {
-  std::map<std::uint32_t, Pending> requests = std::move(pending_);
-  pending_.clear();
-  for (auto& [id, p] : requests) {
-    p.done(MOLT_ERR_TIMEOUT, {});
-  }
+  reconnector_.ForgetRedirect();
+  reconnector_.Reset();
+  requests_.FailAll();
 }
 
 void Connection::SetState(std::int32_t state, const std::string& reason) {
@@ -331,7 +178,7 @@ void Connection::Disconnect() {
     state_ = MOLT_CLIENT_IDLE;
     return;
   }
-  FinishWrites();  // what the app sent goes before the Bye
+  link_.FinishWrites(kFinishWrites);  // what the app sent goes before the Bye
   SayBye();
   state_ = MOLT_CLIENT_IDLE;  // before the requests' callbacks: they may not send any more
   Teardown();
@@ -339,59 +186,270 @@ void Connection::Disconnect() {
 }
 
 void Connection::SayBye() {
-  if (state_ != MOLT_CLIENT_CONNECTED || !linked_ || written_ != writing_.size()) {
+  if (state_ != MOLT_CLIENT_CONNECTED) {
     return;
   }
   fb::FlatBufferBuilder b(64);
-  const std::span<const std::uint8_t> bye =
-      w::FinishFrame(b, w::Body::Bye, w::CreateByeDirect(b, "ClientClosed", "").Union());
-  Encode(bye);  // then a close frame and close_notify: the last bytes of the link
-  if (ws_ != nullptr) {
-    ws_->Close(1000);
-  }
-  if (tls_ != nullptr) {
-    TakeFilterOutput();
-    tls_->Shutdown();
-  }
-  TakeFilterOutput();
-  boost::system::error_code ignored;
-  io_->socket.write_some(asio::buffer(writing_), ignored);
+  link_.SayBye(w::FinishFrame(b, w::Body::Bye, w::CreateByeDirect(b, "ClientClosed", "").Union()));
 }
 
-void Connection::FinishWrites() {
-  // Plain non-blocking writes and polls: no Asio handler runs, so no callback of the app does.
-  const TimePoint deadline = RealNow() + std::chrono::milliseconds(50);
-  while (linked_ && welcomed() && write_error_.empty() && RealNow() < deadline) {
-    switch (WriteReady()) {
-      case WriteState::kFailed:
-        return;
-      case WriteState::kBlocked: {
-        pollfd p{socket(), POLLOUT, 0};
-        ::poll(&p, 1,
-               static_cast<int>(
-                   std::chrono::ceil<std::chrono::milliseconds>(deadline - RealNow()).count()));
-        break;
-      }
-      case WriteState::kDone: {
-        const std::optional<TimePoint> next = queue_.NextRelease(RealNow());
-        if (!next) {
-          return;  // everything is written
-        }
-        std::this_thread::sleep_for(std::min(*next, deadline) - RealNow());  // paced
-        break;
-      }
+// --- What the server sends -------------------------------------------------------------------
+
+void Connection::OnWelcome(const w::Welcome& welcome) {
+  if (!attempting_) {
+    return Closed("the server sent a second welcome");
+  }
+  attempting_ = false;
+  const std::uint64_t link = link_.generation();
+  const bool was_reconnecting = state_ == MOLT_CLIENT_RECONNECTING;
+  const bool resumed = was_reconnecting && welcome.resumed() && welcome.session_id() == session_;
+  if (was_reconnecting && !resumed) {
+    // The old session is gone: nobody will answer its requests, and what was queued for it
+    // (with its channel ids) is not sent to the new one.
+    queue_.DropApp();
+    requests_.FailAll();
+    if (link != link_.generation()) {
+      return;  // a callback disconnected
+    }
+  }
+  if (!resumed && !replicas_.empty()) {
+    DropReplicas();
+    if (link != link_.generation()) {
+      return;
+    }
+  }
+  BeginSession(welcome, resumed, RealNow());
+  SetState(MOLT_CLIENT_CONNECTED, !was_reconnecting ? ""
+                                  : resumed
+                                      ? "resumed"
+                                      : "a new session: the server did not resume the old one");
+  if (link == link_.generation()) {
+    link_.Flush();  // what the app sent while the link was down goes now, after the Welcome
+  }
+}
+
+void Connection::BeginSession(const w::Welcome& welcome, bool resumed, TimePoint now) {
+  session_ = welcome.session_id();
+  resume_token_.clear();
+  if (welcome.resume_token() != nullptr) {
+    resume_token_.assign(welcome.resume_token()->begin(), welcome.resume_token()->end());
+  }
+  reconnector_.Reset();
+  limits_.tick_rate = welcome.tick_rate();
+  limits_.bytes_per_tick = welcome.bytes_per_tick();
+  limits_.messages_per_tick = welcome.messages_per_tick();
+  limits_.burst_ticks = welcome.budget_burst_ticks() > 0 ? welcome.budget_burst_ticks() : 1;
+  limits_.max_frame_bytes = welcome.max_frame_bytes();
+  queue_.SetBudget(SendQueue::ForServer(limits_), now);
+  // Channels. A resumed session keeps the state of its rate limits, as the server does.
+  channels_.Set(ChannelList(welcome.channels()), resumed, now, queue_);
+  heartbeat_.Start(welcome.ping_interval_ms() > 0
+                       ? Duration(std::chrono::milliseconds(welcome.ping_interval_ms()))
+                       : Duration(std::chrono::seconds(1)),
+                   now);
+}
+
+void Connection::OnRefuse(const w::Refuse& r) {
+  const std::string why =
+      std::string(w::EnumNameRefuseReason(r.reason())) + ": " + (r.text() ? r.text()->str() : "");
+  const bool passing =
+      r.reason() == w::RefuseReason::RateLimited || r.reason() == w::RefuseReason::ServerFull ||
+      r.reason() == w::RefuseReason::ShuttingDown || r.reason() == w::RefuseReason::Starting;
+  if (state_ == MOLT_CLIENT_RECONNECTING && passing) {
+    // A busy server is not the end of a session being resumed: try again later.
+    reconnector_.AtLeast(r.retry_after_ms() / 1000.0);
+    return Lost(why);
+  }
+  Closed(why);
+}
+
+void Connection::OnBye(const w::Bye& m) {
+  if (reconnector_.redirected()) {
+    return FollowRedirect();
+  }
+  Closed((m.reason() ? m.reason()->str() : "Bye") + ": " + (m.text() ? m.text()->str() : ""));
+}
+
+void Connection::OnRedirect(const w::Redirect& message) {
+  if (!welcomed()) {
+    return;  // nothing to follow: the Bye ends the session as it would have
+  }
+  (void)reconnector_.Redirect(message.address() ? message.address()->str() : "",
+                              message.server() ? message.server()->str() : "",
+                              message.reason() ? message.reason()->str() : "");
+}
+
+void Connection::OnServerEvent(std::uint16_t channel, std::span<const std::uint8_t> payload) {
+  auto h = handlers_.find(channel);
+  const Handler handler = h != handlers_.end() ? h->second : all_channels_;
+  const std::uint64_t link = link_.generation();
+  if (handler.fn != nullptr) {
+    handler.fn(handler.user_data, channel, payload.data(), payload.size());
+  }
+  if (kernel_ && link == link_.generation()) {  // the controllers' Bus
+    if (const ChannelTable::Channel* ch = channels_.Find(channel)) {
+      kernel_->Event(channel, ch->name, payload);
     }
   }
 }
 
-// --- Stepping and waiting ------------------------------------------------------------------------
+void Connection::OnResponse(std::uint32_t id, molt_status_t status,
+                            std::span<const std::uint8_t> payload) {
+  (void)requests_.Answer(id, status, payload);  // none: answered late, after our own timeout
+}
+
+void Connection::OnPing(const w::Ping& m) {
+  if (queued_bytes() > sender_.max_queue_bytes()) {
+    return;  // a server that pings and never reads does not grow our queue
+  }
+  fb::FlatBufferBuilder b(64);
+  sender_.Queue(w::FinishFrame(b, w::Body::Pong, w::CreatePong(b, m.seq(), m.time_ns()).Union()),
+                std::nullopt);
+}
+
+void Connection::OnPong(const w::Pong& m) { heartbeat_.OnPong(m.seq(), m.time_ns(), RealNow()); }
+
+void Connection::OnChannels(const w::Channels& message) {
+  if (state_ != MOLT_CLIENT_CONNECTED) {
+    return;  // not welcomed yet: the Welcome brings the table
+  }
+  channels_.Set(ChannelList(message.channels()), /*same_session=*/true, RealNow(), queue_);
+}
+
+void Connection::OnReplicaMessage(const w::Replica& message) {
+  std::vector<ReplicaStore::Update> updates;
+  if (Status s = replicas_.Apply(message, &updates); !s.ok()) {
+    return Closed(s.message());
+  }
+  Deliver(updates);
+}
+
+void Connection::Deliver(const std::vector<ReplicaStore::Update>& updates) {
+  const std::uint64_t link = link_.generation();
+  for (const ReplicaStore::Update& u : updates) {
+    if (link != link_.generation() || !replicas_.Holds(u.id)) {
+      return;  // a callback disconnected, or removed what follows
+    }
+    for (const ReplicaStore::Listener& l : replicas_.ListenersOf(u.id)) {
+      if (link != link_.generation() || !replicas_.Holds(u.id)) {
+        break;
+      }
+      l.fn(l.user_data, u.id, u.what, u.field);
+    }
+    if (kernel_ && link == link_.generation()) {  // the controllers' Bus
+      if (const ReplicaStore::Replica* r = replicas_.Find(u.id)) {
+        kernel_->ReplicaUpdate(r->name, u.id, u.what, u.field);
+      }
+    }
+    if (u.what == MOLT_CLIENT_REPLICA_REMOVED) {
+      replicas_.Erase(u.id);  // gone once the callbacks returned
+    }
+  }
+}
+
+void Connection::DropReplicas() {
+  for (std::uint32_t id : replicas_.Ids()) {
+    if (replicas_.Holds(id)) {
+      Deliver({{id, MOLT_CLIENT_REPLICA_REMOVED, -1}});
+      replicas_.Erase(id);  // even when a callback disconnected: the old session's are gone
+    }
+  }
+}
+
+// --- What the app and its controllers call ---------------------------------------------------
+
+Result<std::uint16_t> Connection::ChannelId(std::string_view name) const {
+  if (!has_session()) {
+    return Status::FailedPrecondition("not connected: channels come with the server's welcome");
+  }
+  return channels_.Id(name);  // while reconnecting: the last welcome's table
+}
+
+Status Connection::SendIntent(std::uint16_t channel, std::span<const std::uint8_t> payload) {
+  if (!has_session()) {
+    return Status::FailedPrecondition("not connected");
+  }
+  return sender_.Intent(channel, payload);
+}
+
+Status Connection::SendRequest(std::uint16_t channel, std::span<const std::uint8_t> payload,
+                               double timeout_seconds, ResponseFn done) {
+  if (!has_session()) {
+    return Status::FailedPrecondition("not connected");
+  }
+  return sender_.Request(channel, payload, timeout_seconds, std::move(done));
+}
+
+void Connection::OnEvent(std::uint16_t channel, molt_client_event_fn fn, void* user_data) {
+  if (channel == MOLT_CLIENT_ALL_CHANNELS) {
+    all_channels_ = {fn, user_data};
+  } else if (fn == nullptr) {
+    handlers_.erase(channel);
+  } else {
+    handlers_[channel] = {fn, user_data};
+  }
+}
+
+void Connection::OnState(molt_client_state_fn fn, void* user_data) {
+  state_fn_ = fn;
+  state_user_ = user_data;
+}
+
+void Connection::OnReplica(std::string name, molt_client_replica_fn fn, void* user_data) {
+  const std::string filter = name;
+  replicas_.Listen(std::move(name), fn, user_data);
+  if (fn == nullptr) {
+    return;
+  }
+  // Replicas that arrived before anyone listened (spec: early packets are buffered).
+  for (std::uint32_t id : replicas_.Ids(filter)) {
+    if (replicas_.Holds(id)) {
+      fn(user_data, id, MOLT_CLIENT_REPLICA_SNAPSHOT, -1);
+    }
+  }
+}
+
+Result<ClientKernel*> Connection::Controllers() {
+  if (!kernel_) {
+    Result<std::unique_ptr<ClientKernel>> k = ClientKernel::Boot(*this);
+    if (!k.ok()) {
+      // The only way to fail: the process's kernel is already booted, by another client.
+      return Status::FailedPrecondition(
+          "another client of this process runs the controllers: one client kernel per process");
+    }
+    kernel_ = std::move(k).value();
+  }
+  return kernel_.get();
+}
+
+Status Connection::Intent(std::string_view channel, std::span<const std::uint8_t> payload) {
+  Result<std::uint16_t> id = ChannelId(channel);
+  return id.ok() ? SendIntent(*id, payload) : id.status();
+}
+
+Status Connection::Request(std::string_view channel, std::span<const std::uint8_t> payload,
+                           double timeout_seconds,
+                           Callback<void(molt_status_t, std::string_view)> done) {
+  MOLT_ASSIGN_OR_RETURN(std::uint16_t id, ChannelId(channel));
+  return SendRequest(
+      id, payload, timeout_seconds,
+      [done = std::move(done)](molt_status_t status, std::span<const std::uint8_t> answer) mutable {
+        done(status, std::string_view(reinterpret_cast<const char*>(answer.data()), answer.size()));
+      });
+}
+
+Status Connection::ReplicaValue(std::string_view replica, std::string_view field, molt_value* out) {
+  return replicas_.Value(replica, field, out);
+}
+
+// --- Stepping and waiting --------------------------------------------------------------------
 
 void Connection::Step(double budget_seconds) {
   const TimePoint deadline = RealNow() + Within(budget_seconds);
-  io_->io.restart();
+  link_.Restart();
   more_ready_ = false;
-  wrote_since_step_ = false;
-  while (io_->io.poll_one() != 0) {
+  sender_.NewStep();
+  while (link_.PollOne() != 0) {
     if (RealNow() >= deadline) {
       more_ready_ = true;  // handlers may still be ready: the next wait does not block
       break;
@@ -409,82 +467,62 @@ void Connection::Step(double budget_seconds) {
 
 void Connection::Timers() {
   const TimePoint now = RealNow();
-  if (!write_error_.empty()) {
-    return Lost(std::exchange(write_error_, {}));
+  if (link_.write_failed()) {
+    return Lost(link_.TakeWriteError());
   }
   if (attempting_ && now > connect_deadline_) {
-    return Lost("timed out connecting to " + target_ + " (connect_timeout_seconds)");
+    return Lost("timed out connecting to " + link_.target() + " (connect_timeout_seconds)");
   }
-  if (state_ == MOLT_CLIENT_RECONNECTING && !attempting_ && now >= next_attempt_) {
+  if (state_ == MOLT_CLIENT_RECONNECTING && !attempting_ && reconnector_.Due(now)) {
     StartAttempt();
   }
-  if (state_ != MOLT_CLIENT_CONNECTED && state_ != MOLT_CLIENT_RECONNECTING) {
+  if (!has_session()) {
     return;
   }
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (now >= it->second.deadline) {
-      Pending p = std::move(it->second);
-      it = pending_.erase(it);
-      p.done(MOLT_ERR_TIMEOUT, {});
-      if (state_ != MOLT_CLIENT_CONNECTED && state_ != MOLT_CLIENT_RECONNECTING) {
-        return;
-      }
-    } else {
-      ++it;
+  requests_.ExpireDue(now, [this] { return has_session(); });
+  if (!has_session()) {
+    return;  // a request's callback ended the session
+  }
+  if (state_ == MOLT_CLIENT_CONNECTED && link_.linked() && heartbeat_.Silent(now)) {
+    return Lost("nothing from the server for " +
+                std::to_string(static_cast<int>(ToSeconds(heartbeat_.silence()))) + " s");
+  }
+  if (welcomed()) {
+    if (std::optional<Heartbeat::Ping> ping = heartbeat_.Due(now)) {
+      fb::FlatBufferBuilder b(64);
+      sender_.Queue(
+          w::FinishFrame(b, w::Body::Ping, w::CreatePing(b, ping->seq, ping->time_ns).Union()),
+          std::nullopt);
     }
   }
-  if (state_ == MOLT_CLIENT_CONNECTED && linked_ && now - last_receive_ > Silence()) {
-    return Lost("nothing from the server for " +
-                std::to_string(static_cast<int>(ToSeconds(Silence()))) + " s");
-  }
-  if (welcomed() && now >= next_ping_) {
-    next_ping_ = now + ping_period_;
-    fb::FlatBufferBuilder b(64);
-    const auto t = static_cast<std::uint64_t>(now.time_since_epoch().count());
-    Queue(w::FinishFrame(b, w::Body::Ping, w::CreatePing(b, ++ping_seq_, t).Union()), std::nullopt);
-  }
-  Flush();  // paced frames whose time came
-}
-
-int Connection::socket() const {
-  return io_->socket.is_open() ? static_cast<int>(io_->socket.native_handle()) : -1;
-}
-
-std::int32_t Connection::socket_events() const {
-  if (socket() < 0) {
-    return 0;
-  }
-  if (!linked_) {
-    return MOLT_CLIENT_WAIT_WRITE;  // connecting: writable once connected
-  }
-  return MOLT_CLIENT_WAIT_READ | (write_waiting_ ? MOLT_CLIENT_WAIT_WRITE : 0);
+  link_.Flush();  // paced frames whose time came
 }
 
 double Connection::Timeout() {
-  if (more_ready_ || !write_error_.empty()) {
+  if (more_ready_ || link_.write_failed()) {
     return 0;
   }
   const TimePoint now = RealNow();
   TimePoint next = TimePoint::max();
   auto at = [&next](TimePoint t) { next = std::min(next, t); };
-  if (resolving_) {
+  if (link_.resolving()) {
     at(now + std::chrono::milliseconds(1));  // the resolver's thread cannot wake a poll
   }
   if (attempting_) {
     at(connect_deadline_);
   }
   if (state_ == MOLT_CLIENT_RECONNECTING && !attempting_) {
-    at(next_attempt_);
+    at(reconnector_.next_attempt());
   }
-  if (state_ == MOLT_CLIENT_CONNECTED || state_ == MOLT_CLIENT_RECONNECTING) {
-    for (const auto& [id, p] : pending_) {
-      at(p.deadline);
+  if (has_session()) {
+    if (std::optional<TimePoint> deadline = requests_.NextDeadline()) {
+      at(*deadline);
     }
   }
-  if (welcomed() && linked_) {
-    at(next_ping_);
-    at(last_receive_ + Silence());
-    if (!write_waiting_) {
+  if (welcomed() && link_.linked()) {
+    at(heartbeat_.next_ping());
+    at(heartbeat_.silent_at());
+    if (!link_.write_waiting()) {
       if (std::optional<TimePoint> release = queue_.NextRelease(now)) {
         at(*release);
       }
@@ -534,108 +572,6 @@ Status Connection::Wait(double max_seconds) {
     return Status::IoError(std::string("poll failed: ") + std::strerror(errno));
   }
   return Status::Ok();
-}
-
-// --- Sending -------------------------------------------------------------------------------------
-
-void Connection::Queue(std::span<const std::uint8_t> frame, std::optional<std::uint16_t> channel) {
-  queue_.Push(frame, channel);
-  // The first frame since the last step leaves at once (a lone request is not delayed); what
-  // follows it before the next step leaves in one write there.
-  if (!wrote_since_step_) {
-    wrote_since_step_ = true;
-    Flush();
-  }
-}
-
-Connection::WriteState Connection::WriteReady() {
-  for (;;) {
-    if (written_ == writing_.size()) {
-      writing_.clear();
-      written_ = 0;
-      if (!welcomed()) {
-        return WriteState::kDone;
-      }
-      if (tls_ != nullptr || ws_ != nullptr) {
-        plain_.clear();
-        if (queue_.Release(RealNow(), &plain_) == 0) {
-          return WriteState::kDone;
-        }
-        Encode(plain_);
-      } else if (queue_.Release(RealNow(), &writing_) == 0) {
-        return WriteState::kDone;
-      }
-    }
-    boost::system::error_code ec;
-    const std::size_t n = io_->socket.write_some(
-        asio::buffer(writing_.data() + written_, writing_.size() - written_), ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      return WriteState::kBlocked;
-    }
-    if (ec) {
-      // Reported from the next step's timers: a send never runs the app's callbacks.
-      write_error_ = "connection lost: " + ec.message();
-      return WriteState::kFailed;
-    }
-    written_ += n;
-  }
-}
-
-void Connection::Encode(std::span<const std::uint8_t> frames) {
-  if (ws_ != nullptr) {
-    for (std::size_t at = 0; frames.size() - at >= 4;) {  // the queue holds whole frames
-      std::uint32_t size = 0;
-      std::memcpy(&size, frames.data() + at, 4);
-      ws_->Send(frames.subspan(at, 4 + std::size_t{size}));
-      at += 4 + std::size_t{size};
-    }
-  } else if (tls_ != nullptr) {
-    (void)tls_->Send(frames);
-  } else {
-    if (written_ == writing_.size()) {
-      writing_.clear();
-      written_ = 0;
-    }
-    writing_.insert(writing_.end(), frames.begin(), frames.end());
-  }
-  TakeFilterOutput();
-}
-
-void Connection::TakeFilterOutput() {
-  if (written_ == writing_.size()) {
-    writing_.clear();
-    written_ = 0;
-  }
-  if (ws_ != nullptr && tls_ != nullptr) {
-    ws_out_.clear();
-    ws_->TakeOutput(&ws_out_);
-    if (!ws_out_.empty()) {
-      (void)tls_->Send(ws_out_);
-    }
-  } else if (ws_ != nullptr) {
-    ws_->TakeOutput(&writing_);
-  }
-  if (tls_ != nullptr) {
-    tls_->TakeOutput(&writing_);
-  }
-}
-
-void Connection::Flush() {
-  if (!linked_ || write_waiting_ || !write_error_.empty() || WriteReady() != WriteState::kBlocked) {
-    return;
-  }
-  write_waiting_ = true;
-  const std::uint64_t link = link_;
-  io_->socket.async_wait(tcp::socket::wait_write, [this, link](boost::system::error_code e) {
-    if (link != link_) {
-      return;
-    }
-    write_waiting_ = false;
-    if (e) {
-      return Lost("connection lost: " + e.message());
-    }
-    Flush();
-  });
 }
 
 }  // namespace molt::kernel::client

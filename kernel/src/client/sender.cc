@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sender: the app's sends checked, and every frame queued for the link (sender.h).
+#include "kernel/src/client/sender.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "kernel/src/wire/envelope.h"
+
+namespace molt::kernel::client {
+
+namespace fb = ::flatbuffers;
+namespace w = ::molt::wire;
+
+Sender::Sender(SendQueue& queue, Link& link, ChannelTable& channels, RequestTable& requests,
+               const SendQueue::ServerLimits& limits, std::size_t max_queue_bytes)
+    : queue_(queue),
+      link_(link),
+      channels_(channels),
+      requests_(requests),
+      limits_(limits),
+      max_queue_bytes_(max_queue_bytes) {}
+
+void Sender::Queue(std::span<const std::uint8_t> frame, std::optional<std::uint16_t> channel) {
+  queue_.Push(frame, channel);
+  // The first frame since the last step leaves at once (a lone request is not delayed); what
+  // follows it before the next step leaves in one write there.
+  if (!wrote_since_step_) {
+    wrote_since_step_ = true;
+    link_.Flush();
+  }
+}
+
+Result<ChannelTable::Channel*> Sender::Check(std::uint16_t id, std::int32_t kind,
+                                             std::size_t size) {
+  ChannelTable::Channel* ch = channels_.Find(id);
+  if (ch == nullptr || ch->kind != kind) {
+    return Status::NotFound("the server has no " +
+                            std::string(kind == static_cast<std::int32_t>(w::ChannelKind::Intent)
+                                            ? "intent"
+                                            : "request") +
+                            " channel with id " + std::to_string(id));
+  }
+  if (size + kFrameOverhead > limits_.max_frame_bytes) {
+    return Status::InvalidArgument("a payload of " + std::to_string(size) +
+                                   " bytes does not fit the server's " +
+                                   std::to_string(limits_.max_frame_bytes) + "-byte frames");
+  }
+  if (queued_bytes() + size + kFrameOverhead > max_queue_bytes_) {
+    return Status::FailedPrecondition("the send queue is full (" + std::to_string(queued_bytes()) +
+                                      " bytes wait; max_send_queue_bytes is " +
+                                      std::to_string(max_queue_bytes_) +
+                                      "): step or wait to let it drain at the server's pace");
+  }
+  if (!ch->bucket.Take(RealNow())) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%g", ch->rate);
+    return Status::RateLimited("channel \"" + ch->name + "\" allows " + rate +
+                               " per second: the server would refuse this one");
+  }
+  return ch;
+}
+
+Status Sender::Intent(std::uint16_t channel, std::span<const std::uint8_t> payload) {
+  MOLT_RETURN_IF_ERROR(
+      Check(channel, static_cast<std::int32_t>(w::ChannelKind::Intent), payload.size()).status());
+  fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
+  auto bytes = w::PayloadVector(b, payload);
+  Queue(w::FinishFrame(b, w::Body::Intent, w::CreateIntent(b, channel, bytes).Union()), channel);
+  return Status::Ok();
+}
+
+Status Sender::Request(std::uint16_t channel, std::span<const std::uint8_t> payload,
+                       double timeout_seconds, RequestTable::Done done) {
+  MOLT_ASSIGN_OR_RETURN(
+      ChannelTable::Channel * ch,
+      Check(channel, static_cast<std::int32_t>(w::ChannelKind::Request), payload.size()));
+  // The server answers MOLT_ERR_TIMEOUT at the channel's timeout; our own deadline is a second
+  // later, for a server that does not answer at all.
+  const double timeout = timeout_seconds > 0 ? timeout_seconds : ch->timeout_seconds + 1;
+  const std::uint32_t id =
+      requests_.Open(std::move(done), RealNow() + Seconds(std::clamp(timeout, 0.0, 1e6)));
+  fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
+  auto bytes = w::PayloadVector(b, payload);
+  Queue(w::FinishFrame(b, w::Body::Request, w::CreateRequest(b, channel, id, bytes).Union()),
+        channel);
+  return Status::Ok();
+}
+
+}  // namespace molt::kernel::client
