@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// kv_call: the plugin's call, into the kernel's KvStore, its answer back to the plugin.
+// kv_call: the plugin's call checked and made its op, then handed to the KvLayer (kv_layer.h),
+// which runs it in the kernel's KvStore and hands the answer back to the plugin.
 #include "kernel/src/fleet/kv_api.h"
 
 #include <molt/molt.h>
@@ -10,82 +11,13 @@
 #include <vector>
 
 #include "kernel/src/abi/bridge.h"
+#include "kernel/src/fleet/kv_layer.h"
 #include "kernel/src/fleet/kv_store.h"
 
 namespace molt::kernel::fleet {
 namespace {
 
-using abi::HostLayer;
 using abi::PluginInstance;
-
-// The calls still running, each with its instance's done function and release.
-class KvLayer : public HostLayer {
- public:
-  struct Running {
-    std::uint64_t id;
-    PluginInstance* owner;
-    molt_kv_done_fn done;
-    void* user_data;
-    molt_cleanup_fn release;
-  };
-
-  explicit KvLayer(KvStore& kv) : kv(kv) {}
-  // An instance stops: its calls' answers are no one's; their releases run now.
-  void ReleaseOwner(const void* owner) override {
-    std::vector<Running> mine;
-    std::erase_if(running, [&](Running& r) {
-      if (r.owner != owner) {
-        return false;
-      }
-      mine.push_back(r);
-      return true;
-    });
-    for (const Running& r : mine) {
-      if (r.release != nullptr) {
-        r.owner->RunRelease(r.release, r.user_data);
-      }
-    }
-  }
-  void Release(const void*, molt_handle_t, std::uint8_t, std::uint32_t) override {}
-
-  // The answer of call `id`, handed to its instance (when it still runs).
-  void Answer(std::uint64_t id, const KvResult& result) {
-    auto it =
-        std::find_if(running.begin(), running.end(), [id](const Running& r) { return r.id == id; });
-    if (it == running.end()) {
-      return;  // its instance stopped first
-    }
-    const Running r = *it;
-    running.erase(it);
-    std::vector<molt_kv_entry> entries;
-    for (const KvEntry& e : result.entries) {
-      entries.push_back({e.member.data(), e.member.size(), e.score});
-    }
-    const std::string error = result.status.ok() ? std::string() : result.status.message();
-    const molt_kv_result out{sizeof(molt_kv_result),
-                             abi::ToCode(result.status),
-                             error.c_str(),
-                             result.value ? result.value->data() : nullptr,
-                             result.value ? result.value->size() : 0,
-                             result.number,
-                             entries.data(),
-                             entries.size()};
-    abi::CallPlugin(*r.owner, [&] {
-      r.done(r.user_data, &out);
-      return MOLT_OK;
-    });
-    if (r.release != nullptr) {
-      r.owner->RunRelease(r.release, r.user_data);
-    }
-  }
-
-  KvStore& kv;
-  std::vector<Running> running;
-  std::uint64_t next_id = 1;
-  // Held while the layer lives: an answer that comes after it (the plugin host went first) is
-  // dropped.
-  std::shared_ptr<KvLayer*> alive = std::make_shared<KvLayer*>(this);
-};
 
 // The op as KvStore takes it: the plugin's key under its name.
 Result<KvOp> ToOp(const PluginInstance& p, const molt_kv_op& in) {
@@ -134,14 +66,7 @@ molt_status_t KvCall(molt_context_t* ctx, const molt_kv_op* op, molt_kv_done_fn 
     MOLT_RETURN_IF_ERROR(abi::Required({{op->key, "op->key"}}));
     MOLT_ASSIGN_OR_RETURN(KvOp call, ToOp(p, *op));
     KvLayer& layer = *p.shared().Layer<KvLayer>();  // installed with the slot
-    const std::uint64_t id = layer.next_id++;
-    MOLT_RETURN_IF_ERROR(layer.kv.Call(
-        std::move(call), [weak = std::weak_ptr<KvLayer*>(layer.alive), id](KvResult r) {
-          if (std::shared_ptr<KvLayer*> self = weak.lock()) {
-            (*self)->Answer(id, r);
-          }
-        }));
-    layer.running.push_back({id, &p, done, user_data, release});
+    MOLT_RETURN_IF_ERROR(layer.Call(p, std::move(call), done, user_data, release));
     return Status::Ok();
   });
 }

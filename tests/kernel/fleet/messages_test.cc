@@ -2,7 +2,8 @@
 // Messages between servers (fleet/messages.h, ABI 1.9): a real plugin (tests/fixtures/plugins/
 // messages.cc, builds messages/v1 and v2) loaded by the real loader publishes and hears its
 // own alone, is refused by name, rate-limited, and handed across a swap what came while nobody
-// listened; on a real PostgreSQL two servers hear each other, in order, once each.
+// listened; on a real PostgreSQL two servers hear each other, in order, once each. Its key-value
+// calls are kv_layer_test.cc's.
 #include "kernel/src/fleet/messages.h"
 
 #include <gtest/gtest.h>
@@ -181,27 +182,6 @@ TEST_F(MessagesTest, AMessageNobodyListensToIsHandedToTheNextGenerationsFirstLis
 
 // The key-value slot (ABI 1.9) through the same plugin: its keys under its own name, the answer
 // on the kernel thread; a bad key refused at once.
-TEST_F(MessagesTest, APluginsKeyValueCallsAreAnsweredUnderItsOwnName) {
-  BootWith("v1");
-  for (const char* want : {"Kv.Result 0 1 ", "Kv.Result 0 2 "}) {
-    events_.clear();
-    const Value args[] = {Value::String("visits")};
-    kernel_->bus().Publish("Kv.Increment", args);
-    EXPECT_TRUE(Saw(want));
-  }
-  std::optional<KvResult> stored;
-  KvOp get;
-  get.key = "fx_messages/visits";
-  ASSERT_TRUE(kv_->Call(get, [&](KvResult r) { stored = std::move(r); }).ok());
-  ASSERT_TRUE(RunUntil([&] { return stored.has_value(); }));
-  EXPECT_EQ(stored->value.value_or(""), "2");
-  events_.clear();
-  const Value bad[] = {Value::String("a\nb")};
-  kernel_->bus().Publish("Kv.Increment", bad);
-  EXPECT_TRUE(Saw("Kv.Result " + std::to_string(MOLT_ERR_INVALID_ARGUMENT) +
-                  " 0 key-value call on \"fx_messages/a\nb\": a key has no control characters"));
-}
-
 TEST_F(MessagesTest, WithoutTheLayerTheSlotsAreRefused) {
   // The plugin's init subscribes, and fails with the host's reason.
   const Status s = plugins_->LoadDirectory(Build("v1"));
