@@ -77,8 +77,10 @@ Status TrustedKeys::Load(const std::string& path) {
   std::vector<std::string> main, revoked;
   MOLT_RETURN_IF_ERROR(list("public_keys", main));
   MOLT_RETURN_IF_ERROR(list("revoked_keys", revoked));
+  // An empty string, as a template leaves it, means "no fallback key", as a missing field does.
   std::string fallback;
-  if (const json::value* v = root.if_contains("fallback_public_key"); v != nullptr) {
+  if (const json::value* v = root.if_contains("fallback_public_key");
+      v != nullptr && !(v->is_string() && v->as_string().empty())) {
     if (!v->is_string() || !IsPublicKey(v->as_string())) {
       return Status::InvalidArgument(
           where + "\"fallback_public_key\" must be a base64 Ed25519 public key (32 bytes)");

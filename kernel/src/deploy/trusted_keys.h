@@ -7,6 +7,9 @@
 //   {"public_keys": ["<base64 Ed25519>", ...], "revoked_keys": [...],
 //    "fallback_public_key": "<base64>"}
 //
+// Every field may be left out; "fallback_public_key": "" means no fallback key, as leaving it
+// out does.
+//
 // The strict rule: once the main list is read (the file loaded with at least one public key),
 // only the main signature ("sig") counts, against the main keys minus the revoked ones; before
 // that, only the fallback signature ("sigF") against the fallback key; never either one.

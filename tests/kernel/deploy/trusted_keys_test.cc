@@ -71,6 +71,29 @@ TEST(TrustedKeysTest, BeforeAnyMainKeyOnlyTheFallbackSignatureCounts) {
   EXPECT_FALSE(keys.Verify(msg, "", loader::Sign(main.key, msg).value()).ok());
 }
 
+// The file as docs/deploys.md shows it, with no fallback key: "" means none, as a missing field.
+TEST(TrustedKeysTest, AnEmptyFallbackKeyMeansNone) {
+  TestDir dir;
+  const Pair main = NewPair();
+  WriteKeys(dir / "keys.json", {{"public_keys", boost::json::array{main.pub.c_str()}},
+                                {"revoked_keys", boost::json::array{}},
+                                {"fallback_public_key", ""}});
+  TrustedKeys keys;
+  const Status loaded = keys.Load(dir / "keys.json");
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  EXPECT_TRUE(keys.main_loaded());
+  EXPECT_TRUE(keys.ToJson().at("fallback").is_null());
+  const std::string msg = "molt1\nprod";
+  EXPECT_TRUE(keys.Verify(msg, loader::Sign(main.key, msg).value(), "").ok());
+  // With no main key either, the server has no key at all: it refuses, naming the fix.
+  WriteKeys(dir / "none.json",
+            {{"public_keys", boost::json::array{}}, {"fallback_public_key", ""}});
+  ASSERT_TRUE(keys.Load(dir / "none.json").ok());
+  EXPECT_FALSE(keys.any());
+  EXPECT_NE(keys.Verify(msg, "", "").message().find("list the public key `molt keys init` printed"),
+            std::string::npos);
+}
+
 TEST(TrustedKeysTest, ARevokedKeyIsRefusedByName) {
   TestDir dir;
   const Pair old_key = NewPair(), current = NewPair();
