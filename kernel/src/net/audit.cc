@@ -55,9 +55,15 @@ std::vector<AuditFinding> SecurityAudit(const ChannelRegistry& channels, const H
                        "validator (a {}.{} hook handler, or rules), or declare it Open",
                        point, ch->name())});
     }
-    if (ch->spec().open) {
-      findings.push_back({S::kMedium, "OpenChannel", name,
-                          "is Open: any client payload reaches the handler unvalidated"});
+    // Open matters only without a validator: with one (a hook handler or rules) the payload is
+    // validated as on any channel. Without one the payload is still verified (the registry
+    // requires a verifier of every inbound channel): its shape is checked, its values are not.
+    if (ch->spec().open && !ch->guarded(hooks)) {
+      findings.push_back(
+          {S::kMedium, "OpenChannel", name,
+           fmt::format("is Open with no validator: any payload its verifier accepts ({}) "
+                       "reaches the handler, its values checked by no rule or {}.{} hook handler",
+                       ch->spec().schema, point, ch->name())});
     }
     if (ch->default_rate()) {
       findings.push_back(

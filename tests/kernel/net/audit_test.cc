@@ -50,14 +50,45 @@ TEST_F(AuditTest, SecurityAuditListsFindingsMostSevereFirst) {
             "[High] FailOpenGate (Intent.chat.Say): the point is fail-open, so a crashing "
             "validator would pass the payload; define it fail-closed");
   EXPECT_EQ(FormatFinding(f[2]),
-            "[Medium] OpenChannel (intent chat.Emote): is Open: any client payload reaches the "
-            "handler unvalidated");
+            "[Medium] OpenChannel (intent chat.Emote): is Open with no validator: any payload its "
+            "verifier accepts (molt.test.Say) reaches the handler, its values checked by no rule "
+            "or Intent.chat.Emote hook handler");
   EXPECT_EQ(FormatFinding(f[3]),
             "[Info] DefaultRateLimit (intent chat.Emote): rides the default rate limit (30/s); "
             "declare its own");
   EXPECT_NE(lines.back().find("security audit: 4 finding(s)\n  [High] UnguardedChannel"),
             std::string::npos)
       << lines.back();
+}
+
+// Open only lets an unvalidated payload through: an Open channel with rules or a validator is
+// validated like any other, and its verifier always checks the payload's shape, so the audit
+// never calls it unvalidated.
+TEST_F(AuditTest, AnOpenChannelIsReportedAsVerifiedAndNotAtAllOnceItHasAValidator) {
+  auto open = [&](const std::string& name, std::vector<FieldRule> rules) {
+    ChannelSpec spec;
+    spec.name = name;
+    spec.schema = "molt.test.Say";
+    spec.verify = VerifySay;
+    spec.rules = std::move(rules);
+    spec.rate = 5;
+    spec.open = true;
+    spec.on_intent = [](Session&, std::span<Value>) {};
+    ASSERT_TRUE(net_->channels().Declare(std::move(spec)).ok());
+  };
+  open("chat.Emote", {});
+  open("chat.Wave", {FieldRule::MaxLength(0, "text", 32)});
+  open("chat.Nod", {});
+  Connection validator = kernel_->hooks().On("Intent.chat.Nod", [](HookContext&) { return true; });
+  const std::vector<AuditFinding> f = Audit();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, "OpenChannel");
+  EXPECT_EQ(f[0].name, "intent chat.Emote");
+  EXPECT_EQ(f[0].detail.find("unvalidated"), std::string::npos) << f[0].detail;
+  EXPECT_NE(f[0].detail.find("any payload its verifier accepts (molt.test.Say)"), std::string::npos)
+      << f[0].detail;
+  validator.Disconnect();
+  EXPECT_EQ(Audit().size(), 2u) << "without its validator chat.Nod is Open and unvalidated again";
 }
 
 TEST_F(AuditTest, TheFuzzGateRunsValidatorsNeverHandlersAndFailsWhenOneThrows) {
