@@ -522,7 +522,8 @@ TEST_F(MoltdAdminTest, OffMeansNoEndpointAndATakenPortStopsTheBoot) {
                                 std::to_string(admin_port_) + ": Address already in use"),
             std::string::npos)
       << taken.output();
-  Process remote({kMoltd, "-p", kPlugins, "-d", data_ + "-remote", "--admin", "0.0.0.0:0"});
+  Process remote(
+      {kMoltd, "-p", kPlugins, "-d", data_ + "-remote", "--admin", "0.0.0.0:0", "--port", "0"});
   EXPECT_EQ(remote.Wait(), 1);
   EXPECT_NE(remote.output().find("cannot start: admin endpoint 0.0.0.0:0 is beyond loopback and "
                                  "speaks plain HTTP"),
@@ -540,7 +541,8 @@ namespace {
 
 // moltd --check: the gate an operator runs before deploying a build.
 TEST_F(MoltdAdminTest, CheckPassesTheBundledPluginsWithoutTouchingTheLiveData) {
-  Process p({kMoltd, "--check", "-p", kPlugins, "-d", data_});
+  Process p(
+      {kMoltd, "--check", "-p", kPlugins, "-d", data_, "--port", "0", "--admin", "127.0.0.1:0"});
   EXPECT_EQ(p.Wait(), 0) << p.output();
   const std::string& out = p.output();
   EXPECT_NE(out.find("moltd --check " + kPlugins + "\n  plugins: " +
@@ -561,14 +563,16 @@ TEST_F(MoltdAdminTest, CheckPassesTheBundledPluginsWithoutTouchingTheLiveData) {
 
 // --self-test: the same gate by its spec name; a plugin's failing own tests fail it, each named.
 TEST_F(MoltdAdminTest, SelfTestRunsThePluginsOwnTestsAndFailsOnAFailingOne) {
-  Process good({kMoltd, "--self-test", "-p", kFixtures + "/gen/v1", "-d", data_});
+  Process good({kMoltd, "--self-test", "-p", kFixtures + "/gen/v1", "-d", data_, "--port", "0",
+                "--admin", "127.0.0.1:0"});
   EXPECT_EQ(good.Wait(), 0) << good.output();
   EXPECT_NE(good.output().find("moltd --self-test " + kFixtures + "/gen/v1\n"), std::string::npos)
       << good.output();
   EXPECT_NE(good.output().find("\n  self-tests: 2 passed, 0 failed (1 of 1 plugins have tests)\n"),
             std::string::npos)
       << good.output();
-  Process bad({kMoltd, "--self-test", "-p", kFixtures + "/gen/fail_self_test", "-d", data_});
+  Process bad({kMoltd, "--self-test", "-p", kFixtures + "/gen/fail_self_test", "-d", data_,
+               "--port", "0", "--admin", "127.0.0.1:0"});
   EXPECT_EQ(bad.Wait(), 3) << bad.output();
   const std::string& out = bad.output();
   EXPECT_NE(out.find("\n  self-tests: 2 passed, 2 failed (1 of 1 plugins have tests)\n    fx_gen@"),
@@ -585,7 +589,8 @@ TEST_F(MoltdAdminTest, SelfTestRunsThePluginsOwnTestsAndFailsOnAFailingOne) {
 }
 
 TEST_F(MoltdAdminTest, CheckFailsOnAnUnguardedChannelAndAValidatorThatThrows) {
-  Process p({kMoltd, "--check", "-p", kFixtures + "/unsafe", "-d", data_});
+  Process p({kMoltd, "--check", "-p", kFixtures + "/unsafe", "-d", data_, "--port", "0", "--admin",
+             "127.0.0.1:0"});
   EXPECT_EQ(p.Wait(), 3) << p.output();
   const std::string& out = p.output();
   EXPECT_NE(out.find("  security audit: 1 finding(s)\n    [High] UnguardedChannel (intent "
@@ -614,7 +619,8 @@ TEST_F(MoltdAdminTest, CheckFailsOnAnUnguardedChannelAndAValidatorThatThrows) {
   // The same plugin with both fixed passes: each failure was its own.
   const std::string config = data_ + ".json";
   std::ofstream(config) << R"({"plugins": {"fx_unsafe": {"unguarded": false, "throwing": false}}})";
-  Process fixed({kMoltd, "--check", "-p", kFixtures + "/unsafe", "-d", data_, "-c", config});
+  Process fixed({kMoltd, "--check", "-p", kFixtures + "/unsafe", "-d", data_, "-c", config,
+                 "--port", "0", "--admin", "127.0.0.1:0"});
   EXPECT_EQ(fixed.Wait(), 0) << fixed.output();
   EXPECT_NE(fixed.output().find("check passed\n"), std::string::npos) << fixed.output();
 }

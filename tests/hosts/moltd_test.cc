@@ -142,7 +142,8 @@ TEST_F(MoltdTest, CloseOverBudgetWarnsAndExitsZero) {
 }
 
 TEST_F(MoltdTest, RefusedPluginsStopTheBootWithEveryReason) {
-  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kFixtures + "/bad", "-d", data_});
+  Process p(
+      {kMoltd, "--admin", "127.0.0.1:0", "-p", kFixtures + "/bad", "-d", data_, "--port", "0"});
   EXPECT_EQ(p.Wait(), 1);
   EXPECT_NE(p.output().find("[molt] cannot start: 10 of 10 plugin files refused:"),
             std::string::npos)
@@ -151,14 +152,15 @@ TEST_F(MoltdTest, RefusedPluginsStopTheBootWithEveryReason) {
 }
 
 TEST_F(MoltdTest, ConfigurationTyposAreNamed) {
-  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "-c",
+  Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0", "-c",
              Config(R"({"server": {"tickrate": 5}})")});
   EXPECT_EQ(p.Wait(), 1);
   EXPECT_NE(p.output().find("cannot start: config file \"" + data_ +
                             ".json\": unknown key \"server.tickrate\" (known: "),
             std::string::npos)
       << p.output();
-  Process q({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--log-level", "loud"});
+  Process q({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0",
+             "--log-level", "loud"});
   EXPECT_EQ(q.Wait(), 1);
   EXPECT_NE(q.output().find("log level \"loud\" is unknown: use debug, info, warn, error or off"),
             std::string::npos)

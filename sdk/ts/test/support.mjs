@@ -111,6 +111,15 @@ export async function startProxy(port) {
   };
 }
 
+/** A loopback port nothing listens on: a free one the system handed out, closed again at once. */
+export async function closedPort() {
+  const server = createServer();
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address();
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
 /** Resolves when `predicate()` holds, polling every 10 ms; rejects after `ms` saying `what`. */
 export async function until(predicate, what, ms = 10_000) {
   const end = Date.now() + ms;
