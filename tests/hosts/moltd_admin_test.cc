@@ -12,6 +12,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "counter_generated.h"
 #include "scores_generated.h"
@@ -558,7 +559,28 @@ TEST_F(MoltdAdminTest, CheckPassesTheBundledPluginsWithoutTouchingTheLiveData) {
   EXPECT_EQ(out.find("listening on"), std::string::npos) << "nothing listens in a check";
   EXPECT_FALSE(fs::exists(data_ + "/admin.token"));
   EXPECT_FALSE(fs::exists(data_ + "/profiles.db")) << "the live database is not opened";
-  EXPECT_TRUE(fs::is_empty(data_ + "/run")) << "the scratch database is removed";
+  // The scratch database is removed, and so are the directories the check made for it.
+  EXPECT_FALSE(fs::exists(data_)) << "a check leaves no directory of its own behind";
+}
+
+// Without -d a check's data directory is ./data: it leaves none behind (it left an empty
+// ./data/run/), and a data directory that was there keeps what it held, and nothing more.
+TEST_F(MoltdAdminTest, ACheckLeavesTheDataDirectoryAsItFoundIt) {
+  fs::create_directories(data_);
+  Process bare({"/bin/sh", "-c",
+                "cd '" + data_ + "' && exec " + kMoltd + " --self-test -p " + kFixtures +
+                    "/gen/v1 --port 0 --admin 127.0.0.1:0"});
+  EXPECT_EQ(bare.Wait(), 0) << bare.output();
+  EXPECT_TRUE(fs::is_empty(data_)) << "left behind: " << fs::directory_iterator(data_)->path();
+  std::ofstream(data_ + "/live.db") << "the live server's";
+  Process live({kMoltd, "--self-test", "-p", kFixtures + "/gen/v1", "-d", data_, "--port", "0",
+                "--admin", "127.0.0.1:0"});
+  EXPECT_EQ(live.Wait(), 0) << live.output();
+  std::vector<std::string> left;
+  for (const fs::directory_entry& e : fs::directory_iterator(data_)) {
+    left.push_back(e.path().filename().string());
+  }
+  EXPECT_EQ(left, std::vector<std::string>{"live.db"});
 }
 
 // --self-test: the same gate by its spec name; a plugin's failing own tests fail it, each named.

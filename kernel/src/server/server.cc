@@ -205,6 +205,14 @@ Status Server::Prepare() {
   Logger::Get().SetLevel(settings_.log_level);
   Logger::Get().SetConsoleFormat(settings_.log_format);
   std::error_code ec;
+  const fs::path run_root = fs::path(settings_.data_dir) / "run";
+  if (options_.check) {  // what it makes, it removes (Release): the innermost first
+    for (const fs::path& dir : {run_root, fs::path(settings_.data_dir)}) {
+      if (!fs::exists(dir, ec)) {
+        check_made_dirs_.push_back(dir.string());
+      }
+    }
+  }
   fs::create_directories(settings_.data_dir, ec);
   if (ec) {
     return Status::IoError(fmt::format("data directory \"{}\" cannot be created: {}",
@@ -215,7 +223,6 @@ Status Server::Prepare() {
   if (settings_.admin_enabled && !options_.check) {
     MOLT_ASSIGN_OR_RETURN(admin_token_, admin::LoadAdminToken(token_file_, settings_.admin_token));
   }
-  const fs::path run_root = fs::path(settings_.data_dir) / "run";
   RemoveStaleRunDirs(run_root);
   copy_dir_ = (run_root / ("moltd-" + std::to_string(::getpid()))).string();
   if (options_.check) {  // nothing of the live server is touched: a scratch database
@@ -588,6 +595,11 @@ void Server::Release() {
       fs::remove(copy_dir_ + suffix, ec);
     }
     fs::remove_all(copy_dir_ + "-check-analytics", ec);
+    // A check leaves no directory of its own behind either (moltd --self-test without -d left
+    // ./data/run): run/ first, then the data directory, each only when it made it and it is empty.
+    for (const std::string& dir : check_made_dirs_) {
+      fs::remove(dir, ec);
+    }
   }
 }
 

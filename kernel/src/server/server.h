@@ -104,6 +104,8 @@ class Server {
   std::string admin_token_;
   std::string token_file_;
   std::string copy_dir_;  // this process's copies of the plugin libraries
+  // The directories a --check made (the data directory, its run/), removed after it when empty.
+  std::vector<std::string> check_made_dirs_;
   std::string last_known_good_;
   std::string booted_from_;  // the build the boot generation came from ("": still starting)
   // What boots, in what order, within the boot budget; it opens the deploy registry.
