@@ -82,6 +82,9 @@ export type ServerErrorHandler = (error: ServerError) => void;
 /** Every channel, for `on` and `onReplica`. */
 export const ALL = '*';
 
+/** A channel as the calls take it: its name, its id, or what `channel(name)` returned. */
+export type ChannelRef = string | number | ChannelInfo;
+
 const FIRST_RECONNECT_MS = 100;
 const MAX_INBOUND_FRAME = 16 * 1024 * 1024;
 const PASSING_REFUSALS = new Set(['RateLimited', 'ServerFull', 'ShuttingDown', 'Starting']);
@@ -201,9 +204,12 @@ export class MoltClient {
     };
   }
 
-  /** Listens to the events of `channel` (a name, or ALL). Returns the unsubscribe. */
-  on(channel: string, handler: EventHandler): () => void {
-    return listen(this.events, channel, handler);
+  /**
+   * Listens to the events of `channel` (a name, what `channel(name)` returned, or ALL). Returns the
+   * unsubscribe.
+   */
+  on(channel: string | ChannelInfo, handler: EventHandler): () => void {
+    return listen(this.events, typeof channel === 'string' ? channel : channel.name, handler);
   }
 
   /** Listens to the server's Error frames: what it dropped of what this client sent, and why. */
@@ -307,7 +313,7 @@ export class MoltClient {
    * (`state`, `not_found`, `invalid_argument`, `rate_limited`) instead of sending what the server
    * would refuse. Then queued and paced: call as fast as you like.
    */
-  intent(channel: string | number, payload: Uint8Array = new Uint8Array(0)): void {
+  intent(channel: ChannelRef, payload: Uint8Array = new Uint8Array(0)): void {
     const c = this.checkSend(channel, 'intent', payload.length);
     this.queue.push(intentFrame(c.id, payload), c.id);
     this.pump();
@@ -319,7 +325,7 @@ export class MoltClient {
    * deadline, a new session after a lost link), `disconnected`, `aborted`, `failed` (another
    * status of the handler), or a local refusal as for `intent`.
    */
-  request(channel: string | number, payload: Uint8Array = new Uint8Array(0), options: RequestOptions = {}): Promise<Uint8Array> {
+  request(channel: ChannelRef, payload: Uint8Array = new Uint8Array(0), options: RequestOptions = {}): Promise<Uint8Array> {
     return new Promise<Uint8Array>((resolve, reject) => {
       let c: Channel;
       try {
@@ -354,19 +360,21 @@ export class MoltClient {
     });
   }
 
-  private checkSend(channel: string | number, kind: 'intent' | 'request', size: number): Channel {
+  private checkSend(channel: ChannelRef, kind: 'intent' | 'request', size: number): Channel {
     if (this.currentState !== 'connected' && this.currentState !== 'reconnecting') {
       throw new MoltError('state', `not connected (${this.currentState})`);
     }
-    const c = typeof channel === 'number' ? this.byId.get(channel) : this.byName.get(channel);
+    // A channel object is found by its name: after a reconnect the table may be another's.
+    const name = typeof channel === 'object' && channel !== null ? channel.name : channel;
+    const c = typeof name === 'number' ? this.byId.get(name) : this.byName.get(name);
     if (c === undefined || c.kind !== kind) {
       throw new MoltError(
         'not_found',
-        typeof channel === 'number'
-          ? `the server has no ${kind} channel with id ${channel}`
+        typeof name === 'number'
+          ? `the server has no ${kind} channel with id ${name}`
           : c === undefined
-            ? `the server has no channel "${channel}"`
-            : `"${channel}" is an ${c.kind} channel, not an ${kind} channel`,
+            ? `the server has no channel "${name}"`
+            : `"${name}" is an ${c.kind} channel, not an ${kind} channel`,
       );
     }
     if (size + FRAME_OVERHEAD > this.limits.maxFrameBytes) {

@@ -3,6 +3,7 @@
 export { ALL, MoltClient } from './client.js';
 export type {
   ClientOptions,
+  ChannelRef,
   ClientState,
   EventHandler,
   RequestOptions,

@@ -63,6 +63,25 @@ describe('against one moltd', () => {
     await client.disconnect();
   });
 
+  test('takes the channel object channel(name) returns, beside the name and the id', async () => {
+    const client = new MoltClient(options);
+    await client.connect(server.url, 'dot');
+    const add = client.channel('counter.Add');
+    const get = client.channel('counter.Get');
+    const echoes = [];
+    client.on(client.channel('counter.Echoed'), (p) => echoes.push(counter.echoed(p)));
+    client.intent(add, counter.add(2));
+    client.intent(add.id, counter.add(3));
+    assert.equal(counter.value(await client.request(get, counter.get('dot'))), 5n);
+    assert.equal(counter.value(await client.request(get.id, counter.get('dot'))), 5n);
+    client.intent(client.channel('counter.Echo'), counter.echo(1n));
+    await until(() => echoes.length === 1, 'the echo');
+    assert.deepEqual(echoes, [1n]);
+    // The wrong kind is refused naming the channel, as it is for a name.
+    assert.throws(() => client.intent(get, new Uint8Array(1)), { code: 'not_found', message: /^"counter\.Get" is an request channel, not an intent channel$/ });
+    await client.disconnect();
+  });
+
   test('carries a rejection with its reason and refuses locally what the server would refuse', async () => {
     const client = new MoltClient(options);
     const dropped = [];
