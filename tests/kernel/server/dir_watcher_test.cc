@@ -81,6 +81,44 @@ TEST_F(DirWatcherTest, ALibraryWrittenInPlaceMovedInOrRemovedIsHeardAndOtherFile
                                               "counter.so", "scores.so"}));
 }
 
+// GNU ld replaces a library by removing it and writing a new file of the same name, which takes
+// hundreds of milliseconds on a busy machine: the new file is heard once it is closed, whole, and
+// the removal is not heard at all (heard at once, it reloaded a half-written library). The
+// watcher is kept busy meanwhile, so it reads the removal and the new file in one batch, as
+// it does whenever the linker is quicker than the watcher.
+TEST_F(DirWatcherTest, ALibraryReplacedAsALinkerReplacesItIsHeardOnceWhole) {
+  Write("counter.so");
+  hold_ = true;
+  Watch();
+  Write("first.so");
+  ASSERT_TRUE(Heard("first.so"));  // the watcher now waits in its callback, reading nothing
+  fs::remove(dir_ + "/counter.so");
+  const std::string path = dir_ + "/counter.so";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd,
+                    "\x7f"
+                    "ELF",
+                    4),
+            4);       // the start of a library
+  Write("probe.so");  // heard in order, after anything before it
+  {
+    std::lock_guard lock(mu_);
+    hold_ = false;
+  }
+  changed_.notify_all();
+  ASSERT_TRUE(Heard("probe.so"));
+  {
+    std::lock_guard lock(mu_);
+    EXPECT_EQ(heard_, (std::vector<std::string>{"first.so", "probe.so"}))
+        << "the removal, or the library being written, was heard";
+  }
+  ::close(fd);
+  ASSERT_TRUE(Heard("counter.so"));
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(heard_, (std::vector<std::string>{"first.so", "probe.so", "counter.so"}));
+}
+
 // More changes than inotify's queue holds while the watcher is busy: the kernel drops the rest
 // and says so (IN_Q_OVERFLOW), and the watcher reports it (kOverflow) so the caller reloads.
 TEST_F(DirWatcherTest, AnEventQueueOverflowIsReportedNotDropped) {
