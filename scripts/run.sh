@@ -1,20 +1,39 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The README's run command: installs what is missing, builds moltd and the bundled plugins, and
-# runs the server on its embedded defaults (the bundled plugins, data under ./data), with
-# WebSocket clients on 127.0.0.1:7780 and the TypeScript client's counter example page served on
-# http://127.0.0.1:8080/examples/counter/ (MOLT_EXAMPLE_PORT; 0 turns it off). Extra arguments go
-# to moltd (see `scripts/run.sh --help`); one of them naming --ws replaces the default WebSocket
-# port. Stop it with Ctrl-C (SIGINT) or SIGTERM.
-source "$(dirname "$0")/common.sh"
-molt_build default moltd counter scores rounds shop uptime
-moltd=./build/default/bin/moltd
+# serves them for development (the README's five-minute tour):
+#   - the bundled plugins from the build tree, data under ./data;
+#   - on the development branch dev (--branch dev): deploys need no signature. Prod rules, which
+#     take only signed deploys, are for `scripts/run.sh --branch prod` with trusted keys
+#     (docs/deploys.md);
+#   - --watch: a plugin rebuilt into build/default/plugins (cmake --build --preset default
+#     --target counter) is swapped in live, its clients staying connected;
+#   - WebSocket clients on 127.0.0.1:7780, and the TypeScript client's counter example page on
+#     http://127.0.0.1:8080/examples/counter/ (MOLT_EXAMPLE_PORT; 0 turns it off).
+# Extra arguments go to moltd (see `scripts/run.sh --help`); one naming --ws or --branch replaces
+# that default. Stop it with Ctrl-C (SIGINT) or SIGTERM.
+#
+# MOLT_RUN_MOLTD=<moltd> runs that moltd as it is, with nothing installed or built: the test of
+# this script does (tests/hosts/run_script_test.sh).
+if [ -n "${MOLT_RUN_MOLTD:-}" ]; then
+  set -euo pipefail
+  cd "$(dirname "$0")/.."
+  moltd="$MOLT_RUN_MOLTD"
+else
+  source "$(dirname "$0")/common.sh"
+  molt_build default moltd counter scores rounds shop uptime
+  moltd=./build/default/bin/moltd
+fi
 
 ws=(--ws 127.0.0.1:7780)
+branch=(--branch dev)
+watch=(--watch)
 for a in "$@"; do
   case "$a" in
-    -h | --help | --version | --check) exec "$moltd" "$@" ;;  # nothing to serve
+    -h | --help | --version | --check | --self-test) exec "$moltd" "$@" ;;  # nothing to serve
     --ws | --ws=*) ws=() ;;
+    --branch | --branch=*) branch=() ;;
+    --watch) watch=() ;;
   esac
 done
 
@@ -30,4 +49,4 @@ if [ "$example_port" != 0 ]; then
     echo "run: the example page is not served: building sdk/ts failed (see above)" >&2
   fi
 fi
-exec "$moltd" "${ws[@]}" "$@"
+exec "$moltd" "${ws[@]}" "${branch[@]}" "${watch[@]}" "$@"
