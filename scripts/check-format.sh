@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 cf=$(command -v clang-format-15 || true)
 [ -n "$cf" ] || { echo "check-format: clang-format-15 is missing (scripts/install-deps.sh)" >&2; exit 1; }
 mapfile -t files < <(git ls-files --cached --others --exclude-standard \
-  'sdk/*' 'kernel/*' 'plugins/*' 'hosts/*' 'tests/*' | grep -E '\.(h|hpp|c|cc)$' |
+  'sdk/*' 'kernel/*' 'plugins/*' 'hosts/*' 'examples/*' 'tests/*' | grep -E '\.(h|hpp|c|cc)$' |
   grep -v -E '^tests/sdk/compat/[^/]+/include/' || true)  # frozen releases stay byte for byte
 [ ${#files[@]} -gt 0 ] || exit 0
 if [ "${1:-}" = "--fix" ]; then

@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The installed package, used as a third party uses it. Installs Molt from the build tree into a
-# fresh prefix, then, with nothing but that prefix:
-#   - builds the C++ hello plugin (g++, its channel schema compiled by molt_plugin_schemas) and the
-#     C hello_c plugin (clang) with find_package(Molt), and checks each exports only its entry;
-#   - runs each plugin's own tests, built with molt_add_plugin_test() on the installed test kit
-#     (Molt::testkit: hello's in C++ with GoogleTest, hello_c's in C99 with clang);
-#   - builds the C client app hello_client with clang, once with find_package(Molt) (Molt::client)
-#     and once with pkg-config (molt-client.pc);
-#   - builds a custom server host on Molt::kernel;
+# fresh prefix, then, with nothing but that prefix (the examples and docs it carries included):
+#   - builds the installed examples (share/molt/examples) with their own CMakeLists.txt: the C++
+#     hello plugin (g++, its channel schema compiled by molt_plugin_schemas), the C hello_c
+#     plugin, the C client app hello_client and a custom server host on Molt::kernel; checks each
+#     plugin exports only its entry;
+#   - runs both plugins' own tests, built with molt_add_plugin_test() on the installed test kit
+#     (Molt::testkit: hello's in C++ with GoogleTest, hello_c's in C99);
+#   - builds the installed hello_c (and runs its test) and hello_client alone with clang, the app
+#     once with find_package(Molt) (Molt::client) and once with pkg-config (molt-client.pc);
 #   - runs the installed moltd (bundled plugins found from its own location, no
 #     LD_LIBRARY_PATH) and the custom host, each serving the out-of-tree plugins, and has the
 #     client app exchange messages with them; the installed molt-bot asks hello's request channel.
-# Usage: out_of_tree_test.sh <molt build dir> <molt source dir>
+# Usage: out_of_tree_test.sh <molt build dir>
 set -euo pipefail
-build="$1"; src="$2"
+build="$1"
 work="$(mktemp -d)"
 pids=()
 cleanup() {
@@ -32,7 +33,10 @@ for f in include/molt/molt.h include/molt/molt.hpp include/molt/client.h \
          include/molt/testkit.h include/molt/testkit.hpp "$libdir/libmolt_testkit.so" \
          include/molt/kernel/server.h "$libdir/cmake/Molt/MoltConfig.cmake" \
          "$libdir/pkgconfig/molt.pc" "$libdir/pkgconfig/molt-client.pc" \
-         "$libdir/libmolt_kernel.a" bin/moltd bin/molt-bot "$libdir/molt/plugins/scores.so"; do
+         "$libdir/libmolt_kernel.a" bin/moltd bin/molt-bot "$libdir/molt/plugins/scores.so" \
+         share/molt/examples/CMakeLists.txt share/molt/examples/README.md \
+         share/molt/examples/hello_c/hello_c_plugin.c share/doc/molt/sdk.md \
+         share/doc/molt/testing-plugins.md share/doc/molt/README.md; do
   test -e "$prefix/$f" || fail "the install has no $f"
 done
 soname=$(readelf -d "$prefix/$libdir/libmolt_client.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
@@ -52,28 +56,34 @@ only_entry() {
   [ "$exports" = "molt_plugin_entry" ] || fail "$1 exports more than its entry: $exports"
 }
 
+examples="$prefix/share/molt/examples"
 mkdir "$work/plugins"
-configure "$src/plugins/examples/hello" "$work/hello"
-configure "$src/plugins/examples/hello_c" "$work/hello_c" -DCMAKE_C_COMPILER=clang
-for so in "$work/hello/hello.so" "$work/hello_c/hello_c.so"; do
-  only_entry "$so"
-  cp "$so" "$work/plugins/"
-done
+configure "$examples" "$work/examples"
+configure "$examples/hello_c" "$work/hello_c" -DCMAKE_C_COMPILER=clang
 grep -q 'clang' "$work/hello_c/CMakeCache.txt" || fail "hello_c was not built by clang"
-for b in hello hello_c; do  # each plugin's own tests, on the installed test kit
-  ctest --test-dir "$work/$b" --output-on-failure >"$work/$b-test.log" 2>&1 ||
-    { cat "$work/$b-test.log" >&2; fail "the out-of-tree tests of $b failed"; }
-  grep -q "100% tests passed, 0 tests failed out of 1" "$work/$b-test.log" ||
-    { cat "$work/$b-test.log" >&2; fail "the out-of-tree tests of $b did not run"; }
+for so in "$work/examples/hello/hello.so" "$work/examples/hello_c/hello_c.so" \
+          "$work/hello_c/hello_c.so"; do
+  only_entry "$so"
 done
+cp "$work/examples/hello/hello.so" "$work/hello_c/hello_c.so" "$work/plugins/"
+# The plugins' own tests, on the installed test kit: both in the examples' build, hello_c's
+# again as clang built it.
+tests() {  # tests <build dir> <how many>
+  ctest --test-dir "$1" --output-on-failure >"$1-test.log" 2>&1 ||
+    { cat "$1-test.log" >&2; fail "the tests of $1 failed"; }
+  grep -q "100% tests passed, 0 tests failed out of $2\$" "$1-test.log" ||
+    { cat "$1-test.log" >&2; fail "the tests of $1 did not all run"; }
+}
+tests "$work/examples" 2
+tests "$work/hello_c" 1
 
-configure "$src/hosts/examples/hello_client" "$work/client" -DCMAKE_C_COMPILER=clang
+configure "$examples/hello_client" "$work/client" -DCMAKE_C_COMPILER=clang
 export PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig"
 # shellcheck disable=SC2046
-clang -std=c99 -pedantic -Wall -Werror "$src/hosts/examples/hello_client/hello_client.c" \
+clang -std=c99 -pedantic -Wall -Werror "$examples/hello_client/hello_client.c" \
   $(pkg-config --cflags --libs molt-client) -Wl,-rpath,"$prefix/$libdir" \
   -o "$work/hello_client_pc" || fail "hello_client does not build with pkg-config"
-configure "$src/hosts/examples/custom_host" "$work/host"
+test -x "$work/examples/custom_host/custom_host" || fail "the examples built no custom_host"
 
 # Waits until `log` shows `needle` (10 s at most); prints the port moltd logged.
 port_of() {
@@ -97,7 +107,7 @@ stop() {  # stop <pid> <log>: SIGTERM, then the exit code must be 0
 "$prefix/bin/moltd" -p "$work/plugins" -d "$work/data" --port 0 --admin 127.0.0.1:0 >"$work/moltd.log" 2>&1 &
 pids+=($!)
 port=$(port_of "$work/moltd.log")
-for app in "$work/client/hello_client" "$work/hello_client_pc"; do
+for app in "$work/client/hello_client" "$work/hello_client_pc" "$work/examples/hello_client/hello_client"; do
   out=$("$app" 127.0.0.1 "$port" ada "good morning") || fail "$app: $out"
   echo "$out" | grep -qx "heard: ada: good morning" || fail "$app heard: $out"
   echo "$out" | grep -qx "shouted: GOOD MORNING" || fail "$app shouted: $out"
@@ -121,10 +131,10 @@ grep -q "serving 5 plugins from $prefix/bin/../$libdir/molt/plugins" "$work/bund
 stop "${pids[1]}" "$work/bundled.log"
 
 # A custom host on Molt::kernel serves the same plugins.
-"$work/host/custom_host" "$work/plugins" "$work/data3" 0 >"$work/host.log" 2>&1 &
+"$work/examples/custom_host/custom_host" "$work/plugins" "$work/data3" 0 >"$work/host.log" 2>&1 &
 pids+=($!)
 port=$(port_of "$work/host.log")
 out=$("$work/client/hello_client" 127.0.0.1 "$port" bob "hi") || fail "custom host: $out"
 echo "$out" | grep -qx "shouted: HI" || fail "custom host shouted: $out"
 stop "${pids[2]}" "$work/host.log"
-echo "out of tree: plugins (g++, clang) tested with the installed test kit, a client app (CMake and pkg-config) and a custom host built against the installed package, served and answered"
+echo "out of tree: the installed examples (plugins by g++ and clang, tested with the installed test kit, a client app by CMake and pkg-config, a custom host) built against the installed package, served and answered"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The plugin test kit's C API (molt/testkit.h) from plain C99, as a C plugin's author uses it:
- * the example plugin hello_c (plugins/examples/hello_c) loaded, a client joined, an intent echoed
+ * the example plugin hello_c (examples/hello_c) loaded, a client joined, an intent echoed
  * as an event, a request answered, what is refused named, the struct-size rule, the arguments
  * that may be NULL, a swap under the session, the close.
  * Exits 0 when every check holds; each failure prints its line.

@@ -18,12 +18,12 @@
  *   molt_testkit_create(NULL, &kit);
  *   const char* plugins[] = {"build/counter.so"};
  *   molt_testkit_load(kit, plugins, 1);                       // init and start, as moltd does
- *   molt_testkit_hello hello = {sizeof hello, 0, "ada"};
+ *   molt_testkit_hello hello = {.struct_size = sizeof hello, .user = "ada"};
  *   molt_session_t ada;
  *   molt_testkit_join(kit, &hello, &ada);                     // the Welcome, the profile loaded
  *   molt_testkit_intent(kit, ada, "counter.Add", bytes, n);   // MOLT_OK, or why it was refused
  *   molt_testkit_advance(kit, 1.0);                           // one second of timers and ticks
- *   molt_testkit_message m = {sizeof m};
+ *   molt_testkit_message m = {.struct_size = sizeof m};
  *   while (molt_testkit_next(kit, ada, &m)) { ... }           // events, responses, errors, kicks
  *   molt_testkit_destroy(kit);                                // the close: stops, final saves
  *

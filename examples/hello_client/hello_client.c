@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hello_client: a client app in C99 on libmolt_client, built out of tree. It joins a server
- * running the hello_c plugin (plugins/examples/hello_c), says something on "hello.Say", prints
+ * running the hello_c plugin (examples/hello_c), says something on "hello.Say", prints
  * what comes back on "hello.Said", asks "hello.Shout", prints the answer, and says goodbye.
  *
  *   hello_client HOST PORT USER TEXT     exit 0 on success, 1 with the reason otherwise
@@ -59,18 +59,17 @@ static int run_until(molt_client* c, const int* done) {
 }
 
 int main(int argc, char** argv) {
-  struct app a;
-  molt_client_options options;
+  struct app a = {0};
+  const molt_client_options options = {
+      .struct_size = sizeof(molt_client_options),
+      .flags = MOLT_CLIENT_NO_RECONNECT,
+  };
   molt_client* c = NULL;
   uint16_t say = 0, said = 0, shout = 0;
   if (argc != 5) {
     fprintf(stderr, "usage: hello_client HOST PORT USER TEXT\n");
     return 2;
   }
-  memset(&a, 0, sizeof a);
-  memset(&options, 0, sizeof options);
-  options.struct_size = sizeof options;
-  options.flags = MOLT_CLIENT_NO_RECONNECT;
   if (molt_client_create(&options, &c) != MOLT_OK) {
     fprintf(stderr, "hello_client: cannot create a client\n");
     return 1;
