@@ -85,11 +85,12 @@ clang -std=c99 -pedantic -Wall -Werror "$examples/hello_client/hello_client.c" \
   -o "$work/hello_client_pc" || fail "hello_client does not build with pkg-config"
 test -x "$work/examples/custom_host/custom_host" || fail "the examples built no custom_host"
 
-# Waits until `log` shows `needle` (10 s at most); prints the port moltd logged.
+# Waits until the server of `log` serves (10 s at most; it listens first, refusing clients
+# until its plugins started); prints the port it logged.
 port_of() {
   local log="$1"
   for _ in $(seq 1 100); do
-    if grep -q "listening on 127.0.0.1:" "$log"; then
+    if grep -q "SIGTERM or SIGINT closes" "$log"; then
       sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1
       return
     fi
