@@ -2,7 +2,9 @@
 // File: hosts/molt/cli.h
 //
 // What the molt CLI's verbs share: the options every verb takes, the exit codes, output helpers
-// (aligned tables, JSON), and running another program (git, moltd --check).
+// (aligned tables, JSON), and running another program (git, moltd --self-test). Every verb's unit
+// includes it; a verb family declares its verbs in a header of its own (server_verbs.h, ...),
+// which main.cc lists.
 #ifndef MOLT_HOSTS_MOLT_CLI_H_
 #define MOLT_HOSTS_MOLT_CLI_H_
 

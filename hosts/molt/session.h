@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // File: hosts/molt/session.h
 //
-// Session: what a molt verb that talks to moltd shares (main.cc's server verbs, deploy_verbs.cc):
-// its options (with the common ones), the token, a client for --server, and calls whose errors
-// become the documented exit codes; and the small formatters their output uses.
+// Session: what a molt verb that talks to moltd shares (server_verbs.cc, fleet_verbs.cc, the
+// deploy verbs, config_verbs.cc): its options (with the common ones), the token, a client for
+// --server, and calls whose errors become the documented exit codes; and the small formatters
+// their output uses.
 #ifndef MOLT_HOSTS_MOLT_SESSION_H_
 #define MOLT_HOSTS_MOLT_SESSION_H_
 
