@@ -14,6 +14,7 @@
 #include <set>
 
 #include "hosts/molt/cli.h"
+#include "hosts/molt/deploy_verbs.h"
 #include "kernel/src/loader/build.h"
 #include "kernel/src/loader/build_archive.h"
 #include "kernel/src/loader/library.h"
@@ -117,12 +118,6 @@ struct Plugin {
   std::string kind;
   std::string abi;
 };
-
-std::string Megabytes(std::uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
-  return text;
-}
 
 }  // namespace
 

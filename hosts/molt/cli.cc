@@ -97,6 +97,12 @@ int Fail(int code, const std::string& text) {
   return code;
 }
 
+std::string Megabytes(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return text;
+}
+
 RunResult RunProgram(const std::vector<std::string>& argv) {
   RunResult r;
   int out[2];

@@ -11,6 +11,7 @@
 #include <molt/kernel/status.h>
 
 #include <boost/json/value.hpp>
+#include <cstdint>
 #include <cxxopts.hpp>
 #include <string>
 #include <vector>
@@ -47,6 +48,8 @@ void PrintTable(const std::vector<std::vector<std::string>>& rows);
 void PrintJson(const boost::json::value& v);
 // Prints "molt: <text>" to stderr and returns `code`.
 int Fail(int code, const std::string& text);
+// "12.3 MB".
+std::string Megabytes(std::uint64_t bytes);
 
 // Runs `argv` (argv[0] found on PATH unless it has a '/'); its stdout (and stderr, merged) and
 // its exit code (-1: it could not run).
@@ -59,18 +62,6 @@ RunResult RunProgram(const std::vector<std::string>& argv);
 // The verbs that work without a server (build_command.cc).
 int BuildCommand(int argc, char** argv);
 int KeysCommand(int argc, char** argv);
-// The deploy verbs (deploy_verbs.cc).
-int DeployCommand(int argc, char** argv);
-int PromoteCommand(int argc, char** argv);
-int RollbackCommand(int argc, char** argv);
-int BuildsCommand(int argc, char** argv);
-int BranchesCommand(int argc, char** argv);
-int DeploymentsCommand(int argc, char** argv);
-int ReportCommand(int argc, char** argv);
-int DoctorCommand(int argc, char** argv);
-int PinCommand(int argc, char** argv);
-int UnpinCommand(int argc, char** argv);
-int KeysResignCommand(int argc, char** argv);  // molt keys resign: it needs a server
 // The live values verb (config_verbs.cc).
 int ConfigCommand(int argc, char** argv);
 

@@ -10,7 +10,11 @@
 #include <vector>
 
 #include "hosts/molt/cli.h"
+#include "hosts/molt/deploy_verbs.h"
+#include "hosts/molt/doctor_verb.h"
 #include "hosts/molt/fleet_verbs.h"
+#include "hosts/molt/pin_verbs.h"
+#include "hosts/molt/registry_verbs.h"
 #include "hosts/molt/server_verbs.h"
 
 namespace molt::cli {

@@ -30,6 +30,8 @@ TEST(CliTest, FailTellsStderrAndReturnsTheCode) {
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(Fail(kExitUnreachable, "no moltd"), kExitUnreachable);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "molt: no moltd\n");
+  EXPECT_EQ(Megabytes(1'250'000), "1.2 MB");
+  EXPECT_EQ(Megabytes(0), "0.0 MB");
 }
 
 TEST(CliTest, RunProgramMergesStdoutAndStderrAndSaysTheExitCode) {
