@@ -2,7 +2,7 @@
 // File: hosts/molt/cli.cc
 //
 // What every molt verb shares (cli.h): the common options and the admin token, the output
-// helpers, and running another program (git, moltd --self-test).
+// helpers, the local verbs' flag parsing, and running another program (git, moltd --self-test).
 #include "hosts/molt/cli.h"
 
 #include <fcntl.h>
@@ -101,6 +101,22 @@ std::string Megabytes(std::uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
   return text;
+}
+
+std::optional<int> ParseLocal(cxxopts::Options& o, int argc, char** argv,
+                              cxxopts::ParseResult* out) {
+  o.add_options("common")("json", "print JSON instead of text")("h,help", "this help");
+  try {
+    *out = o.parse(argc, argv);
+  } catch (const std::exception& e) {
+    return Fail(kExitUsage,
+                std::string(e.what()) + " (" + o.program() + " --help lists the flags)");
+  }
+  if (out->count("help") > 0) {
+    std::cout << o.help() << "\n";
+    return kExitOk;
+  }
+  return std::nullopt;
 }
 
 RunResult RunProgram(const std::vector<std::string>& argv) {

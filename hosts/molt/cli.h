@@ -2,9 +2,9 @@
 // File: hosts/molt/cli.h
 //
 // What the molt CLI's verbs share: the options every verb takes, the exit codes, output helpers
-// (aligned tables, JSON), and running another program (git, moltd --self-test). Every verb's unit
-// includes it; a verb family declares its verbs in a header of its own (server_verbs.h, ...),
-// which main.cc lists.
+// (aligned tables, JSON, sizes), the local verbs' flag parsing, and running another program (git,
+// moltd --self-test). Every verb's unit includes it; each verb family declares its verbs in a
+// header of its own (server_verbs.h, deploy_verbs.h, ...), which main.cc lists.
 #ifndef MOLT_HOSTS_MOLT_CLI_H_
 #define MOLT_HOSTS_MOLT_CLI_H_
 
@@ -13,6 +13,7 @@
 #include <boost/json/value.hpp>
 #include <cstdint>
 #include <cxxopts.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ int Fail(int code, const std::string& text);
 // "12.3 MB".
 std::string Megabytes(std::uint64_t bytes);
 
+// Parses the flags of a verb that works without a server (build, keys), adding --json and
+// --help to `o`; an exit code when the verb is done (its help printed, a bad flag told).
+std::optional<int> ParseLocal(cxxopts::Options& o, int argc, char** argv,
+                              cxxopts::ParseResult* out);
+
 // Runs `argv` (argv[0] found on PATH unless it has a '/'); its stdout (and stderr, merged) and
 // its exit code (-1: it could not run).
 struct RunResult {
@@ -58,12 +64,6 @@ struct RunResult {
   std::string output;
 };
 RunResult RunProgram(const std::vector<std::string>& argv);
-
-// The verbs that work without a server (build_command.cc).
-int BuildCommand(int argc, char** argv);
-int KeysCommand(int argc, char** argv);
-// The live values verb (config_verbs.cc).
-int ConfigCommand(int argc, char** argv);
 
 }  // namespace molt::cli
 

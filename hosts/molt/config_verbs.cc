@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
+// File: hosts/molt/config_verbs.cc
+//
 // molt config: the live values (docs/live-values.md) through the admin API's /api/v1/config.
+#include "hosts/molt/config_verbs.h"
+
 #include <boost/json.hpp>
 #include <iostream>
 #include <string>

@@ -3,16 +3,19 @@
 //
 // molt: the operators' CLI. The table of verbs, molt --help and the dispatch to a verb. Verbs
 // that talk to a moltd go through its admin API (session.h, admin_client.h); build and keys work
-// on local files (build_command.cc). Each verb family has its unit.
+// on local files (build_command.h, keys_verbs.h). Each verb family has its unit.
 #include <iostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "hosts/molt/build_command.h"
 #include "hosts/molt/cli.h"
+#include "hosts/molt/config_verbs.h"
 #include "hosts/molt/deploy_verbs.h"
 #include "hosts/molt/doctor_verb.h"
 #include "hosts/molt/fleet_verbs.h"
+#include "hosts/molt/keys_verbs.h"
 #include "hosts/molt/pin_verbs.h"
 #include "hosts/molt/registry_verbs.h"
 #include "hosts/molt/server_verbs.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // What every molt verb shares (hosts/molt/cli.h): the admin token's sources in order, the
-// output helpers and running another program.
+// output helpers, the local verbs' flag parsing and running another program.
 #include "hosts/molt/cli.h"
 
 #include <gtest/gtest.h>
@@ -62,6 +62,37 @@ TEST(CliTest, TheAdminTokenComesFromTheEnvironmentThenTheFileThenTheDataDirector
   EXPECT_EQ(missing.status().message(),
             "the admin token file \"" + dir + "/nowhere/admin.token\" cannot be read");
   fs::remove_all(dir);
+}
+
+// ParseLocal over `args` (the verb's name first).
+std::optional<int> ParseArgs(cxxopts::Options& o, std::vector<std::string> args,
+                             cxxopts::ParseResult* parsed) {
+  std::vector<char*> argv;
+  for (std::string& a : args) {
+    argv.push_back(a.data());
+  }
+  return ParseLocal(o, static_cast<int>(argv.size()), argv.data(), parsed);
+}
+
+TEST(CliTest, ParseLocalAddsJsonAndHelpAndExitsTwoOnABadFlag) {
+  cxxopts::Options o("molt thing", "Does a thing.");
+  o.add_options()("dir", "where", cxxopts::value<std::string>());
+  cxxopts::ParseResult parsed;
+  EXPECT_EQ(ParseArgs(o, {"thing", "--dir", "d", "--json"}, &parsed), std::nullopt);
+  EXPECT_EQ(parsed["dir"].as<std::string>(), "d");
+  EXPECT_EQ(parsed.count("json"), 1u);
+
+  cxxopts::Options help("molt thing", "Does a thing.");
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(ParseArgs(help, {"thing", "--help"}, &parsed), kExitOk);
+  EXPECT_NE(::testing::internal::GetCapturedStdout().find("Does a thing."), std::string::npos);
+
+  cxxopts::Options bad("molt thing", "Does a thing.");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ParseArgs(bad, {"thing", "--frobnicate"}, &parsed), kExitUsage);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.rfind("molt: ", 0), 0u) << err;
+  EXPECT_NE(err.find(" (molt thing --help lists the flags)\n"), std::string::npos) << err;
 }
 
 }  // namespace
