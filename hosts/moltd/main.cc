@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// moltd: the Molt server host. Parses flags, then runs the server (molt/kernel/server.h).
+// File: hosts/moltd/main.cc
+//
+// moltd: the Molt server host. Parses flags, then runs the server (molt/kernel/server.h): the
+// flags' table and help, the flags as ServerOptions, and RunServer.
 #include <molt/kernel/server.h>
 #include <molt/molt.h>
 #include <unistd.h>
@@ -29,9 +32,8 @@ std::string DefaultPluginDir() {
   return "plugins";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// moltd's flags and help.
+cxxopts::Options Flags() {
   cxxopts::Options options(
       "moltd",
       "moltd: the Molt server host.\n\n"
@@ -115,35 +117,11 @@ int main(int argc, char** argv) {
       ("version", "print the version and exit")
       ("h,help", "print this help and exit");
   // clang-format on
-  cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    std::cerr << "moltd: " << e.what() << "\nTry 'moltd --help'.\n";
-    return 2;
-  }
-  if (args.count("help") != 0) {
-    std::cout
-        << options.help() << "\nExamples:\n"
-        << "  moltd                              the bundled plugins, data in ./data\n"
-        << "  moltd -p build/plugins -d /var/lib/molt --log-format json\n"
-        << "  moltd --self-test -p build/plugins test, audit and fuzz a build before deploying "
-           "it\n"
-        << "  moltd --bind 0.0.0.0 --tls-cert cert.pem --tls-key key.pem\n"
-        << "                                     accept clients from other machines, "
-           "over TLS\n";
-    return 0;
-  }
-  if (args.count("version") != 0) {
-    std::cout << "moltd " << MOLT_VERSION << " (plugin ABI " << MOLT_ABI_VERSION_MAJOR << "."
-              << MOLT_ABI_VERSION_MINOR << ")\n";
-    return 0;
-  }
-  if (!args.unmatched().empty()) {
-    std::cerr << "moltd: unexpected argument '" << args.unmatched()[0]
-              << "'\nTry 'moltd --help'.\n";
-    return 2;
-  }
+  return options;
+}
+
+// The parsed flags as the server's options: each flag given overrides the configuration file.
+molt::kernel::ServerOptions ServerOptionsOf(const cxxopts::ParseResult& args) {
   molt::kernel::ServerOptions server;
   server.plugin_dir =
       args.count("plugins") != 0 ? args["plugins"].as<std::string>() : DefaultPluginDir();
@@ -193,5 +171,41 @@ int main(int argc, char** argv) {
   server.watch = args.count("watch") != 0;
   server.self_test = args.count("self-test") != 0;
   server.check = args.count("check") != 0;
-  return molt::kernel::RunServer(server);
+  return server;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cxxopts::Options options = Flags();
+  cxxopts::ParseResult args;
+  try {
+    args = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::cerr << "moltd: " << e.what() << "\nTry 'moltd --help'.\n";
+    return 2;
+  }
+  if (args.count("help") != 0) {
+    std::cout
+        << options.help() << "\nExamples:\n"
+        << "  moltd                              the bundled plugins, data in ./data\n"
+        << "  moltd -p build/plugins -d /var/lib/molt --log-format json\n"
+        << "  moltd --self-test -p build/plugins test, audit and fuzz a build before deploying "
+           "it\n"
+        << "  moltd --bind 0.0.0.0 --tls-cert cert.pem --tls-key key.pem\n"
+        << "                                     accept clients from other machines, "
+           "over TLS\n";
+    return 0;
+  }
+  if (args.count("version") != 0) {
+    std::cout << "moltd " << MOLT_VERSION << " (plugin ABI " << MOLT_ABI_VERSION_MAJOR << "."
+              << MOLT_ABI_VERSION_MINOR << ")\n";
+    return 0;
+  }
+  if (!args.unmatched().empty()) {
+    std::cerr << "moltd: unexpected argument '" << args.unmatched()[0]
+              << "'\nTry 'moltd --help'.\n";
+    return 2;
+  }
+  return molt::kernel::RunServer(ServerOptionsOf(args));
 }
