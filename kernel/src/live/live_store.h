@@ -6,14 +6,15 @@
 // was online, so overrides expire only after `ttl` with no server running (spec: LiveConfig,
 // 7 days).
 //
-//   MOLT_ASSIGN_OR_RETURN(auto store, LiveStore::Open("data/live.db"));
+//   MOLT_ASSIGN_OR_RETURN(auto store, OpenLiveStore("data/live.db"));  // open_live_store.h
 //   MOLT_ASSIGN_OR_RETURN(std::size_t expired, store->ExpireIfIdle(now_ms, ttl_ms));
 //   MOLT_ASSIGN_OR_RETURN(LiveChange c, store->Write("shop.price", "12", "ada", now_ms));
 //
 // On a fleet's PostgreSQL (moltd --database) the same tables are shared by every server: a change
 // is announced with NOTIFY molt_live, and each server reads the changes it has not seen (Since).
 // Every call is synchronous and commits before it returns. Two stores keep that promise:
-// SqliteLiveStore (sqlite_live_store.h) and PgLiveStore (pg_live_store.h); Open() picks one.
+// SqliteLiveStore (sqlite_live_store.h) and PgLiveStore (pg_live_store.h); OpenLiveStore()
+// (open_live_store.h) picks one.
 // Only live_values.cc, those two and the tests include this header. Thread safety: one thread
 // at a time (the live values' store thread).
 #ifndef MOLT_KERNEL_LIVE_LIVE_STORE_H_
@@ -56,10 +57,6 @@ class LiveStore {
   // The notification a shared store sends with each change (its seq).
   static constexpr const char* kChannel = "molt_live";
 
-  // `where`: a file (SQLite, this server's alone) or a PostgreSQL URL (the fleet's database,
-  // shared by every server of it); created when missing. An error names it, the cause and the
-  // fix.
-  static Result<std::unique_ptr<LiveStore>> Open(const std::string& where);
   virtual ~LiveStore() = default;
 
   // When no server was online in the `ttl_ms` before `now_ms` (the stamp is older, or none was

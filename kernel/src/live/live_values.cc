@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "kernel/src/core/logger.h"
+#include "kernel/src/live/open_live_store.h"
 
 namespace molt::kernel::live {
 namespace {
@@ -154,7 +155,7 @@ LiveValues::~LiveValues() {
 }
 
 Status LiveValues::Open() {
-  Result<std::unique_ptr<LiveStore>> store = LiveStore::Open(options_.path);
+  Result<std::unique_ptr<LiveStore>> store = OpenLiveStore(options_.path);
   Result<std::size_t> expired =
       store.ok() ? (*store)->ExpireIfIdle(wall_ms_(), options_.ttl.count()) : store.status();
   Result<std::vector<StoredValue>> all = expired.ok() ? (*store)->Overrides() : expired.status();

@@ -10,7 +10,7 @@
 //                         SqliteLiveStore::Open("data/live.db"));
 //   MOLT_ASSIGN_OR_RETURN(LiveChange c, store->Write("shop.price", "12", "ada", now_ms));
 //
-// Only live_store.cc (LiveStore::Open) and the tests include it. Thread safety: one thread at a
+// Only open_live_store.cc (OpenLiveStore) and the tests include it. Thread safety: one thread at a
 // time (the live values' store thread).
 #ifndef MOLT_KERNEL_LIVE_SQLITE_LIVE_STORE_H_
 #define MOLT_KERNEL_LIVE_SQLITE_LIVE_STORE_H_

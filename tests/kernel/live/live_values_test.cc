@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "kernel/src/live/live_store.h"
+#include "kernel/src/live/open_live_store.h"
 
 namespace molt::kernel::live {
 namespace {
@@ -324,7 +324,7 @@ TEST_F(LiveValuesTest, AStoreThatCannotOpenServesDefaultsAndRefusesSets) {
 
 TEST_F(LiveValuesTest, AStoreOfANewerLayoutIsRefusedByName) {
   {
-    Result<std::unique_ptr<LiveStore>> s = LiveStore::Open(path_);
+    Result<std::unique_ptr<LiveStore>> s = OpenLiveStore(path_);
     ASSERT_TRUE(s.ok());
   }
   sqlite3* db = nullptr;  // a newer moltd wrote layout 9
@@ -333,7 +333,7 @@ TEST_F(LiveValuesTest, AStoreOfANewerLayoutIsRefusedByName) {
       sqlite3_exec(db, "UPDATE meta SET value = 9 WHERE key = 'layout'", nullptr, nullptr, nullptr),
       SQLITE_OK);
   sqlite3_close(db);
-  Result<std::unique_ptr<LiveStore>> s = LiveStore::Open(path_);
+  Result<std::unique_ptr<LiveStore>> s = OpenLiveStore(path_);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().message(), "live values \"" + path_ +
                                       "\" have layout 9, newer than this moltd's 1: run a newer "

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// LiveStore: the store a path names, SQLite (sqlite_live_store.h) or the fleet's PostgreSQL
-// (pg_live_store.h).
-#include "kernel/src/live/live_store.h"
+// OpenLiveStore (open_live_store.h): the store a path names.
+#include "kernel/src/live/open_live_store.h"
 
 #include <utility>
 
@@ -11,7 +10,7 @@
 
 namespace molt::kernel::live {
 
-Result<std::unique_ptr<LiveStore>> LiveStore::Open(const std::string& where) {
+Result<std::unique_ptr<LiveStore>> OpenLiveStore(const std::string& where) {
   if (store::IsPostgresUrl(where)) {
     MOLT_ASSIGN_OR_RETURN(std::unique_ptr<PgLiveStore> pg, PgLiveStore::Open(where));
     return std::unique_ptr<LiveStore>(std::move(pg));
