@@ -7,7 +7,7 @@
 #   - a .cc in kernel/src with no header of the same stem, unless docs/architecture.md lists it
 #     (with its reason) among the sources without a header;
 #   - an #include "kernel/src/D/..." from a directory that docs/architecture.md's room table does
-#     not allow to include D (the public headers and the plugins may include none);
+#     not allow to include D (the public headers, the plugins and the examples may include none);
 #   - files of one directory that include each other in a circle (stem to stem: a part that
 #     includes its owner's header to reach into the owner).
 # `scripts/check-structure.sh [ROOT]` checks the tree at ROOT (default: this repository).
@@ -26,7 +26,7 @@ list_files() {
     find "$@" -type f 2>/dev/null | sort
   fi
 }
-mapfile -t files < <(list_files kernel/src kernel/include sdk/include hosts plugins |
+mapfile -t files < <(list_files kernel/src kernel/include sdk/include hosts plugins examples |
   grep -E '\.(h|hpp|c|cc)$' | while read -r f; do [ -f "$f" ] && echo "$f"; done)
 
 errors=0
@@ -77,6 +77,7 @@ room_of() {  # the room table's name for a file's directory
     sdk/include/*) echo "sdk/include" ;;
     hosts/*) echo "hosts" ;;
     plugins/*) echo "plugins" ;;
+    examples/*) echo "examples" ;;
   esac
 }
 declare -A edges=()  # "dir/stem dir/stem2" for the circle check

@@ -33,7 +33,7 @@
 #include "kernel/src/store/profile_db.h"
 #include "kernel/src/store/profile_store.h"
 #include "kernel/src/store/sqlite_profile_file.h"
-#include "kernel/src/store/sqlite_store.h"
+#include "kernel/src/store/sqlite_options.h"
 
 namespace molt::kernel::store {
 

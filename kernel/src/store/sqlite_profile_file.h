@@ -26,7 +26,7 @@
 #include <memory>
 #include <string>
 
-#include "kernel/src/store/sqlite_store.h"
+#include "kernel/src/store/sqlite_options.h"
 
 struct sqlite3;
 

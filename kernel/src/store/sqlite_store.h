@@ -29,22 +29,10 @@
 #include <string_view>
 
 #include "kernel/src/store/db_store.h"
+#include "kernel/src/store/sqlite_options.h"
 #include "kernel/src/store/profile_store.h"
 
 namespace molt::kernel::store {
-
-// The path of a database kept in memory (the plugin test kit's): WAL is not asked of it, and it
-// is gone when the store closes.
-inline constexpr std::string_view kInMemory = ":memory:";
-
-struct SqliteOptions {
-  bool synchronous_full = false;                 // PRAGMA synchronous=FULL (NORMAL by default)
-  std::chrono::milliseconds busy_timeout{5000};  // waiting for another process's transaction
-  // The wall clock leases are read against (tests move it).
-  std::function<WallMillis()> now = WallNow;
-  // Caps the file at this many pages (0: no cap): how tests fill a "disk".
-  std::uint32_t max_page_count = 0;
-};
 
 class SqliteStore final : public DbStore {
  public:
