@@ -7,11 +7,7 @@
 #include <molt/scope_exit.h>
 
 #include <algorithm>
-#include <boost/json/array.hpp>
-#include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 #include <chrono>
-#include <cmath>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -21,50 +17,6 @@
 #include "kernel/src/loader/plugin_host.h"
 
 namespace molt::kernel::loader {
-namespace {
-
-boost::json::array Strings(const std::vector<std::string>& items) {
-  return boost::json::array(items.begin(), items.end());
-}
-
-// Milliseconds to the microsecond: what a report's reader needs of a duration.
-double Ms(double ms) { return std::round(ms * 1000) / 1000; }
-
-}  // namespace
-
-boost::json::object SwapReport::ToJson() const {
-  return {{"swap", ok ? "ok" : "failed"},
-          {"reason", reason},
-          {"build", build},
-          {"generation", generation},
-          {"previous", previous},
-          {"serving", serving},
-          {"ok", ok},
-          {"stage", stage},
-          {"load_ms", Ms(load_ms)},
-          {"staged_ms", Ms(staged_ms)},
-          {"init_ms", Ms(init_ms)},
-          {"stop_ms", Ms(stop_ms)},
-          {"hard_stopped", Strings(hard_stopped)},
-          {"swap_ms", Ms(swap_ms)},
-          {"hold_ms", Ms(hold_ms)},
-          {"error", error},
-          {"restored", restored},
-          {"rollback", rollback},
-          {"retired", Strings(retired)},
-          {"held", Strings(held)},
-          {"handed", [this] {
-             boost::json::array a;
-             for (const Handed& h : handed) {
-               a.push_back(
-                   {{"plugin", h.plugin}, {"state_version", h.state_version}, {"bytes", h.bytes}});
-             }
-             return a;
-           }()}};
-}
-
-std::string SwapReport::Json() const { return boost::json::serialize(ToJson()); }
-
 // --- Swaps ---
 
 Status PluginHost::Gate() const {
