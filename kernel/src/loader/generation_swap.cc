@@ -8,12 +8,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <mutex>
-#include <thread>
 #include <utility>
 
 #include "kernel/src/core/logger.h"
-#include "kernel/src/loader/build_archive.h"
 #include "kernel/src/loader/plugin_host.h"
 
 namespace molt::kernel::loader {
@@ -32,17 +29,17 @@ Status PluginHost::Gate() const {
     return Status::FailedPrecondition(
         "a swap is in progress: a reload from inside one runs later (RequestReload)");
   }
-  for (const Plugin& p : serving_->plugins) {
+  for (const Plugin& p : generations_.serving().plugins) {
     if (p.instance->in_callback()) {
       return Status::FailedPrecondition(
           "a reload from inside plugin \"" + p.instance->label() +
           "\"'s callback is refused (the swap would stop the code that is running): a " +
-          (kind_ == MOLT_PLUGIN_KIND_SERVICE ? "service" : "controller") +
+          (generations_.kind() == MOLT_PLUGIN_KIND_SERVICE ? "service" : "controller") +
           " asks with reload_request, which swaps on a later step");
     }
   }
   for (Service* s : kernel_.services().boot_order()) {
-    abi::PluginInstance* inst = InstanceOf(s);
+    abi::PluginInstance* inst = GenerationSet::InstanceOf(s);
     if (inst == nullptr || &inst->shared() != &shared_) {
       return Status::FailedPrecondition("service \"" + s->name() +
                                         "\" is not one of this host's plugins: a swap replaces "
@@ -53,7 +50,7 @@ Status PluginHost::Gate() const {
 }
 
 void PluginHost::PrimeForSwap() {
-  if (callback_deadline_ != Duration::max()) {
+  if (generations_.callback_deadline() != Duration::max()) {
     // The swap's first export does not wait for the runner's thread to wake.
     shared_.runner().Prime(std::chrono::milliseconds(100));
   }
@@ -63,34 +60,13 @@ void PluginHost::MarkFailed(const std::string& build_id, const std::string& why)
   failed_builds_[build_id] = why;
 }
 
-PluginHost::StagedBuild PluginHost::StageBuild(const std::string& dir, const std::string& copy_dir,
-                                               const std::string& prefix) {
-  const TimePoint t0 = RealNow();
-  StagedBuild staged;
-  Result<BuildSource> source = BuildSource::Open(dir, copy_dir);
-  if (!source.ok()) {
-    staged.status = source.status();
-    return staged;
-  }
-  Result<Build> build = ReadBuild(source->dir());
-  if (!build.ok()) {
-    staged.status = build.status();
-    return staged;
-  }
-  staged.build = std::move(build).value();
-  staged.files = StageFiles(staged.build.files, staged.build.entries, copy_dir, prefix);
-  staged.ms = MillisSince(t0);
-  return staged;  // the unpacked build file goes with `source`: the copies are what opens
-}
-
-std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string& dir,
-                                                               SwapReport& r, Trigger trigger,
-                                                               StagedBuild* staged) {
+std::unique_ptr<Generation> PluginHost::MountBuild(const std::string& dir, SwapReport& r,
+                                                   Trigger trigger, StagedBuild* staged) {
   r.stage = "mount";
   const TimePoint t0 = RealNow();
   StagedBuild inline_staged;
   if (staged == nullptr) {
-    inline_staged = StageBuild(dir, copy_dir_, CopyPrefix());
+    inline_staged = StageBuild(dir, generations_.copy_dir(), generations_.CopyPrefix());
     staged = &inline_staged;
   }
   if (!staged->status.ok()) {
@@ -110,7 +86,7 @@ std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string
     LogScope("Generations")
         .Warn("build {} failed here before ({}); retrying it as asked", build->id, failed->second);
   }
-  std::unique_ptr<Generation> g = NewGeneration(build->id);
+  std::unique_ptr<Generation> g = generations_.NewGeneration(build->id);
   g->dir = dir;
   g->health_errors = build->health_errors;
   g->health_window_seconds = build->health_window_seconds;
@@ -118,7 +94,7 @@ std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string
     LogScope("Generations").Warn("{}", w);
   }
   r.generation = g->name;
-  Status s = Open(*g, std::move(staged->files), build->entries, true);
+  Status s = generations_.Open(*g, std::move(staged->files), build->entries, true);
   // Staged inline, t0 covers it; staged elsewhere, its time is added.
   r.staged_ms = staged == &inline_staged ? 0 : staged->ms;
   r.load_ms = MillisSince(t0) + r.staged_ms;
@@ -134,7 +110,7 @@ std::unique_ptr<PluginHost::Generation> PluginHost::MountBuild(const std::string
   if (!s.ok()) {
     r.error = s.message();
     MarkFailed(build->id, r.error);
-    ReleaseLater(std::move(g));
+    generations_.ReleaseLater(std::move(g));
     return nullptr;
   }
   return g;
@@ -144,7 +120,7 @@ Status PluginHost::Activate(Generation& g, const States& states, std::string* st
   const std::vector<Service*> order = g.services->boot_order();
   *stage = "adopt";
   for (Service* s : order) {
-    abi::PluginInstance* inst = InstanceOf(s);
+    abi::PluginInstance* inst = GenerationSet::InstanceOf(s);
     inst->Serve();
     Status served;
     shared_.ForEachLayer([&](abi::HostLayer& layer) {
@@ -156,7 +132,7 @@ Status PluginHost::Activate(Generation& g, const States& states, std::string* st
   }
   *stage = "import";
   for (Service* s : order) {
-    abi::PluginInstance* inst = InstanceOf(s);
+    abi::PluginInstance* inst = GenerationSet::InstanceOf(s);
     if (auto it = states.find(inst->name()); it != states.end()) {
       MOLT_RETURN_IF_ERROR(inst->ImportState(it->second.first, it->second.second));
     }
@@ -165,21 +141,21 @@ Status PluginHost::Activate(Generation& g, const States& states, std::string* st
   MOLT_RETURN_IF_ERROR(g.services->StartAll());
   *stage = "replay";
   for (Service* s : order) {
-    InstanceOf(s)->Replay();
+    GenerationSet::InstanceOf(s)->Replay();
   }
   return Status::Ok();
 }
 
 void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States* fallback) {
   const TimePoint t0 = RealNow();
-  Generation& old = *serving_;
+  Generation& old = generations_.serving();
   ServiceManager& old_set = kernel_.services();
   // A set that failed to boot (moltd swapping in the last known good) is no rollback target.
   const bool old_served = old_set.state() != ServiceManager::State::kFailed;
   r.stage = "export";
   States states;
   for (Service* s : old_set.boot_order()) {
-    abi::PluginInstance* inst = InstanceOf(s);
+    abi::PluginInstance* inst = GenerationSet::InstanceOf(s);
     if (inst->stuck()) {  // its export of an earlier swap never returned: it is not asked again
       LogScope("Generations")
           .Warn("plugin \"{}\" hands over no state: a callback of it was abandoned earlier",
@@ -189,7 +165,7 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     Result<std::optional<std::string>> state = inst->ExportState(kMaxStateBytes);
     if (!state.ok()) {  // the serving build's failure, not the new one's: nothing is marked
       r.error = state.status().message() + " (the swap is aborted; " + old.name + " serves on)";
-      ReleaseLater(std::move(g));
+      generations_.ReleaseLater(std::move(g));
       r.swap_ms = MillisSince(t0);
       return;
     }
@@ -201,7 +177,7 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   if (fallback != nullptr) {
     // A rollback: older code is never handed state it cannot read; it gets what it exported.
     for (Service* s : g->services->boot_order()) {
-      abi::PluginInstance* inst = InstanceOf(s);
+      abi::PluginInstance* inst = GenerationSet::InstanceOf(s);
       auto it = states.find(inst->name());
       if (it != states.end() && !inst->Reads(it->second.first)) {
         auto own = fallback->find(inst->name());
@@ -219,7 +195,7 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     }
   }
   for (Service* s : g->services->boot_order()) {
-    if (auto it = states.find(InstanceOf(s)->name()); it != states.end()) {
+    if (auto it = states.find(GenerationSet::InstanceOf(s)->name()); it != states.end()) {
       r.handed.push_back({it->first, it->second.first, it->second.second.size()});
     }
   }
@@ -261,16 +237,15 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
     r.stage = "done";
     failed_builds_.erase(g->build_id);  // it runs: whatever failed before does not now
     let_go = DropProbation();
-    generations_.push_back(std::move(g));
-    serving_ = generations_.back().get();
+    generations_.Serve(std::move(g));
   } else {
     // Back to the previous build, from fresh copies of its libraries (no static state of a
     // half-run library is reused), with the state it exported.
     r.error = s.message();
     MarkFailed(g->build_id, r.stage + ": " + r.error);
     g->services->StopAll(nullptr, stop_budget_);
-    std::unique_ptr<Generation> back = NewGeneration(old.build_id);
-    Status b = MountCopiesOf(old, *back);
+    std::unique_ptr<Generation> back = generations_.NewGeneration(old.build_id);
+    Status b = generations_.MountCopiesOf(old, *back);
     kernel_.Serve(back->services.get());
     std::string back_stage;
     if (b.ok()) {
@@ -285,9 +260,8 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
       LogScope("Generations").Error("no generation serves after a failed swap: {}", r.error);
       let_go = DropProbation();
     }
-    generations_.push_back(std::move(back));
-    serving_ = generations_.back().get();
-    ReleaseLater(std::move(g));
+    generations_.Serve(std::move(back));
+    generations_.ReleaseLater(std::move(g));
   }
   shared_.ForEachLayer([&r](abi::HostLayer& layer) {
     for (std::string& line : layer.EndHandoff()) {
@@ -299,76 +273,22 @@ void PluginHost::Swap(std::unique_ptr<Generation> g, SwapReport& r, const States
   // What goes is unloaded in a later task: a dlclose runs static destructors, an unlink waits on
   // the file system, and neither belongs in the hold.
   if (let_go != nullptr) {
-    ReleaseLater(let_go);
+    generations_.ReleaseLater(let_go);
   }
   if (r.ok && fallback == nullptr) {
     // On probation: the old generation stays resident until the window passes.
-    StartProbation(*serving_, old_served ? &old : nullptr, std::move(states));
+    StartProbation(generations_.serving(), old_served ? &old : nullptr, std::move(states));
   }
   if (!r.ok || fallback != nullptr || !old_served) {
-    ReleaseLater(&old);
-  }
-}
-
-Status PluginHost::CopiesOf(const Generation& from, std::vector<std::string>* copies) {
-  for (const Plugin& p : from.plugins) {
-    if (p.library == nullptr) {
-      return Status::Unsupported("plugin \"" + p.instance->name() +
-                                 "\" is linked into the host: it cannot be loaded again");
-    }
-    copies->push_back(p.library->copy());
-  }
-  return Status::Ok();
-}
-
-Status PluginHost::MountCopiesOf(const Generation& from, Generation& into, StagedFiles* staged) {
-  into.dir = from.dir;
-  std::vector<std::string> copies;
-  MOLT_RETURN_IF_ERROR(CopiesOf(from, &copies));
-  Status s =
-      staged != nullptr ? Open(into, std::move(*staged), {}, true) : Load(into, copies, {}, true);
-  MOLT_RETURN_IF_ERROR(s);
-  return into.services->InitAll();
-}
-
-void PluginHost::ReleaseLater(Generation* g) {
-  auto it = std::find_if(generations_.begin(), generations_.end(),
-                         [g](const std::unique_ptr<Generation>& x) { return x.get() == g; });
-  if (it == generations_.end()) {
-    return;
-  }
-  std::unique_ptr<Generation> owned = std::move(*it);
-  generations_.erase(it);
-  ReleaseLater(std::move(owned));
-}
-
-void PluginHost::ReleaseLater(std::unique_ptr<Generation> g) {
-  StopInstances(*g);
-  releasing_.push_back(std::move(g));
-  if (!release_task_.Pending()) {
-    // Scheduled before the report (Finish), so a swap's log line follows its release.
-    release_task_ = kernel_.scheduler().Schedule([this] { ReleaseNow(); }, Priority::kKernel,
-                                                 TaskOrigin::Named("release generations"));
-  }
-}
-
-void PluginHost::ReleaseNow() {
-  release_task_ = TaskHandle();
-  std::vector<std::unique_ptr<Generation>> gone = std::move(releasing_);
-  releasing_.clear();
-  for (const std::unique_ptr<Generation>& g : gone) {
-    if (const std::size_t retired = Unload(*g); retired > 0) {
-      retired_libraries_ += retired;
-      LogScope("Generations")
-          .Warn("generation {} is released, but {} of its libraries stay mapped (retired)",
-                g->name.empty() ? g->build_id : g->name, retired);
-    }
+    generations_.ReleaseLater(&old);
   }
 }
 
 SwapReport PluginHost::Finish(SwapReport& r, Callback<void(const SwapReport&)> done) {
   // "" when no generation serves (a failed swap whose restore failed too).
-  r.serving = kernel_.services().state() == ServiceManager::State::kFailed ? "" : serving_->name;
+  r.serving = kernel_.services().state() == ServiceManager::State::kFailed
+                  ? ""
+                  : generations_.serving().name;
   ++(r.ok ? swaps_ : failures_);
   rollbacks_ += r.rollback && r.ok ? 1 : 0;
   // The log line, the history and whoever asked hear of it in a task of its own, after the hold.
@@ -406,7 +326,7 @@ Status PluginHost::MountFrom(const std::string& dir, const std::string& reason, 
   Discard();
   SwapReport r;
   r.reason = reason;
-  r.previous = serving_->name;
+  r.previous = generations_.serving().name;
   r.stage = "gate";
   Status s = Gate();
   if (s.ok()) {
@@ -443,11 +363,11 @@ SwapReport PluginHost::SwapMountedSince(TimePoint held_since,
   }
   if (Status s = Gate(); !s.ok()) {
     r.error = s.message();
-    ReleaseLater(std::move(g));
+    generations_.ReleaseLater(std::move(g));
     RunPendingRollback();
     return Finish(r, std::move(done));
   }
-  r.previous = serving_->name;
+  r.previous = generations_.serving().name;
   in_swap_ = true;
   ScopeExit leave = [this]() noexcept { in_swap_ = false; };
   Swap(std::move(g), r, fallback ? &*fallback : nullptr);
@@ -464,7 +384,7 @@ void PluginHost::Discard() {
     rollback_states_.reset();
   }
   if (mounted_ != nullptr) {
-    ReleaseLater(std::move(mounted_));
+    generations_.ReleaseLater(std::move(mounted_));
   }
 }
 
@@ -481,7 +401,7 @@ void PluginHost::RequestReload(std::string dir, std::string reason,
   if (queued_ && queued_->done) {
     SwapReport superseded;
     superseded.reason = queued_->reason;
-    superseded.previous = superseded.serving = serving_->name;
+    superseded.previous = superseded.serving = generations_.serving().name;
     superseded.stage = "gate";
     superseded.error = "superseded by a newer reload request (" + reason + ")";
     queued_->done(superseded);
@@ -497,84 +417,27 @@ void PluginHost::RunQueued() {
   }
   auto req = std::make_shared<Request>(std::move(*queued_));
   queued_.reset();
-  if (stage_deadline_ == Duration::max()) {
+  if (!stager_.background()) {
     MountAndSwap(req, nullptr);
     return;
   }
   staging_ = true;
-  StageThen(StageOf(req->dir), stage_deadline_, [this, req](StagedBuild* staged) {
-    staging_ = false;
-    if (staged != nullptr) {
-      MountAndSwap(req, staged);
-    } else {
-      SwapReport r;
-      r.reason = req->reason;
-      r.previous = serving_->name;
-      r.stage = "mount";
-      r.error = StageTimeout(req->dir, stage_deadline_) + "; the serving generation serves on";
-      Finish(r, std::move(req->done));
-    }
-    ScheduleQueued();
-  });
-}
-
-std::string PluginHost::StageTimeout(const std::string& dir, Duration deadline) {
-  return fmt::format(
-      "reading the build in {} took more than {:.0f} s: abandoned (is its disk or file system "
-      "stuck?)",
-      dir, ToSeconds(deadline));
-}
-
-std::function<PluginHost::StagedBuild()> PluginHost::StageOf(const std::string& dir) {
-  return [dir, copy_dir = copy_dir_, prefix = CopyPrefix()] {
-    return StageBuild(dir, copy_dir, prefix);
-  };
-}
-
-void PluginHost::StageThen(std::function<StagedBuild()> job, Duration deadline,
-                           Callback<void(StagedBuild*)> then) {
-  // The thread answers through stage_link_, cut when this host goes: a stage stuck on a dead
-  // file system is abandoned at its deadline, never joined.
-  const std::uint64_t id = ++stage_id_;
-  Stage& stage = stages_[id];
-  stage.then = std::move(then);
-  stage.timer = kernel_.scheduler().After(
-      deadline,
-      [this, id] {
-        auto it = stages_.find(id);
-        if (it == stages_.end()) {
-          return;
-        }
-        Callback<void(StagedBuild*)> late = std::move(it->second.then);
-        stages_.erase(it);  // its result, when it comes, is dropped, its copies with it
-        late(nullptr);
-      },
-      Priority::kKernel, TaskOrigin::Named("reload"));
-  std::thread([link = stage_link_, id, job = std::move(job), hook = stage_hook_] {
-    if (hook) {
-      hook();
-    }
-    auto staged = std::make_shared<StagedBuild>(job());
-    std::lock_guard<std::mutex> lock(link->mu);
-    if (link->host != nullptr) {
-      link->host->kernel_.loop().Post([link, id, staged] {
-        if (link->host != nullptr) {  // read on the kernel thread, where it is cleared
-          link->host->OnStaged(id, std::move(*staged));
-        }
-      });
-    }
-  }).detach();
-}
-
-void PluginHost::OnStaged(std::uint64_t id, StagedBuild staged) {
-  auto it = stages_.find(id);
-  if (it == stages_.end()) {
-    return;  // abandoned at its deadline
-  }
-  it->second.timer.Cancel();
-  Callback<void(StagedBuild*)> then = std::move(it->second.then);
-  stages_.erase(it);
-  then(&staged);
+  stager_.Run(StageBuildJob(req->dir, generations_.copy_dir(), generations_.CopyPrefix()),
+              stager_.deadline(), [this, req](StagedBuild* staged) {
+                staging_ = false;
+                if (staged != nullptr) {
+                  MountAndSwap(req, staged);
+                } else {
+                  SwapReport r;
+                  r.reason = req->reason;
+                  r.previous = generations_.serving().name;
+                  r.stage = "mount";
+                  r.error = BuildStager::Timeout(req->dir, stager_.deadline()) +
+                            "; the serving generation serves on";
+                  Finish(r, std::move(req->done));
+                }
+                ScheduleQueued();
+              });
 }
 
 void PluginHost::ScheduleQueued() {

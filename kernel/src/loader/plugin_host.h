@@ -31,6 +31,9 @@
 // steps (mount, then the swap on the next step), never nested in a plugin callback; while one is
 // queued or running, a newer request replaces the queued one.
 //
+// Its parts so far: the generations resident and their loading (generation_set.h), a build
+// staged on a thread of its own (build_stager.h), the last known good (last_known_good.h).
+//
 // Thread safety: REQUIRES the kernel thread.
 #ifndef MOLT_KERNEL_LOADER_PLUGIN_HOST_H_
 #define MOLT_KERNEL_LOADER_PLUGIN_HOST_H_
@@ -38,26 +41,26 @@
 #include <molt/kernel/status.h>
 
 #include <boost/json/fwd.hpp>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "kernel/src/abi/plugin_instance.h"
 #include "kernel/src/loader/build.h"
-#include "kernel/src/loader/library.h"
+#include "kernel/src/loader/build_stager.h"
+#include "kernel/src/loader/generation_set.h"
+#include "kernel/src/loader/last_known_good.h"
 #include "kernel/src/loader/swap_report.h"
 
 namespace molt::kernel::loader {
 
 class PluginHost {
  public:
+  using Plugin = loader::Plugin;
   // Most state one plugin may hand to the next generation.
   static constexpr std::size_t kMaxStateBytes = 16 << 20;
 
@@ -78,10 +81,12 @@ class PluginHost {
   void LoadDirectoryInBackground(const std::string& dir, Duration deadline,
                                  Callback<void(Status)> done);
   // Loads `files`; all or nothing. On success each plugin is registered with the kernel.
-  Status LoadFiles(const std::vector<std::string>& files);
+  Status LoadFiles(const std::vector<std::string>& files) { return generations_.LoadFiles(files); }
   // Registers a plugin linked into the host: `entry` returns its descriptor, checked like a
   // file's (`where` names it in errors). Its code is never unloaded.
-  Status AddStatic(molt_plugin_entry_fn entry, const std::string& where);
+  Status AddStatic(molt_plugin_entry_fn entry, const std::string& where) {
+    return generations_.AddStatic(entry, where);
+  }
 
   // --- Swaps ---
   // Who asks for a reload. A build that failed here (failed_builds()) is never taken again by an
@@ -113,11 +118,11 @@ class PluginHost {
   // reload fails naming it, the serving generation serves on, and the next reload may run. Off
   // unless set (staged inline, as a client app's controllers are); moltd sets it.
   static constexpr Duration kStageDeadline = std::chrono::seconds(60);
-  void set_background_staging(Duration deadline) { stage_deadline_ = deadline; }
+  void set_background_staging(Duration deadline);
   // Tests only: runs on the staging thread before each background stage, a rollback's among
   // them, and before each last-known-good save off the kernel thread (a file system that hangs
   // cannot be caused for real in a test).
-  void set_stage_hook_for_testing(std::function<void()> hook) { stage_hook_ = std::move(hook); }
+  void set_stage_hook_for_testing(std::function<void()> hook);
   // Refuses every later reload: the server is closing.
   void Close() { closing_ = true; }
   // Bounds the old generation's soft stop (its stop() calls, in reverse order) in a swap: once
@@ -134,7 +139,7 @@ class PluginHost {
   // (Duration::max()) unless set: callbacks then run on the calling thread, as a client app's
   // controllers do. moltd sets it (server.callback_deadline_seconds, 5 s by default).
   static constexpr Duration kCallbackDeadline = std::chrono::seconds(5);
-  void set_callback_deadline(Duration deadline) { callback_deadline_ = deadline; }
+  void set_callback_deadline(Duration deadline) { generations_.set_callback_deadline(deadline); }
   // The callbacks abandoned at their deadline so far, one line each (the stats' stuck_callbacks,
   // /healthz): each may still run, and its library stays mapped for good.
   const std::vector<std::string>& stuck_callbacks() const { return shared_.stuck(); }
@@ -152,10 +157,10 @@ class PluginHost {
   // Where the last known good build is kept (a directory this host owns; empty: nowhere). With
   // background staging the save (a copy of every library, with fsyncs) runs off the kernel
   // thread; the host's destruction waits for one in flight for at most kLastKnownGoodWait.
-  void set_last_known_good_dir(std::string dir) { lkg_dir_ = std::move(dir); }
-  static constexpr Duration kLastKnownGoodWait = std::chrono::seconds(5);
+  void set_last_known_good_dir(std::string dir) { last_known_good_.set_dir(std::move(dir)); }
+  static constexpr Duration kLastKnownGoodWait = LastKnownGood::kWait;
   // Waits for the last-known-good saves in flight, for at most `limit`.
-  void WaitForLastKnownGood(Duration limit);
+  void WaitForLastKnownGood(Duration limit) { last_known_good_.Wait(limit); }
   // Starts the boot generation's health window (after Kernel::Start): if it passes without
   // reaching the threshold, the boot build becomes the last known good.
   void BeginHealthWindow();
@@ -182,13 +187,9 @@ class PluginHost {
   // [{"name", "ok", "error"}]}]} (the test kit's report).
   static std::string SelfTestsJson(const std::vector<SelfTestRun>& runs);
 
-  struct Plugin {
-    std::unique_ptr<Library> library;  // nullptr: linked into the host (AddStatic)
-    std::shared_ptr<abi::PluginInstance> instance;
-  };
   // The serving generation's plugins, and its name ("" before anything loaded).
-  const std::vector<Plugin>& plugins() const { return serving_->plugins; }
-  const std::string& generation() const { return serving_->name; }
+  const std::vector<Plugin>& plugins() const { return generations_.serving().plugins; }
+  const std::string& generation() const { return generations_.serving().name; }
   // Hears every swap's report, after its log line (the health window's rollbacks too): how the
   // server's deploys learn that a deployed build was rolled back.
   void set_swap_listener(Callback<void(const SwapReport&)> listener) {
@@ -210,75 +211,20 @@ class PluginHost {
   std::uint64_t swaps() const { return swaps_; }
   std::uint64_t failed_swaps() const { return failures_; }
   std::uint64_t rollbacks() const { return rollbacks_; }
-  std::size_t resident_generations() const { return generations_.size(); }
+  std::size_t resident_generations() const { return generations_.resident(); }
   // Libraries kept mapped because they could not be unloaded, since the start (each is logged).
-  std::size_t retired_libraries() const { return retired_libraries_; }
+  std::size_t retired_libraries() const { return generations_.retired_libraries(); }
   static constexpr std::size_t kHistory = 20;
 
  private:
-  static abi::PluginInstance* InstanceOf(Service* s);
-
-  struct Generation {
-    std::string build_id;
-    std::string name;                 // "<build id>#<n>"
-    std::string dir;                  // where it was loaded from ("" for files and static plugins)
-    std::uint32_t health_errors = 0;  // from its manifest; 0: the host's default
-    double health_window_seconds = 0;
-    std::vector<Plugin> plugins;
-    // Null for the boot generation, whose instances the kernel's own service set holds.
-    std::unique_ptr<ServiceManager> services;
-  };
   struct Request {
     std::string dir;
     std::string reason;
     Callback<void(const SwapReport&)> done;
     Trigger trigger;
   };
-
-  // A set of files staged for Open(): each library's private copy made and checked, or why not.
-  // File system work only, so it may be made on any thread (StageFiles, StageBuild).
-  struct StagedFiles {
-    Status status;  // the copy directory could not be made
-    struct File {
-      std::optional<StagedLibrary> library;
-      std::string refusal;  // when there is no library
-    };
-    std::vector<File> files;  // in the order given
-  };
-  // Copies and checks `files` into `copy_dir`, as "<prefix><n>-<name>" (CopyPrefix()).
-  // `entries` is the manifest by file name (empty: none).
-  static StagedFiles StageFiles(const std::vector<std::string>& files,
-                                const std::map<std::string, BuildEntry>& entries,
-                                const std::string& copy_dir, const std::string& prefix);
-  // A prefix no copy of this host has used.
-  std::string CopyPrefix();
-  // Loads `files` into `into` (all or nothing): StageFiles() then Open(). `dormant` instances
-  // wait for their generation to serve.
-  Status Load(Generation& into, const std::vector<std::string>& files,
-              const std::map<std::string, BuildEntry>& entries, bool dormant);
-  // Opens what was staged into `into` (all or nothing: every refusal of the set in one error).
-  Status Open(Generation& into, StagedFiles staged,
-              const std::map<std::string, BuildEntry>& entries, bool dormant);
-  // The boot generation, named after `build_id` when it has no name yet.
-  Generation& Boot(const std::string& build_id);
-  std::unique_ptr<Generation> NewGeneration(const std::string& build_id);
-  Status Register(Generation& into, const molt_plugin_info& info, const std::string& source,
-                  std::unique_ptr<Library> library, bool dormant);
-  // The plugin named `name` already present in `g`, as "the file it came from", or "".
-  static std::string Holder(const Generation& g, const std::string& name);
-  // name -> (state_version, bytes) of what the old generation exported.
-  using States = std::map<std::string, std::pair<std::uint32_t, std::string>>;
   // The refusal of a reload now, or OK.
   Status Gate() const;
-  // A build read and its files staged (StageBuild): file system work only, any thread.
-  struct StagedBuild {
-    Status status;  // reading the build failed
-    Build build;
-    StagedFiles files;
-    double ms = 0;  // how long it took
-  };
-  static StagedBuild StageBuild(const std::string& dir, const std::string& copy_dir,
-                                const std::string& prefix);
   // Mounts the build in `dir` dormant (r's mount fields); nullptr on failure (r.error).
   // `staged`: what StageBuild() made of `dir` elsewhere; null: staged here.
   std::unique_ptr<Generation> MountBuild(const std::string& dir, SwapReport& r, Trigger trigger,
@@ -326,21 +272,6 @@ class PluginHost {
   // Mounts the previous build for the rollback from `staged` (null: staged here; a status: the
   // stage failed), its swap the next step.
   void MountRollback(StagedBuild* staged);
-  // Keeps `g`'s build as the last known good (off the kernel thread with background staging).
-  void SaveLastKnownGood(const Generation& g);
-  void LogKept(const std::string& build_id, const Status& s);
-  // The private copies of the libraries `from` has loaded, or why there are none to load again.
-  static Status CopiesOf(const Generation& from, std::vector<std::string>* copies);
-  // Mounts `into` dormant from fresh copies of the libraries `from` has loaded (a restore or a
-  // rollback: no static state of a library that ran is reused), from `staged` when they were
-  // staged already.
-  Status MountCopiesOf(const Generation& from, Generation& into, StagedFiles* staged = nullptr);
-  // Stops what of `g` still runs now (its names and declarations are free at once), and unloads
-  // its libraries in a later task of its own (never in a hold: a dlclose runs the library's
-  // static destructors); the first form takes a resident generation out of generations_.
-  void ReleaseLater(Generation* g);
-  void ReleaseLater(std::unique_ptr<Generation> g);
-  void ReleaseNow();
   // SwapMounted(), its hold counted from `held_since`.
   SwapReport SwapMountedSince(TimePoint held_since, Callback<void(const SwapReport&)> done);
   // Drops the mounted generation: it never served.
@@ -350,80 +281,30 @@ class PluginHost {
   // Counts the swap and returns its report; its log line, its place in the history and `done`
   // come in a later task.
   SwapReport Finish(SwapReport& r, Callback<void(const SwapReport&)> done = nullptr);
-  // Stops every instance of `g` still running and unloads its libraries; returns how many stay
-  // mapped.
-  std::size_t Unload(Generation& g);
-  // Stops every instance of `g` still running (what they hold in the kernel goes now).
-  void StopInstances(Generation& g);
   void RunQueued();
   void ScheduleQueued();
-  // Runs `job` (file system work only) on a thread of its own; `then` runs on the kernel thread
-  // with what it staged, or with null once `deadline` passed first (the late result is dropped,
-  // its copies with it).
-  void StageThen(std::function<StagedBuild()> job, Duration deadline,
-                 Callback<void(StagedBuild*)> then);
-  // StageBuild() of `dir`, for StageThen().
-  std::function<StagedBuild()> StageOf(const std::string& dir);
-  // A stage came back (`id` tells it from one abandoned).
-  void OnStaged(std::uint64_t id, StagedBuild staged);
-  static std::string StageTimeout(const std::string& dir, Duration deadline);
-  // LoadDirectory() from what was staged of `dir`.
-  Status LoadStaged(const std::string& dir, StagedBuild staged);
   // Mounts the build of `req` (from `staged`, or staged here), then swaps it in a later step.
   void MountAndSwap(const std::shared_ptr<Request>& req, StagedBuild* staged);
 
   Kernel& kernel_;
-  std::string copy_dir_;
-  std::int32_t kind_;
   abi::AbiShared shared_;
-  std::vector<std::unique_ptr<Generation>> generations_;  // resident: the serving one, ...
-  Generation* serving_;
-  std::uint64_t next_number_ = 1;
-  std::uint64_t next_copy_ = 1;
+  GenerationSet generations_;  // resident: the serving one, ...
+  BuildStager stager_;
+  LastKnownGood last_known_good_;
   std::map<std::string, std::string> failed_builds_;  // build id -> why
   std::optional<Probation> probation_;
   bool rollback_pending_ = false;  // the window's rollback waits for a swap in progress
   bool rollback_staging_ = false;  // the window's rollback copies the previous build's libraries
   Duration stop_budget_ = kStopBudget;
-  Duration callback_deadline_ = Duration::max();
   std::uint32_t health_errors_ = 3;
   Duration health_window_ = std::chrono::seconds(30);
-  std::string lkg_dir_;
   std::unique_ptr<Generation> mounted_;  // dormant, waiting for SwapMounted()
   SwapReport mount_report_;
   // Set when mounted_ is a health-window rollback: the states the target exported when it left.
   std::optional<States> rollback_states_;
-  std::vector<std::unique_ptr<Generation>> releasing_;  // unloaded by the next ReleaseNow()
-  TaskHandle release_task_;
-  std::size_t retired_libraries_ = 0;  // libraries kept mapped, since the start
   std::optional<Request> queued_;
   bool reload_scheduled_ = false;
-  // Background staging (set_background_staging): the request whose build is being staged, and
-  // the link its thread answers through; the thread may outlive this host, which cuts the link.
-  Duration stage_deadline_ = Duration::max();
-  bool staging_ = false;  // a queued request's build is being staged
-  std::uint64_t stage_id_ = 0;
-  struct Stage {
-    Callback<void(StagedBuild*)> then;
-    TaskHandle timer;
-  };
-  std::map<std::uint64_t, Stage> stages_;  // in flight, by id
-  struct StageLink {
-    std::mutex mu;
-    PluginHost* host;
-  };
-  std::shared_ptr<StageLink> stage_link_;
-  // The last-known-good saves running on threads of their own (SaveLastKnownGood).
-  struct LkgSaver {
-    std::uint64_t started = 0;  // kernel thread only
-    std::mutex write_mu;        // one save at a time
-    std::uint64_t newest = 0;   // the newest save written (under write_mu)
-    std::mutex mu;
-    std::condition_variable cv;
-    int in_flight = 0;  // under mu
-  };
-  std::shared_ptr<LkgSaver> lkg_saver_ = std::make_shared<LkgSaver>();
-  std::function<void()> stage_hook_;
+  bool staging_ = false;         // a queued request's build is being staged
   std::uint64_t swaps_ = 0;      // that ended with a new generation serving
   std::uint64_t failures_ = 0;   // swaps that did not
   std::uint64_t rollbacks_ = 0;  // health-window rollbacks
