@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// PluginHost: its parts wired, the boot generation's loading, its stats and self-tests. The swap
-// of generations is in generation_swap.cc, the health window in health_window.cc.
+// PluginHost: the composition of the loader's parts (plugin_host.h), the boot generation's
+// loading, its stats and its self-tests.
 #include "kernel/src/loader/plugin_host.h"
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <molt/scope_exit.h>
 
 #include <algorithm>
 #include <boost/json/array.hpp>
@@ -22,16 +18,15 @@ PluginHost::PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind)
       shared_(kernel),
       generations_(kernel, shared_, std::move(copy_dir), kind),
       stager_(kernel),
-      last_known_good_(kernel.loop()) {
-  shared_.set_reload([this](std::string reason) {
-    const Generation& serving = generations_.serving();
-    if (serving.dir.empty()) {
-      return Status::Unsupported(
-          "the serving generation was not loaded from a directory: there is nothing to reload");
-    }
-    RequestReload(serving.dir, std::move(reason), nullptr, Trigger::kAutomatic);
-    return Status::Ok();
-  });
+      last_known_good_(kernel.loop()),
+      health_(kernel.scheduler(),
+              HealthWindow::Verdicts{
+                  [this] { swap_.Rollback(); },
+                  [this](Generation* previous) { generations_.ReleaseLater(previous); },
+                  [this](const Generation& good) { last_known_good_.Save(good); }}),
+      swap_(kernel, shared_, generations_, health_, stager_),
+      reloads_(kernel.scheduler(), generations_, swap_, stager_) {
+  shared_.set_reload([this](std::string reason) { return ReloadForPlugin(std::move(reason)); });
   kernel_.AddStatsSection("generations",
                           [this](boost::json::object& section) { section = StatsObject(); });
 }
@@ -43,40 +38,14 @@ PluginHost::~PluginHost() {
   UnloadAll();
 }
 
-boost::json::object PluginHost::StatsObject() const {
+Status PluginHost::ReloadForPlugin(std::string reason) {
   const Generation& serving = generations_.serving();
-  boost::json::array plugins;
-  for (const Plugin& p : serving.plugins) {
-    boost::json::array uses;
-    for (const auto& [service, name] : p.instance->interfaces_used()) {
-      uses.push_back({{"service", service}, {"interface", name}});
-    }
-    plugins.push_back({{"name", p.instance->name()},
-                       {"version", p.instance->info().version},
-                       {"errors", p.instance->callback_errors()},
-                       {"uses", std::move(uses)}});
+  if (serving.dir.empty()) {
+    return Status::Unsupported(
+        "the serving generation was not loaded from a directory: there is nothing to reload");
   }
-  boost::json::array failed;
-  for (const auto& [build, why] : failed_builds_) {
-    failed.push_back(boost::json::string(build));
-  }
-  boost::json::array history;
-  for (const SwapRecord& r : history_) {
-    history.push_back({{"time_ms", r.time_ms}, {"report", r.report.ToJson()}});
-  }
-  return {{"serving", serving.name},
-          {"build", serving.build_id},
-          {"plugins", std::move(plugins)},
-          {"on_probation", probation_.has_value()},
-          {"window_errors", probation_ ? probation_->errors : 0},
-          {"resident", generations_.resident()},
-          {"swaps", swaps_},
-          {"failed_swaps", failures_},
-          {"rollbacks", rollbacks_},
-          {"retired_libraries", generations_.retired_libraries()},
-          {"failed_builds", std::move(failed)},
-          {"stuck_callbacks", boost::json::array(shared_.stuck().begin(), shared_.stuck().end())},
-          {"history", std::move(history)}};
+  RequestReload(serving.dir, std::move(reason), nullptr, Trigger::kAutomatic);
+  return Status::Ok();
 }
 
 Status PluginHost::LoadDirectory(const std::string& dir) {
@@ -101,6 +70,54 @@ void PluginHost::set_background_staging(Duration deadline) {
 void PluginHost::set_stage_hook_for_testing(std::function<void()> hook) {
   stager_.set_hook_for_testing(hook);
   last_known_good_.set_hook_for_testing(std::move(hook));
+}
+
+void PluginHost::BeginHealthWindow() {
+  if (!health_.active() && !generations_.serving().plugins.empty()) {
+    health_.Start(generations_.serving(), nullptr, {});
+  }
+}
+
+std::size_t PluginHost::UnloadAll() {
+  swap_.Discard();
+  health_.Clear();
+  return generations_.UnloadAll();
+}
+
+boost::json::object PluginHost::StatsObject() const {
+  const Generation& serving = generations_.serving();
+  boost::json::array plugins;
+  for (const Plugin& p : serving.plugins) {
+    boost::json::array uses;
+    for (const auto& [service, name] : p.instance->interfaces_used()) {
+      uses.push_back({{"service", service}, {"interface", name}});
+    }
+    plugins.push_back({{"name", p.instance->name()},
+                       {"version", p.instance->info().version},
+                       {"errors", p.instance->callback_errors()},
+                       {"uses", std::move(uses)}});
+  }
+  boost::json::array failed;
+  for (const auto& [build, why] : swap_.failed_builds()) {
+    failed.push_back(boost::json::string(build));
+  }
+  boost::json::array history;
+  for (const GenerationSwap::Record& r : swap_.history()) {
+    history.push_back({{"time_ms", r.time_ms}, {"report", r.report.ToJson()}});
+  }
+  return {{"serving", serving.name},
+          {"build", serving.build_id},
+          {"plugins", std::move(plugins)},
+          {"on_probation", health_.active()},
+          {"window_errors", health_.errors()},
+          {"resident", generations_.resident()},
+          {"swaps", swap_.swaps()},
+          {"failed_swaps", swap_.failures()},
+          {"rollbacks", swap_.rollbacks()},
+          {"retired_libraries", generations_.retired_libraries()},
+          {"failed_builds", std::move(failed)},
+          {"stuck_callbacks", boost::json::array(shared_.stuck().begin(), shared_.stuck().end())},
+          {"history", std::move(history)}};
 }
 
 bool PluginHost::SelfTestRun::ok() const {
@@ -149,15 +166,6 @@ std::string PluginHost::SelfTestsJson(const std::vector<SelfTestRun>& runs) {
   }
   return boost::json::serialize(
       boost::json::object{{"passed", passed}, {"failed", failed}, {"plugins", std::move(plugins)}});
-}
-
-std::size_t PluginHost::UnloadAll() {
-  Discard();
-  if (probation_) {
-    probation_->timer.Cancel();
-    probation_.reset();
-  }
-  return generations_.UnloadAll();
 }
 
 }  // namespace molt::kernel::loader

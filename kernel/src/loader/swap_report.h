@@ -2,7 +2,7 @@
 // File: kernel/src/loader/swap_report.h
 //
 // SwapReport: what one generation swap did (DESIGN.md §6: "one JSON swap report per swap"). The
-// swap fills it stage by stage (generation_swap.cc), logs it as one JSON line, keeps it in the
+// swap fills it stage by stage (generation_swap.h), logs it as one JSON line, keeps it in the
 // swap history and hands it to whoever asked (plugin_host.h). Included by the loader's swap, the
 // plugin host and the server's callers of a reload (server/, admin/).
 //
