@@ -10,6 +10,9 @@
 //     stop() returned, except the `release` functions it handed over (each exactly once).
 // A `release` requested while one of the plugin's callbacks runs waits until that callback
 // returned, so a plugin may unsubscribe or cancel itself from inside its own callback.
+// What every instance of a host shares (the table, the layers, the off-thread state) is
+// AbiShared's (abi_shared.h), where each instance enrolls as a Member. Included by the kit every
+// host API slot is built from (bridge.h), the loader and the layers.
 //
 // Thread safety: REQUIRES the kernel thread, or the thread a lifecycle callback with a deadline
 // runs on while the kernel thread waits for it (set_callback_limit, callback_runner.h): host
@@ -31,7 +34,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernel/src/abi/abi_shared.h"
 #include "kernel/src/abi/callback_runner.h"
+#include "kernel/src/abi/host_layer.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
 #include "kernel/src/core/process.h"
@@ -49,146 +54,9 @@ inline Status::Code AbiCode(molt_status_t status) {
   return static_cast<Status::Code>(known ? status : MOLT_ERR_INTERNAL);
 }
 
-// What a host adds to the core (the server's network, the client's connection): the slots it
-// installs with AbiShared::mutable_api(), and the release of what plugins hold in it.
-class HostLayer {
- public:
-  virtual ~HostLayer() = default;
-  // A plugin instance stops: what it bound there (session bindings, ...) is released first.
-  virtual void ReleaseOwner(const void* owner) = 0;
-  // One of `owner`'s resources of a layer kind (kChannel, kReplica) is released; `handle` is the
-  // plugin's handle of it.
-  virtual void Release(const void* owner, molt_handle_t handle, std::uint8_t kind,
-                       std::uint32_t id) = 0;
-  // A swap (loader/plugin_host.h). Between BeginHandoff() and EndHandoff() the kernel-owned
-  // objects a stopping generation releases (channels, profile stores) are kept for the next one to
-  // adopt; Serve() makes what a mounted (dormant) instance declared live, adopting by name (an
-  // error fails the swap); EndHandoff() retires what nobody adopted and returns a line per object
-  // for the swap report.
-  virtual void BeginHandoff() {}
-  virtual Status Serve(const void* /*owner*/) { return Status::Ok(); }
-  virtual std::vector<std::string> EndHandoff() { return {}; }
-  // Whether a generation serves; while none does the host admits nobody new (the server
-  // refuses handshakes saying it is starting).
-  virtual void SetServing(bool /*serving*/) {}
-};
-
-// State shared by every plugin instance of one kernel: the host API table the plugins get (the
-// core's slots plus those of the host's layers), the host layers, and the resolved-topic table
-// (topic handles are indexes into it, so a bogus handle is a bounds check, never a crash).
-class AbiShared {
- public:
-  explicit AbiShared(Kernel& kernel);
-  // Keeps the API table when a callback was abandoned (its plugin may still read it).
-  ~AbiShared();
-  AbiShared(const AbiShared&) = delete;
-  AbiShared& operator=(const AbiShared&) = delete;
-  Kernel& kernel() { return kernel_; }
-  // The table handed to every plugin's init; valid as long as this object (for good once a
-  // callback was abandoned).
-  const molt_host_api& api() const { return *api_; }
-  // For the host layer, before any plugin is initialized.
-  molt_host_api& mutable_api() { return *api_; }
-
-  // --- Callbacks with a deadline (PluginInstance::set_callback_limit) ---
-  CallbackRunner& runner() { return runner_; }
-  // While a plugin callback runs on the runner's thread, and for good once one was abandoned,
-  // every instance's host calls check which thread they come from (PluginInstance::gate, Guard).
-  void BeginOffThread();
-  void EndOffThread();
-  // While worker jobs are out (workers/workers_api.h) every instance's host calls check, off the
-  // kernel thread, whether they come from a worker's (Guard).
-  void BeginWorkerJobs();
-  void EndWorkerJobs();
-  bool worker_jobs() const { return worker_jobs_ > 0; }
-  void MarkAbandoned() { abandoned_ = true; }
-  bool off_thread() const { return off_thread_calls_ > 0 || abandoned_; }
-  // The caller runs on the thread that built this object (the kernel thread, for the hosts): its
-  // thread pointer, one register read, names the thread.
-  bool on_kernel_thread() const { return __builtin_thread_pointer() == kernel_thread_; }
-  // Every instance of this host (PluginInstance enrolls itself).
-  void Enroll(PluginInstance* p) { instances_.push_back(p); }
-  void Withdraw(PluginInstance* p);
-  // The callbacks abandoned at their deadline, one line each ("<plugin>: <what> did not return
-  // within <n> s ..."), for the stats and /healthz.
-  void AddStuck(std::string line) { stuck_.push_back(std::move(line)); }
-  const std::vector<std::string>& stuck() const { return stuck_; }
-  // The host's layers (the server's network and profile stores, the client's connection), one
-  // of each type, before any plugin is initialized. Every layer hears each release and handoff,
-  // in the order they were added (the server adds its network first). Returns the layer.
-  template <class L>
-  L& AddLayer(std::unique_ptr<L> layer) {
-    static_assert(std::is_base_of_v<HostLayer, L>);
-    L& added = *layer;
-    layers_.push_back({TypeKey<L>(), std::move(layer)});
-    return added;
-  }
-  // The layer of type L, or nullptr when the host added none: how a layer's slots find it.
-  template <class L>
-  L* Layer() const {
-    for (const LayerEntry& e : layers_) {
-      if (e.type == TypeKey<L>()) {
-        return static_cast<L*>(e.layer.get());  // added as an L (AddLayer)
-      }
-    }
-    return nullptr;
-  }
-  // Calls `f(HostLayer&)` for each layer, in the order they were added.
-  template <class F>
-  void ForEachLayer(F&& f) const {
-    for (const LayerEntry& e : layers_) {
-      f(*e.layer);
-    }
-  }
-  // The reload_request slot's way to the host's generations (loader/plugin_host.h).
-  void set_reload(Callback<Status(std::string reason)> reload) { reload_ = std::move(reload); }
-  bool can_reload() const { return static_cast<bool>(reload_); }
-  Status RequestReload(std::string reason) { return reload_(std::move(reason)); }
-  molt_topic_t TopicHandle(Bus::Topic* topic);
-  // nullptr for a handle that was never issued.
-  Bus::Topic* TopicAt(molt_topic_t handle) const {
-    const std::uint64_t index = (handle >> kKindBits) - 1;
-    return KindOf(handle) == kTopicTag && index < topics_.size() ? topics_[index] : nullptr;
-  }
-
-  // Handles are (sequence << kKindBits) | kind: the kind is readable from any handle.
-  static constexpr int kKindBits = 4;
-  static constexpr std::uint64_t KindOf(molt_handle_t handle) {
-    return handle & ((1u << kKindBits) - 1);
-  }
-  static constexpr std::uint64_t kTopicTag = 5;
-
- private:
-  // Adds `delta` to `counter`; every instance's gate follows when it crosses zero.
-  void Count(int& counter, int delta);
-  // A distinct address per layer type, with no RTTI.
-  template <class L>
-  static const void* TypeKey() {
-    static const char key = 0;
-    return &key;
-  }
-  struct LayerEntry {
-    const void* type;
-    std::unique_ptr<HostLayer> layer;
-  };
-
-  Kernel& kernel_;
-  void* const kernel_thread_ = __builtin_thread_pointer();
-  std::unique_ptr<molt_host_api> api_;
-  std::vector<LayerEntry> layers_;
-  CallbackRunner runner_;
-  std::vector<PluginInstance*> instances_;
-  int off_thread_calls_ = 0;
-  int worker_jobs_ = 0;
-  bool abandoned_ = false;
-  std::vector<std::string> stuck_;
-  Callback<Status(std::string)> reload_;
-  std::vector<Bus::Topic*> topics_;
-  std::unordered_map<Bus::Topic*, molt_topic_t> handles_;
-};
-
 class PluginInstance final : public molt_context,
                              public Service,
+                             public AbiShared::Member,
                              public std::enable_shared_from_this<PluginInstance> {
  public:
   // 5 is the topic tag (AbiShared); kinds fit the handle's low AbiShared::kKindBits bits.
@@ -285,10 +153,10 @@ class PluginInstance final : public molt_context,
   static constexpr std::uint8_t kGateOffThread = 2;
   static constexpr std::uint8_t kGateWorkers = 4;  // worker jobs are out (AbiShared)
   // AbiShared's off-thread state changed: the gate follows.
-  void UpdateGate();
+  void UpdateGate() override;
   // Its AbiShared is going away first.
   // A job's function may still run on a worker (workers/): its calls keep taking the slow path.
-  void Unenroll() {
+  void Unenroll() override {
     jobs_outlived_host_ = (gate() & kGateWorkers) != 0;
     enrolled_ = false;
     UpdateGate();
@@ -380,7 +248,7 @@ class PluginInstance final : public molt_context,
       on_error_();
     }
   }
-  // Hears every counted error (a generation's health window, loader/plugin_host.h).
+  // Hears every counted error (a generation's health window, loader/health_window.h).
   void set_error_listener(Callback<void()> on_error) { on_error_ = std::move(on_error); }
 
   // Interface references (service_interface) are tracked: the consumer records each one, the

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernel/src/abi/abi_shared.h"
 #include "kernel/src/abi/plugin_instance.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/loader/build.h"

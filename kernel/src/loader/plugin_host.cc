@@ -9,13 +9,14 @@
 #include <boost/json/serialize.hpp>
 #include <utility>
 
+#include "kernel/src/abi/host_api.h"
 #include "kernel/src/core/logger.h"
 
 namespace molt::kernel::loader {
 
 PluginHost::PluginHost(Kernel& kernel, std::string copy_dir, std::int32_t kind)
     : kernel_(kernel),
-      shared_(kernel),
+      shared_(kernel, abi::CoreHostApi()),
       generations_(kernel, shared_, std::move(copy_dir), kind),
       stager_(kernel),
       last_known_good_(kernel.loop()),

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "kernel/src/abi/abi_shared.h"
+#include "kernel/src/abi/host_api.h"
 #include "kernel/src/abi/plugin_instance.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
@@ -43,7 +45,7 @@ class LoaderFixture : public ::testing::Test {
     KernelOptions o;
     o.clock = &clock_;
     kernel_ = std::move(Kernel::Boot(std::move(o))).value();
-    shared_ = std::make_unique<abi::AbiShared>(*kernel_);
+    shared_ = std::make_unique<abi::AbiShared>(*kernel_, abi::CoreHostApi());
     network_ = std::make_unique<net::Network>(*kernel_, net::NetOptions());
     abi::AttachNetwork(*shared_, network_.get());
     copies_ = ::testing::TempDir() + "molt_loader_" +
