@@ -206,38 +206,8 @@ void PluginInstance::ReleaseResource(molt_handle_t handle, Resource& r) {
   }
 }
 
-struct PluginInstance::CodeAnchor {
-  std::vector<Callback<void()>> then;
-  ~CodeAnchor() {
-    for (Callback<void()>& fn : then) {
-      fn();
-    }
-  }
-};
-
 std::shared_ptr<PluginInstance::CodeHold> PluginInstance::HoldCode() {
-  if (anchor_ == nullptr) {
-    anchor_ = std::make_shared<CodeAnchor>();
-    anchor_seen_ = anchor_;
-  }
-  return std::make_shared<CodeHold>(anchor_, shared_from_this());
-}
-
-std::size_t PluginInstance::code_holds() const {
-  const long n = anchor_seen_.use_count();
-  return static_cast<std::size_t>(anchor_ != nullptr ? n - 1 : n);
-}
-
-void PluginInstance::AfterCodeHolds(Callback<void()> fn) {
-  if (code_holds() == 0) {
-    fn();
-    return;
-  }
-  if (anchor_ == nullptr) {
-    anchor_ = anchor_seen_.lock();  // still held: not null
-  }
-  anchor_->then.push_back(std::move(fn));
-  anchor_.reset();  // the last hold's end runs it
+  return std::make_shared<CodeHold>(code_holds_.Take(), shared_from_this());
 }
 
 void PluginInstance::RunRelease(molt_cleanup_fn fn, void* user_data) {

@@ -11,7 +11,8 @@
 // A `release` requested while one of the plugin's callbacks runs waits until that callback
 // returned, so a plugin may unsubscribe or cancel itself from inside its own callback.
 // What every instance of a host shares (the table, the layers, the off-thread state) is
-// AbiShared's (abi_shared.h), where each instance enrolls as a Member. Included by the kit every
+// AbiShared's (abi_shared.h), where each instance enrolls as a Member; the holds that keep its
+// code mapped while worker jobs run it are CodeHolds' (code_holds.h). Included by the kit every
 // host API slot is built from (bridge.h), the loader and the layers.
 //
 // Thread safety: REQUIRES the kernel thread, or the thread a lifecycle callback with a deadline
@@ -36,6 +37,7 @@
 
 #include "kernel/src/abi/abi_shared.h"
 #include "kernel/src/abi/callback_runner.h"
+#include "kernel/src/abi/code_holds.h"
 #include "kernel/src/abi/host_layer.h"
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/core/logger.h"
@@ -271,9 +273,9 @@ class PluginInstance final : public molt_context,
   // thread.
   class CodeHold;
   std::shared_ptr<CodeHold> HoldCode();
-  std::size_t code_holds() const;
+  std::size_t code_holds() const { return code_holds_.count(); }
   // Runs `fn` once no hold is left: now, or when the last one is dropped.
-  void AfterCodeHolds(Callback<void()> fn);
+  void AfterCodeHolds(Callback<void()> fn) { code_holds_.After(std::move(fn)); }
 
   // Calls the plugin's release function (after its callback returns, when inside one).
   void RunRelease(molt_cleanup_fn fn, void* user_data);
@@ -319,9 +321,7 @@ class PluginInstance final : public molt_context,
   std::uint64_t callback_errors_ = 0;
   Callback<void()> on_error_;
   std::string pinned_by_;
-  struct CodeAnchor;
-  std::shared_ptr<CodeAnchor> anchor_;     // copied by every CodeHold; reset by AfterCodeHolds
-  std::weak_ptr<CodeAnchor> anchor_seen_;  // counts the holds once anchor_ is reset
+  CodeHolds code_holds_;  // HoldCode(), AfterCodeHolds()
   struct InterfaceUse {
     std::weak_ptr<PluginInstance> exporter;
     std::string service;
@@ -341,12 +341,12 @@ class PluginInstance final : public molt_context,
 // may unload the instance's library.
 class PluginInstance::CodeHold {
  public:
-  CodeHold(std::shared_ptr<CodeAnchor> anchor, std::shared_ptr<PluginInstance> instance)
+  CodeHold(std::shared_ptr<CodeHolds::Anchor> anchor, std::shared_ptr<PluginInstance> instance)
       : anchor_(std::move(anchor)), instance_(std::move(instance)) {}
   PluginInstance& instance() const { return *instance_; }
 
  private:
-  std::shared_ptr<CodeAnchor> anchor_;
+  std::shared_ptr<CodeHolds::Anchor> anchor_;
   std::shared_ptr<PluginInstance> instance_;  // destroyed first (reverse order)
 };
 
