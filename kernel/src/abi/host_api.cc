@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// The host API slots. Conventions: every slot is noexcept, checks its context and pointers,
+// The core's host API table (CoreHostApi) and its own slots: errors and logs, the Bus, scopes,
+// services, config, stats and reload_request. The hook, task and process slots and the refusals
+// of the layer slots are units of their own (hook_api.h, task_api.h, process_api.h,
+// layer_refusals.h). Conventions: every slot is noexcept, checks its context and pointers,
 // refuses calls from an instance that is not live, and reports failures through Fail().
 #include "kernel/src/abi/host_api.h"
 
-#include <molt/scope_exit.h>
-
-#include <cmath>
-#include <exception>
+#include <algorithm>
 #include <optional>
 #include <string>
 
 #include "kernel/src/abi/bridge.h"
+#include "kernel/src/abi/hook_api.h"
+#include "kernel/src/abi/layer_refusals.h"
 #include "kernel/src/abi/process_api.h"
-#include "kernel/src/abi/struct_size.h"
+#include "kernel/src/abi/task_api.h"
 
 namespace molt::kernel::abi {
 namespace {
@@ -179,214 +181,6 @@ molt_status_t BusUnsubscribe(molt_context_t* ctx, molt_subscription_t sub) noexc
   });
 }
 
-// --- Hooks ---
-
-class HandlerFailed : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-molt_status_t HookDefine(molt_context_t* ctx, const char* point, std::int32_t mode) noexcept {
-  return Guard(ctx, [&](PluginInstance& p) -> Status {
-    MOLT_RETURN_IF_ERROR(Required(point, "point"));
-    MOLT_RETURN_IF_ERROR(Hooks::CheckUserPointName(point));
-    if (mode != MOLT_HOOK_FAIL_CLOSED && mode != MOLT_HOOK_FAIL_OPEN) {
-      return Status::InvalidArgument("hook mode " + std::to_string(mode) +
-                                     " is neither MOLT_HOOK_FAIL_CLOSED nor MOLT_HOOK_FAIL_OPEN");
-    }
-    p.kernel().hooks().Define(
-        point, mode == MOLT_HOOK_FAIL_OPEN ? Hooks::Mode::kFailOpen : Hooks::Mode::kFailClosed);
-    return Status::Ok();
-  });
-}
-
-molt_status_t HookOn(molt_context_t* ctx, const char* point, std::int32_t priority, molt_hook_fn fn,
-                     void* user_data, molt_cleanup_fn release, molt_hook_handler_t* out) noexcept {
-  return Guard(ctx, [&](PluginInstance& p) -> Status {
-    if (Status s = Required(
-            {{point, "point"}, {reinterpret_cast<const void*>(fn), "fn"}, {out, "out_handler"}});
-        !s.ok()) {
-      return s;
-    }
-    MOLT_RETURN_IF_ERROR(Hooks::CheckUserPointName(point));
-    PluginInstance* inst = &p;
-    PluginInstance::Resource r{Kind::kHookHandler, {}, 0, false, nullptr, release, user_data};
-    r.connection = p.kernel().hooks().On(
-        point,
-        [inst, fn, user_data](HookContext& c) {
-          if (inst->dormant()) {
-            return true;  // not serving yet: as if absent
-          }
-          molt_hook_context mc{sizeof(molt_hook_context),
-                               0,
-                               c.point.data(),
-                               static_cast<molt_value*>(static_cast<void*>(c.args.data())),
-                               c.args.size(),
-                               c.session};
-          const molt_status_t st = CallPlugin(*inst, [&] { return fn(user_data, &mc); });
-          if (st == MOLT_OK) {
-            return true;
-          }
-          if (st == MOLT_ERR_REJECTED) {
-            return false;
-          }
-          inst->CountCallbackError();
-          throw HandlerFailed("plugin \"" + inst->label() + "\": " + inst->CallbackError(st));
-        },
-        priority);
-    *out = p.Own(std::move(r));
-    return Status::Ok();
-  });
-}
-
-molt_status_t HookOff(molt_context_t* ctx, molt_hook_handler_t handler) noexcept {
-  return Guard(ctx, [&](PluginInstance& p) {
-    return ReleaseOwned(p, handler, Kind::kHookHandler, "hook handler");
-  });
-}
-
-molt_status_t HookFire(molt_context_t* ctx, const char* point, molt_value* args, std::size_t n,
-                       std::uint64_t session, std::uint8_t* out_passed,
-                       const char** out_error) noexcept {
-  return Guard(ctx, [&](PluginInstance& p) -> Status {
-    MOLT_RETURN_IF_ERROR(Required(point, "point"));
-    MOLT_RETURN_IF_ERROR(Required(out_passed, "out_passed"));
-    MOLT_RETURN_IF_ERROR(RequiredIfAny(args, n, "args", "arg_count"));
-    HookContext c;
-    c.args = std::span<Value>(static_cast<Value*>(static_cast<void*>(args)), n);
-    c.session = session;
-    HookResult r = p.kernel().hooks().Fire(std::string_view(point), c);
-    *out_passed = r.passed ? 1 : 0;
-    p.SetError(r.error);
-    if (out_error != nullptr) {
-      *out_error = r.error.empty() ? nullptr : p.last_error();
-    }
-    return Status::Ok();
-  });
-}
-
-// --- Scheduler ---
-
-// Arms a task of `p` on `scheduler` (the kernel's, or one of its phases): `arm(priority, task)`
-// schedules it there and returns its handle.
-template <class Arm>
-Status AddTask(PluginInstance& p, Scheduler& scheduler, std::int32_t priority, molt_task_fn fn,
-               void* user_data, molt_cleanup_fn release, molt_task_t* out, bool one_shot,
-               Arm&& arm) {
-  if (Status s = Required({{reinterpret_cast<const void*>(fn), "fn"}, {out, "out_task"}});
-      !s.ok()) {
-    return s;
-  }
-  MOLT_ASSIGN_OR_RETURN(Priority prio, PriorityArg(priority));
-  PluginInstance* inst = &p;
-  PluginInstance::Resource r{Kind::kTask, {}, 0, one_shot, nullptr, release, user_data};
-  r.scheduler = &scheduler;
-  const molt_handle_t h = p.Own(std::move(r));
-  try {
-    auto run = [inst, fn, user_data, h] {
-      if (inst->Find(h) == nullptr) {
-        return;  // cancelled while it waited for its generation to serve
-      }
-      const molt_status_t st = CallPlugin(*inst, [&] { return fn(user_data); });
-      if (st != MOLT_OK) {
-        inst->ReportCallbackError("task", st);
-      }
-      if (PluginInstance::Resource* res = inst->Find(h); res != nullptr && res->one_shot) {
-        (void)inst->Release(h);  // ran once: the task is over
-      }
-    };
-    TaskHandle task = arm(prio, [inst, run, one_shot] {
-      if (!inst->dormant()) {
-        run();
-      } else if (one_shot) {
-        inst->WhenServing(run);  // due while dormant: runs once the generation serves
-      }
-    });
-    p.Find(h)->task = task.id();
-  } catch (...) {
-    (void)p.Release(h);
-    throw;
-  }
-  *out = h;
-  return Status::Ok();
-}
-
-// The three ways a task runs (MOLT_TASK_*), on `scheduler`.
-Status StartTask(PluginInstance& p, Scheduler& scheduler, std::int32_t kind, double seconds,
-                 std::int32_t priority, molt_task_fn fn, void* user_data, molt_cleanup_fn release,
-                 molt_task_t* out) {
-  switch (kind) {
-    case MOLT_TASK_NEXT_STEP:
-      return AddTask(p, scheduler, priority, fn, user_data, release, out, true,
-                     [&](Priority pr, auto&& task) {
-                       return scheduler.Schedule(std::move(task), pr, p.origin());
-                     });
-    case MOLT_TASK_AFTER: {
-      MOLT_ASSIGN_OR_RETURN(Duration delay, SecondsArg(seconds, "seconds"));
-      return AddTask(p, scheduler, priority, fn, user_data, release, out, true,
-                     [&](Priority pr, auto&& task) {
-                       return scheduler.After(delay, std::move(task), pr, p.origin());
-                     });
-    }
-    case MOLT_TASK_EVERY: {
-      MOLT_ASSIGN_OR_RETURN(Duration interval, SecondsArg(seconds, "seconds"));
-      return AddTask(p, scheduler, priority, fn, user_data, release, out, false,
-                     [&](Priority pr, auto&& task) {
-                       return scheduler.Every(interval, std::move(task), pr, p.origin());
-                     });
-    }
-    default:
-      return Status::InvalidArgument("task kind " + std::to_string(kind) +
-                                     " is not MOLT_TASK_NEXT_STEP (0), MOLT_TASK_AFTER (1) or "
-                                     "MOLT_TASK_EVERY (2)");
-  }
-}
-
-molt_status_t TaskSchedule(molt_context_t* ctx, std::int32_t priority, molt_task_fn fn,
-                           void* user_data, molt_cleanup_fn release, molt_task_t* out) noexcept {
-  return Guard(ctx, [&](PluginInstance& p) {
-    return StartTask(p, p.kernel().scheduler(), MOLT_TASK_NEXT_STEP, 0, priority, fn, user_data,
-                     release, out);
-  });
-}
-
-molt_status_t TaskAfter(molt_context_t* ctx, double seconds, std::int32_t priority, molt_task_fn fn,
-                        void* user_data, molt_cleanup_fn release, molt_task_t* out) noexcept {
-  return Guard(ctx, [&](PluginInstance& p) {
-    return StartTask(p, p.kernel().scheduler(), MOLT_TASK_AFTER, seconds, priority, fn, user_data,
-                     release, out);
-  });
-}
-
-molt_status_t TaskEvery(molt_context_t* ctx, double seconds, std::int32_t priority, molt_task_fn fn,
-                        void* user_data, molt_cleanup_fn release, molt_task_t* out) noexcept {
-  return Guard(ctx, [&](PluginInstance& p) {
-    return StartTask(p, p.kernel().scheduler(), MOLT_TASK_EVERY, seconds, priority, fn, user_data,
-                     release, out);
-  });
-}
-
-molt_status_t TaskStart(molt_context_t* ctx, const molt_task_spec* spec, molt_task_fn fn,
-                        void* user_data, molt_cleanup_fn release, molt_task_t* out) noexcept {
-  return Guard(ctx, [&](PluginInstance& p) -> Status {
-    MOLT_RETURN_IF_ERROR(Required(spec, "spec"));
-    MOLT_ASSIGN_OR_RETURN(molt_task_spec s, ReadSized(*spec));
-    if (s.phase < MOLT_PHASE_TICK || s.phase > MOLT_PHASE_POST_TICK) {
-      return Status::InvalidArgument("phase " + std::to_string(s.phase) +
-                                     " is not MOLT_PHASE_TICK (0), MOLT_PHASE_PRE_TICK (1) or "
-                                     "MOLT_PHASE_POST_TICK (2)");
-    }
-    Scheduler& scheduler = p.kernel().scheduler().ForPhase(static_cast<Phase>(s.phase));
-    return StartTask(p, scheduler, s.kind, s.seconds,
-                     s.priority == 0 ? MOLT_PRIORITY_NORMAL : s.priority, fn, user_data, release,
-                     out);
-  });
-}
-
-molt_status_t TaskCancel(molt_context_t* ctx, molt_task_t task) noexcept {
-  return Guard(ctx, [&](PluginInstance& p) { return ReleaseOwned(p, task, Kind::kTask, "task"); });
-}
-
 // --- Scopes ---
 
 Result<Scope*> ScopeOf(PluginInstance& p, molt_scope_t scope) {
@@ -540,35 +334,6 @@ molt_status_t ReloadRequest(molt_context_t* ctx, const char* reason) noexcept {
   });
 }
 
-// --- Slots of another host's layer ---
-
-// The networking and client slots are always in the table: a host without the layer answers
-// MOLT_ERR_UNSUPPORTED (molt.h), and the layer replaces them (net_api.cc, the client library).
-constexpr char kNoNetwork[] = "this host has no network (channels and sessions are server-side)";
-constexpr char kNoProfiles[] =
-    "this host keeps no profiles (moltd does: profile stores are server-side)";
-constexpr char kNoAnalytics[] = "this host keeps no analytics (moltd does)";
-constexpr char kNoWorkers[] = "this host runs no worker jobs (moltd does)";
-constexpr char kNoLive[] = "this host keeps no live values (moltd does)";
-constexpr char kNoMessages[] = "this host sends no messages between servers (moltd does)";
-constexpr char kNoKv[] = "this host keeps no key-value store (moltd does)";
-constexpr char kNotClient[] =
-    "this host is not a client (intents, requests and replica reads are for controllers)";
-
-template <const char* kText, class Slot>
-struct Refuse;
-template <const char* kText, class... A>
-struct Refuse<kText, molt_status_t (*)(molt_context_t*, A...)> {
-  static molt_status_t Call(molt_context_t* ctx, A...) noexcept {
-    return Guard(ctx, [](PluginInstance&) { return Status::Unsupported(kText); });
-  }
-};
-
-template <const char* kText, class Slot>
-void SetRefusal(Slot& slot) {
-  slot = &Refuse<kText, Slot>::Call;
-}
-
 molt_host_api MakeTable() {
   molt_host_api api{};
   api.struct_size = sizeof(molt_host_api);
@@ -582,15 +347,8 @@ molt_host_api MakeTable() {
   api.bus_publish_topic = BusPublishTopic;
   api.bus_subscribe = BusSubscribe;
   api.bus_unsubscribe = BusUnsubscribe;
-  api.hook_define = HookDefine;
-  api.hook_on = HookOn;
-  api.hook_off = HookOff;
-  api.hook_fire = HookFire;
-  api.task_schedule = TaskSchedule;
-  api.task_after = TaskAfter;
-  api.task_every = TaskEvery;
-  api.task_start = TaskStart;
-  api.task_cancel = TaskCancel;
+  InstallHookSlots(api);
+  InstallTaskSlots(api);
   api.scope_create = ScopeCreate;
   api.scope_defer = ScopeDefer;
   api.scope_adopt = ScopeAdopt;
@@ -600,51 +358,7 @@ molt_host_api MakeTable() {
   api.stats_json = StatsJson;
   InstallProcessSlots(api);
   api.reload_request = ReloadRequest;
-  SetRefusal<kNoAnalytics>(api.analytics_track);
-  SetRefusal<kNoWorkers>(api.job_handler);
-  SetRefusal<kNoWorkers>(api.job_submit);
-  SetRefusal<kNoWorkers>(api.job_fork_join);
-  SetRefusal<kNoWorkers>(api.job_cancel);
-  SetRefusal<kNoLive>(api.live_declare);
-  SetRefusal<kNoLive>(api.live_get);
-  SetRefusal<kNoMessages>(api.message_publish);
-  SetRefusal<kNoMessages>(api.message_subscribe);
-  SetRefusal<kNoKv>(api.kv_call);
-  SetRefusal<kNoNetwork>(api.channel_declare);
-  SetRefusal<kNoNetwork>(api.channel_remove);
-  SetRefusal<kNoNetwork>(api.event_send);
-  SetRefusal<kNoNetwork>(api.request_reply);
-  SetRefusal<kNoNetwork>(api.session_on);
-  SetRefusal<kNoNetwork>(api.session_bind);
-  SetRefusal<kNoNetwork>(api.session_bind_end);
-  SetRefusal<kNoNetwork>(api.replica_claim);
-  SetRefusal<kNoNetwork>(api.session_info);
-  SetRefusal<kNoNetwork>(api.session_data_set);
-  SetRefusal<kNoNetwork>(api.session_data_get);
-  SetRefusal<kNoNetwork>(api.session_kick);
-  SetRefusal<kNoNetwork>(api.replica_create);
-  SetRefusal<kNoNetwork>(api.replica_destroy);
-  SetRefusal<kNoNetwork>(api.replica_set_int);
-  SetRefusal<kNoNetwork>(api.replica_set_float);
-  SetRefusal<kNoNetwork>(api.replica_set_bytes);
-  SetRefusal<kNoNetwork>(api.replica_add_session);
-  SetRefusal<kNoNetwork>(api.replica_remove_session);
-  SetRefusal<kNotClient>(api.client_intent);
-  SetRefusal<kNotClient>(api.client_request);
-  SetRefusal<kNotClient>(api.client_replica_get);
-  SetRefusal<kNoProfiles>(api.profile_declare);
-  SetRefusal<kNoProfiles>(api.profile_state);
-  SetRefusal<kNoProfiles>(api.profile_get);
-  SetRefusal<kNoProfiles>(api.profile_set);
-  SetRefusal<kNoProfiles>(api.profile_save);
-  SetRefusal<kNoProfiles>(api.profile_snapshot);
-  SetRefusal<kNoProfiles>(api.profile_snapshots);
-  SetRefusal<kNoProfiles>(api.profile_rollback);
-  SetRefusal<kNoProfiles>(api.profile_backup_now);
-  SetRefusal<kNoProfiles>(api.profile_transact);
-  SetRefusal<kNoProfiles>(api.profile_key_load);
-  SetRefusal<kNoProfiles>(api.profile_key_session);
-  SetRefusal<kNoProfiles>(api.profile_key_release);
+  InstallLayerRefusals(api);
   return api;
 }
 

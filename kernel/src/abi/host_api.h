@@ -16,7 +16,7 @@ namespace molt::kernel::abi {
 // A table with the core's slots (errors, logs, Bus, hooks, scheduler, scopes, services, config,
 // processes). The slots of a host layer (the server's network: net_api.h; the client's
 // connection: client/client_kernel.cc) answer MOLT_ERR_UNSUPPORTED until the layer replaces
-// them. The loader hands it to the AbiShared it builds (abi_shared.h).
+// them (layer_refusals.h). The loader hands it to the AbiShared it builds (abi_shared.h).
 molt_host_api CoreHostApi();
 
 }  // namespace molt::kernel::abi
