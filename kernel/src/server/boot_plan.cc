@@ -16,6 +16,7 @@
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/deploy/deploys.h"
 #include "kernel/src/loader/build.h"
+#include "kernel/src/loader/last_known_good.h"
 #include "kernel/src/loader/plugin_host.h"
 #include "kernel/src/net/network.h"
 #include "kernel/src/server/assembly.h"
@@ -66,9 +67,7 @@ void BootPlan::Plan() {
   for (const deploy::BootCandidate& c : candidates_) {
     sources_.push_back({c.file, c.what + ", " + c.build_id, c.what, &c});
   }
-  std::error_code ec;
-  const bool have_good =
-      std::filesystem::exists(std::filesystem::path(last_known_good_) / loader::kBuildManifest, ec);
+  const bool have_good = loader::LastKnownGood::Kept(last_known_good_);
   if (candidates_.empty()) {
     sources_.push_back(
         {settings_.plugin_dir, "the plugin directory " + settings_.plugin_dir, "plugin directory"});
