@@ -32,8 +32,8 @@
 
 #include "kernel/src/store/profile_db.h"
 #include "kernel/src/store/profile_store.h"
-#include "kernel/src/store/sqlite_profile_file.h"
 #include "kernel/src/store/sqlite_options.h"
+#include "kernel/src/store/sqlite_profile_file.h"
 
 namespace molt::kernel::store {
 

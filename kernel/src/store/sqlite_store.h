@@ -29,8 +29,8 @@
 #include <string_view>
 
 #include "kernel/src/store/db_store.h"
-#include "kernel/src/store/sqlite_options.h"
 #include "kernel/src/store/profile_store.h"
+#include "kernel/src/store/sqlite_options.h"
 
 namespace molt::kernel::store {
 
