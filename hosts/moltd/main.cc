@@ -39,8 +39,14 @@ cxxopts::Options Flags() {
       "moltd: the Molt server host.\n\n"
       "Loads every plugin (*.so) of the plugin directory, starts them in dependency order and\n"
       "serves until SIGTERM or SIGINT, then runs the close phase: Kernel.Closing, every\n"
-      "service's stop in reverse boot order within the close budget, Kernel.Stopped, the\n"
-      "final save of every player profile (within 27 s of the close), exit 0.\n"
+      "service's stop in reverse boot order within the close budget (a plugin's stop() also\n"
+      "within server.callback_deadline_seconds, 5 s: past it, it is cut and the close goes\n"
+      "on), Kernel.Stopped; beside the stops, from Kernel.Stopped or 5 s after the close, the\n"
+      "final save of every player profile (within 27 s of the close); then each client's Bye.\n"
+      "Exit codes: 0 a clean close; 1 the boot failed; 3 --check or --self-test failed; 4 a\n"
+      "stop was cut at its deadline (every profile saved; the log names it); 5 the close did\n"
+      "not finish its saves (refused, past the drain's deadline, or the process stuck past\n"
+      "the close's last deadline; those profiles keep their last autosave).\n"
       "Profiles (the stores plugins declare) live in DATA/profiles.db, SQLite; a server\n"
       "killed with kill -9 leaves it consistent, and its players' leases are taken over when\n"
       "moltd starts again on this host (docs/profiles.md).\n"
@@ -82,7 +88,8 @@ cxxopts::Options Flags() {
        cxxopts::value<std::string>(), "LEVEL")
       ("log-format", "text or json (one JSON object per line; default text)",
        cxxopts::value<std::string>(), "FORMAT")
-      ("close-budget", "seconds the close phase may take before moltd exits anyway (default 25)",
+      ("close-budget", "seconds every service's stop may take together at the close; past "
+                       "it the stops left are cut (default 25)",
        cxxopts::value<double>(), "SECONDS")
       ("b,bind", "address clients connect to (default 127.0.0.1; 0.0.0.0 for every interface)",
        cxxopts::value<std::string>(), "ADDRESS")

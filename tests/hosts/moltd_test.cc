@@ -129,14 +129,26 @@ TEST_F(MoltdTest, ASecondSignalDuringTheCloseIsIgnored) {
   EXPECT_NE(p.output().find("stopped service \"fx_sleepy\""), std::string::npos);
 }
 
-TEST_F(MoltdTest, CloseOverBudgetWarnsAndExitsZero) {
+// A stop() past the close budget is cut at the budget (it gives each stop what is left of it),
+// named, and moltd says the close was not clean with its exit code.
+TEST_F(MoltdTest, AStopPastTheCloseBudgetIsCutNamedAndExitsFour) {
   const std::string config = Config(R"({"plugins": {"fx_sleepy": {"stop_sleep_seconds": 60}}})");
   Process p({kMoltd, "--admin", "127.0.0.1:0", "-p", kFixtures + "/close", "-d", data_, "-c",
              config, "--close-budget", "0.5", "--port", "0"});
   ASSERT_TRUE(p.WaitFor("Server booted 1 services")) << p.output();
   p.Signal(SIGTERM);
-  EXPECT_EQ(p.Wait(), 0) << p.output();
-  EXPECT_NE(p.output().find("[molt] close stop phase still running after 0.5s"), std::string::npos)
+  EXPECT_EQ(p.Wait(), 4) << p.output();  // kExitStopOverran
+  // Named with its generation and how long it had.
+  const std::size_t named =
+      p.output().find("service \"fx_sleepy\": stop failed: plugin \"fx_sleepy@");
+  ASSERT_NE(named, std::string::npos) << p.output();
+  EXPECT_NE(p.output().find("\": stop() did not return within 0.5 s: abandoned", named),
+            std::string::npos)
+      << p.output();
+  EXPECT_NE(p.output().find(", 1 stop(s) cut at their deadline: fx_sleepy (0.5 s)"),
+            std::string::npos)
+      << p.output();
+  EXPECT_NE(p.output().find("[molt] exited with 4: the close was not clean"), std::string::npos)
       << p.output();
   EXPECT_EQ(p.output().find("stopped service \"fx_sleepy\""), std::string::npos);
 }

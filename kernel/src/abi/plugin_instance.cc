@@ -300,7 +300,7 @@ Status PluginInstance::Abandon(const char* what, Duration limit) {
   UpdateGate();
   abandoned_ = abandoned_ || !export_only;
   const std::string why = fmt::format(
-      "{}() did not return within {:g} s: abandoned (it may still be running; its host calls are "
+      "{}() did not return within {:.3g} s: abandoned (it may still be running; its host calls are "
       "refused{})",
       what, ToSeconds(limit), export_only ? "" : ", and no more of its code runs");
   shared_.AddStuck(label_ + ": " + why);

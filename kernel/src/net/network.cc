@@ -114,12 +114,12 @@ void Network::StopAccepting() {
       sessions_.count());
 }
 
-void Network::Shutdown() {
+void Network::Shutdown(std::string_view why) {
   if (links_.shut_down()) {
     return;
   }
   StopTransports();
-  links_.Shutdown([this](Peer& p) { return redirection_.ByeText(p); });
+  links_.Shutdown([this, why](Peer& p) { return redirection_.ByeText(p, why); });
 }
 
 void Network::Drain() {

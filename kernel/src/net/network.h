@@ -124,9 +124,11 @@ class Network final : public PeerSink {
   // The close begins: no new connection or handshake is accepted (a Hello gets Refuse
   // ShuttingDown); the sessions there are keep being served until Shutdown().
   void StopAccepting();
-  // Stops accepting and ends every session with ServerShutdown (a Bye frame, then the close).
-  // Runs as the kernel's first shutdown step, while services still work. Idempotent.
-  void Shutdown();
+  // Stops accepting and ends every session with ServerShutdown (a Bye frame, then the close);
+  // the Bye says "the server is shutting down", with `why` in parentheses when given (the
+  // close's reason: "SIGTERM"). Runs as the kernel's first shutdown step, while services still
+  // work. Idempotent.
+  void Shutdown(std::string_view why = {});
   // The server drains (docs/fleet.md, "Draining a server"): from here a Hello that resumes no
   // session of this server is refused (ShuttingDown), while a client whose link was lost may
   // still resume its session until the close (StopAccepting). Idempotent.

@@ -73,14 +73,15 @@ bool Redirection::Send(Session& s) {
   return true;
 }
 
-std::string Redirection::ByeText(Peer& peer) {
+std::string Redirection::ByeText(Peer& peer, std::string_view why) {
   Session* s = active_ && peer.session() != 0 ? sessions_.Get(peer.session()) : nullptr;
   if (s != nullptr && s->peer() == &peer) {
     if (const auto [target, address] = TargetOf(*s); target != nullptr) {
       return fmt::format("{}: go to server {} at {}", reason_, target->server, *address);
     }
   }
-  return "the server is shutting down";
+  return why.empty() ? std::string("the server is shutting down")
+                     : fmt::format("the server is shutting down ({})", why);
 }
 
 std::string Redirection::RefusalText() const {

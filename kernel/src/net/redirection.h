@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -50,8 +51,9 @@ class Redirection {
   // Sends `s` (linked) its target in a Redirect frame; false when none has an address for its
   // transport (or no redirection is active).
   bool Send(Session& s);
-  // The Bye's text for `peer` at the close: where its session goes, when one was chosen.
-  std::string ByeText(Peer& peer);
+  // The Bye's text for `peer` at the close: where its session goes, when one was chosen; else
+  // "the server is shutting down", with the close's reason `why` in parentheses when given.
+  std::string ByeText(Peer& peer, std::string_view why = {});
   // The refusal's text for a new player during the drain: the least loaded target, by its TCP
   // address.
   std::string RefusalText() const;

@@ -145,67 +145,84 @@ void Assembly::StopIntakeOnClose() {
 bool Assembly::closing() const { return close_ != nullptr && close_->closing(); }
 
 // The close order: Kernel.Closing (new connections refused from here), every service stops (a
-// stop() may still reach the connected players), Kernel.Stopped, the final saves of every
-// profile (the drain), and only then do the sessions end: nothing a service writes in stop() can
-// miss a final save.
-bool Assembly::Close(const std::string& reason, std::function<void()> over_budget,
-                     std::function<void()> done) {
+// stop() may still reach the connected players), Kernel.Stopped; the final saves of every
+// profile (the drain) beside the stops, from Kernel.Stopped or 5 s after the close, whichever
+// is first; and only once both ended do the sessions end (their Bye names the reason).
+bool Assembly::Close(const std::string& reason, std::function<void()> over_deadline,
+                     std::function<void(const CloseOutcome&)> done) {
   if (close_ != nullptr) {
-    return close_->Begin(reason, nullptr);  // refused, with its log line
+    return close_->Begin(reason, {});  // refused, with its log line
   }
   plugins_->Close();
   messages_->StopPublishing();  // what is queued still goes out
   // Worker jobs not ended are cancelled: their handlers hear so while the plugins still run.
   workers_->Close();
-  close_ = std::make_unique<ClosePhase>(*kernel_, Seconds(settings_.close_budget),
-                                        std::move(over_budget));
-  const TimePoint closing = RealNow();
-  return close_->Begin(reason, [this, closing, done = std::move(done)]() mutable {
-    Drain(closing, std::move(done));
-  });
+  const Duration budget = Seconds(settings_.close_budget);
+  const Duration drain = Seconds(settings_.profiles_drain);
+  close_ = std::make_unique<ClosePhase>(
+      *kernel_,
+      ClosePhase::Limits{budget, kDrainWaitForStopped, std::max(budget, drain) + kCloseMargin},
+      std::move(over_deadline));
+  closing_ = std::make_unique<Closing>();
+  closing_->at = RealNow();
+  closing_->reason = reason;
+  closing_->done = std::move(done);
+  return close_->Begin(reason, {.drain = [this] { Drain(); },
+                                .stopped =
+                                    [this] {
+                                      closing_->stopped = true;
+                                      EndClose();
+                                    }});
 }
 
-// Every profile's final save and lease release, then the sessions end; at the drain's deadline
-// (its budget, counted from the close) they do anyway, naming what is unsaved.
-void Assembly::Drain(TimePoint closing, std::function<void()> done) {
+// Every profile's final save and lease release; at the drain's deadline (counted from the
+// close) it ends anyway, naming what is unsaved.
+void Assembly::Drain() {
   // What the services tracked, their stop() included, is written before anything ends.
   analytics_->Drain();
-  struct State {
-    TaskHandle timer;
-    bool finished = false;
-  };
-  auto state = std::make_shared<State>();
-  auto finish = [this, state, done = std::move(done)] {
-    if (!std::exchange(state->finished, true)) {
-      state->timer.Cancel();
-      network_->Shutdown();
-      if (done) {
-        done();
-      }
-    }
-  };
   const TimePoint t0 = RealNow();
   const Duration left =
-      std::max<Duration>(closing + Seconds(settings_.profiles_drain) - t0, Duration::zero());
-  state->timer = kernel_->scheduler().After(
+      std::max<Duration>(closing_->at + Seconds(settings_.profiles_drain) - t0, Duration::zero());
+  closing_->deadline = kernel_->scheduler().After(
       left,
-      [finish, left] {
+      [this, left] {
         LogScope("Profiles")
             .Error(
                 "the close drain did not finish in its {:.1f} s: the server exits now and the "
                 "profiles not yet written keep only their last autosave (raise "
                 "profiles.drain_seconds, or free the database's disk)",
                 ToSeconds(left));
-        finish();
+        closing_->outcome.drain_cut = true;
+        closing_->drained = true;
+        EndClose();
       },
       Priority::kKernel, TaskOrigin::Named("profile drain deadline"));
-  profiles_->Drain([finish, t0](std::size_t saved, std::size_t failed) {
+  profiles_->Drain([this, t0](std::size_t saved, std::size_t failed) {
+    if (closing_->drained) {  // its deadline came first
+      return;
+    }
     LogScope("Profiles")
         .Info("close drain done in {:.1f}ms: {} profiles saved{}", ToSeconds(RealNow() - t0) * 1000,
               saved,
               failed > 0 ? fmt::format(", {} refused (their leases were lost)", failed) : "");
-    finish();
+    closing_->outcome.refused = failed;
+    closing_->drained = true;
+    closing_->deadline.Cancel();
+    EndClose();
   });
+}
+
+// The sessions end once the stops and the drain both did.
+void Assembly::EndClose() {
+  if (!closing_->stopped || !closing_->drained || std::exchange(closing_->ended, true)) {
+    return;
+  }
+  network_->Shutdown(closing_->reason);
+  closing_->outcome.overran = close_->overruns();
+  close_->Finish();
+  if (closing_->done) {
+    closing_->done(closing_->outcome);
+  }
 }
 
 void Assembly::Release() {

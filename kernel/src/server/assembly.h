@@ -8,14 +8,15 @@
 //   profile registry, the plugin host with the ABI's layers attached (network, profiles,
 //   analytics, live values, worker jobs), each subsystem's stats section.
 // And the close they share (spec: Close phase): Kernel.Closing (intake stops), every service's
-// stop in reverse boot order, Kernel.Stopped, the drain (analytics, every profile's final save),
+// stop in reverse boot order within its deadline, Kernel.Stopped; beside the stops, the drain
+// (analytics, every profile's final save), from Kernel.Stopped or at most 5 s after the close;
 // and only then do the sessions end. What is moltd's alone (the admin endpoint, deploys, signals,
 // the boot plan, diagnostics) stays in Server.
 //
 //   MOLT_ASSIGN_OR_RETURN(auto parts, Assembly::Build(settings, std::move(config), paths));
 //   parts->plugins().LoadDirectory(dir); parts->kernel().Start();
 //   parts->StopIntakeOnClose();                     // serving
-//   parts->Close("SIGTERM", [] { ... });             // the loop keeps running until `done`
+//   parts->Close("SIGTERM", over, [](const CloseOutcome&) { ... });  // the loop runs until then
 //   parts->Release();                                // Kernel::Shutdown, the libraries unload
 //
 // Thread safety: the kernel thread (the thread that builds it, until its loop runs elsewhere).
@@ -27,10 +28,12 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernel/src/core/bus.h"
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/config.h"
+#include "kernel/src/core/scheduler.h"
 #include "kernel/src/server/settings.h"
 
 namespace molt::kernel {
@@ -60,6 +63,19 @@ class ProfileStore;
 namespace workers {
 class Workers;
 }  // namespace workers
+
+// How a close ended (Assembly::Close).
+struct CloseOutcome {
+  std::vector<std::string> overran;  // the stops cut at their deadline: "NAME (5.0 s)"
+  std::size_t refused = 0;           // final saves refused: their leases were lost
+  bool drain_cut = false;            // the drain's deadline came before its last save
+  // Every profile saved and every stop on time.
+  bool clean() const { return overran.empty() && refused == 0 && !drain_cut; }
+};
+
+// The whole close may take this much past the later of its budget and the drain's deadline
+// before the watchdog ends it (ClosePhase::Limits::deadline).
+inline constexpr Duration kCloseMargin = std::chrono::seconds(2);
 
 // Where an assembly keeps its files.
 struct AssemblyPaths {
@@ -97,12 +113,14 @@ class Assembly {
   // A generation serves: from now on Kernel.Closing stops new connections (after the plugins'
   // own Kernel.Closing handlers, which subscribed at init).
   void StopIntakeOnClose();
-  // The close (see the top of this file). `over_budget` runs on the watchdog's thread when the
-  // services' stops outlast settings.close_budget; `done` runs on the kernel thread once the
-  // sessions ended: after the drain, or at its deadline (settings.profiles_drain after the
-  // close began), which logs what stays unsaved. A second close is ignored (false).
-  bool Close(const std::string& reason, std::function<void()> over_budget,
-             std::function<void()> done);
+  // The close (see the top of this file and close_phase.h). `done` runs on the kernel thread
+  // once the sessions ended: after the stops and the drain, or the drain's deadline
+  // (settings.profiles_drain after the close began), which logs what stays unsaved.
+  // `over_deadline` runs on the watchdog's thread when the close as a whole has not ended
+  // kCloseMargin after the later of the budget and the drain's deadline (the kernel thread is
+  // stuck). A second close is ignored (false).
+  bool Close(const std::string& reason, std::function<void()> over_deadline,
+             std::function<void(const CloseOutcome&)> done);
   bool closing() const;
   // Kernel::Shutdown, then every library unloads (those that cannot are reported retired).
   // Idempotent.
@@ -110,7 +128,19 @@ class Assembly {
 
  private:
   explicit Assembly(const Settings& settings);
-  void Drain(TimePoint closing, std::function<void()> done);
+  void Drain();
+  void EndClose();
+
+  struct Closing {  // the close under way
+    TimePoint at;
+    std::string reason;
+    std::function<void(const CloseOutcome&)> done;
+    TaskHandle deadline;  // the drain's
+    bool stopped = false;
+    bool drained = false;
+    bool ended = false;
+    CloseOutcome outcome;
+  };
 
   const Settings settings_;
   std::unique_ptr<Kernel> kernel_;
@@ -124,6 +154,7 @@ class Assembly {
   std::unique_ptr<loader::PluginHost> plugins_;
   workers::Workers* workers_ = nullptr;  // the plugin host's layer
   std::unique_ptr<ClosePhase> close_;
+  std::unique_ptr<Closing> closing_;
   Connection stop_intake_;
   bool released_ = false;
 };

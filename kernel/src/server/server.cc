@@ -153,6 +153,14 @@ Result<std::string> KeptServerId(const std::string& data_dir) {
   return id;
 }
 
+// The exit code of a close that ended as `o` did.
+int CloseExitCode(const CloseOutcome& o) {
+  if (o.refused > 0 || o.drain_cut) {
+    return kExitCloseCut;
+  }
+  return o.overran.empty() ? kExitOk : kExitStopOverran;
+}
+
 }  // namespace
 
 int RunServer(const ServerOptions& options) { return Server(options).Run(); }
@@ -190,10 +198,18 @@ int Server::Run() {
     parts_->kernel().loop().Post([this] { boot_->Begin(); });
     parts_->kernel().loop().Run();
     exit_code = boot_->exit_code();
+    if (exit_code == kExitOk) {
+      exit_code = close_exit_;
+    }
   }
   Release();
   if (exit_code == kExitOk) {
     kLog.Info("exited cleanly");
+  } else if (exit_code == kExitStopOverran || exit_code == kExitCloseCut) {
+    kLog.Warn("exited with {}: the close was not clean ({})", exit_code,
+              exit_code == kExitStopOverran
+                  ? "every profile saved, but a stop was cut at its deadline: named above"
+                  : "profiles left unsaved keep their last autosave: named above");
   }
   return exit_code;
 }
@@ -546,8 +562,8 @@ void Server::OnSignal(int signo) {
   parts_->kernel().loop().Post([this, reason = std::move(reason)] { Close(reason); });
 }
 
-// The close (Assembly::Close): the services stop, the drain, the sessions end; then the loop
-// stops. A close that overruns its budget exits the process from the watchdog.
+// The close (Assembly::Close): the services stop, the drain beside them, the sessions end; then
+// the loop stops. A close stuck past its last deadline exits the process from the watchdog.
 void Server::Close(const std::string& reason) {
   drain_->Stop();
   if (parts_->closing()) {  // a drain's end and a signal in the same instant
@@ -565,7 +581,11 @@ void Server::Close(const std::string& reason) {
     return;
   }
   parts_->Close(
-      reason, [] { std::_Exit(kExitOk); }, [this] { parts_->kernel().loop().Stop(); });
+      reason, [] { std::_Exit(kExitCloseCut); },  // logged by the watchdog
+      [this](const CloseOutcome& outcome) {
+        close_exit_ = CloseExitCode(outcome);
+        parts_->kernel().loop().Stop();
+      });
 }
 
 // The parts that run threads or plugin code stop first: the watcher, the admin endpoint (no

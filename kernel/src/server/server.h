@@ -129,6 +129,7 @@ class Server {
   std::unique_ptr<DirWatcher> watcher_;  // stopped before the plugins unload
   TaskHandle debounce_;                  // --watch: the reload waits for the changes to settle
   std::atomic<bool> close_requested_{false};
+  int close_exit_ = kExitOk;           // how the close ended (CloseExitCode)
   std::unique_ptr<DrainPhase> drain_;  // a drain, before the close
 };
 

@@ -204,8 +204,8 @@ Status TestKit::Close() {
   bool done = false;
   parts_->Close(
       "test kit close",
-      [] { kLog.Error("the close ran past its budget: a stop() blocks (the kit waits on)"); },
-      [&done] { done = true; });
+      [] { kLog.Error("the close ran past its deadline: a stop() blocks (the kit waits on)"); },
+      [&done](const CloseOutcome&) { done = true; });
   // The drain's saves are on the store's thread; its deadline is a task on the manual clock.
   MOLT_RETURN_IF_ERROR(Settle());
   if (!done) {

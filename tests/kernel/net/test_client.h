@@ -193,8 +193,10 @@ class TestClient {
       }
     }
   }
-  // Reads until the server closes; the Bye frame's reason if one came first.
-  std::string WaitClosed(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+  // Reads until the server closes; the Bye frame's reason if one came first (and its text in
+  // `*text`, when given).
+  std::string WaitClosed(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000),
+                         std::string* text = nullptr) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     std::string reason;
     for (;;) {
@@ -207,6 +209,9 @@ class TestClient {
       }
       if (f.type() == w::Body::Bye) {
         reason = f.envelope()->body_as_Bye()->reason()->str();
+        if (text != nullptr && f.envelope()->body_as_Bye()->text() != nullptr) {
+          *text = f.envelope()->body_as_Bye()->text()->str();
+        }
       }
     }
   }

@@ -56,14 +56,22 @@ struct ServerOptions {
   std::optional<std::string> branch;
 };
 
-// Exit codes of RunServer.
+// Exit codes of RunServer (moltd --help lists them).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitBootFailed = 1;   // bad configuration, refused plugins, failed boot
 inline constexpr int kExitCheckFailed = 3;  // check: a self-test failed, a High finding, a throw
+// Closed with every profile saved, but a service's stop overran its deadline and was cut (the
+// log names it, its generation and how long it ran): its own clean-up may not have finished.
+inline constexpr int kExitStopOverran = 4;
+// The close did not finish its work: final saves refused (their leases were lost) or still
+// pending at the drain's deadline, or the kernel thread stuck past the close's last deadline (the
+// process ends from the watchdog). The log names what stays unsaved: those profiles keep their
+// last autosave.
+inline constexpr int kExitCloseCut = 5;
 
 // Runs the server; returns kExitOk after a clean close, kExitBootFailed (with the reason logged)
-// when it could not start. When the close phase overruns its budget the process exits with 0 from
-// the watchdog, after logging the overrun.
+// when it could not start, kExitStopOverran or kExitCloseCut after a close that was not clean.
+// A close stuck past its last deadline ends the process with kExitCloseCut from the watchdog.
 int RunServer(const ServerOptions& options);
 
 }  // namespace molt::kernel
