@@ -337,6 +337,43 @@ TEST_F(MoltdProfilesTest, ServersOnOnePostgresDatabaseShareAPlayerAndLoseNoSave)
   fs::remove_all(data_ + "-c");
 }
 
+// A player who joins right after PostgreSQL restarted abruptly (pg_ctl -m immediate: no client
+// is told, and the server's connection looks good until it is used) waits with the profile
+// pending and loads it. The join's load was the connection's first use, which failed as an
+// internal error: the player was kicked ("your scores profile could not be loaded").
+TEST_F(MoltdProfilesTest, AJoinAfterAnAbruptDatabaseRestartLoadsItsProfileAndIsNotKicked) {
+  molt::test::PostgresServer pg;
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  const std::string url = pg.NewDatabase();
+  const std::string db = url.substr(url.rfind('=') + 1);
+  auto server = Start(data_, "", {"--database", url});
+  ASSERT_FALSE(port_.empty()) << server->output();
+  {
+    Player ada(port_, "ada");
+    ASSERT_TRUE(ada.joined());
+    ada.Add(3);
+    ASSERT_EQ(ada.AwaitLifetime(3), 3) << server->output();
+  }  // left: the final save, the lease released
+  const auto saved = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const std::string sql =
+      "SELECT (data::json->>'lifetime') || '|' || COALESCE(lease_owner, 'free') FROM "
+      "molt_profiles WHERE key = 'scores/ada'";
+  while (pg.Psql(sql, db) != "3|free\n" && std::chrono::steady_clock::now() < saved) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(pg.Psql(sql, db), "3|free\n");
+  pg.Restart(molt::test::PostgresServer::Stopping::kImmediate);
+  Player back(port_, "ada");
+  ASSERT_TRUE(back.joined());
+  EXPECT_EQ(back.AwaitLifetime(3), 3);
+  server->Signal(SIGTERM);
+  EXPECT_EQ(server->Wait(), 0) << server->output();
+  // The join's load met the broken connection first, and waited.
+  EXPECT_NE(server->output().find("waits with its profile pending"), std::string::npos)
+      << server->output();
+  EXPECT_EQ(server->output().find("could not be loaded"), std::string::npos) << server->output();
+}
+
 TEST_F(MoltdProfilesTest, AServerKilledMidSaveLeavesACleanDatabaseAndItsPlayersLoadAtOnce) {
   const std::string db = data_ + "/profiles.db";
   // Autosaves every 0.2 s (the staying player's saves), joins not rate limited.

@@ -10,6 +10,7 @@
 //   PostgresServer pg;                         // ASSERT_TRUE(pg.ok()) << pg.error();
 //   std::string url = pg.NewDatabase();        // a database of its own: "host=/tmp/... dbname=t3"
 //   pg.Restart();                              // the same data, the server stopped and started
+//   pg.Restart(PostgresServer::Stopping::kImmediate);  // ... as pg_ctl -m immediate stops it
 //
 // Thread safety: one thread.
 #ifndef MOLT_TESTS_SUPPORT_POSTGRES_H_
@@ -101,11 +102,14 @@ class PostgresServer {
         out + " 2>&1");
     return Slurp(out);
   }
-  // Stops the server (SIGINT: a fast shutdown, connections cut; SIGTERM would wait for every
-  // client to leave) and waits for it.
-  void Stop() {
+  // How a server stops, as pg_ctl -m names it: kFast (SIGINT: every connection told and cut;
+  // SIGTERM would wait for every client to leave) or kImmediate (SIGQUIT: the processes end at
+  // once, telling no client, and the next start recovers from the WAL, as after a crash).
+  enum class Stopping { kFast, kImmediate };
+  // Stops the server and waits for it.
+  void Stop(Stopping how = Stopping::kFast) {
     if (pid_ > 0) {
-      ::kill(pid_, SIGINT);
+      ::kill(pid_, how == Stopping::kFast ? SIGINT : SIGQUIT);
       int status = 0;
       ::waitpid(pid_, &status, 0);
       pid_ = 0;
@@ -130,8 +134,8 @@ class PostgresServer {
     }
     error_ = "PostgreSQL did not start: " + Slurp(dir_ + "/postgres.log");
   }
-  void Restart() {
-    Stop();
+  void Restart(Stopping how = Stopping::kFast) {
+    Stop(how);
     Start();
   }
 

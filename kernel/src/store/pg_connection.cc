@@ -196,13 +196,21 @@ Status PgConnection::Prepare() {
   return Status::Ok();
 }
 
-Status PgConnection::Failure(const pg_result* r, const std::string& what) const {
+Status PgConnection::Failure(const pg_result* r, const std::string& what) {
   const char* state = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   const std::string code = state != nullptr ? state : "";
   const std::string message =
       Trimmed(r != nullptr && *PQresultErrorMessage(r) != '\0' ? PQresultErrorMessage(r)
                                                                : PQerrorMessage(conn_));
   const std::string text = fmt::format("{}: {}", what, message);
+  // Every error the server reports has a SQLSTATE; one without came from libpq: the
+  // connection broke under the call ("server closed the connection unexpectedly" after an
+  // immediate restart, with PQstatus still CONNECTION_OK).
+  if (conn_ != nullptr && code.empty()) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+    in_transaction_ = false;
+  }
   if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK || code.starts_with("08") ||
       code.starts_with("57P")) {
     return Status::IoError(text + " (the connection is made again at the next call)");

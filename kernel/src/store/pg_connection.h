@@ -7,7 +7,9 @@
 // arguments (PgParams) and give their rows (PgRows); failures come back as kernel statuses: what
 // the connection or the server's resources refused (a lost connection, a full disk, a conflict
 // with another server's transaction) is kIoError, which callers try again; a missing right is
-// kFailedPrecondition naming the role; the rest kInternal.
+// kFailedPrecondition naming the role; the rest kInternal. A connection a restart broke is found
+// so on its first use, also after an abrupt one (pg_ctl -m immediate), where libpq still calls
+// it good: kIoError, and made again at the next call.
 //
 //   PgConnection db(url, "the profile database");
 //   db.set_statements({{"select", "SELECT data FROM molt_profiles WHERE key = $1"}});
@@ -137,7 +139,10 @@ class PgConnection {
   static std::string Redacted(const std::string& url);
 
  private:
-  Status Failure(const pg_result* r, const std::string& what) const;
+  // What a failed statement means (see the top of this file). A failure the server did not
+  // report (no SQLSTATE: the connection broke under the call) drops the connection, which
+  // libpq may still call good after an abrupt restart: the next call makes it again.
+  Status Failure(const pg_result* r, const std::string& what);
 
   std::string url_;
   std::string what_;

@@ -95,6 +95,37 @@ TEST(FleetTest, ServersReportThemselvesAndASilentOneIsShownLost) {
   EXPECT_EQ(ListNow(b, "prod")[0].state, "draining");
 }
 
+// Heartbeats go on across a restart (pg_ctl -m fast, or -m immediate, which tells no client):
+// the beat that finds the connection broken is tried again, and the server reads live.
+TEST(FleetTest, HeartbeatsGoOnAcrossARestart) {
+  ASSERT_TRUE(Postgres().ok()) << Postgres().error();
+  Fleet a(Postgres().NewDatabase(), milliseconds(100));
+  ASSERT_TRUE(a.Open().ok());
+  for (const auto how : {molt::test::PostgresServer::Stopping::kFast,
+                         molt::test::PostgresServer::Stopping::kImmediate}) {
+    Postgres().Restart(how);
+    std::vector<ServerReport> all;
+    const auto until = std::chrono::steady_clock::now() + milliseconds(10000);
+    for (std::uint64_t n = 100; std::chrono::steady_clock::now() < until; ++n) {
+      a.Beat(Report("eu-1", "prod", n));
+      std::this_thread::sleep_for(milliseconds(50));
+      std::promise<Result<std::vector<ServerReport>>> p;  // a read may meet the broken connection
+      a.List("", [&p](Result<std::vector<ServerReport>> r) { p.set_value(std::move(r)); });
+      Result<std::vector<ServerReport>> r = p.get_future().get();
+      if (!r.ok()) {
+        EXPECT_EQ(r.status().code(), Status::Code::kIoError) << r.status().ToString();
+        continue;
+      }
+      all = *r;
+      if (all.size() == 1 && all[0].sessions == n) {
+        break;
+      }
+    }
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].state, "live");
+  }
+}
+
 TEST(FleetTest, AServerWithoutAFleetDatabaseIsAFleetOfOne) {
   Fleet alone("", std::chrono::seconds(2));
   ASSERT_TRUE(alone.Open().ok());

@@ -291,5 +291,28 @@ TEST_F(PgMessagesTest, MessagesPublishedWhileTheDatabaseIsAwayGoOutWhenItIsBack)
   EXPECT_EQ(b.heard, std::vector<std::string>{"chat while away a 0"});
 }
 
+// A restart breaks each server's connections (pg_ctl -m fast, or -m immediate, which tells no
+// client): the next publish finds it on first use, and the message still goes out once.
+TEST_F(PgMessagesTest, AMessagePublishedAfterARestartGoesOutOnce) {
+  molt::test::PostgresServer pg;
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  const std::string url = pg.NewDatabase();
+  Server a, b;
+  a.Open(url, "a");
+  b.Open(url, "b");
+  ASSERT_TRUE(a.Publish("before").ok());
+  ASSERT_TRUE(b.AwaitHeard(1));
+  pg.Restart(molt::test::PostgresServer::Stopping::kFast);
+  ASSERT_TRUE(a.Publish("after a fast restart").ok());
+  ASSERT_TRUE(b.AwaitHeard(2));
+  pg.Restart(molt::test::PostgresServer::Stopping::kImmediate);
+  ASSERT_TRUE(a.Publish("after an immediate restart").ok());
+  ASSERT_TRUE(b.AwaitHeard(3)) << "sent at a retry, read at b's reconnect";
+  std::this_thread::sleep_for(milliseconds(300));  // nothing heard twice
+  std::lock_guard lock(b.mu);
+  EXPECT_EQ(b.heard, (std::vector<std::string>{"chat before a 0", "chat after a fast restart a 0",
+                                               "chat after an immediate restart a 0"}));
+}
+
 }  // namespace
 }  // namespace molt::kernel::fleet

@@ -104,5 +104,22 @@ TEST_F(PgKvTest, ASweepDeletesTheExpiredRows) {
   EXPECT_EQ(Rows("molt_kv_sorted"), 0);
 }
 
+// A connection a restart broke (pg_ctl -m fast, or -m immediate, which tells no client) fails
+// the call in hand with an I/O error the caller tries again, and the next call makes it again.
+TEST_F(PgKvTest, ARestartedDatabaseFailsOneCallAsAnIoErrorAndTheNextWorks) {
+  for (const auto how : {molt::test::PostgresServer::Stopping::kFast,
+                         molt::test::PostgresServer::Stopping::kImmediate}) {
+    ASSERT_TRUE(a_->Run(PgOp(KvKind::kSet, "k", "v"), 0).status.ok());
+    PgKvServer().Restart(how);
+    KvResult first = a_->Run(PgOp(KvKind::kGet, "k"), 0);
+    if (!first.status.ok()) {
+      EXPECT_EQ(first.status.code(), Status::Code::kIoError) << first.status.ToString();
+      first = a_->Run(PgOp(KvKind::kGet, "k"), 0);
+    }
+    ASSERT_TRUE(first.status.ok()) << first.status.ToString();
+    EXPECT_EQ(first.value, "v");
+  }
+}
+
 }  // namespace
 }  // namespace molt::kernel::fleet
