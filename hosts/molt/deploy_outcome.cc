@@ -76,8 +76,8 @@ std::string SummaryLine(const json::value& report) {
   const json::value& sum = report.at("summary");
   std::string line = std::to_string(Whole(sum, "servers")) + " server(s):";
   bool first = true;
-  for (const char* r : {"swapped", "adopted", "booted", "skipped", "failed", "rolled_back",
-                        "pending", "draining", "lost"}) {
+  for (const char* r : {"swapped", "adopted", "booted", "skipped", "superseded", "failed",
+                        "rolled_back", "pending", "draining", "lost"}) {
     if (const std::uint64_t n = Whole(sum, r); n > 0) {
       line += std::string(first ? " " : ", ") + std::to_string(n) + " " + r;
       first = false;

@@ -22,6 +22,46 @@ namespace {
 namespace fs = std::filesystem;
 namespace loader = kernel::loader;
 
+// A deployment of the server's branch still pending that no swap is settling: its deploy was
+// cut (a kill mid-deploy) and the boot after it could not settle it (docs/deploys.md).
+constexpr std::int64_t kStuckPendingMs = 10 * 60 * 1000;
+
+template <class Check>
+void Deployments(Session& s, const std::string& branch, const Check& check) {
+  Result<HttpAnswer> a = s.client().Call(
+      "GET", "/api/v1/deployments?limit=100&branch=" + UrlEncode(branch), std::chrono::seconds(10));
+  boost::system::error_code ec;
+  const json::value v = a.ok() && a->status == 200 ? json::parse(a->body, ec) : json::value();
+  if (!v.is_object() || !v.as_object().contains("deployments")) {
+    check(
+        "deployments", "warn",
+        "cannot be read: " + (a.ok() ? "HTTP " + std::to_string(a->status) : a.status().message()));
+    return;
+  }
+  const auto& list = v.at("deployments").as_array();
+  std::uint64_t newest = 0;
+  for (const json::value& d : list) {
+    newest = std::max(newest, Whole(d, "seq"));
+  }
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  std::string stuck;
+  for (const json::value& d : list) {
+    const auto at = static_cast<std::int64_t>(Whole(d, "at_ms"));
+    if (Text(d, "result") == "pending" &&
+        (Whole(d, "seq") < newest || now - at > kStuckPendingMs)) {
+      stuck += (stuck.empty() ? "" : ", ") + ("#" + std::to_string(Whole(d, "seq"))) + " (" +
+               Age(at) + ")";
+    }
+  }
+  check("deployments", stuck.empty() ? "ok" : "FAIL",
+        stuck.empty() ? "none of " + branch + " left pending"
+                      : "left pending by a deploy that was cut, and not settled: " + stuck +
+                            " (moltd settles them when it starts: restart it, and read its log "
+                            "if they stay)");
+}
+
 }  // namespace
 
 int DoctorCommand(int argc, char** argv) {
@@ -67,6 +107,9 @@ int DoctorCommand(int argc, char** argv) {
               (prod && !any ? ": no trusted keys, so every deploy is refused (list a public key "
                               "in the file deploy.keys names, then SIGHUP moltd)"
                             : ", " + std::to_string(trusted.size()) + " main key(s)"));
+  }
+  if (branches.is_object()) {
+    Deployments(s, Text(branches, "branch"), check);
   }
   std::string key_file = Env("MOLT_KEY_FILE");
   if (key_file.empty() && !Env("HOME").empty()) {

@@ -11,6 +11,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "test_client.h"
@@ -364,24 +365,60 @@ TEST_F(MoltDeployTest, ADeployAndARollbackUnderFiftyVerifyingClientsLoseNothing)
   StopMoltd();
 }
 
-// kill -9 in the middle of a deploy, then a boot: a valid build serves, never an empty server.
-TEST_F(MoltDeployTest, AServerKilledMidDeployBootsAValidBuild) {
+// kill -9 in the middle of a deploy, then a boot: a valid build serves, never an empty server,
+// and the deployments the kill cut get their result (they stayed pending forever before).
+TEST_F(MoltDeployTest, AServerKilledMidDeployBootsAValidBuildAndSettlesWhatTheKillCut) {
   StartMoltd("dev");
   const std::string a = Build("a", {"--channel", "dev"});
   const std::string b = Build("b", {"--channel", "dev", "--health-errors", "9"});
+  const std::string c = Build("c", {"--channel", "dev", "--health-errors", "8"});
   int code = -1;
   ASSERT_EQ(MoltJson({"deploy", a, "--branch", "dev", "--wait", "30"}, &code).at("result"),
             "swapped");
-  // No --wait: the answer comes at once and the swap is under way when the kill lands.
-  const json::value d = MoltJson({"deploy", b, "--branch", "dev"}, &code);
-  EXPECT_EQ(d.at("result").as_string(), "pending") << d;
+  // No --wait: the answer comes at once and the swaps are under way when the kill lands.
+  const json::value d2 = MoltJson({"deploy", b, "--branch", "dev"}, &code);
+  EXPECT_EQ(d2.at("result").as_string(), "pending") << d2;
+  const json::value d3 = MoltJson({"deploy", c, "--branch", "dev"}, &code);
+  EXPECT_EQ(d3.at("result").as_string(), "pending") << d3;
   moltd_->Signal(SIGKILL);
   moltd_->Wait();
+  const std::string pending = molt::test::Shell(
+      "sqlite3 " + data() +
+      "/registry/registry.db \"SELECT seq FROM deployments WHERE result = 'pending'\"");
+  ASSERT_NE(pending.find("3"), std::string::npos) << "the kill came after #3 reported: " << pending;
+
   StartMoltd("dev");
   EXPECT_NE(moltd_->output().find(molt::test::kServingBundled), std::string::npos)
       << moltd_->output();
   EXPECT_EQ(molt::test::HttpCall(static_cast<std::uint16_t>(admin_port_), "GET", "/readyz").status,
             200);
+  // The head booted: #3 is adopted; #2, which #3 came after, is superseded (or swapped, when its
+  // swap reported before the kill). Nothing stays pending, and molt doctor agrees.
+  std::map<std::uint64_t, json::value> by_seq;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    by_seq.clear();
+    const json::value list = MoltJson({"deployments"});
+    ASSERT_TRUE(list.is_object()) << list;
+    for (const json::value& d : list.at("deployments").as_array()) {
+      by_seq[d.at("seq").to_number<std::uint64_t>()] = d;
+    }
+  } while (by_seq[3].at("result") == "pending" && std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(by_seq[3].at("result"), "adopted") << by_seq[3];
+  EXPECT_NE(std::string(by_seq[3].at("reason").as_string()).find("stopped mid-deploy"),
+            std::string::npos)
+      << by_seq[3];
+  const std::string r2(by_seq[2].at("result").as_string());
+  EXPECT_TRUE(r2 == "superseded" || r2 == "swapped") << by_seq[2];
+  if (r2 == "superseded") {
+    EXPECT_NE(std::string(by_seq[2].at("reason").as_string())
+                  .find("#3 moved the head past it before this server reported on it"),
+              std::string::npos)
+        << by_seq[2];
+  }
+  std::string out;
+  EXPECT_EQ(Molt({"doctor", "--server", server_, "--data", data()}, &out), 0) << out;
+  EXPECT_NE(out.find("ok    deployments: none of dev left pending"), std::string::npos) << out;
   StopMoltd();
 }
 

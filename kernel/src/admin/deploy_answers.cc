@@ -209,7 +209,7 @@ json::object DeployReport(json::object results, const std::vector<fleet::ServerR
        tried == 0 ? 0.0 : 100.0 * static_cast<double>(failed) / static_cast<double>(tried)},
       {"done", counts["pending"] == 0}};
   for (const char* r : {"swapped", "adopted", "booted", "failed", "rolled_back", "skipped",
-                        "pending", "draining", "lost"}) {
+                        "superseded", "pending", "draining", "lost"}) {
     summary[r] = counts[r];
   }
   return {{"deployment", d}, {"servers", std::move(rows)}, {"summary", std::move(summary)}};

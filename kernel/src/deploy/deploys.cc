@@ -49,6 +49,8 @@ Deploys::~Deploys() {
 
 void Deploys::Start(SwapFn swap) {
   swaps_.set_swap(std::move(swap));
+  // Before any request: what a stop mid-deploy left pending gets its result.
+  worker_.Post([this] { rollouts_.SettleInterrupted(); });
   worker_.At(SerialThread::Clock::now() + Signatures::kRefresh, [this] { RefreshKeys(); });
   worker_.Start();
   if (fleet_.shared()) {

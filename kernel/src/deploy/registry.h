@@ -63,7 +63,8 @@ struct Deployment {
   std::uint64_t sent_ms = 0;  // the signed time
   std::string sig;            // base64; "" unsigned
   std::string sig_fallback;
-  std::string result;  // pending, swapped, adopted, failed, rolled_back, recorded, skipped
+  std::string result;  // pending, swapped, adopted, failed, rolled_back, recorded, skipped,
+                       // superseded
   std::string reason;
   std::string protocol;  // "unchanged since #N", "changed since #N", "first on this branch"
   std::string report;    // the swap report's JSON; "" none

@@ -422,6 +422,43 @@ void Rollouts::RolledBack(const std::string& build_id, const std::string& why) {
   p_.serving.ForgetSwapped();
 }
 
+std::size_t Rollouts::SettleInterrupted() {
+  const std::optional<Branch> head = p_.registry.FindBranch(rules_.branch);
+  if (!head.has_value()) {
+    return 0;
+  }
+  std::size_t settled = 0;
+  for (Deployment d : p_.registry.Deployments(rules_.branch, Registry::kDeploymentsKept)) {
+    if (d.result != "pending") {
+      continue;
+    }
+    const std::optional<StoredBuild> b = p_.registry.FindBuild(d.build);
+    if (d.seq < head->seq) {
+      d.result = "superseded";
+      d.reason = fmt::format(
+          "#{} moved the head past it before this server reported on it (its deploy was cut: "
+          "the server stopped mid-deploy)",
+          head->seq);
+    } else if (d.seq <= p_.registry.applied_seq()) {
+      d.result = "adopted";
+      d.reason =
+          "served since the boot after this server stopped mid-deploy (the deploy was cut "
+          "before it reported)";
+    } else if (b.has_value() && !b->failed_here.empty()) {
+      d.result = "failed";
+      d.reason =
+          "the boot after this server stopped mid-deploy could not serve it: " + b->failed_here;
+    } else {
+      continue;  // the head, not applied yet: its apply settles it
+    }
+    p_.reports.Set(d);
+    ++settled;
+    DeployLog().Warn("#{} {}: {} was left pending by a stop mid-deploy: {} ({})", d.seq, d.branch,
+                     d.build_id, d.result, d.reason);
+  }
+  return settled;
+}
+
 std::string Rollouts::ProtocolLine(const std::string& branch, const StoredBuild& b) const {
   std::optional<Branch> head = p_.registry.FindBranch(branch);
   if (!head.has_value()) {

@@ -106,6 +106,12 @@ class Rollouts {
   // The health window rolled back from `build_id`: when it is the deployment that swapped in
   // here, its result becomes rolled_back and its build is marked failed here.
   void RolledBack(const std::string& build_id, const std::string& why);
+  // The deployments of this server's branch that a stop mid-deploy (kill -9, a crash) left
+  // pending get their result, once it serves again: superseded when a later one moved the head
+  // past it, adopted when it is the head and the boot serves it (applied), failed when it is the
+  // head and its build failed here. A pending head not yet applied stays for the apply that
+  // follows (its swap settles it). Returns how many were settled.
+  std::size_t SettleInterrupted();
 
   // A server's rollout bucket (spec §28, bit-exact): djb2 of its id (hash = hash * 33 + byte,
   // from 5381, mod 2^32) mod 100. A deployment with rollout R reaches the servers below R.
