@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -372,6 +373,56 @@ TEST_F(MoltdProfilesTest, AJoinAfterAnAbruptDatabaseRestartLoadsItsProfileAndIsN
   EXPECT_NE(server->output().find("waits with its profile pending"), std::string::npos)
       << server->output();
   EXPECT_EQ(server->output().find("could not be loaded"), std::string::npos) << server->output();
+}
+
+// A server of the fleet stops answering (frozen with SIGSTOP: to the fleet, a crash; to its
+// leases, a partition) with a player on it. The player, joining another server, loads there once
+// the fleet has lost the first (no heartbeat for three intervals: 6 s), not at the lease's expiry
+// (180 s: the issue measured 179.5 s). The first server, back, finds its late final save refused
+// by the lease's fence: nothing it writes reaches the profile, and it exits 5 (a save refused).
+TEST_F(MoltdProfilesTest, ALostServersPlayerLoadsOnAnotherServerInSecondsAndItsLateSaveIsRefused) {
+  molt::test::PostgresServer pg;
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  const std::string url = pg.NewDatabase();
+  const std::string db = url.substr(url.rfind('=') + 1);
+  auto a = Start(data_, "", {"--database", url, "--server-id", "a"});
+  const std::string port_a = port_;
+  auto b = Start(data_ + "-b", "", {"--database", url, "--server-id", "b"});
+  const std::string port_b = port_;
+  ASSERT_FALSE(port_a.empty()) << a->output();
+  ASSERT_FALSE(port_b.empty()) << b->output();
+  auto on_a = std::make_unique<Player>(port_a, "cy");
+  ASSERT_TRUE(on_a->joined());
+  on_a->Add(4);  // kept by server a only: its autosave is 60 s away
+  ASSERT_EQ(on_a->AwaitLifetime(4), 4) << a->output();
+
+  a->Signal(SIGSTOP);
+  const auto lost_at = std::chrono::steady_clock::now();
+  on_a->Crash();
+  Player on_b(port_b, "cy");
+  ASSERT_TRUE(on_b.joined());
+  EXPECT_EQ(on_b.AwaitLifetime(0, std::chrono::milliseconds(30000)), 0) << b->output();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - lost_at).count();
+  std::printf("[ measure  ] server a frozen -> cy loaded on server b: %.1f s\n", took);
+  RecordProperty("lost_to_loaded_ms", static_cast<int>(took * 1000));
+  on_b.Add(1);
+  ASSERT_EQ(on_b.AwaitLifetime(1), 1);
+
+  a->Signal(SIGCONT);  // back: its close tries the final save of cy with the token it had
+  a->Signal(SIGTERM);
+  EXPECT_EQ(a->Wait(), 5) << a->output();  // kExitCloseCut: a final save refused
+  EXPECT_NE(a->output().find("1 refused (their leases were lost)"), std::string::npos)
+      << a->output();
+  b->Signal(SIGTERM);
+  EXPECT_EQ(b->Wait(), 0) << b->output();
+  EXPECT_NE(b->output().find("a server the fleet lost"), std::string::npos) << b->output();
+  EXPECT_EQ(pg.Psql("SELECT (data::json->>'lifetime') || '|' || COALESCE(lease_owner, 'free') "
+                    "FROM molt_profiles WHERE key = 'scores/cy'",
+                    db),
+            "1|free\n")
+      << "server b's save, not server a's late one";
+  fs::remove_all(data_ + "-b");
 }
 
 TEST_F(MoltdProfilesTest, AServerKilledMidSaveLeavesACleanDatabaseAndItsPlayersLoadAtOnce) {

@@ -21,35 +21,38 @@ const LogScope kLog("Fleet");
 
 // The layout this build writes (molt_schema, name 'servers').
 constexpr int kSchema = 1;
-// Layout 1 grew by additions only (websocket_address, molt_drains): a server of an older build
-// neither writes nor reads them, so they need no new layout number.
+// Layout 1 grew by additions only (websocket_address, molt_drains, lease_owner): a server of an
+// older build neither writes nor reads them, so they need no new layout number.
 constexpr const char* kCreate =
     "CREATE TABLE IF NOT EXISTS molt_servers (id TEXT PRIMARY KEY, branch TEXT NOT NULL, build "
     "TEXT NOT NULL, applied_seq BIGINT NOT NULL, sessions BIGINT NOT NULL, tps DOUBLE PRECISION "
     "NOT NULL, health TEXT NOT NULL, state TEXT NOT NULL, address TEXT NOT NULL, started_ms "
     "BIGINT NOT NULL, interval_ms BIGINT NOT NULL, last_seen_ms BIGINT NOT NULL); "
     "ALTER TABLE molt_servers ADD COLUMN IF NOT EXISTS websocket_address TEXT NOT NULL DEFAULT ''; "
+    "ALTER TABLE molt_servers ADD COLUMN IF NOT EXISTS lease_owner TEXT NOT NULL DEFAULT ''; "
     "CREATE TABLE IF NOT EXISTS molt_drains (id TEXT PRIMARY KEY, deadline_seconds DOUBLE "
     "PRECISION NOT NULL, requested_ms BIGINT NOT NULL)";
 
 constexpr const char* kColumns =
     "id, branch, build, applied_seq, sessions, tps, health, state, address, started_ms, "
-    "interval_ms, last_seen_ms, websocket_address";
+    "interval_ms, last_seen_ms, websocket_address, lease_owner";
 
 constexpr const char* kDrainChannel = "molt_drain";
 
 std::vector<std::pair<std::string, std::string>> Statements() {
   return {
       {"beat",
-       fmt::format("INSERT INTO molt_servers ({}) VALUES ($1, $2, $3, $4::bigint, $5::bigint, "
-                   "$6::double precision, $7, $8, $9, $10::bigint, $11::bigint, $12::bigint, $13) "
-                   "ON CONFLICT (id) DO UPDATE SET branch = EXCLUDED.branch, build = "
-                   "EXCLUDED.build, applied_seq = EXCLUDED.applied_seq, sessions = "
-                   "EXCLUDED.sessions, tps = EXCLUDED.tps, health = EXCLUDED.health, state = "
-                   "EXCLUDED.state, address = EXCLUDED.address, started_ms = "
-                   "EXCLUDED.started_ms, interval_ms = EXCLUDED.interval_ms, last_seen_ms = "
-                   "EXCLUDED.last_seen_ms, websocket_address = EXCLUDED.websocket_address",
-                   kColumns)},
+       fmt::format(
+           "INSERT INTO molt_servers ({}) VALUES ($1, $2, $3, $4::bigint, $5::bigint, "
+           "$6::double precision, $7, $8, $9, $10::bigint, $11::bigint, $12::bigint, $13, $14) "
+           "ON CONFLICT (id) DO UPDATE SET branch = EXCLUDED.branch, build = "
+           "EXCLUDED.build, applied_seq = EXCLUDED.applied_seq, sessions = "
+           "EXCLUDED.sessions, tps = EXCLUDED.tps, health = EXCLUDED.health, state = "
+           "EXCLUDED.state, address = EXCLUDED.address, started_ms = "
+           "EXCLUDED.started_ms, interval_ms = EXCLUDED.interval_ms, last_seen_ms = "
+           "EXCLUDED.last_seen_ms, websocket_address = EXCLUDED.websocket_address, "
+           "lease_owner = EXCLUDED.lease_owner",
+           kColumns)},
       {"list", fmt::format("SELECT {} FROM molt_servers WHERE $1 = '' OR branch = $1 ORDER BY id",
                            kColumns)},
       {"drain_ask",
@@ -75,6 +78,17 @@ Fleet::Fleet(std::string url, Duration interval) : url_(std::move(url)), interva
 Fleet::~Fleet() {
   drains_.reset();  // no wake posts past here
   thread_.Stop();
+}
+
+std::set<std::string> LostLeaseOwners(const std::vector<ServerReport>& fleet,
+                                      std::string_view self) {
+  std::set<std::string> lost;
+  for (const ServerReport& r : fleet) {
+    if (r.state == "lost" && r.id != self && !r.lease_owner.empty()) {
+      lost.insert(r.lease_owner);
+    }
+  }
+  return lost;
 }
 
 std::string Fleet::StateAt(const ServerReport& r, std::int64_t now_ms) {
@@ -120,7 +134,8 @@ void Fleet::Write(const ServerReport& r) {
                      .Int(r.started_ms)
                      .Int(r.interval_ms)
                      .Int(r.last_seen_ms)
-                     .Text(r.websocket_address),
+                     .Text(r.websocket_address)
+                     .Text(r.lease_owner),
                  "writing the heartbeat of " + r.id)
             .status();
   }
@@ -167,6 +182,7 @@ void Fleet::List(std::string branch, Callback<void(Result<std::vector<ServerRepo
         r.interval_ms = rows->Int(i, 10);
         r.last_seen_ms = rows->Int(i, 11);
         r.websocket_address = rows->Text(i, 12);
+        r.lease_owner = rows->Text(i, 13);
         out.push_back(std::move(r));
       }
     }

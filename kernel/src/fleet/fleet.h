@@ -26,7 +26,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernel/src/core/callback.h"
@@ -55,7 +57,16 @@ struct ServerReport {
   std::int64_t started_ms = 0;
   std::int64_t interval_ms = 0;   // its heartbeat interval
   std::int64_t last_seen_ms = 0;  // its last heartbeat (wall clock)
+  // The owner its profile leases name (store::HostId(): host:pid:start): what another server
+  // takes over once this one is lost (LostLeaseOwners). "": a server of an older build.
+  std::string lease_owner;
 };
+
+// The lease owners of the servers in `fleet` that are lost (no heartbeat for three intervals),
+// `self` (this server's id) left out: their leases may be taken over at once, since the leases are
+// fenced (a late write of a server that was only cut off is refused by its lease token).
+std::set<std::string> LostLeaseOwners(const std::vector<ServerReport>& fleet,
+                                      std::string_view self);
 
 class Fleet {
  public:

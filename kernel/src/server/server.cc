@@ -16,6 +16,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <set>
 
 #include "kernel/src/admin/admin_api.h"
 #include "kernel/src/admin/debug_bundle.h"
@@ -457,8 +458,12 @@ void Server::StartServing(std::size_t at) {
   if (fleet_ != nullptr && fleet_->shared()) {  // alone, `molt servers` asks when it asks
     fleet_->Beat(Report());
     kernel.scheduler().Every(
-        fleet_->interval(), [this] { fleet_->Beat(Report()); }, Priority::kLow,
-        TaskOrigin::Named("heartbeat"));
+        fleet_->interval(),
+        [this] {
+          fleet_->Beat(Report());
+          ReclaimLost();
+        },
+        Priority::kLow, TaskOrigin::Named("heartbeat"));
     // `molt drain` through another server (the fleet's thread).
     fleet_->WatchDrains(settings_.server_id,
                         [this](double deadline) { drain_->Request(deadline, "molt drain"); });
@@ -506,9 +511,26 @@ void Server::StartWatching() {
   kLog.Info("watching {}: a rebuilt plugin is swapped in live", settings_.plugin_dir);
 }
 
+// At each heartbeat: the leases of the servers the fleet lost are taken over (docs/fleet.md,
+// "Crashes"). The fleet is listed on its thread; the takeover is the kernel thread's.
+void Server::ReclaimLost() {
+  fleet_->List("", [this](Result<std::vector<fleet::ServerReport>> all) {
+    if (!all.ok()) {
+      return;  // the fleet's database is away: its own log says so
+    }
+    std::set<std::string> lost = fleet::LostLeaseOwners(*all, settings_.server_id);
+    if (!lost.empty()) {
+      parts_->kernel().loop().Post([this, lost = std::move(lost)]() mutable {
+        parts_->profiles().ReclaimLost(std::move(lost));
+      });
+    }
+  });
+}
+
 fleet::ServerReport Server::Report() const {
   fleet::ServerReport r;
   r.id = settings_.server_id;
+  r.lease_owner = parts_->profiles().host();
   r.branch = settings_.branch;
   if (!booted_from_.empty()) {
     const std::string& generation = parts_->plugins().generation();

@@ -92,6 +92,8 @@ class Server {
   void StartWatching();  // --watch
   // This server as its fleet sees it (the heartbeat; `molt servers`), on the kernel thread.
   fleet::ServerReport Report() const;
+  // The fleet's lost servers' leases taken over (ProfileRegistry::ReclaimLost).
+  void ReclaimLost();
   // --- close ---
   void OnSignal(int signo);               // the watcher's thread
   void Close(const std::string& reason);  // the kernel thread

@@ -46,6 +46,18 @@ void ProfileLoader::Load(net::SessionId session, std::uint32_t attempt) {
               });
 }
 
+void ProfileLoader::RetryWaiting() {
+  std::vector<std::pair<net::SessionId, std::uint32_t>> waiting;
+  entries_.ForEach([&waiting](ProfileEntry& e) {
+    if (!e.loading && e.retry.Cancel()) {
+      waiting.emplace_back(e.session, e.attempt + 1);
+    }
+  });
+  for (const auto& [session, attempt] : waiting) {
+    Load(session, attempt);
+  }
+}
+
 void ProfileLoader::Hold(const std::string& key) { releasing_[key]; }
 
 void ProfileLoader::Released(const std::string& key) {

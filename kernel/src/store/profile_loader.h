@@ -58,6 +58,9 @@ class ProfileLoader {
   void Hold(const std::string& key);
   // The release of `key` landed: the loads that waited for it go again.
   void Released(const std::string& key);
+  // Leases were taken over (a lost server's, ProfileRegistry::ReclaimLost): the loads waiting
+  // for a lease or for the store go again now, not at their backoff.
+  void RetryWaiting();
   // A declaration is attached again: the loads that landed while none was finish now, in turn.
   void FinishParked();
   // Lets go of the lease a parked load took (its entry is about to go).

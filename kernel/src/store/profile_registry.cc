@@ -149,6 +149,40 @@ void ProfileRegistry::ReclaimAbandoned() {
       });
 }
 
+void ProfileRegistry::ReclaimLost(std::set<std::string> lost) {
+  // One that beats again (a partition healed) is forgotten: lost again, it is taken over again.
+  std::erase_if(reclaimed_, [&lost](const std::string& o) { return lost.count(o) == 0; });
+  std::erase_if(lost, [this](const std::string& o) { return !reclaimed_.insert(o).second; });
+  if (lost.empty()) {
+    return;
+  }
+  store_.ReleaseAbandoned(
+      [lost](const std::string& owner) { return lost.count(owner) > 0; },
+      [this, lost](Result<std::vector<std::pair<std::string, std::size_t>>> ended) {
+        LogScope log("Profiles");
+        if (!ended.ok()) {
+          log.Warn("{}: the leases of a lost server are taken over at the next heartbeat",
+                   ended.status().message());
+          for (const std::string& o : lost) {
+            reclaimed_.erase(o);
+          }
+          return;
+        }
+        for (const auto& [owner, count] : *ended) {
+          log.Warn(
+              "took over {} lease(s) of {}, a server the fleet lost (no heartbeat for three "
+              "intervals): its players load here now; their changes since their last save are "
+              "lost",
+              count, owner);
+        }
+        if (!ended->empty()) {
+          for (auto& [name, slot] : slots_) {
+            slot.profiles->RetryWaitingLoads();
+          }
+        }
+      });
+}
+
 std::vector<std::string> ProfileRegistry::RetireDetached() {
   std::vector<std::string> retired;
   for (auto it = slots_.begin(); it != slots_.end();) {

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,12 @@ class ProfileRegistry {
   // would keep their players out until expiry), logging each; before the first loads (the
   // store runs them in order).
   void ReclaimAbandoned();
+  // Ends the leases held by `lost`, the lease owners of the servers the fleet has lost (no
+  // heartbeat for three intervals: fleet::LostLeaseOwners), logging each, and the loads waiting
+  // go again at once: a crashed server's players load here in seconds, not at the lease's
+  // expiry. Safe because the leases are fenced: a server that was only cut off finds its next
+  // write refused. An owner taken over is not asked for again while it stays lost.
+  void ReclaimLost(std::set<std::string> lost);
   // The end of a swap: final-saves and removes every store nobody holds (their names, for the
   // swap report); the others forget what their adoption migrated (Profiles::ForgetUndo).
   std::vector<std::string> RetireDetached();
@@ -84,6 +91,7 @@ class ProfileRegistry {
   std::string host_;
   std::map<std::string, Slot, std::less<>> slots_;
   std::vector<std::unique_ptr<Profiles>> retiring_;
+  std::set<std::string> reclaimed_;  // lost owners taken over (ReclaimLost)
 };
 
 }  // namespace molt::kernel::store

@@ -105,6 +105,8 @@ class Profiles {
 
   // Writes every dirty profile now (an autosave out of turn).
   void SaveAll();
+  // Leases were taken over: the loads that wait go again now (ProfileLoader::RetryWaiting).
+  void RetryWaitingLoads() { loader_.RetryWaiting(); }
 
   // --- Manual keys: profiles not tied to a session (a guild's bank, a world's state) ---
   // Loads "<name>/<key>" under this host's lease (one held elsewhere is waited for, as for a

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -124,6 +125,37 @@ TEST(FleetTest, HeartbeatsGoOnAcrossARestart) {
     ASSERT_EQ(all.size(), 1u);
     EXPECT_EQ(all[0].state, "live");
   }
+}
+
+// Each heartbeat carries its server's lease owner; the owners of the lost servers, this server
+// left out, are the leases another server may take over.
+TEST(FleetTest, TheLostServersLeaseOwnersAreTheOnesToTakeOver) {
+  ASSERT_TRUE(Postgres().ok()) << Postgres().error();
+  Fleet a(Postgres().NewDatabase(), milliseconds(100));
+  ASSERT_TRUE(a.Open().ok());
+  ServerReport r = Report("eu-1", "prod", 1);
+  r.lease_owner = "vm:42:1700";
+  a.Beat(r);
+  std::vector<ServerReport> all;
+  for (int i = 0; i < 100 && all.empty(); ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+    all = ListNow(a);
+  }
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].lease_owner, "vm:42:1700");
+
+  auto server = [](std::string id, std::string state, std::string owner) {
+    ServerReport s;
+    s.id = std::move(id);
+    s.state = std::move(state);
+    s.lease_owner = std::move(owner);
+    return s;
+  };
+  const std::vector<ServerReport> fleet = {
+      server("a", "lost", "vm:1:1"), server("b", "live", "vm:2:2"),
+      server("c", "draining", "vm:3:3"), server("d", "lost", ""),  // an older build's
+      server("self", "lost", "vm:9:9")};
+  EXPECT_EQ(LostLeaseOwners(fleet, "self"), std::set<std::string>{"vm:1:1"});
 }
 
 TEST(FleetTest, AServerWithoutAFleetDatabaseIsAFleetOfOne) {

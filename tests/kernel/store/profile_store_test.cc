@@ -271,6 +271,36 @@ TEST_P(ProfileStoreTest, TheLeasesOfServersThatAreGoneEndAtOnce) {
   EXPECT_TRUE(LoadNow(*store, "c", "other:3").busy());
 }
 
+// A server the fleet lost may only have been cut off (a partition, a frozen process): once its
+// leases were taken over, its late writes are refused by their old token, and nothing it writes
+// reaches the profile another server now holds.
+TEST_P(ProfileStoreTest, TheLateWritesOfAServerWhoseLeasesWereTakenOverAreRefused) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  const LoadResult a = LoadNow(*store, "k", "lost:1");
+  ASSERT_TRUE(a.status.ok());
+  ASSERT_TRUE(
+      WriteNow(*store, {{.key = "k", .token = a.record.lease.token, .data = "1"}}).first.ok());
+  std::promise<Result<std::vector<std::pair<std::string, std::size_t>>>> p;
+  store->ReleaseAbandoned([](const std::string& owner) { return owner == "lost:1"; },
+                          [&p](auto ended) { p.set_value(std::move(ended)); });
+  ASSERT_TRUE(p.get_future().get().ok());
+  const LoadResult b = LoadNow(*store, "k", "taker:2");
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  EXPECT_GT(b.record.lease.token, a.record.lease.token);
+  ASSERT_TRUE(
+      WriteNow(*store, {{.key = "k", .token = b.record.lease.token, .data = "2"}}).first.ok());
+  // The cut-off server comes back and saves (and releases) with the token it had.
+  const auto late = WriteNow(
+      *store, {{.key = "k", .token = a.record.lease.token, .data = "stale", .release = true}});
+  ASSERT_EQ(late.second.size(), 1u);
+  EXPECT_EQ(late.second[0].status.code(), Status::Code::kStale) << late.second[0].status.ToString();
+  Result<Record> now = ReadNow(*store, "k");
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->data, "2");
+  EXPECT_EQ(now->lease.owner, "taker:2");
+}
+
 TEST_P(ProfileStoreTest, ABurstOfLoadsTakesEachLeaseOnceInOrder) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
