@@ -35,8 +35,9 @@ struct Settings {
   // server.diagnostics_seconds: the diagnostics window (docs/operations.md); 5 s, 1 s with --watch
   double diagnostics_seconds = 5;
   double error_window_seconds = 30;  // server.error_window_seconds: ErrorWatch's window
-  // server.callback_deadline_seconds: how long a plugin's init, start, export_state or
-  // import_state may take before it is abandoned (loader/plugin_host.h).
+  // server.callback_deadline_seconds: how long a plugin's init, start, export_state,
+  // import_state or stop (in a swap and at the close) may take before it is abandoned
+  // (loader/plugin_host.h, close_phase.h).
   double callback_deadline = 5;
   // server.id, --server-id: this server's id in its fleet ("": the one kept in the data
   // directory); server.heartbeat_seconds: how often it reports itself (docs/fleet.md).
