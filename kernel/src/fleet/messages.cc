@@ -345,10 +345,19 @@ void Messages::Read() {
                                                            "reading the fleet's messages")
                                                 : Result<store::PgRows>(connected);
     if (!rows.ok()) {
-      kMessagesLog.Warn("{} (tried again at the next notification or poll)",
-                        rows.status().message());
+      // Read again soon, not at the next poll: a notification sent while the listener was away
+      // (a database restart) is not sent again.
+      const std::chrono::seconds wait = kRetries[std::min<std::size_t>(read_tries_++, 2)];
+      kMessagesLog.Warn("{} (read again in {} s)", rows.status().message(), wait.count());
+      if (!std::exchange(read_planned_, true)) {
+        thread_.At(SteadyClock::now() + wait, [this] {
+          read_planned_ = false;
+          Read();
+        });
+      }
       return;
     }
+    read_tries_ = 0;
     if (rows->size() == 0) {
       return;
     }

@@ -169,6 +169,9 @@ class Messages {
   std::unique_ptr<store::PgConnection> db_;
   std::int64_t cursor_ = 0;  // the newest row read
   int tries_ = 0;            // failed sends in a row
+  // The store's thread only: failed reads in a row, and whether the next read is planned.
+  int read_tries_ = 0;
+  bool read_planned_ = false;
   std::chrono::steady_clock::time_point last_sweep_{};
   std::chrono::steady_clock::time_point last_warning_{};
   bool retry_planned_ = false;
