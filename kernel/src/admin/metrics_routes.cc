@@ -246,8 +246,22 @@ void NetMetrics(MetricsWriter& w, const net::NetSnapshot& net) {
   }
   w.Family("molt_net_events_sent_total", kCounter, "Events queued, counted per recipient.");
   for (const net::ChannelSnapshot& ch : net.channels) {
-    if (ch.kind == net::ChannelKind::kEvent) {
+    if (ch.kind == net::ChannelKind::kEvent || ch.kind == net::ChannelKind::kUnreliable) {
       w.Add(Num(ch.counters.events_sent), {{"channel", ch.name}});
+    }
+  }
+  w.Family("molt_net_unreliable_stale_total", kCounter,
+           "Unreliable messages dropped by latest-wins: older than the newest taken.");
+  for (const net::ChannelSnapshot& ch : net.channels) {
+    if (ch.kind == net::ChannelKind::kUnreliable) {
+      w.Add(Num(ch.counters.stale), {{"channel", ch.name}});
+    }
+  }
+  w.Family("molt_net_unreliable_shed_total", kCounter,
+           "Unreliable events not queued to a link whose send queue was backed up (lost > late).");
+  for (const net::ChannelSnapshot& ch : net.channels) {
+    if (ch.kind == net::ChannelKind::kUnreliable) {
+      w.Add(Num(ch.counters.shed), {{"channel", ch.name}});
     }
   }
   w.Family("molt_net_request_timeouts_total", kCounter, "Requests answered MOLT_ERR_TIMEOUT.");

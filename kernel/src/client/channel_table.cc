@@ -27,10 +27,16 @@ void ChannelTable::Set(const std::vector<const w::ChannelInfo*>& infos, bool sam
     c.kind = static_cast<std::int32_t>(info->kind());
     c.timeout_seconds = info->timeout_ms() / 1000.0;
     c.rate = info->rate();
+    c.max_payload = info->max_payload_bytes();
+    c.latest_wins = info->latest_wins();
     // The app may queue the server's burst, refilled at the send queue's pace: what waits stays
     // bounded, and the queue lets it out with the margin jitter takes (send_queue.h).
     c.bucket = TokenBucket(SendQueue::kRateShare * info->rate(), info->burst(), now);
     auto kept = old.find(info->id());
+    if (same_session && kept != old.end() && kept->second.name == c.name) {
+      c.sent_seq = kept->second.sent_seq;
+      c.newest_seq = kept->second.newest_seq;
+    }
     const bool same = same_session && kept != old.end() && kept->second.name == c.name &&
                       kept->second.bucket.rate() == c.bucket.rate() &&
                       kept->second.bucket.burst() == c.bucket.burst();

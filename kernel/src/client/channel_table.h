@@ -42,6 +42,28 @@ class ChannelTable {
     double timeout_seconds = 15;
     double rate = 0;  // the server's, per second (the bucket admits a share of it)
     TokenBucket bucket{0, 1, TimePoint()};
+    // Unreliable channels (wire 2.5): the payload cap, latest-wins, the seq of the last message
+    // sent and of the newest one taken. Kept across a swap's table within one session, as the
+    // server keeps its own.
+    std::uint32_t max_payload = 0;  // 0: the frame cap alone
+    bool latest_wins = false;
+    std::uint32_t sent_seq = 0;
+    std::uint32_t newest_seq = 0;
+
+    // Latest-wins: true when `seq` is newer (serial-number order) than the newest taken, which
+    // it then becomes. Always true without latest-wins, or for seq 0 (an older server).
+    bool TakeNewest(std::uint32_t seq) {
+      if (!latest_wins || seq == 0) {
+        return true;
+      }
+      if (newest_seq != 0 && static_cast<std::int32_t>(seq - newest_seq) <= 0) {
+        return false;
+      }
+      newest_seq = seq;
+      return true;
+    }
+    // The next outbound seq (from 1; 0 is skipped when it wraps).
+    std::uint32_t NextSeq() { return ++sent_seq != 0 ? sent_seq : ++sent_seq; }
   };
 
   // Replaces the table with `infos` (one without a name is skipped) and sets `queue`'s pacing

@@ -33,6 +33,7 @@ using molt::kernel::abi::BytesArg;
 using molt::kernel::abi::Required;
 using molt::kernel::abi::SecondsArg;
 using molt::kernel::client::Connection;
+using molt::kernel::client::Predictions;
 
 // `s` as a code, its text on `c`.
 molt_status_t Report(molt_client& c, const Status& s) {
@@ -188,6 +189,39 @@ molt_status_t molt_client_on_event(molt_client* client, std::uint16_t channel,
 molt_status_t molt_client_on_state(molt_client* client, molt_client_state_fn fn, void* user_data) {
   return Guard(client, [&](Connection& c) {
     c.OnState(fn, user_data);
+    return Status::Ok();
+  });
+}
+
+// --- Predicted intents (client API 8) ------------------------------------------------------------
+
+molt_status_t molt_client_predict(molt_client* client, std::uint16_t channel, const void* data,
+                                  std::size_t size, std::uint32_t* out_seq) {
+  return Guard(client, [&](Connection& c) -> Status {
+    MOLT_ASSIGN_OR_RETURN(const auto payload, BytesArg(data, size));
+    MOLT_ASSIGN_OR_RETURN(const std::uint32_t seq, c.SendPredicted(channel, payload));
+    if (out_seq != nullptr) {
+      *out_seq = seq;
+    }
+    return Status::Ok();
+  });
+}
+
+molt_status_t molt_client_on_resolved(molt_client* client, molt_client_resolved_fn fn,
+                                      void* user_data) {
+  return Guard(client, [&](Connection& c) {
+    c.OnResolved(fn, user_data);
+    return Status::Ok();
+  });
+}
+
+molt_status_t molt_client_pending(molt_client* client, std::uint16_t channel,
+                                  molt_client_pending_fn fn, void* user_data) {
+  return Guard(client, [&](Connection& c) -> Status {
+    MOLT_RETURN_IF_ERROR(Required(reinterpret_cast<const void*>(fn), "fn"));
+    for (const Predictions::Pending& p : c.PendingPredictions(channel)) {
+      fn(user_data, p.channel, p.seq, p.payload.data(), p.payload.size());
+    }
     return Status::Ok();
   });
 }

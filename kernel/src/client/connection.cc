@@ -26,6 +26,7 @@ namespace w = ::molt::wire;
 constexpr double kDefaultConnectTimeout = 10;
 constexpr std::size_t kDefaultSendQueue = 1 << 20;
 constexpr double kDefaultReconnectMax = 8;
+constexpr double kDefaultPredictTimeout = 2;  // spec: Prediction TimeoutSeconds
 // What a Disconnect (or the destructor) still writes of the queue before the Bye.
 constexpr Duration kFinishWrites = std::chrono::milliseconds(50);
 
@@ -53,8 +54,10 @@ Connection::Connection(const molt_client_options& o)
     : connect_timeout_(o.connect_timeout_seconds > 0 ? o.connect_timeout_seconds
                                                      : kDefaultConnectTimeout),
       reconnect_((o.flags & MOLT_CLIENT_NO_RECONNECT) == 0),
+      predict_timeout_(Within(o.predict_timeout_seconds > 0 ? o.predict_timeout_seconds
+                                                            : kDefaultPredictTimeout)),
       link_(LinkOptionsOf(o), queue_, *this),
-      sender_(queue_, link_, channels_, requests_, limits_,
+      sender_(queue_, link_, channels_, requests_, predictions_, limits_,
               o.max_send_queue_bytes > 0 ? o.max_send_queue_bytes : kDefaultSendQueue),
       frames_(*this),
       reconnector_(o.reconnect_max_seconds > 0 ? o.reconnect_max_seconds : kDefaultReconnectMax) {}
@@ -62,6 +65,7 @@ Connection::Connection(const molt_client_options& o)
 Connection::~Connection() {
   kernel_.reset();      // controllers stop first: they may still send
   state_fn_ = nullptr;  // no callbacks from a client being destroyed
+  resolved_fn_ = nullptr;
   handlers_.clear();
   all_channels_ = {};
   replicas_.ClearListeners();
@@ -161,6 +165,7 @@ void Connection::Teardown() {
   reconnector_.ForgetRedirect();
   reconnector_.Reset();
   requests_.FailAll();
+  predictions_.FailAll(Resolved());
 }
 
 void Connection::SetState(std::int32_t state, const std::string& reason) {
@@ -208,6 +213,7 @@ void Connection::OnWelcome(const w::Welcome& welcome) {
     // (with its channel ids) is not sent to the new one.
     queue_.DropApp();
     requests_.FailAll();
+    predictions_.FailAll(Resolved());
     if (link != link_.generation()) {
       return;  // a callback disconnected
     }
@@ -279,7 +285,15 @@ void Connection::OnRedirect(const w::Redirect& message) {
                               message.reason() ? message.reason()->str() : "");
 }
 
-void Connection::OnServerEvent(std::uint16_t channel, std::span<const std::uint8_t> payload) {
+void Connection::OnServerEvent(std::uint16_t channel, std::uint32_t seq,
+                               std::span<const std::uint8_t> payload) {
+  if (seq != 0) {  // an unreliable channel's: latest-wins drops what is older than the newest
+    if (ChannelTable::Channel* ch = channels_.Find(channel);
+        ch != nullptr && !ch->TakeNewest(seq)) {
+      ++stale_events_;
+      return;
+    }
+  }
   auto h = handlers_.find(channel);
   const Handler handler = h != handlers_.end() ? h->second : all_channels_;
   const std::uint64_t link = link_.generation();
@@ -291,6 +305,19 @@ void Connection::OnServerEvent(std::uint16_t channel, std::span<const std::uint8
       kernel_->Event(channel, ch->name, payload);
     }
   }
+}
+
+void Connection::OnAcks(std::span<const std::uint32_t> accepted,
+                        std::span<const std::uint32_t> rejected) {
+  predictions_.Ack(accepted, rejected, Resolved());
+}
+
+Predictions::Resolved Connection::Resolved() {
+  return [this](std::uint16_t channel, std::uint32_t seq, molt_status_t status) {
+    if (resolved_fn_ != nullptr) {
+      resolved_fn_(resolved_user_, channel, seq, status == MOLT_OK ? 1 : 0, status);
+    }
+  };
 }
 
 void Connection::OnResponse(std::uint32_t id, molt_status_t status,
@@ -370,6 +397,19 @@ Status Connection::SendIntent(std::uint16_t channel, std::span<const std::uint8_
     return Status::FailedPrecondition("not connected");
   }
   return sender_.Intent(channel, payload);
+}
+
+Result<std::uint32_t> Connection::SendPredicted(std::uint16_t channel,
+                                                std::span<const std::uint8_t> payload) {
+  if (!has_session()) {
+    return Status::FailedPrecondition("not connected");
+  }
+  return sender_.Predict(channel, payload, predict_timeout_);
+}
+
+void Connection::OnResolved(molt_client_resolved_fn fn, void* user_data) {
+  resolved_fn_ = fn;
+  resolved_user_ = user_data;
 }
 
 Status Connection::SendRequest(std::uint16_t channel, std::span<const std::uint8_t> payload,
@@ -483,6 +523,10 @@ void Connection::Timers() {
   if (!has_session()) {
     return;  // a request's callback ended the session
   }
+  predictions_.ExpireDue(now, Resolved());
+  if (!has_session()) {
+    return;  // a rollback ended the session
+  }
   if (state_ == MOLT_CLIENT_CONNECTED && link_.linked() && heartbeat_.Silent(now)) {
     return Lost("nothing from the server for " +
                 std::to_string(static_cast<int>(ToSeconds(heartbeat_.silence()))) + " s");
@@ -516,6 +560,9 @@ double Connection::Timeout() {
   }
   if (has_session()) {
     if (std::optional<TimePoint> deadline = requests_.NextDeadline()) {
+      at(*deadline);
+    }
+    if (std::optional<TimePoint> deadline = predictions_.NextDeadline()) {
       at(*deadline);
     }
   }

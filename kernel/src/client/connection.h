@@ -44,6 +44,7 @@
 #include "kernel/src/client/frame_dispatcher.h"
 #include "kernel/src/client/heartbeat.h"
 #include "kernel/src/client/link.h"
+#include "kernel/src/client/predictions.h"
 #include "kernel/src/client/reconnector.h"
 #include "kernel/src/client/replica_store.h"
 #include "kernel/src/client/request_table.h"
@@ -112,6 +113,16 @@ class Connection final : public ClientPort, private LinkSink, private ServerFram
   using ResponseFn = RequestTable::Done;
   Status SendRequest(std::uint16_t channel, std::span<const std::uint8_t> payload,
                      double timeout_seconds, ResponseFn done);
+  // A predicted intent (client API 8): its seq; resolved once through OnResolved's listener,
+  // accepted, rejected, or timed out after the client's predict timeout (2 s by default).
+  Result<std::uint32_t> SendPredicted(std::uint16_t channel, std::span<const std::uint8_t> payload);
+  void OnResolved(molt_client_resolved_fn fn, void* user_data);
+  // The predicted intents not yet resolved, oldest first (0xFFFF: on every channel).
+  std::vector<Predictions::Pending> PendingPredictions(std::uint16_t channel) const {
+    return predictions_.List(channel);
+  }
+  // Unreliable messages dropped here by latest-wins (older than the newest taken).
+  std::uint64_t stale_events() const { return stale_events_; }
   // One handler per channel (MOLT_CLIENT_ALL_CHANNELS: the catch-all); a null `fn` removes it.
   void OnEvent(std::uint16_t channel, molt_client_event_fn fn, void* user_data);
   void OnState(molt_client_state_fn fn, void* user_data);
@@ -181,7 +192,12 @@ class Connection final : public ClientPort, private LinkSink, private ServerFram
   void OnBye(const molt::wire::Bye& bye) override;
   // The server drains (wire 2.4): remembers where this session goes next.
   void OnRedirect(const molt::wire::Redirect& redirect) override;
-  void OnServerEvent(std::uint16_t channel, std::span<const std::uint8_t> payload) override;
+  void OnServerEvent(std::uint16_t channel, std::uint32_t seq,
+                     std::span<const std::uint8_t> payload) override;
+  void OnAcks(std::span<const std::uint32_t> accepted,
+              std::span<const std::uint32_t> rejected) override;
+  // What tells the app a predicted intent was decided.
+  Predictions::Resolved Resolved();
   void OnResponse(std::uint32_t id, molt_status_t status,
                   std::span<const std::uint8_t> payload) override;
   void OnPing(const molt::wire::Ping& ping) override;
@@ -200,11 +216,13 @@ class Connection final : public ClientPort, private LinkSink, private ServerFram
   // Options.
   const double connect_timeout_;
   const bool reconnect_;
+  const Duration predict_timeout_;
   // The parts (declared in the order they are made: each refers to those before it).
   SendQueue queue_;
   SendQueue::ServerLimits limits_;
   ChannelTable channels_;
   RequestTable requests_;
+  Predictions predictions_;
   Link link_;
   Sender sender_;
   FrameDispatcher frames_;
@@ -227,6 +245,9 @@ class Connection final : public ClientPort, private LinkSink, private ServerFram
   Handler all_channels_;
   molt_client_state_fn state_fn_ = nullptr;
   void* state_user_ = nullptr;
+  molt_client_resolved_fn resolved_fn_ = nullptr;
+  void* resolved_user_ = nullptr;
+  std::uint64_t stale_events_ = 0;
   ReplicaStore replicas_;
   // The process's client kernel, when this client loaded or added controllers.
   std::unique_ptr<ClientKernel> kernel_;

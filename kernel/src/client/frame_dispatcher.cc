@@ -32,7 +32,7 @@ void FrameDispatcher::Dispatch(std::span<const std::uint8_t> frame) {
       return handler_.OnRedirect(*env->body_as_Redirect());
     case w::Body::Event: {
       const w::Event* e = env->body_as_Event();
-      return handler_.OnServerEvent(e->channel(), bytes(e->payload()));
+      return handler_.OnServerEvent(e->channel(), e->seq(), bytes(e->payload()));
     }
     case w::Body::Response: {
       const w::Response* r = env->body_as_Response();
@@ -49,6 +49,13 @@ void FrameDispatcher::Dispatch(std::span<const std::uint8_t> frame) {
       return handler_.OnReplicaMessage(*env->body_as_Replica());
     case w::Body::Channels:
       return handler_.OnChannels(*env->body_as_Channels());
+    case w::Body::Acks: {
+      const w::Acks* a = env->body_as_Acks();
+      auto seqs = [](const fb::Vector<std::uint32_t>* v) {
+        return v == nullptr ? std::span<const std::uint32_t>() : std::span(v->data(), v->size());
+      };
+      return handler_.OnAcks(seqs(a->accepted()), seqs(a->rejected()));
+    }
     case w::Body::Error:
       return;  // the server dropped something we sent (counted there); nothing to do here
     case w::Body::Hello:

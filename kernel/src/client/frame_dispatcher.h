@@ -44,7 +44,12 @@ class ServerFrameHandler {
   virtual void OnRefuse(const molt::wire::Refuse& refuse) = 0;
   virtual void OnBye(const molt::wire::Bye& bye) = 0;
   virtual void OnRedirect(const molt::wire::Redirect& redirect) = 0;
-  virtual void OnServerEvent(std::uint16_t channel, std::span<const std::uint8_t> payload) = 0;
+  // `seq`: the channel's sequence number (unreliable channels; 0 on others).
+  virtual void OnServerEvent(std::uint16_t channel, std::uint32_t seq,
+                             std::span<const std::uint8_t> payload) = 0;
+  // Predicted intents the server decided (wire 2.5).
+  virtual void OnAcks(std::span<const std::uint32_t> accepted,
+                      std::span<const std::uint32_t> rejected) = 0;
   // `status` is 0 or a molt error code.
   virtual void OnResponse(std::uint32_t id, molt_status_t status,
                           std::span<const std::uint8_t> payload) = 0;

@@ -15,11 +15,13 @@ namespace fb = ::flatbuffers;
 namespace w = ::molt::wire;
 
 Sender::Sender(SendQueue& queue, Link& link, ChannelTable& channels, RequestTable& requests,
-               const SendQueue::ServerLimits& limits, std::size_t max_queue_bytes)
+               Predictions& predictions, const SendQueue::ServerLimits& limits,
+               std::size_t max_queue_bytes)
     : queue_(queue),
       link_(link),
       channels_(channels),
       requests_(requests),
+      predictions_(predictions),
       limits_(limits),
       max_queue_bytes_(max_queue_bytes) {}
 
@@ -36,12 +38,24 @@ void Sender::Queue(std::span<const std::uint8_t> frame, std::optional<std::uint1
 Result<ChannelTable::Channel*> Sender::Check(std::uint16_t id, std::int32_t kind,
                                              std::size_t size) {
   ChannelTable::Channel* ch = channels_.Find(id);
-  if (ch == nullptr || ch->kind != kind) {
-    return Status::NotFound("the server has no " +
-                            std::string(kind == static_cast<std::int32_t>(w::ChannelKind::Intent)
-                                            ? "intent"
-                                            : "request") +
-                            " channel with id " + std::to_string(id));
+  const auto intent = static_cast<std::int32_t>(w::ChannelKind::Intent);
+  const auto unreliable = static_cast<std::int32_t>(w::ChannelKind::Unreliable);
+  if (ch == nullptr || (ch->kind != kind && !(kind == intent && ch->kind == unreliable))) {
+    const bool predicted = kind == static_cast<std::int32_t>(w::ChannelKind::PredictedIntent);
+    return Status::NotFound(
+        "the server has no " +
+        std::string(kind == intent ? "intent or unreliable"
+                    : predicted    ? "predicted intent"
+                                   : "request") +
+        " channel with id " + std::to_string(id) +
+        (ch != nullptr ? " (channel \"" + ch->name + "\" is of kind " +
+                             w::EnumNameChannelKind(static_cast<w::ChannelKind>(ch->kind)) + ")"
+                       : ""));
+  }
+  if (ch->max_payload != 0 && size > ch->max_payload) {
+    return Status::InvalidArgument("a payload of " + std::to_string(size) + " bytes exceeds the " +
+                                   std::to_string(ch->max_payload) + "-byte cap of channel \"" +
+                                   ch->name + "\" (unreliable payloads fit one datagram)");
   }
   if (size + kFrameOverhead > limits_.max_frame_bytes) {
     return Status::InvalidArgument("a payload of " + std::to_string(size) +
@@ -64,12 +78,29 @@ Result<ChannelTable::Channel*> Sender::Check(std::uint16_t id, std::int32_t kind
 }
 
 Status Sender::Intent(std::uint16_t channel, std::span<const std::uint8_t> payload) {
-  MOLT_RETURN_IF_ERROR(
-      Check(channel, static_cast<std::int32_t>(w::ChannelKind::Intent), payload.size()).status());
+  MOLT_ASSIGN_OR_RETURN(
+      ChannelTable::Channel * ch,
+      Check(channel, static_cast<std::int32_t>(w::ChannelKind::Intent), payload.size()));
+  const bool unreliable = ch->kind == static_cast<std::int32_t>(w::ChannelKind::Unreliable);
   fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
   auto bytes = w::PayloadVector(b, payload);
-  Queue(w::FinishFrame(b, w::Body::Intent, w::CreateIntent(b, channel, bytes).Union()), channel);
+  Queue(w::FinishFrame(b, w::Body::Intent,
+                       w::CreateIntent(b, channel, bytes, unreliable ? ch->NextSeq() : 0).Union()),
+        channel);
   return Status::Ok();
+}
+
+Result<std::uint32_t> Sender::Predict(std::uint16_t channel, std::span<const std::uint8_t> payload,
+                                      Duration timeout) {
+  MOLT_RETURN_IF_ERROR(
+      Check(channel, static_cast<std::int32_t>(w::ChannelKind::PredictedIntent), payload.size())
+          .status());
+  const std::uint32_t seq = predictions_.Add(channel, payload, RealNow() + timeout);
+  fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
+  auto bytes = w::PayloadVector(b, payload);
+  Queue(w::FinishFrame(b, w::Body::Intent, w::CreateIntent(b, channel, bytes, seq).Union()),
+        channel);
+  return seq;
 }
 
 Status Sender::Request(std::uint16_t channel, std::span<const std::uint8_t> payload,

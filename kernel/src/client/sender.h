@@ -26,6 +26,7 @@
 
 #include "kernel/src/client/channel_table.h"
 #include "kernel/src/client/link.h"
+#include "kernel/src/client/predictions.h"
 #include "kernel/src/client/request_table.h"
 #include "kernel/src/client/send_queue.h"
 
@@ -39,7 +40,8 @@ class Sender {
   // `limits` are the server's as its latest Welcome announced them; `max_queue_bytes` bounds what
   // waits to be written. The references outlive the sender.
   Sender(SendQueue& queue, Link& link, ChannelTable& channels, RequestTable& requests,
-         const SendQueue::ServerLimits& limits, std::size_t max_queue_bytes);
+         Predictions& predictions, const SendQueue::ServerLimits& limits,
+         std::size_t max_queue_bytes);
   Sender(const Sender&) = delete;
   Sender& operator=(const Sender&) = delete;
 
@@ -51,8 +53,13 @@ class Sender {
   std::size_t queued_bytes() const { return queue_.bytes() + link_.unwritten(); }
   std::size_t max_queue_bytes() const { return max_queue_bytes_; }
 
-  // An intent on `channel`, checked, then queued.
+  // An intent on `channel` (an intent or an unreliable channel: at most its payload cap, with
+  // the channel's next seq), checked, then queued.
   Status Intent(std::uint16_t channel, std::span<const std::uint8_t> payload);
+  // A predicted intent on `channel`, checked, then added to the predictions (resolved by
+  // `timeout` at the latest) and queued; its seq.
+  Result<std::uint32_t> Predict(std::uint16_t channel, std::span<const std::uint8_t> payload,
+                                Duration timeout);
   // A request on `channel`, checked, then opened (answered by `timeout_seconds`, 0: the channel's
   // timeout and a second) and queued. REQUIRES: `timeout_seconds` finite and >= 0.
   Status Request(std::uint16_t channel, std::span<const std::uint8_t> payload,
@@ -66,6 +73,7 @@ class Sender {
   Link& link_;
   ChannelTable& channels_;
   RequestTable& requests_;
+  Predictions& predictions_;
   const SendQueue::ServerLimits& limits_;
   const std::size_t max_queue_bytes_;
   bool wrote_since_step_ = false;  // a frame flushed since the last step: the next ones wait

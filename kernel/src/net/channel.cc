@@ -122,6 +122,10 @@ std::string_view ChannelKindName(ChannelKind kind) {
       return "request";
     case ChannelKind::kEvent:
       return "event";
+    case ChannelKind::kUnreliable:
+      return "unreliable";
+    case ChannelKind::kPredicted:
+      return "predicted_intent";
   }
   return "unknown";
 }
@@ -297,12 +301,20 @@ Status ChannelRegistry::Check(const ChannelSpec& spec) const {
   if (spec.schema.empty()) {
     return bad("name its payload schema (the FlatBuffers root type, e.g. \"chat.Say\")");
   }
-  const bool inbound = spec.kind != ChannelKind::kEvent;
+  const bool inbound = spec.kind != ChannelKind::kEvent && spec.kind != ChannelKind::kUnreliable;
   if (inbound && !spec.verify) {
     return bad("an inbound channel needs a payload verifier (the schema's generated Verify...)");
   }
-  if (spec.kind == ChannelKind::kIntent && spec.on_request) {
+  if (IntentLike(spec.kind) && spec.on_request) {
     return bad("an intent takes an intent handler, not a request handler");
+  }
+  if (spec.kind == ChannelKind::kUnreliable && spec.on_intent && !spec.verify) {
+    return bad(
+        "an unreliable channel with a handler takes messages from clients: give it a payload "
+        "verifier (the schema's generated Verify...)");
+  }
+  if (spec.kind > ChannelKind::kPredicted) {
+    return bad(fmt::format("kind {} is not a channel kind", static_cast<int>(spec.kind)));
   }
   if (spec.kind == ChannelKind::kRequest && spec.on_intent) {
     return bad("a request takes a request handler, not an intent handler");
@@ -338,6 +350,7 @@ Result<ChannelId> ChannelRegistry::Reserve(std::string_view name) {
     }
     by_id_.emplace_back();
     epochs_.push_back(0);
+    seqs_.push_back(0);
   }
   return it->second;
 }
@@ -359,6 +372,7 @@ Result<ChannelId> ChannelRegistry::Declare(ChannelSpec spec, const void* owner) 
     orphans_.erase(orphan);
   } else {
     ch = std::make_unique<Channel>();
+    ch->next_seq_ = seqs_[id];  // a name's outbound seqs never restart: clients keep the newest
   }
   const double rate = spec.rate == 0 ? kDefaultRate : spec.rate;
   const double burst =
@@ -374,7 +388,7 @@ Result<ChannelId> ChannelRegistry::Declare(ChannelSpec spec, const void* owner) 
                      ? kDefaultRequestTimeout
                      : std::clamp(spec.timeout_seconds, kMinRequestTimeout, kMaxRequestTimeout);
   if (inbound) {
-    const std::string prefix = spec.kind == ChannelKind::kIntent ? "Intent." : "Request.";
+    const std::string prefix = spec.kind == ChannelKind::kRequest ? "Request." : "Intent.";
     ch->point_ = hooks_.Resolve(prefix + spec.name);
     ch->topic_ = bus_.Resolve(prefix + spec.name);
   }
@@ -429,6 +443,7 @@ void ChannelRegistry::RemoveOwner(const void* owner) {
 }
 
 void ChannelRegistry::Retire(std::unique_ptr<Channel>& slot) {
+  seqs_[slot->id()] = slot->next_seq_;
   if (holds_ > 0) {
     retired_.push_back(std::move(slot));
   }

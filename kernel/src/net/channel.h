@@ -2,8 +2,13 @@
 // File: kernel/src/net/channel.h
 //
 // Channels: what plugins declare so clients can talk to them (spec: NetDriver intents, requests,
-// state). An intent is a client -> server message, a request is a client -> server message
-// answered with a status and a payload, an event is a server -> client message. Every channel
+// state, unreliable state, predicted intents). An intent is a client -> server message, a request
+// is a client -> server message answered with a status and a payload, an event is a server ->
+// client message. An unreliable channel carries both ways what is better lost than late (at most
+// kMaxUnreliablePayload bytes; with latest_wins, a message older than the newest taken is
+// dropped); a client sends on it only when it has a verifier. A predicted intent is an intent
+// whose every sequence number the server acknowledges, accepted or rejected (the client rolls
+// back a rejected one). Every channel
 // names its payload schema (a FlatBuffers root type and its generated verifier), may declare
 // rules on the payload's fields, and has a per-session token bucket.
 //
@@ -51,8 +56,27 @@ class Session;
 using ChannelId = std::uint16_t;
 using SessionId = std::uint64_t;
 
-enum class ChannelKind : std::uint8_t { kIntent = 0, kRequest = 1, kEvent = 2 };
-std::string_view ChannelKindName(ChannelKind kind);  // "intent", "request", "event"
+enum class ChannelKind : std::uint8_t {
+  kIntent = 0,
+  kRequest = 1,
+  kEvent = 2,
+  kUnreliable = 3,  // wire 2.5, ABI 1.10
+  kPredicted = 4,   // wire 2.5, ABI 1.10
+};
+// "intent", "request", "event", "unreliable", "predicted_intent"
+std::string_view ChannelKindName(ChannelKind kind);
+// Whether clients send on channels of `kind` through the intent path (intents, predicted intents
+// and unreliable channels with a verifier).
+inline bool IntentLike(ChannelKind kind) {
+  return kind == ChannelKind::kIntent || kind == ChannelKind::kPredicted ||
+         kind == ChannelKind::kUnreliable;
+}
+
+// How an unreliable channel fares on a strained link: Low is shed first, High always flows.
+enum class UnreliablePriority : std::uint8_t { kLow = 0, kHigh = 1 };
+
+// The spec's unreliable payload cap ("about 900 bytes": one datagram under any path's MTU).
+inline constexpr std::size_t kMaxUnreliablePayload = 900;
 
 // Why an inbound message was rejected: the wire's RejectReason, in pipeline order.
 enum class Reject : std::uint8_t {
@@ -134,6 +158,8 @@ struct ChannelSpec {
   std::vector<std::uint8_t> reject_payload;  // requests: sent with rejections (RejectValue)
   IntentHandler on_intent;
   RequestHandler on_request;
+  UnreliablePriority priority = UnreliablePriority::kLow;  // unreliable channels
+  bool latest_wins = false;  // unreliable channels: drop what is older than the newest
 };
 
 // Per-channel counters (spec: Net.Stats), kept per channel and per reason.
@@ -143,6 +169,8 @@ struct ChannelCounters {
   std::uint64_t handler_errors = 0;
   std::uint64_t events_sent = 0;  // event channels: messages queued, counted per recipient
   std::uint64_t timeouts = 0;     // requests answered MOLT_ERR_TIMEOUT
+  std::uint64_t stale = 0;        // latest-wins: messages dropped for an older seq (no offence)
+  std::uint64_t shed = 0;         // unreliable: events not queued to a backed-up link
 
   std::uint64_t rejected_total() const;
 };
@@ -167,6 +195,10 @@ class Channel {
   ChannelCounters& counters() { return counters_; }
   const ChannelCounters& counters() const { return counters_; }
 
+  // Unreliable channels: the next outbound seq (from 1, skipping 0 when it wraps). Kept across a
+  // swap, so a client's latest-wins never sees the sequence restart.
+  std::uint32_t NextSeq() { return ++next_seq_ != 0 ? next_seq_ : ++next_seq_; }
+
   // True the first time only: the spec's one-time warning when it rejects for lack of a validator.
   bool FirstUnguardedReject() { return !std::exchange(warned_unguarded_, true); }
 
@@ -190,6 +222,7 @@ class Channel {
   Bus::Topic* topic_ = nullptr;
   std::uint32_t epoch_ = 0;
   bool warned_unguarded_ = false;
+  std::uint32_t next_seq_ = 0;
   ChannelCounters counters_;
 };
 
@@ -257,6 +290,7 @@ class ChannelRegistry {
   std::vector<std::unique_ptr<Channel>> by_id_;  // index = id; null when not declared
   std::unordered_map<std::string, ChannelId, internal::StringHash, std::equal_to<>> ids_;
   std::vector<std::uint32_t> epochs_;
+  std::vector<std::uint32_t> seqs_;  // index = id: the outbound seq a removed channel reached
   std::size_t live_ = 0;
   std::vector<std::unique_ptr<Channel>> retired_;  // removed while a Hold existed
   std::map<ChannelId, std::unique_ptr<Channel>> orphans_;

@@ -19,10 +19,13 @@ std::vector<fb::Offset<w::ChannelInfo>> ChannelInfos(fb::FlatBufferBuilder& b,
                                                      const ChannelRegistry& channels) {
   std::vector<fb::Offset<w::ChannelInfo>> infos;
   for (const Channel* ch : channels.List()) {
+    const bool unreliable = ch->kind() == ChannelKind::kUnreliable;
     infos.push_back(w::CreateChannelInfoDirect(
         b, ch->id(), ch->name().c_str(), static_cast<w::ChannelKind>(ch->kind()),
         ch->spec().schema.c_str(), static_cast<float>(ch->rate()), static_cast<float>(ch->burst()),
-        ch->kind() == ChannelKind::kRequest ? w::Millis(ch->timeout_seconds()) : 0));
+        ch->kind() == ChannelKind::kRequest ? w::Millis(ch->timeout_seconds()) : 0,
+        static_cast<w::ChannelPriority>(ch->spec().priority), unreliable && ch->spec().latest_wins,
+        unreliable ? static_cast<std::uint32_t>(kMaxUnreliablePayload) : 0));
   }
   return infos;
 }

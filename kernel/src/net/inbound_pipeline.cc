@@ -159,7 +159,23 @@ void InboundPipeline::Receive(Peer& peer, std::span<const std::uint8_t> bytes) {
       Frame(peer, frame);
     }
   }
+  if (acks_due_) [[unlikely]] {
+    SendAcks(peer);
+  }
   kernel_.scheduler().ChargeExternal(RealNow() - started);
+}
+
+void InboundPipeline::SendAcks(Peer& peer) {
+  acks_due_ = false;
+  Session* s = sessions_.Get(peer.link().session);
+  if (s == nullptr || (s->accepted_.empty() && s->rejected_.empty())) {
+    return;
+  }
+  fb::FlatBufferBuilder b(64 + 4 * (s->accepted_.size() + s->rejected_.size()));
+  const auto acks = w::CreateAcksDirect(b, &s->accepted_, &s->rejected_);
+  links_.SendTo(*s, w::FinishFrame(b, w::Body::Acks, acks.Union()));
+  s->accepted_.clear();
+  s->rejected_.clear();
 }
 
 void InboundPipeline::Flood(Peer& peer, std::size_t bytes, std::size_t budget) {
@@ -222,7 +238,8 @@ void InboundPipeline::Frame(Peer& peer, std::span<const std::uint8_t> frame) {
       return;
     case w::Body::Intent: {
       const w::Intent* m = env->body_as_Intent();
-      OnInbound(peer, false, m->channel(), 0, w::BytesOf(m->payload()));
+      // An intent's "request id" is its seq: what latest-wins and the acks read.
+      OnInbound(peer, false, m->channel(), m->seq(), w::BytesOf(m->payload()));
       return;
     }
     case w::Body::Request: {
@@ -278,6 +295,7 @@ void InboundPipeline::InboundTapped(Peer& peer, bool request, ChannelId id,
   const std::uint64_t rejections = rejections_;
   const Channel* ch = channels_.Find(id);
   const std::uint64_t errors = ch != nullptr ? ch->counters().handler_errors : 0;
+  const std::uint64_t stale = ch != nullptr ? ch->counters().stale : 0;
   // Recorded first, so it comes before the events and the response it causes.
   const std::uint64_t seq = tap_.Note(true, request ? "request" : "intent", id,
                                       ch != nullptr ? std::string_view(ch->name()) : "",
@@ -291,6 +309,8 @@ void InboundPipeline::InboundTapped(Peer& peer, bool request, ChannelId id,
   if (rejections_ != rejections) {
     done->verdict = RejectName(last_reject_);
     done->detail = std::move(reject_text_);
+  } else if (ch != nullptr && ch->counters().stale != stale) {
+    done->verdict = "stale";  // latest-wins: older than the newest taken
   } else {
     done->verdict =
         ch != nullptr && ch->counters().handler_errors != errors ? "handler_error" : "accepted";
@@ -301,10 +321,24 @@ void InboundPipeline::Inbound(Peer& peer, bool request, ChannelId id, std::uint3
                               std::span<const std::uint8_t> payload) {
   // 4. Channel lookup.
   Channel* ch = channels_.Find(id);
-  if (ch == nullptr || ch->kind() != (request ? ChannelKind::kRequest : ChannelKind::kIntent)) {
+  if (ch == nullptr || (request ? ch->kind() != ChannelKind::kRequest : !IntentLike(ch->kind())))
+      [[unlikely]] {
     return RejectMessage(
         peer, nullptr, Reject::kUnknownChannel, request, request_id, 0,
         fmt::format("no {} channel has id {}", request ? "request" : "intent", id));
+  }
+  if (ch->kind() == ChannelKind::kUnreliable) [[unlikely]] {
+    if (!ch->spec().verify) {
+      return RejectMessage(peer, ch, Reject::kUnknownChannel, request, request_id, 0,
+                           fmt::format("unreliable channel \"{}\" takes nothing from clients: "
+                                       "it has no verifier",
+                                       ch->name()));
+    }
+    if (payload.size() > kMaxUnreliablePayload) {
+      return RejectMessage(peer, ch, Reject::kBadPayload, request, request_id, 0,
+                           fmt::format("an unreliable payload of {} bytes exceeds the {}-byte cap",
+                                       payload.size(), kMaxUnreliablePayload));
+    }
   }
   // 5. A live session.
   Session* s = sessions_.Get(peer.link().session);
@@ -344,11 +378,25 @@ void InboundPipeline::Inbound(Peer& peer, bool request, ChannelId id, std::uint3
                            r.error.empty() ? "a validator refused" : "a validator failed");
     }
   }
-  // 10. The handler.
+  // 10. The handler. Latest-wins drops what is older than the newest taken: no offence, the
+  // network reordered it.
+  if (ch->spec().latest_wins && ch->kind() == ChannelKind::kUnreliable &&
+      !s->TakeNewest(*ch, request_id)) [[unlikely]] {
+    ++ch->counters().stale;
+    return;
+  }
   ++ch->counters().accepted;
   if (!request) {
     ++stats_.intents_accepted;
+    if (ch->kind() != ChannelKind::kPredicted) [[likely]] {
+      HandleIntent(*s, *ch, args);
+      return;
+    }
+    // A predicted intent is taken when its handler returns without an error.
+    const std::uint64_t errors = ch->counters().handler_errors;
     HandleIntent(*s, *ch, args);
+    (ch->counters().handler_errors == errors ? s->accepted_ : s->rejected_).push_back(request_id);
+    acks_due_ = true;
     return;
   }
   ++stats_.requests_accepted;
@@ -439,6 +487,12 @@ void InboundPipeline::RejectMessage(Peer& peer, Channel* ch, Reject reason, bool
                     Value::String(ch != nullptr ? std::string_view(ch->name()) : ""),
                     Value::String(RejectName(reason))};
     kernel_.bus().Publish(rejected_topic_, args);
+  }
+  if (ch != nullptr && ch->kind() == ChannelKind::kPredicted && !request) {
+    if (Session* s = sessions_.Get(session)) {
+      s->rejected_.push_back(request_id);  // its seq: the client rolls it back
+      acks_due_ = true;
+    }
   }
   if (request && reason != Reject::kDuplicateRequest) {
     if (Session* s = sessions_.Get(peer.link().session)) {

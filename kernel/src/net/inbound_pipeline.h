@@ -17,8 +17,13 @@
 //   7. payload verification (the channel's verifier) and its declarative rules
 //   8. no validator (rules or hook handlers) and not Open: reject (fail-closed, warned once)
 //   9. the Intent.<Channel> / Request.<Channel> hook chain, fail-closed
-//  10. the handler, on the kernel thread; then the Intent.<Channel> topic (intents); a request
-//      is opened in PendingRequests, which hands it to its handler
+//  10. latest-wins (unreliable channels that ask for it): a message older than the newest taken
+//      is dropped (counted stale, no offence); then the handler, on the kernel thread, and the
+//      Intent.<Channel> topic (intents); a request is opened in PendingRequests, which hands it
+//      to its handler
+// A predicted intent is acknowledged: accepted when its handler returned without an error,
+// rejected at any step from 4 on (or by its handler's error); the seqs decided during one read of
+// the link leave together in one Acks frame at its end.
 // Rejected intents are dropped; past net.offender_drop_first rejections in the offender window
 // the client gets Error frames (with retry-after for rate limits, at most one per
 // net.error_frame_gap); at net.offender_kick_after the session ends (Offender). Rejected
@@ -92,6 +97,8 @@ class InboundPipeline {
   void Offence(Peer& peer, Channel* channel, Reject reason, double retry_after,
                std::string_view text, bool answered);
   void Flood(Peer& peer, std::size_t bytes, std::size_t budget);
+  // The Acks frame for the predicted intents decided during this read.
+  void SendAcks(Peer& peer);
 
   Kernel& kernel_;
   const NetOptions& options_;
@@ -115,6 +122,7 @@ class InboundPipeline {
   Reject last_reject_ = Reject::kFlood;
   std::uint64_t rejections_ = 0;
   std::string reject_text_;
+  bool acks_due_ = false;  // a predicted intent was decided during this read
 };
 
 }  // namespace molt::kernel::net

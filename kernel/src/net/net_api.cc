@@ -20,6 +20,10 @@ namespace {
 // --- Networking (ABI 1.1) ---
 
 static_assert(static_cast<int>(net::ChannelKind::kEvent) == MOLT_CHANNEL_EVENT &&
+                  static_cast<int>(net::ChannelKind::kUnreliable) == MOLT_CHANNEL_UNRELIABLE &&
+                  static_cast<int>(net::ChannelKind::kPredicted) == MOLT_CHANNEL_PREDICTED_INTENT &&
+                  static_cast<int>(net::UnreliablePriority::kHigh) == MOLT_UNRELIABLE_HIGH &&
+                  net::kMaxUnreliablePayload == MOLT_UNRELIABLE_MAX_PAYLOAD &&
                   static_cast<int>(net::FieldType::kString) == MOLT_FIELD_STRING &&
                   static_cast<int>(net::FieldType::kFloat) == MOLT_FIELD_FLOAT &&
                   static_cast<int>(net::ExitReason::kClientClosed) == MOLT_EXIT_CLIENT_CLOSED &&
@@ -67,9 +71,16 @@ Result<net::FieldRule> ToRule(const molt_field_rule& r, std::size_t index) {
 Result<net::ChannelSpec> ToChannelSpec(PluginInstance& p, net::Network& network,
                                        const molt_channel_spec& in) {
   MOLT_RETURN_IF_ERROR(Required({{in.name, "spec->name"}, {in.schema, "spec->schema"}}));
-  if (in.kind < MOLT_CHANNEL_INTENT || in.kind > MOLT_CHANNEL_EVENT) {
-    return Status::InvalidArgument("spec->kind " + std::to_string(in.kind) +
-                                   " is not MOLT_CHANNEL_INTENT, _REQUEST or _EVENT");
+  if (in.kind < MOLT_CHANNEL_INTENT || in.kind > MOLT_CHANNEL_PREDICTED_INTENT) {
+    return Status::InvalidArgument(
+        "spec->kind " + std::to_string(in.kind) +
+        " is not MOLT_CHANNEL_INTENT, _REQUEST, _EVENT, _UNRELIABLE or _PREDICTED_INTENT");
+  }
+  if (in.unreliable_priority != MOLT_UNRELIABLE_LOW &&
+      in.unreliable_priority != MOLT_UNRELIABLE_HIGH) {
+    return Status::InvalidArgument("spec->unreliable_priority " +
+                                   std::to_string(in.unreliable_priority) +
+                                   " is not MOLT_UNRELIABLE_LOW or MOLT_UNRELIABLE_HIGH");
   }
   MOLT_RETURN_IF_ERROR(RequiredIfAny(in.rules, in.rule_count, "spec->rules", "rule_count"));
   MOLT_RETURN_IF_ERROR(
@@ -86,6 +97,8 @@ Result<net::ChannelSpec> ToChannelSpec(PluginInstance& p, net::Network& network,
   out.burst = in.burst;
   out.open = in.open != 0;
   out.timeout_seconds = in.timeout_seconds;
+  out.priority = static_cast<net::UnreliablePriority>(in.unreliable_priority);
+  out.latest_wins = in.latest_wins != 0;
   const auto* reject = static_cast<const std::uint8_t*>(in.reject_payload);
   out.reject_payload.assign(reject, reject + (reject != nullptr ? in.reject_size : 0));
   PluginInstance* inst = &p;

@@ -175,8 +175,17 @@ Status Network::Send(ChannelId channel, SessionId session, std::span<const std::
 Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
                          std::span<const std::uint8_t> payload) {
   Channel* ch = channels_.Find(channel);
-  if (ch == nullptr || ch->kind() != ChannelKind::kEvent) {
-    return Status::NotFound(fmt::format("channel id {} is not a declared event channel", channel));
+  if (ch == nullptr ||
+      (ch->kind() != ChannelKind::kEvent && ch->kind() != ChannelKind::kUnreliable)) {
+    return Status::NotFound(
+        fmt::format("channel id {} is not a declared event or unreliable channel", channel));
+  }
+  const bool unreliable = ch->kind() == ChannelKind::kUnreliable;
+  if (unreliable && payload.size() > kMaxUnreliablePayload) {
+    return Status::InvalidArgument(
+        fmt::format("unreliable \"{}\": a payload of {} bytes exceeds the {}-byte cap (send it on "
+                    "an event channel)",
+                    ch->name(), payload.size(), kMaxUnreliablePayload));
   }
   if (payload.size() + 64 > options_.max_frame_bytes) {
     return Status::InvalidArgument(fmt::format(
@@ -185,20 +194,31 @@ Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
   }
   fb::FlatBufferBuilder b(64 + payload.size());
   auto bytes = w::PayloadVector(b, payload);
-  auto frame = w::FinishFrame(b, w::Body::Event, w::CreateEvent(b, channel, bytes).Union());
+  auto frame = w::FinishFrame(
+      b, w::Body::Event, w::CreateEvent(b, channel, bytes, unreliable ? ch->NextSeq() : 0).Union());
+  // Lost > late: over a reliable link an unreliable event is not queued behind a backlog (Low:
+  // more than a tick's byte budget waiting; High: half the slow-reader limit), nor kept for a
+  // session whose link is lost.
+  const std::size_t shed_above = ch->spec().priority == UnreliablePriority::kHigh
+                                     ? options_.max_outbound_bytes / 2
+                                     : options_.bytes_per_tick;
   ChannelRegistry::Hold hold(channels_);  // an ending session's hooks may remove the channel
   Sessions::Hold sessions_hold(sessions_);
   std::uint32_t sent = 0;
   for (SessionId id : sessions) {
     if (Session* s = sessions_.Get(id)) {
+      if (unreliable && (s->peer() == nullptr || s->peer()->queued_bytes() > shed_above)) {
+        ++ch->counters().shed;
+        continue;
+      }
       ++ch->counters().events_sent;
       ++sent;
       links_.SendTo(*s, frame);  // a session whose link is lost gets it when it resumes
     }
   }
   if (tap_.on()) {
-    tap_.Find(tap_.Note(false, "event", channel, ch->name(), sessions.size() == 1 ? sessions[0] : 0,
-                        payload, "sent"))
+    tap_.Find(tap_.Note(false, unreliable ? "unreliable" : "event", channel, ch->name(),
+                        sessions.size() == 1 ? sessions[0] : 0, payload, "sent"))
         ->recipients = sent;
   }
   return Status();

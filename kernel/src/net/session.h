@@ -103,6 +103,18 @@ class Session {
     return NewBucket(channel, now);
   }
 
+  // Latest-wins on an unreliable channel: true when `seq` is newer (serial-number order, so it
+  // may wrap) than every seq taken on `channel` in this session, and then it is the newest. Call
+  // after Bucket() for the same channel.
+  bool TakeNewest(const Channel& channel, std::uint32_t seq) {
+    std::uint32_t& latest = buckets_[channel.id()].latest;
+    if (latest != 0 && static_cast<std::int32_t>(seq - latest) <= 0) {
+      return false;
+    }
+    latest = seq;
+    return true;
+  }
+
   Peer* peer() const { return peer_; }
   // True while the link is lost and the session waits for the client to resume it.
   bool detached() const { return detached_; }
@@ -128,6 +140,7 @@ class Session {
   };
   struct ChannelBucket {
     std::uint32_t epoch = 0;
+    std::uint32_t latest = 0;  // latest-wins: the newest seq taken, 0 before the first
     TokenBucket bucket{0, 1, TimePoint()};
   };
 
@@ -163,6 +176,10 @@ class Session {
   TimePoint detached_until_{};
   ExitReason detach_reason_ = ExitReason::kTransportError;
   std::vector<std::uint8_t> outbox_;
+  // Predicted intents decided during the current read of the link, acknowledged together at its
+  // end (inbound_pipeline.h): the seqs accepted and rejected.
+  std::vector<std::uint32_t> accepted_;
+  std::vector<std::uint32_t> rejected_;
 };
 
 class Sessions {

@@ -395,7 +395,10 @@ Status TestKit::Send(KitPeer& peer, std::span<const std::uint8_t> frame, std::st
 
 Result<net::ChannelId> TestKit::ChannelNamed(std::string_view name, net::ChannelKind kind) {
   const net::Channel* ch = parts_->network().channels().Find(name);
-  if (ch == nullptr || ch->kind() != kind) {
+  const bool fits =
+      ch != nullptr &&
+      (kind == net::ChannelKind::kIntent ? net::IntentLike(ch->kind()) : ch->kind() == kind);
+  if (!fits) {
     return Status::NotFound(fmt::format("no {} channel is named \"{}\"",
                                         kind == net::ChannelKind::kIntent ? "intent" : "request",
                                         name));
@@ -408,7 +411,8 @@ Status TestKit::Intent(molt_session_t session, std::string_view channel,
   MOLT_ASSIGN_OR_RETURN(KitPeer * p, Joined(session));
   MOLT_ASSIGN_OR_RETURN(net::ChannelId id, ChannelNamed(channel, net::ChannelKind::kIntent));
   flatbuffers::FlatBufferBuilder b;
-  const auto intent = w::CreateIntent(b, id, w::PayloadVector(b, payload));
+  // Unreliable and predicted intents carry a sequence number: the peer's request counter serves.
+  const auto intent = w::CreateIntent(b, id, w::PayloadVector(b, payload), p->NextRequestId());
   return Send(*p, w::FinishFrame(b, w::Body::Intent, intent.Union()), channel);
 }
 

@@ -59,7 +59,7 @@ extern "C" {
 #endif
 
 /** @brief The client API version: grows with every append to this header. */
-#define MOLT_CLIENT_API_VERSION 7
+#define MOLT_CLIENT_API_VERSION 8
 
 #if defined(__GNUC__)
 #define MOLT_CLIENT_EXPORT __attribute__((visibility("default")))
@@ -94,6 +94,9 @@ typedef struct molt_client_options {
                                     system's store */
   const char* tls_server_name; /**< with MOLT_CLIENT_TLS: the name the server's certificate must
                                     carry, also sent as SNI; NULL: the host given to connect */
+  /* --- client API 8 --- */
+  double predict_timeout_seconds; /**< a predicted intent with no answer by then rolls back;
+                                       0: 2 s */
 } molt_client_options;
 
 #define MOLT_CLIENT_NO_RECONNECT 1u
@@ -160,7 +163,8 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_channel(molt_client* client, const 
 /** @brief Sends an intent. Checked here first, so a well-behaved client is never refused by the
  *  server: the channel must be an intent channel, the frame must fit the server's frame cap, and
  *  the client-side copy of the channel's rate limit must have a token (MOLT_ERR_RATE_LIMITED
- *  otherwise, nothing sent). */
+ *  otherwise, nothing sent). Since client API 8 it also sends on an unreliable channel, whose
+ *  payload must fit its cap (MOLT_UNRELIABLE_MAX_PAYLOAD, MOLT_ERR_INVALID_ARGUMENT beyond). */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_intent(molt_client* client, uint16_t channel,
                                                     const void* data, size_t size);
 /** @brief Sends a request; `fn` gets the answer inside a later step (exactly once, also on
@@ -296,6 +300,46 @@ MOLT_CLIENT_EXPORT size_t molt_client_send_queue_bytes(const molt_client* client
  *  reload_request, ABI 1.3). The connection is not touched. Since client API 5. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_reload_controllers(molt_client* client,
                                                                 const char* path);
+
+/* --- Unreliable channels and predicted intents (client API 8) --------------------------------
+ * docs/client.md, "Unreliable channels and predicted intents". An unreliable channel's events
+ * arrive through molt_client_on_event like any other: "lost > late", and on a latest-wins channel
+ * one older than the newest already delivered is dropped, never delivered after it. The client
+ * sends on one with molt_client_intent. Whether they travel over a datagram link or this one, the
+ * calls are the same.
+ *
+ * A predicted intent (the spec's Prediction.wrap) is applied by the app at once, then confirmed
+ * or undone: every one is resolved exactly once, accepted when the server's handler took it,
+ * rejected when any check or the handler refused it, or timed out when no answer came within
+ * predict_timeout_seconds (2 s) or the session ended; on a rejection or a timeout the app rolls
+ * its prediction back. molt_client_pending lists those not yet resolved, oldest first, so the app
+ * can replay them over the authoritative state the server sends (reconciliation). */
+
+/** @brief A predicted intent was decided: `accepted` 1 (status MOLT_OK), or 0 with status
+ *  MOLT_ERR_REJECTED or MOLT_ERR_TIMEOUT: roll it back. Since client API 8. */
+typedef void (*molt_client_resolved_fn)(void* user_data, uint16_t channel, uint32_t seq,
+                                        int32_t accepted, molt_status_t status);
+/** @brief One pending predicted intent, oldest first. `data` is valid during the call only. */
+typedef void (*molt_client_pending_fn)(void* user_data, uint16_t channel, uint32_t seq,
+                                       const void* data, size_t size);
+
+/** @brief Sends a predicted intent on `channel`, checked like molt_client_intent (a
+ *  MOLT_CHANNEL_PREDICTED_INTENT channel); `*out_seq` (may be NULL) is its sequence number, which
+ *  the resolution names. Nothing is sent (and nothing will resolve) when this fails. Since client
+ *  API 8. */
+MOLT_CLIENT_EXPORT molt_status_t molt_client_predict(molt_client* client, uint16_t channel,
+                                                     const void* data, size_t size,
+                                                     uint32_t* out_seq);
+/** @brief Calls `fn` as each predicted intent is resolved (one handler; NULL removes it), inside a
+ *  step, or in molt_client_disconnect for those still pending. Since client API 8. */
+MOLT_CLIENT_EXPORT molt_status_t molt_client_on_resolved(molt_client* client,
+                                                         molt_client_resolved_fn fn,
+                                                         void* user_data);
+/** @brief Calls `fn` for each predicted intent on `channel` (MOLT_CLIENT_ALL_CHANNELS: every
+ *  channel) not yet resolved, oldest first: what to replay over authoritative state. Since client
+ *  API 8. */
+MOLT_CLIENT_EXPORT molt_status_t molt_client_pending(molt_client* client, uint16_t channel,
+                                                     molt_client_pending_fn fn, void* user_data);
 
 #ifdef __cplusplus
 } /* extern "C" */

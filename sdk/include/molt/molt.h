@@ -82,7 +82,7 @@ extern "C" {
 /** @brief The ABI major version: a plugin built against another major never loads. */
 #define MOLT_ABI_VERSION_MAJOR 1
 /** @brief The ABI minor version: grows with every append to this header. */
-#define MOLT_ABI_VERSION_MINOR 9
+#define MOLT_ABI_VERSION_MINOR 10
 /** @brief Packs a version as (major << 16) | minor. */
 #define MOLT_ABI_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)))
 #define MOLT_ABI_VERSION_CURRENT MOLT_ABI_VERSION(MOLT_ABI_VERSION_MAJOR, MOLT_ABI_VERSION_MINOR)
@@ -269,6 +269,19 @@ typedef uint64_t molt_request_t;      /**< a request awaiting request_reply (ABI
 #define MOLT_CHANNEL_INTENT 0
 #define MOLT_CHANNEL_REQUEST 1
 #define MOLT_CHANNEL_EVENT 2
+/* --- ABI 1.10 (docs/network.md, "Unreliable channels and predicted intents") --- */
+/** Both ways, "lost > late": payloads of at most MOLT_UNRELIABLE_MAX_PAYLOAD bytes. The server
+ *  sends with event_send; clients send on it only when it has a verifier (on_intent hears them).
+ *  Over a session's reliable link (no datagram link, a browser) it still arrives in order, but is
+ *  not queued behind a backlog. */
+#define MOLT_CHANNEL_UNRELIABLE 3
+/** An intent whose every sequence number the server acknowledges: accepted when on_intent
+ *  returns MOLT_OK, rejected by any step of the pipeline or an error return (the client rolls it
+ *  back; it also rolls back one unacknowledged after its timeout). */
+#define MOLT_CHANNEL_PREDICTED_INTENT 4
+#define MOLT_UNRELIABLE_MAX_PAYLOAD 900 /**< bytes of payload on an unreliable channel */
+#define MOLT_UNRELIABLE_LOW 0  /**< molt_channel_spec.unreliable_priority: shed first (default) */
+#define MOLT_UNRELIABLE_HIGH 1 /**< always flows */
 
 /* How a rule reads a field of the payload's root table. */
 #define MOLT_FIELD_BOOL 0
@@ -349,6 +362,9 @@ typedef struct molt_channel_spec {
   molt_intent_fn on_intent;   /**< intents; may be NULL (validators and the topic still run) */
   molt_request_fn on_request; /**< requests */
   void* user_data;            /**< passed to verify and the handler */
+  /* --- ABI 1.10: unreliable channels (older plugins pass the smaller size: Low, not latest) --- */
+  int32_t unreliable_priority; /**< MOLT_UNRELIABLE_LOW (0) or MOLT_UNRELIABLE_HIGH */
+  int32_t latest_wins;         /**< 1: a message older than the newest taken is dropped */
 } molt_channel_spec;
 
 /** @brief What session_info reports. Pointers stay valid until the session is destroyed (after

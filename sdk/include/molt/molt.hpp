@@ -469,6 +469,9 @@ struct ChannelOptions {
   bool open = false;                   // accept payloads without a validator
   double timeout_seconds = 0;          // requests: 0 is 15 s
   std::string reject_payload;          // requests: sent with rejections
+  // ABI 1.10, unreliable channels:
+  std::int32_t unreliable_priority = MOLT_UNRELIABLE_LOW;  // MOLT_UNRELIABLE_HIGH always flows
+  bool latest_wins = false;  // drop what is older than the newest taken
 };
 
 inline molt_field_rule RangeRule(std::uint16_t field, const char* name, std::uint8_t type,
@@ -1306,6 +1309,26 @@ class Host {
     o.schema = std::string(schema);
     return Declare<MOLT_CHANNEL_EVENT>(name, o, nullptr, nullptr);
   }
+  // ABI 1.10. An unreliable channel ("lost > late", payloads <= MOLT_UNRELIABLE_MAX_PAYLOAD):
+  // send on it with Channel::Send and Channel::Broadcast; clients send nothing on it.
+  Result<Channel> DeclareUnreliable(std::string_view name, const ChannelOptions& options) const {
+    return Declare<MOLT_CHANNEL_UNRELIABLE>(name, options, nullptr, nullptr);
+  }
+  // ... and one clients send on too: fn(SessionId, std::string_view payload) hears them.
+  template <class V, class F>
+  Result<Channel> DeclareUnreliable(std::string_view name, const ChannelOptions& options,
+                                    V&& verify, F&& fn) const {
+    return Declare<MOLT_CHANNEL_UNRELIABLE>(name, options, std::forward<V>(verify),
+                                            std::forward<F>(fn));
+  }
+  // ABI 1.10. A predicted intent: fn(SessionId, std::string_view payload) as for an intent; the
+  // client hears it accepted when fn returns OK, rejected (and rolls back) otherwise.
+  template <class V, class F>
+  Result<Channel> DeclarePredictedIntent(std::string_view name, const ChannelOptions& options,
+                                         V&& verify, F&& fn) const {
+    return Declare<MOLT_CHANNEL_PREDICTED_INTENT>(name, options, std::forward<V>(verify),
+                                                  std::forward<F>(fn));
+  }
   Status Reply(molt_request_t request, molt_status_t code, std::string_view payload = {}) const {
     return Check(api_->request_reply(ctx_, request, code, payload.data(), payload.size()));
   }
@@ -1651,6 +1674,8 @@ Result<Channel> Host::Declare(std::string_view name, const ChannelOptions& o, V&
   spec.timeout_seconds = o.timeout_seconds;
   spec.reject_payload = o.reject_payload.data();
   spec.reject_size = o.reject_payload.size();
+  spec.unreliable_priority = o.unreliable_priority;
+  spec.latest_wins = o.latest_wins ? 1 : 0;
   if constexpr (!std::is_same_v<std::decay_t<V>, std::nullptr_t>) {
     spec.verify = [](void* ud, const void* data, std::size_t size) noexcept -> std::int32_t {
       auto* b = static_cast<B*>(ud);
@@ -1666,7 +1691,8 @@ Result<Channel> Host::Declare(std::string_view name, const ChannelOptions& o, V&
   }
   if constexpr (std::is_same_v<std::decay_t<F>, std::nullptr_t>) {
     // an event channel: no handler
-  } else if constexpr (kKind == MOLT_CHANNEL_INTENT) {
+  } else if constexpr (kKind == MOLT_CHANNEL_INTENT || kKind == MOLT_CHANNEL_UNRELIABLE ||
+                       kKind == MOLT_CHANNEL_PREDICTED_INTENT) {
     spec.on_intent = [](void* ud, molt_session_t s, const molt_value* args,
                         std::size_t) noexcept -> molt_status_t {
       auto* b = static_cast<B*>(ud);

@@ -84,5 +84,33 @@ TEST(ChannelTableTest, ABucketIsKeptWithinASessionWhileItsRateStays) {
   EXPECT_TRUE(table.Find(3)->bucket.Take(kTableNow)) << "a new rate: a new bucket";
 }
 
+TEST(ChannelTableTest, LatestWinsTakesOnlyNewerSeqsWhichOutliveASwapButNotASession) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<w::ChannelInfo>> infos = {
+      w::CreateChannelInfoDirect(b, 5, "pos", w::ChannelKind::Unreliable, nullptr, 60, 60, 0,
+                                 w::ChannelPriority::High, true, 900)};
+  b.Finish(w::CreateChannelsDirect(b, 0, &infos));
+  const auto* v = flatbuffers::GetRoot<w::Channels>(b.GetBufferPointer())->channels();
+  const std::vector<const w::ChannelInfo*> list(v->begin(), v->end());
+  ChannelTable table;
+  SendQueue queue;
+  table.Set(list, false, kTableNow, queue);
+  ChannelTable::Channel* pos = table.Find(5);
+  EXPECT_EQ(pos->max_payload, 900u);
+  EXPECT_TRUE(pos->latest_wins);
+  EXPECT_TRUE(pos->TakeNewest(4));
+  EXPECT_FALSE(pos->TakeNewest(3));
+  EXPECT_FALSE(pos->TakeNewest(4));
+  EXPECT_TRUE(pos->TakeNewest(0)) << "seq 0: a server without seqs";
+  EXPECT_TRUE(pos->TakeNewest(9));
+  EXPECT_EQ(pos->NextSeq(), 1u);
+  table.Set(list, true, kTableNow, queue);  // a swap's table: the same session
+  EXPECT_FALSE(table.Find(5)->TakeNewest(8));
+  EXPECT_EQ(table.Find(5)->NextSeq(), 2u);
+  table.Set(list, false, kTableNow, queue);  // a new session: its own seqs
+  EXPECT_TRUE(table.Find(5)->TakeNewest(1));
+  EXPECT_EQ(table.Find(5)->NextSeq(), 1u);
+}
+
 }  // namespace
 }  // namespace molt::kernel::client

@@ -45,7 +45,8 @@ TEST_F(ClientTest, ConnectsSendsIntentsAndReceivesEvents) {
   EXPECT_EQ(molt_client_channel(client_, "chat.Nope", &id), MOLT_ERR_NOT_FOUND);
   EXPECT_EQ(Error(), "the server has no channel \"chat.Nope\"");
   EXPECT_EQ(molt_client_intent(client_, said_id, p.data(), p.size()), MOLT_ERR_NOT_FOUND);
-  EXPECT_EQ(Error(), "the server has no intent channel with id " + std::to_string(said_id));
+  EXPECT_EQ(Error(), "the server has no intent or unreliable channel with id " +
+                         std::to_string(said_id) + " (channel \"chat.Said\" is of kind Event)");
   EXPECT_EQ(molt_client_intent(client_, say, nullptr, 3), MOLT_ERR_INVALID_ARGUMENT);
   const std::vector<std::uint8_t> big(9000, 1);
   EXPECT_EQ(molt_client_intent(client_, say, big.data(), big.size()), MOLT_ERR_INVALID_ARGUMENT);

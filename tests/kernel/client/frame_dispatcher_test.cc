@@ -29,9 +29,22 @@ class Recorder final : public ServerFrameHandler {
   void OnRedirect(const w::Redirect& m) override {
     seen.push_back("redirect " + m.address()->str());
   }
-  void OnServerEvent(std::uint16_t channel, std::span<const std::uint8_t> payload) override {
+  void OnServerEvent(std::uint16_t channel, std::uint32_t seq,
+                     std::span<const std::uint8_t> payload) override {
     seen.push_back("event " + std::to_string(channel) + " " +
-                   std::string(payload.begin(), payload.end()));
+                   std::string(payload.begin(), payload.end()) +
+                   (seq != 0 ? " seq " + std::to_string(seq) : ""));
+  }
+  void OnAcks(std::span<const std::uint32_t> accepted,
+              std::span<const std::uint32_t> rejected) override {
+    std::string text = "acks";
+    for (std::uint32_t seq : accepted) {
+      text += " +" + std::to_string(seq);
+    }
+    for (std::uint32_t seq : rejected) {
+      text += " -" + std::to_string(seq);
+    }
+    seen.push_back(text);
   }
   void OnResponse(std::uint32_t id, molt_status_t status,
                   std::span<const std::uint8_t> payload) override {
@@ -91,16 +104,28 @@ TEST(FrameDispatcherTest, EachFrameGoesToTheHandlerForItsKind) {
   }
   {
     flatbuffers::FlatBufferBuilder b;
+    sent.push_back(Owned(w::FinishFrame(
+        b, w::Body::Event, w::CreateEvent(b, 5, w::PayloadVector(b, hi), 77).Union())));
+  }
+  {
+    flatbuffers::FlatBufferBuilder b;
+    const std::vector<std::uint32_t> accepted = {1, 2}, rejected = {3};
+    sent.push_back(Owned(
+        w::FinishFrame(b, w::Body::Acks, w::CreateAcksDirect(b, &accepted, &rejected).Union())));
+  }
+  {
+    flatbuffers::FlatBufferBuilder b;
     sent.push_back(
         Owned(w::FinishFrame(b, w::Body::Bye, w::CreateByeDirect(b, "Kicked", "").Union())));
   }
   for (const std::vector<std::uint8_t>& f : sent) {
     frames.Dispatch(f);
   }
-  EXPECT_EQ(r.seen,
-            (std::vector<std::string>{"welcome 9", "event 4 hi",
-                                      "response 2 " + std::to_string(MOLT_ERR_INTERNAL) + " hi",
-                                      "ping 3", "redirect 10.0.0.2:7777", "bye Kicked"}));
+  EXPECT_EQ(
+      r.seen,
+      (std::vector<std::string>{
+          "welcome 9", "event 4 hi", "response 2 " + std::to_string(MOLT_ERR_INTERNAL) + " hi",
+          "ping 3", "redirect 10.0.0.2:7777", "event 5 hi seq 77", "acks +1 +2 -3", "bye Kicked"}));
 }
 
 TEST(FrameDispatcherTest, WhatDoesNotVerifyOrOnlyAClientSendsIsABadFrame) {

@@ -34,7 +34,11 @@ class SenderTest : public ::testing::Test {
     flatbuffers::FlatBufferBuilder b;
     std::vector<flatbuffers::Offset<w::ChannelInfo>> infos = {
         w::CreateChannelInfoDirect(b, 1, "chat.Say", w::ChannelKind::Intent, nullptr, 100, 100),
-        w::CreateChannelInfoDirect(b, 2, "shop.Buy", w::ChannelKind::Request, nullptr, 1, 1, 2000)};
+        w::CreateChannelInfoDirect(b, 2, "shop.Buy", w::ChannelKind::Request, nullptr, 1, 1, 2000),
+        w::CreateChannelInfoDirect(b, 3, "pos", w::ChannelKind::Unreliable, nullptr, 100, 100, 0,
+                                   w::ChannelPriority::Low, true, 900),
+        w::CreateChannelInfoDirect(b, 4, "move", w::ChannelKind::PredictedIntent, nullptr, 100,
+                                   100)};
     b.Finish(w::CreateChannelsDirect(b, 0, &infos));
     const auto* v = flatbuffers::GetRoot<w::Channels>(b.GetBufferPointer())->channels();
     channels_.Set({v->begin(), v->end()}, false, RealNow(), queue_);
@@ -45,20 +49,50 @@ class SenderTest : public ::testing::Test {
   SendQueue::ServerLimits limits_;  // 8192-byte frames
   ChannelTable channels_;
   RequestTable requests_;
+  Predictions predictions_;
   QuietSink sink_;
   Link link_{LinkOptions{}, queue_, sink_};
-  Sender sender_{queue_, link_, channels_, requests_, limits_, 1000};
+  Sender sender_{queue_, link_, channels_, requests_, predictions_, limits_, 1000};
 };
 
 TEST_F(SenderTest, AnIntentIsCheckedThenQueued) {
   ASSERT_TRUE(sender_.Intent(1, Payload(10)).ok());
   EXPECT_EQ(queue_.frames(), 1u);
   EXPECT_EQ(sender_.queued_bytes(), queue_.bytes());
-  EXPECT_EQ(sender_.Intent(2, Payload(10)).message(), "the server has no intent channel with id 2");
+  EXPECT_EQ(sender_.Intent(2, Payload(10)).message(),
+            "the server has no intent or unreliable channel with id 2 (channel \"shop.Buy\" is of "
+            "kind Request)");
   EXPECT_EQ(sender_.Request(1, Payload(10), 0, nullptr).message(),
-            "the server has no request channel with id 1");
+            "the server has no request channel with id 1 (channel \"chat.Say\" is of kind "
+            "Intent)");
   EXPECT_EQ(sender_.Intent(9, Payload(10)).code(), Status::Code::kNotFound);
   EXPECT_EQ(queue_.frames(), 1u);
+}
+
+TEST_F(SenderTest, UnreliableSendsCarryTheChannelsSeqAndKeepItsCap) {
+  ASSERT_TRUE(sender_.Intent(3, Payload(10)).ok());
+  ASSERT_TRUE(sender_.Intent(3, Payload(10)).ok());
+  EXPECT_EQ(channels_.Find(3)->sent_seq, 2u);
+  EXPECT_EQ(sender_.Intent(3, Payload(901)).message(),
+            "a payload of 901 bytes exceeds the 900-byte cap of channel \"pos\" (unreliable "
+            "payloads fit one datagram)");
+  EXPECT_EQ(queue_.frames(), 2u);
+  queue_.Clear();
+  EXPECT_TRUE(sender_.Intent(3, Payload(900)).ok()) << "the cap itself fits";
+  EXPECT_EQ(channels_.Find(3)->sent_seq, 3u);
+}
+
+TEST_F(SenderTest, APredictedIntentIsPendingFromTheMomentItIsQueued) {
+  Result<std::uint32_t> first = sender_.Predict(4, Payload(10), Seconds(2));
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(*first, 1u);
+  EXPECT_EQ(sender_.Predict(4, Payload(10), Seconds(2)).value(), 2u);
+  EXPECT_EQ(predictions_.size(), 2u);
+  EXPECT_EQ(sender_.Predict(1, Payload(10), Seconds(2)).status().message(),
+            "the server has no predicted intent channel with id 1 (channel \"chat.Say\" is of kind "
+            "Intent)");
+  EXPECT_EQ(predictions_.size(), 2u);  // a refused one is not pending
+  EXPECT_EQ(queue_.frames(), 2u);
 }
 
 TEST_F(SenderTest, AFrameTooLargeAFullQueueAndASpentRateAreRefusedByName) {

@@ -162,7 +162,27 @@ TEST_F(NetApiTest, SlotErrorsNameTheArgumentAndTheFix) {
   spec.schema = "molt.test.Say";
   spec.kind = 7;
   EXPECT_EQ(api.channel_declare(ctx, &spec, nullptr, &ch), MOLT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(error(), "spec->kind 7 is not MOLT_CHANNEL_INTENT, _REQUEST or _EVENT");
+  EXPECT_EQ(error(),
+            "spec->kind 7 is not MOLT_CHANNEL_INTENT, _REQUEST, _EVENT, _UNRELIABLE or "
+            "_PREDICTED_INTENT");
+  spec.kind = MOLT_CHANNEL_UNRELIABLE;
+  spec.unreliable_priority = 2;
+  EXPECT_EQ(api.channel_declare(ctx, &spec, nullptr, &ch), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(),
+            "spec->unreliable_priority 2 is not MOLT_UNRELIABLE_LOW or MOLT_UNRELIABLE_HIGH");
+  spec.unreliable_priority = MOLT_UNRELIABLE_HIGH;
+  spec.on_intent = [](void*, molt_session_t, const molt_value*, size_t) { return MOLT_OK; };
+  EXPECT_EQ(api.channel_declare(ctx, &spec, nullptr, &ch), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(),
+            "channel \"fx.Other\": an unreliable channel with a handler takes messages from "
+            "clients: give it a payload verifier (the schema's generated Verify...)");
+  spec.on_intent = nullptr;
+  spec.unreliable_priority = 0;
+  spec.kind = MOLT_CHANNEL_PREDICTED_INTENT;
+  EXPECT_EQ(api.channel_declare(ctx, &spec, nullptr, &ch), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(),
+            "channel \"fx.Other\": an inbound channel needs a payload verifier (the schema's "
+            "generated Verify...)");
   spec.kind = MOLT_CHANNEL_INTENT;
   EXPECT_EQ(api.channel_declare(ctx, &spec, nullptr, &ch), MOLT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(error(),

@@ -387,7 +387,7 @@ TEST_F(NetTest, EventsGoToOneSessionAListOrEveryone) {
     EXPECT_TRUE(net_->Broadcast(said, SayPayload("to all")).ok());
   });
   EXPECT_EQ(net_->Send(say, 1, SayPayload("x")).message(),
-            "channel id 1 is not a declared event channel");
+            "channel id 1 is not a declared event or unreliable channel");
   Listen();
   auto text = [](const Frame& f) {
     const auto* p = f.envelope()->body_as_Event()->payload();
