@@ -9,6 +9,7 @@
  *   client API 3     the compat.board replica
  *   client API 4     waits with molt_client_wait instead of sleeping a frame
  *   client API 7     with WS_PORT: all of it over moltd's WebSocket port (MOLT_CLIENT_WEBSOCKET)
+ *   client API 8     a predicted intent on compat.Move, resolved accepted
  *
  *   compat_client PORT [WS_PORT]   exit 0 after printing what it saw, 1 with the reason otherwise
  */
@@ -26,6 +27,8 @@ struct app {
   molt_status_t status;
   char text[64];
   char last_state[256];
+  int resolved;
+  int accepted;
 };
 
 static void on_state(void* user, int32_t state, const char* reason) {
@@ -54,6 +57,18 @@ static void on_response(void* user, molt_status_t status, const void* data, size
   a->status = status;
   a->answered = 1;
 }
+
+#if MOLT_CLIENT_API_VERSION >= 8
+static void on_resolved(void* user, uint16_t channel, uint32_t seq, int32_t accepted,
+                        molt_status_t status) {
+  struct app* a = (struct app*)user;
+  (void)channel;
+  (void)seq;
+  (void)status;
+  a->accepted = accepted;
+  a->resolved = 1;
+}
+#endif
 
 static int fail(molt_client* c, const char* what) {
   fprintf(stderr, "compat_client: %s: %s\n", what, molt_client_last_error(c));
@@ -168,6 +183,23 @@ int main(int argc, char** argv) {
       return fail(c, "the compat.board replica");
     }
     printf("board: joins %lld\n", (long long)joins);
+  }
+#endif
+#if MOLT_CLIENT_API_VERSION >= 8
+  {
+    uint16_t move = 0;
+    uint32_t seq = 0;
+    if (molt_client_channel(c, "compat.Move", &move) != MOLT_OK) {
+      return fail(c, "the compat.Move channel");
+    }
+    molt_client_on_resolved(c, on_resolved, &a);
+    if (molt_client_predict(c, move, "step", 4, &seq) != MOLT_OK) {
+      return fail(c, "predict");
+    }
+    if (!step_until(c, &a.resolved)) {
+      return fail(c, "no resolution");
+    }
+    printf("predicted %u: %s\n", (unsigned)seq, a.accepted ? "accepted" : "rolled back");
   }
 #endif
   molt_client_disconnect(c);

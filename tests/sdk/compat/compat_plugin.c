@@ -11,6 +11,7 @@
  *   ABI 1.2         a replica counting joins
  *   ABI 1.3         a binding that hears the session's end, a replica claim refused outside a swap
  *   ABI 1.4         a profile store "compat": each loaded profile counts a visit ("/visits")
+ *   ABI 1.10        a predicted intent echoed as an event, an unreliable channel echoing itself
  */
 #include <molt/molt.h>
 #include <stdio.h>
@@ -295,6 +296,18 @@ static void on_session(void* user_data, molt_session_t session) {
 #endif
 }
 
+#if MOLT_ABI_VERSION_MINOR >= 10
+static molt_channel_t pos;
+
+/* compat.Pos: what a client sends on it comes back on it. */
+static molt_status_t on_pos(void* user_data, molt_session_t session, const molt_value* args,
+                            size_t arg_count) {
+  (void)user_data;
+  (void)arg_count;
+  return api->event_send(self, pos, &session, 1, args[0].as.ptr, args[0].size);
+}
+#endif
+
 static molt_status_t declare(int32_t kind, const char* name, molt_channel_t* out) {
   molt_channel_spec spec;
   memset(&spec, 0, sizeof spec);
@@ -308,6 +321,10 @@ static molt_status_t declare(int32_t kind, const char* name, molt_channel_t* out
   }
   if (kind == MOLT_CHANNEL_INTENT) {
     spec.on_intent = on_echo;
+#if MOLT_ABI_VERSION_MINOR >= 10
+  } else if (kind == MOLT_CHANNEL_PREDICTED_INTENT) {
+    spec.on_intent = on_echo;
+#endif
   } else if (kind == MOLT_CHANNEL_REQUEST) {
     spec.on_request = on_twice;
   }
@@ -352,6 +369,26 @@ static molt_status_t init(molt_context_t* ctx, const molt_host_api* host, void**
         (s = declare(MOLT_CHANNEL_REQUEST, "compat.Twice", &twice)) != MOLT_OK) {
       goto fail;
     }
+#if MOLT_ABI_VERSION_MINOR >= 10
+    {
+      molt_channel_t move;
+      molt_channel_spec spec;
+      memset(&spec, 0, sizeof spec);
+      spec.struct_size = sizeof spec;
+      spec.kind = MOLT_CHANNEL_UNRELIABLE;
+      spec.name = "compat.Pos";
+      spec.schema = "compat.Bytes";
+      spec.verify = verify_any;
+      spec.open = 1;
+      spec.on_intent = on_pos;
+      spec.unreliable_priority = MOLT_UNRELIABLE_HIGH;
+      spec.latest_wins = 1;
+      if ((s = declare(MOLT_CHANNEL_PREDICTED_INTENT, "compat.Move", &move)) != MOLT_OK ||
+          (s = api->channel_declare(ctx, &spec, NULL, &pos)) != MOLT_OK) {
+        goto fail;
+      }
+    }
+#endif
 #if MOLT_ABI_VERSION_MINOR >= 2
     {
       molt_replica_field field;

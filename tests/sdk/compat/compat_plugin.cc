@@ -156,6 +156,21 @@ class Plugin : public molt::Service {
     molt::Result<std::string> level = host().Live("level");
     Note(level.ok() ? "live level " + *level : "live failed: " + level.status().message());
 #endif
+#if MOLT_ABI_VERSION_MINOR >= 10
+    // A predicted intent echoed as an event (acked accepted), and an unreliable channel that
+    // sends back what a client sends on it.
+    TAKE(move_, host().DeclarePredictedIntent("compat.Move", o, any,
+                                              [this](molt::SessionId s, std::string_view payload) {
+                                                return said_.Send(s, payload);
+                                              }));
+    molt::ChannelOptions u = o;
+    u.unreliable_priority = MOLT_UNRELIABLE_HIGH;
+    u.latest_wins = true;
+    TAKE(pos_, host().DeclareUnreliable("compat.Pos", u, any,
+                                        [this](molt::SessionId s, std::string_view payload) {
+                                          return pos_.Send(s, payload);
+                                        }));
+#endif
 #if MOLT_ABI_VERSION_MINOR >= 9
     if (molt::Status st = host().SubscribeMessages("compat",
                                                    [this](const molt::Message& m) {
@@ -212,6 +227,9 @@ class Plugin : public molt::Service {
 #if MOLT_ABI_VERSION_MINOR >= 1
   molt::Channel said_, echo_, twice_;
   molt::Subscription sessions_;
+#endif
+#if MOLT_ABI_VERSION_MINOR >= 10
+  molt::Channel move_, pos_;
 #endif
 #if MOLT_ABI_VERSION_MINOR >= 2
   molt::Replica board_;
