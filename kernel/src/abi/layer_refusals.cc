@@ -70,6 +70,8 @@ void InstallLayerRefusals(molt_host_api& api) {
   SetRefusal<kNotClient>(api.client_intent);
   SetRefusal<kNotClient>(api.client_request);
   SetRefusal<kNotClient>(api.client_replica_get);
+  SetRefusal<kNotClient>(api.client_predict);
+  SetRefusal<kNotClient>(api.client_pending);
   SetRefusal<kNoProfiles>(api.profile_declare);
   SetRefusal<kNoProfiles>(api.profile_state);
   SetRefusal<kNoProfiles>(api.profile_get);

@@ -91,6 +91,35 @@ molt_status_t ClientReplicaGet(molt_context_t* ctx, const char* replica, const c
   });
 }
 
+// --- The client slots (ABI 1.10) ---
+
+molt_status_t ClientPredict(molt_context_t* ctx, const char* channel, const void* data,
+                            std::size_t size, std::uint32_t* out_seq) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    MOLT_RETURN_IF_ERROR(Required(channel, "channel"));
+    MOLT_ASSIGN_OR_RETURN(const auto payload, BytesArg(data, size));
+    MOLT_ASSIGN_OR_RETURN(const std::uint32_t seq, PortOf(p).Predict(channel, payload));
+    if (out_seq != nullptr) {
+      *out_seq = seq;
+    }
+    return Status::Ok();
+  });
+}
+
+molt_status_t ClientPending(molt_context_t* ctx, const char* channel, molt_pending_fn fn,
+                            void* user_data) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    MOLT_RETURN_IF_ERROR(
+        Required({{channel, "channel"}, {reinterpret_cast<const void*>(fn), "fn"}}));
+    return PortOf(p).Pending(channel, [&](std::uint32_t seq, std::span<const std::uint8_t> bytes) {
+      CallPlugin(p, [&] {
+        fn(user_data, seq, bytes.data(), bytes.size());
+        return MOLT_OK;
+      });
+    });
+  });
+}
+
 }  // namespace
 
 struct ClientKernel::Topics {
@@ -134,6 +163,8 @@ Result<std::unique_ptr<ClientKernel>> ClientKernel::Boot(ClientPort& port) {
   api.client_intent = ClientIntent;
   api.client_request = ClientRequest;
   api.client_replica_get = ClientReplicaGet;
+  api.client_predict = ClientPredict;
+  api.client_pending = ClientPending;
   return k;
 }
 
@@ -208,6 +239,11 @@ void ClientKernel::ReplicaUpdate(std::string_view name, std::uint32_t replica, s
   if (what == MOLT_CLIENT_REPLICA_REMOVED) {
     topics_->replicas.erase(replica);  // ids of removed replicas do not pile up
   }
+}
+
+void ClientKernel::Resolved(std::string_view channel, std::uint32_t seq, molt_status_t status) {
+  const Value args[] = {Value::Int(seq), Value::Int(status == MOLT_OK ? 1 : 0), Value::Int(status)};
+  kernel_->bus().Publish("Net.Resolved." + std::string(channel), args);
 }
 
 void ClientKernel::State(std::int32_t state, std::string_view reason) {

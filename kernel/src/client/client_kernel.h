@@ -56,6 +56,13 @@ class ClientPort {
   // Field `field` of the held replica named `replica` (bytes point into the client's copy).
   virtual Status ReplicaValue(std::string_view replica, std::string_view field,
                               molt_value* out) = 0;
+  // A predicted intent on the server's channel named `channel`: its seq (ABI 1.10).
+  virtual Result<std::uint32_t> Predict(std::string_view channel,
+                                        std::span<const std::uint8_t> payload) = 0;
+  // The predicted intents on `channel` not yet resolved, oldest first: fn(seq, payload).
+  virtual Status Pending(
+      std::string_view channel,
+      const Callback<void(std::uint32_t, std::span<const std::uint8_t>)>& fn) = 0;
 };
 
 class ClientKernel {
@@ -89,6 +96,8 @@ class ClientKernel {
   void ReplicaUpdate(std::string_view name, std::uint32_t replica, std::int32_t what,
                      std::int32_t field);
   void State(std::int32_t state, std::string_view reason);
+  // A predicted intent on `channel` was resolved: "Net.Resolved.<channel>" (seq, accepted, status).
+  void Resolved(std::string_view channel, std::uint32_t seq, molt_status_t status);
 
   Kernel& kernel() { return *kernel_; }
 

@@ -317,6 +317,11 @@ Predictions::Resolved Connection::Resolved() {
     if (resolved_fn_ != nullptr) {
       resolved_fn_(resolved_user_, channel, seq, status == MOLT_OK ? 1 : 0, status);
     }
+    if (kernel_) {  // the controllers' Bus: each resolution once, also as the session ends
+      if (const ChannelTable::Channel* ch = channels_.Find(channel)) {
+        kernel_->Resolved(ch->name, seq, status);
+      }
+    }
   };
 }
 
@@ -476,6 +481,21 @@ Status Connection::Request(std::string_view channel, std::span<const std::uint8_
       [done = std::move(done)](molt_status_t status, std::span<const std::uint8_t> answer) mutable {
         done(status, std::string_view(reinterpret_cast<const char*>(answer.data()), answer.size()));
       });
+}
+
+Result<std::uint32_t> Connection::Predict(std::string_view channel,
+                                          std::span<const std::uint8_t> payload) {
+  MOLT_ASSIGN_OR_RETURN(const std::uint16_t id, ChannelId(channel));
+  return SendPredicted(id, payload);
+}
+
+Status Connection::Pending(std::string_view channel,
+                           const Callback<void(std::uint32_t, std::span<const std::uint8_t>)>& fn) {
+  MOLT_ASSIGN_OR_RETURN(const std::uint16_t id, ChannelId(channel));
+  for (const Predictions::Pending& p : predictions_.List(id)) {
+    fn(p.seq, p.payload);
+  }
+  return Status::Ok();
 }
 
 Status Connection::ReplicaValue(std::string_view replica, std::string_view field, molt_value* out) {

@@ -145,6 +145,10 @@ class Connection final : public ClientPort, private LinkSink, private ServerFram
                  double timeout_seconds,
                  Callback<void(molt_status_t, std::string_view)> done) override;
   Status ReplicaValue(std::string_view replica, std::string_view field, molt_value* out) override;
+  Result<std::uint32_t> Predict(std::string_view channel,
+                                std::span<const std::uint8_t> payload) override;
+  Status Pending(std::string_view channel,
+                 const Callback<void(std::uint32_t, std::span<const std::uint8_t>)>& fn) override;
 
  private:
   friend struct ConnectionFuzzer;  // tests/fuzz/client_fuzz.cc: frames in without a socket

@@ -27,6 +27,14 @@ class ControllerTest : public ClientTest {
       heard_.push_back(flatbuffers::GetRoot<molt::test::Say>(args[0].as.ptr)->text()->str());
     });
     said_ = DeclareEvent("fx.Said");
+    ChannelSpec move;  // a predicted intent the probe fires once connected (ABI 1.10)
+    move.name = "fx.Move";
+    move.kind = ChannelKind::kPredicted;
+    move.schema = "molt.test.Say";
+    move.verify = VerifySay;
+    move.open = true;
+    move.on_intent = [](Session&, std::span<Value>) {};
+    ASSERT_TRUE(net_->channels().Declare(std::move(move)).ok());
     DeclareAddRequest("fx.Double", [this](Session&, std::span<Value> args, RequestToken reply) {
       const std::string s =
           std::to_string(flatbuffers::GetRoot<molt::test::Add>(args[0].as.ptr)->amount() * 2);
@@ -89,6 +97,9 @@ TEST_F(ControllerTest, ControllersBootInTwoPhasesAndSeeEventsRepliesAndReplicas)
   // A request from a controller's process, waited on: the server doubled 21.
   ASSERT_TRUE(Heard("double=42")) << ::testing::PrintToString(heard_);
   ASSERT_TRUE(Heard("released")) << ::testing::PrintToString(heard_);  // completion_release
+  // A predicted intent: pending until acked, then its resolution on the controllers' Bus.
+  ASSERT_TRUE(Heard("pending 1 step")) << ::testing::PrintToString(heard_);
+  ASSERT_TRUE(Heard("resolved 1 accepted")) << ::testing::PrintToString(heard_);
   // Server events reach the controllers' Bus.
   ASSERT_TRUE(net_->Broadcast(said_, SayPayload("ping")).ok());
   ASSERT_TRUE(Heard("heard ping")) << ::testing::PrintToString(heard_);
@@ -129,6 +140,7 @@ class AppHud : public molt::Service {
     // The client host offers the core and the client slots, never the server's.
     g_app_log->push_back(host().DeclareEvent("hud.Shown", "x").status().message());
     g_app_log->push_back(host().Intent("nope", "").message());
+    g_app_log->push_back(host().Predict("nope", "").status().message());
     MOLT_ASSIGN_OR_RETURN(tick_, host().Every(0.001, [] { g_app_log->push_back("tick"); }));
     return molt::Status::Ok();
   }
@@ -152,6 +164,7 @@ TEST_F(ControllerTest, AControllerLinkedIntoTheAppRunsInsideStepAndStopsWithTheC
   ASSERT_EQ(molt_client_start(client_), MOLT_OK) << Error();
   EXPECT_EQ(log, (std::vector<std::string>{
                      "this host has no network (channels and sessions are server-side)",
+                     "not connected: channels come with the server's welcome",
                      "not connected: channels come with the server's welcome"}));
   // Its task runs only inside molt_client_step: the client kernel started no thread.
   const std::size_t before = log.size();

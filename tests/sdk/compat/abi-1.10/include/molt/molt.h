@@ -660,6 +660,11 @@ typedef struct molt_kv_result {
 /** @brief Hears a kv_call's result, once, on the kernel thread. */
 typedef void (*molt_kv_done_fn)(void* user_data, const molt_kv_result* result);
 
+/* --- ABI 1.10 --- */
+/** @brief One predicted intent not yet resolved (client_pending), oldest first; `data` is valid
+ *  during the call only. */
+typedef void (*molt_pending_fn)(void* user_data, uint32_t seq, const void* data, size_t size);
+
 /* --- The host API ----------------------------------------------------------------------------- */
 
 /** @brief The functions a plugin calls, handed to init() and valid until the instance is unloaded.
@@ -1085,6 +1090,22 @@ typedef struct molt_host_api {
    *  (`done` is not called); MOLT_ERR_RATE_LIMITED when 1000 calls wait already. */
   molt_status_t (*kv_call)(molt_context_t* ctx, const molt_kv_op* op, molt_kv_done_fn done,
                            void* user_data, molt_cleanup_fn release);
+
+  /* --- ABI 1.10: predicted intents from controllers (docs/client.md, "Unreliable channels and
+   * predicted intents"; MOLT_ERR_UNSUPPORTED in server hosts). Unreliable events reach
+   * controllers as "Net.Event.<channel>" like any event; client_intent sends on an unreliable
+   * channel. Each predicted intent's resolution is published once on the client kernel's Bus as
+   * "Net.Resolved.<channel>" (seq; accepted 1 or 0; the status, MOLT_OK, MOLT_ERR_REJECTED or
+   * MOLT_ERR_TIMEOUT; all MOLT_VALUE_INT): roll back on 0. --- */
+
+  /** @brief Sends a predicted intent on the server's channel named `channel`, checked like
+   *  molt_client_predict; `*out_seq` (may be NULL) is its sequence number. */
+  molt_status_t (*client_predict)(molt_context_t* ctx, const char* channel, const void* data,
+                                  size_t size, uint32_t* out_seq);
+  /** @brief Calls `fn` for each predicted intent on `channel` not yet resolved, oldest first:
+   *  replay them over the authoritative state the server sent. */
+  molt_status_t (*client_pending)(molt_context_t* ctx, const char* channel, molt_pending_fn fn,
+                                  void* user_data);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it

@@ -1418,6 +1418,33 @@ class Host {
     return Check(
         api_->client_intent(ctx_, std::string(channel).c_str(), payload.data(), payload.size()));
   }
+  // ABI 1.10: a predicted intent; its seq. Its resolution arrives on the Bus as
+  // "Net.Resolved.<channel>" (seq, accepted 1/0, status): roll back the prediction on 0.
+  Result<std::uint32_t> Predict(std::string_view channel, std::string_view payload) const {
+    if (!MOLT_API_HAS(api_, client_predict)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host is not a client of ABI 1.10 or later");
+    }
+    std::uint32_t seq = 0;
+    if (Status s = Check(api_->client_predict(ctx_, std::string(channel).c_str(), payload.data(),
+                                              payload.size(), &seq));
+        !s.ok()) {
+      return s;
+    }
+    return seq;
+  }
+  // ABI 1.10: fn(std::uint32_t seq, std::string_view payload) for each predicted intent on
+  // `channel` not yet resolved, oldest first: replay them over authoritative state.
+  template <class F>
+  Status Pending(std::string_view channel, F&& fn) const {
+    if (!MOLT_API_HAS(api_, client_pending)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host is not a client of ABI 1.10 or later");
+    }
+    auto each = [](void* ud, std::uint32_t seq, const void* data, std::size_t size) {
+      (*static_cast<std::remove_reference_t<F>*>(ud))(
+          seq, std::string_view(static_cast<const char*>(data), size));
+    };
+    return Check(api_->client_pending(ctx_, std::string(channel).c_str(), each, &fn));
+  }
   // The answer completes the returned Completion: Wait() on it inside a process.
   Result<Completion> Request(std::string_view channel, std::string_view payload,
                              double timeout_seconds = 0) const {
