@@ -28,6 +28,9 @@ inline const std::string kMoltCli = MOLT_CLI_PATH;  // the molt CLI
 #ifdef MOLTD_PATH
 inline const std::string kMoltd = MOLTD_PATH;
 #endif
+#ifdef MOLT_RELAY_PATH
+inline const std::string kMoltRelay = MOLT_RELAY_PATH;  // the lossy UDP relay
+#endif
 
 }  // namespace molt::test
 
