@@ -382,6 +382,9 @@ Result<ChannelId> ChannelRegistry::Declare(ChannelSpec spec, const void* owner) 
   ch->id_ = id;
   ch->owner_ = owner;
   ch->default_rate_ = spec.rate == 0;
+  ch->sequenced_ = spec.kind == ChannelKind::kUnreliable || spec.kind == ChannelKind::kPredicted;
+  ch->takes_intents_ = IntentLike(spec.kind) &&
+                       (spec.kind != ChannelKind::kUnreliable || static_cast<bool>(spec.verify));
   ch->rate_ = rate;
   ch->burst_ = burst;
   ch->timeout_ = spec.timeout_seconds == 0

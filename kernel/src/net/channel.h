@@ -185,6 +185,11 @@ class Channel {
   double rate() const { return rate_; }
   double burst() const { return burst_; }
   double timeout_seconds() const { return timeout_; }
+  // Unreliable or a predicted intent: its messages carry a seq (one check on the per-frame path).
+  bool sequenced() const { return sequenced_; }
+  // Whether clients send on it as intents: an intent, a predicted intent, or an unreliable
+  // channel with a verifier (one without takes nothing from clients).
+  bool takes_intents() const { return takes_intents_; }
   bool default_rate() const { return default_rate_; }
   const void* owner() const { return owner_; }
   Hooks::Point* point() const { return point_; }  // Intent.<Name> / Request.<Name>
@@ -217,6 +222,8 @@ class Channel {
   double burst_ = kDefaultRate;
   double timeout_ = kDefaultRequestTimeout;
   bool default_rate_ = true;
+  bool sequenced_ = false;
+  bool takes_intents_ = false;
   const void* owner_ = nullptr;
   Hooks::Point* point_ = nullptr;
   Bus::Topic* topic_ = nullptr;

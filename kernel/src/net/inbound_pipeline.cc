@@ -204,8 +204,10 @@ void InboundPipeline::Frame(Peer& peer, std::span<const std::uint8_t> frame) {
   const SessionId session = peer.link().session;
   const bool handshake = session == 0;
   const w::Envelope* env = VerifiedEnvelope(frame);
-  // The verifier accepts a union type without its table: that is no message either.
-  if (env == nullptr || env->body() == nullptr || env->body_type() == w::Body::NONE) {
+  // The verifier accepts a union type without its table: that is no message either. The body is
+  // read once and cast below (body_as_X would read it again).
+  const void* body = env != nullptr ? env->body() : nullptr;
+  if (body == nullptr || env->body_type() == w::Body::NONE) {
     ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kBadEnvelope)];
     const std::string_view text =
         env == nullptr ? "the envelope failed verification" : "the envelope has no message";
@@ -234,28 +236,28 @@ void InboundPipeline::Frame(Peer& peer, std::span<const std::uint8_t> frame) {
         Offence(peer, nullptr, Reject::kBadEnvelope, 0, "a second hello", false);
         return;
       }
-      front_door_.OnHello(peer, *env->body_as_Hello());
+      front_door_.OnHello(peer, *static_cast<const w::Hello*>(body));
       return;
     case w::Body::Intent: {
-      const w::Intent* m = env->body_as_Intent();
-      // An intent's "request id" is its seq: what latest-wins and the acks read.
-      OnInbound(peer, false, m->channel(), m->seq(), w::BytesOf(m->payload()));
+      const auto* m = static_cast<const w::Intent*>(body);
+      intent_ = m;  // its seq is read only on a channel whose messages carry one
+      OnInbound(peer, false, m->channel(), 0, w::BytesOf(m->payload()));
       return;
     }
     case w::Body::Request: {
-      const w::Request* m = env->body_as_Request();
+      const auto* m = static_cast<const w::Request*>(body);
       OnInbound(peer, true, m->channel(), m->id(), w::BytesOf(m->payload()));
       return;
     }
     case w::Body::Ping: {
-      const w::Ping* m = env->body_as_Ping();
+      const auto* m = static_cast<const w::Ping*>(body);
       fb::FlatBufferBuilder b(64);
       links_.SendFrame(
           peer, w::FinishFrame(b, w::Body::Pong, w::CreatePong(b, m->seq(), m->time_ns()).Union()));
       return;
     }
     case w::Body::Pong: {
-      const w::Pong* m = env->body_as_Pong();
+      const auto* m = static_cast<const w::Pong*>(body);
       OnPong(peer, m->seq(), m->time_ns());
       return;
     }
@@ -321,24 +323,11 @@ void InboundPipeline::Inbound(Peer& peer, bool request, ChannelId id, std::uint3
                               std::span<const std::uint8_t> payload) {
   // 4. Channel lookup.
   Channel* ch = channels_.Find(id);
-  if (ch == nullptr || (request ? ch->kind() != ChannelKind::kRequest : !IntentLike(ch->kind())))
+  if (ch == nullptr || (request ? ch->kind() != ChannelKind::kRequest : !ch->takes_intents()))
       [[unlikely]] {
     return RejectMessage(
         peer, nullptr, Reject::kUnknownChannel, request, request_id, 0,
         fmt::format("no {} channel has id {}", request ? "request" : "intent", id));
-  }
-  if (ch->kind() == ChannelKind::kUnreliable) [[unlikely]] {
-    if (!ch->spec().verify) {
-      return RejectMessage(peer, ch, Reject::kUnknownChannel, request, request_id, 0,
-                           fmt::format("unreliable channel \"{}\" takes nothing from clients: "
-                                       "it has no verifier",
-                                       ch->name()));
-    }
-    if (payload.size() > kMaxUnreliablePayload) {
-      return RejectMessage(peer, ch, Reject::kBadPayload, request, request_id, 0,
-                           fmt::format("an unreliable payload of {} bytes exceeds the {}-byte cap",
-                                       payload.size(), kMaxUnreliablePayload));
-    }
   }
   // 5. A live session.
   Session* s = sessions_.Get(peer.link().session);
@@ -378,25 +367,14 @@ void InboundPipeline::Inbound(Peer& peer, bool request, ChannelId id, std::uint3
                            r.error.empty() ? "a validator refused" : "a validator failed");
     }
   }
-  // 10. The handler. Latest-wins drops what is older than the newest taken: no offence, the
-  // network reordered it.
-  if (ch->spec().latest_wins && ch->kind() == ChannelKind::kUnreliable &&
-      !s->TakeNewest(*ch, request_id)) [[unlikely]] {
-    ++ch->counters().stale;
-    return;
+  // 10. The handler.
+  if (ch->sequenced()) [[unlikely]] {
+    return HandleSequenced(peer, *s, *ch, args);
   }
   ++ch->counters().accepted;
   if (!request) {
     ++stats_.intents_accepted;
-    if (ch->kind() != ChannelKind::kPredicted) [[likely]] {
-      HandleIntent(*s, *ch, args);
-      return;
-    }
-    // A predicted intent is taken when its handler returns without an error.
-    const std::uint64_t errors = ch->counters().handler_errors;
     HandleIntent(*s, *ch, args);
-    (ch->counters().handler_errors == errors ? s->accepted_ : s->rejected_).push_back(request_id);
-    acks_due_ = true;
     return;
   }
   ++stats_.requests_accepted;
@@ -461,6 +439,30 @@ void InboundPipeline::Inbound(Peer& peer, bool request, ChannelId id, std::uint3
   kernel_.bus().Publish(ch.topic(), topic_args);
 }
 
+void InboundPipeline::HandleSequenced(Peer& peer, Session& s, Channel& ch, std::span<Value> args) {
+  const std::uint32_t seq = intent_->seq();
+  if (ch.kind() == ChannelKind::kUnreliable && args[0].size > kMaxUnreliablePayload) {
+    return RejectMessage(peer, &ch, Reject::kBadPayload, false, 0, 0,
+                         fmt::format("an unreliable payload of {} bytes exceeds the {}-byte cap",
+                                     args[0].size, kMaxUnreliablePayload));
+  }
+  // Latest-wins drops what is older than the newest taken: no offence, the network reordered it.
+  if (ch.spec().latest_wins && ch.kind() == ChannelKind::kUnreliable && !s.TakeNewest(ch, seq)) {
+    ++ch.counters().stale;
+    return;
+  }
+  ++ch.counters().accepted;
+  ++stats_.intents_accepted;
+  if (ch.kind() != ChannelKind::kPredicted) {
+    return HandleIntent(s, ch, args);
+  }
+  // A predicted intent is taken when its handler returns without an error.
+  const std::uint64_t errors = ch.counters().handler_errors;
+  HandleIntent(s, ch, args);
+  (ch.counters().handler_errors == errors ? s.accepted_ : s.rejected_).push_back(seq);
+  acks_due_ = true;
+}
+
 void InboundPipeline::RejectMessage(Peer& peer, Channel* ch, Reject reason, bool request,
                                     std::uint32_t request_id, double retry_after,
                                     std::string_view text) {
@@ -490,7 +492,7 @@ void InboundPipeline::RejectMessage(Peer& peer, Channel* ch, Reject reason, bool
   }
   if (ch != nullptr && ch->kind() == ChannelKind::kPredicted && !request) {
     if (Session* s = sessions_.Get(session)) {
-      s->rejected_.push_back(request_id);  // its seq: the client rolls it back
+      s->rejected_.push_back(intent_->seq());  // the client rolls it back
       acks_due_ = true;
     }
   }

@@ -51,6 +51,9 @@
 namespace molt::kernel {
 class Kernel;
 }
+namespace molt::wire {
+struct Intent;
+}
 
 namespace molt::kernel::net {
 
@@ -91,6 +94,9 @@ class InboundPipeline {
                 std::span<const std::uint8_t>* payload, bool* has_hooks);
   // Step 10 for an intent.
   void HandleIntent(Session& s, Channel& ch, std::span<Value> args);
+  // Step 10 for an unreliable message or a predicted intent (intent_ is its frame): the payload
+  // cap, latest-wins, then the handler, then the predicted intent's ack.
+  void HandleSequenced(Peer& peer, Session& s, Channel& ch, std::span<Value> args);
   void OnPong(Peer& peer, std::uint32_t seq, std::uint64_t time_ns);
   void RejectMessage(Peer& peer, Channel* channel, Reject reason, bool request,
                      std::uint32_t request_id, double retry_after, std::string_view text);
@@ -123,6 +129,8 @@ class InboundPipeline {
   std::uint64_t rejections_ = 0;
   std::string reject_text_;
   bool acks_due_ = false;  // a predicted intent was decided during this read
+  // The Intent frame being handled: its seq, read only for channels whose messages carry one.
+  const molt::wire::Intent* intent_ = nullptr;
 };
 
 }  // namespace molt::kernel::net
