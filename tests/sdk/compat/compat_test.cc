@@ -324,10 +324,11 @@ class CompatServerTest : public ::testing::Test {
 
 TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
   for (const char* release :
-       {"client-1", "client-2", "client-3", "client-4", "client-5", "client-5-r2", "client-6",
-        "client-7", "client-7+ws", "client-7-r2", "client-7-r2+ws", "client-7-r3", "client-7-r3+ws",
-        "client-7-r4", "client-7-r4+ws", "client-7-r5", "client-7-r5+ws", "client-7-r6",
-        "client-7-r6+ws", "client-8", "client-8+ws"}) {
+       {"client-1",       "client-2",       "client-3",       "client-4",       "client-5",
+        "client-5-r2",    "client-6",       "client-7",       "client-7+ws",    "client-7-r2",
+        "client-7-r2+ws", "client-7-r3",    "client-7-r3+ws", "client-7-r4",    "client-7-r4+ws",
+        "client-7-r5",    "client-7-r5+ws", "client-7-r6",    "client-7-r6+ws", "client-8",
+        "client-8+ws"}) {
     const int api = release[7] - '0';
     const bool websocket = std::string_view(release).ends_with("+ws");
     const std::string_view dir =
