@@ -21,7 +21,7 @@ if [ -n "${MOLT_RUN_MOLTD:-}" ]; then
   moltd="$MOLT_RUN_MOLTD"
 else
   source "$(dirname "$0")/common.sh"
-  molt_build default moltd counter scores rounds shop uptime
+  molt_build default moltd counter scores rounds shop uptime walk
   moltd=./build/default/bin/moltd
 fi
 

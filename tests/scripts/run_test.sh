@@ -44,7 +44,7 @@ stop() {
 }
 
 serve
-grep -q "serving 5 plugins from " "$work/run.log" || fail "it serves no bundled plugins"
+grep -q "serving 6 plugins from " "$work/run.log" || fail "it serves no bundled plugins"
 grep -q "watching .*: a rebuilt plugin is swapped in live" "$work/run.log" ||
   fail "it does not watch the plugin directory"
 branches | grep -q '"branch":"dev","rules":"dev"' || fail "it does not serve the branch dev on dev rules"

@@ -127,7 +127,7 @@ grep -q '\[hello@[^]]*\] goodbye after' "$work/moltd.log" || fail "hello did not
 "$prefix/bin/moltd" -d "$work/data2" --port 0 --admin 127.0.0.1:0 >"$work/bundled.log" 2>&1 &
 pids+=($!)
 port_of "$work/bundled.log" >/dev/null
-grep -q "serving 5 plugins from $prefix/bin/../$libdir/molt/plugins" "$work/bundled.log" ||
+grep -q "serving 6 plugins from $prefix/bin/../$libdir/molt/plugins" "$work/bundled.log" ||
   { cat "$work/bundled.log" >&2; fail "the installed moltd did not serve its bundled plugins"; }
 stop "${pids[1]}" "$work/bundled.log"
 

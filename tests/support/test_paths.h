@@ -16,9 +16,9 @@ inline const std::string kFixtures = MOLT_FIXTURE_DIR;  // the test-only plugins
 #endif
 #ifdef MOLT_PLUGIN_DIR
 inline const std::string kPlugins = MOLT_PLUGIN_DIR;  // the bundled plugins
-// How many there are (counter, rounds, scores, shop, uptime), and what moltd logs once it serves
-// them all.
-inline constexpr int kBundledPlugins = 5;
+// How many there are (counter, rounds, scores, shop, uptime, walk), and what moltd logs once it
+// serves them all.
+inline constexpr int kBundledPlugins = 6;
 inline const std::string kServingBundled =
     "serving " + std::to_string(kBundledPlugins) + " plugins";
 #endif

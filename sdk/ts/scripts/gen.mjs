@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Generates the TypeScript for the wire schema (schemas/molt_wire.fbs -> src/wire/) and the counter
-// example's payloads (plugins/counter/counter.fbs -> examples/counter/src/gen/) with flatc --ts
+// Generates the TypeScript for the wire schema (schemas/molt_wire.fbs -> src/wire/) and the
+// examples' payloads (plugins/counter/counter.fbs -> examples/counter/src/gen/,
+// plugins/walk/walk.fbs -> examples/walk/src/gen/) with flatc --ts
 // (Debian: flatbuffers-compiler), then gives every relative import its ".js" so the output is
 // ES modules a browser and Node load as they are.
 import { execFileSync } from 'node:child_process';
@@ -42,3 +43,4 @@ function* walk(dir) {
 
 generate(join(repo, 'schemas/molt_wire.fbs'), join(pkg, 'src/wire'));
 generate(join(repo, 'plugins/counter/counter.fbs'), join(pkg, 'examples/counter/src/gen'));
+generate(join(repo, 'plugins/walk/walk.fbs'), join(pkg, 'examples/walk/src/gen'));

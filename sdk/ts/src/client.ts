@@ -8,6 +8,8 @@
 //   const welcome = await client.connect('ws://127.0.0.1:7780/', 'ada', { credentials: token });
 //   client.intent('counter.Add', payload);                 // checked, queued, paced
 //   const answer = await client.request('counter.Get', payload, { timeoutMs: 2000 });
+//   client.onResolved((channel, seq, accepted) => accepted || rollBack(seq));
+//   const seq = client.predict('walk.Move', step);          // apply it now; undo if not accepted
 //   await client.disconnect();
 //
 // Everything runs on the event loop that calls it; nothing is shared between clients.
@@ -26,6 +28,7 @@ import {
   type Welcome,
 } from './frames.js';
 import { SendQueue, TokenBucket, type ServerLimits } from './pacing.js';
+import { Predictions, type PendingPrediction, type Resolution } from './predictions.js';
 import { ReplicaStore, type Replica, type ReplicaHandler, type ReplicaUpdate } from './replicas.js';
 
 export type ClientState = 'idle' | 'connecting' | 'connected' | 'reconnecting' | 'closed';
@@ -59,6 +62,8 @@ export interface ClientOptions {
   reconnectMaxMs?: number;
   /** What may wait in the send queue (default 1 MiB); beyond it a send fails with `state`. */
   maxSendQueueBytes?: number;
+  /** A predicted intent with no answer by then is resolved as `timeout` (default 2 s). */
+  predictTimeoutMs?: number;
 }
 
 export interface RequestOptions {
@@ -78,6 +83,12 @@ export interface ServerError {
   retryAfterMs: number;
 }
 export type ServerErrorHandler = (error: ServerError) => void;
+/**
+ * A predicted intent was decided, once: `accepted` (reason `accepted`), or not: `rejected` (a rule,
+ * a validator or the handler refused it) or `timeout` (no answer within `predictTimeoutMs`, or the
+ * session ended). On either of those the app rolls its prediction back.
+ */
+export type ResolvedHandler = (channel: string, seq: number, accepted: boolean, reason: Resolution) => void;
 
 /** Every channel, for `on` and `onReplica`. */
 export const ALL = '*';
@@ -86,11 +97,16 @@ export const ALL = '*';
 export type ChannelRef = string | number | ChannelInfo;
 
 const FIRST_RECONNECT_MS = 100;
+const DEFAULT_PREDICT_TIMEOUT_MS = 2000;
 const MAX_INBOUND_FRAME = 16 * 1024 * 1024;
 const PASSING_REFUSALS = new Set(['RateLimited', 'ServerFull', 'ShuttingDown', 'Starting']);
 
 interface Channel extends ChannelInfo {
   bucket: TokenBucket;
+  // Unreliable channels: the seq of the last message sent and of the newest one taken (kept
+  // across a table within one session, as the server keeps its own).
+  sentSeq: number;
+  newestSeq: number;
 }
 
 interface Pending {
@@ -146,12 +162,17 @@ export class MoltClient {
   private byId = new Map<number, Channel>();
   private byName = new Map<string, Channel>();
   private readonly queue = new SendQueue();
-  private readonly pending = new Map<number, Pending>();
+  private readonly requests = new Map<number, Pending>(); // by request id
   private nextRequest = 1;
   private readonly events = new Map<string, Set<EventHandler>>();
   private readonly states = new Set<StateHandler>();
   private readonly errors = new Set<ServerErrorHandler>();
   private readonly replicaHandlers = new Map<string, Set<ReplicaHandler>>();
+  private readonly resolvedHandlers = new Set<ResolvedHandler>();
+  private readonly predictions = new Predictions((channel, seq, how) => {
+    for (const h of [...this.resolvedHandlers]) guarded(h, channel, seq, how === 'accepted', how);
+  });
+  private stale = 0;
   private readonly store = new ReplicaStore();
   private waiter: { resolve: (w: Welcome) => void; reject: (e: MoltError) => void } | undefined;
   private abortConnect: (() => void) | undefined;
@@ -185,6 +206,10 @@ export class MoltClient {
   /** Bytes waiting in the send queue for the server's pace. */
   get sendQueueBytes(): number {
     return this.queue.bytes;
+  }
+  /** Events of latest-wins channels dropped because a newer one was delivered first. */
+  get staleEvents(): number {
+    return this.stale;
   }
 
   /** The channel named `name` in the server's table (undefined: the server has none). */
@@ -309,14 +334,50 @@ export class MoltClient {
   // --- Sending ----------------------------------------------------------------------------------
 
   /**
-   * Sends an intent. Checked first, so a well-behaved client is never refused: throws a MoltError
-   * (`state`, `not_found`, `invalid_argument`, `rate_limited`) instead of sending what the server
-   * would refuse. Then queued and paced: call as fast as you like.
+   * Sends an intent, or a message on an unreliable channel (with the channel's next seq; its payload
+   * must fit the channel's cap). Checked first, so a well-behaved client is never refused: throws a
+   * MoltError (`state`, `not_found`, `invalid_argument`, `rate_limited`) instead of sending what the
+   * server would refuse. Then queued and paced: call as fast as you like.
    */
   intent(channel: ChannelRef, payload: Uint8Array = new Uint8Array(0)): void {
     const c = this.checkSend(channel, 'intent', payload.length);
-    this.queue.push(intentFrame(c.id, payload), c.id);
+    let seq = 0;
+    if (c.kind === 'unreliable') {
+      c.sentSeq = (c.sentSeq + 1) >>> 0 || 1; // from 1; 0 is skipped when it wraps
+      seq = c.sentSeq;
+    }
+    this.queue.push(intentFrame(c.id, payload, seq), c.id);
     this.pump();
+  }
+
+  /**
+   * Sends a predicted intent (a `predicted_intent` channel), checked as `intent` is, and returns its
+   * seq. The app applies it at once; `onResolved` then hears it decided exactly once: accepted,
+   * rejected, or timed out (no answer within `predictTimeoutMs`, or the session ended). Until then
+   * `pending()` lists it. Nothing is sent, and nothing resolves, when this throws.
+   */
+  predict(channel: ChannelRef, payload: Uint8Array = new Uint8Array(0)): number {
+    const c = this.checkSend(channel, 'predicted_intent', payload.length);
+    const seq = this.predictions.add(c.name, payload, this.options.predictTimeoutMs ?? DEFAULT_PREDICT_TIMEOUT_MS);
+    this.queue.push(intentFrame(c.id, payload, seq), c.id);
+    this.pump();
+    return seq;
+  }
+
+  /** Listens to the decisions on predicted intents. Returns the unsubscribe. */
+  onResolved(handler: ResolvedHandler): () => void {
+    this.resolvedHandlers.add(handler);
+    return () => {
+      this.resolvedHandlers.delete(handler);
+    };
+  }
+
+  /**
+   * The predicted intents not decided yet (on `channel`, by name or as `channel(name)` returned it,
+   * when given), oldest first: what to replay over the authoritative state the server sends.
+   */
+  pending(channel?: string | ChannelInfo): PendingPrediction[] {
+    return this.predictions.list(typeof channel === 'object' && channel !== null ? channel.name : channel);
   }
 
   /**
@@ -347,34 +408,41 @@ export class MoltClient {
         timeoutMs,
       );
       const settle = (error: MoltError | undefined, answer?: Uint8Array): void => {
-        if (!this.pending.delete(id)) return; // settled already
+        if (!this.requests.delete(id)) return; // settled already
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         if (error === undefined) resolve(answer!);
         else reject(error);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.pending.set(id, { channel: c.name, settle });
+      this.requests.set(id, { channel: c.name, settle });
       this.queue.push(requestFrame(c.id, id, payload), c.id, id);
       this.pump();
     });
   }
 
-  private checkSend(channel: ChannelRef, kind: 'intent' | 'request', size: number): Channel {
+  private checkSend(channel: ChannelRef, kind: 'intent' | 'request' | 'predicted_intent', size: number): Channel {
     if (this.currentState !== 'connected' && this.currentState !== 'reconnecting') {
       throw new MoltError('state', `not connected (${this.currentState})`);
     }
     // A channel object is found by its name: after a reconnect the table may be another's.
     const name = typeof channel === 'object' && channel !== null ? channel.name : channel;
     const c = typeof name === 'number' ? this.byId.get(name) : this.byName.get(name);
-    if (c === undefined || c.kind !== kind) {
+    if (c === undefined || (c.kind !== kind && !(kind === 'intent' && c.kind === 'unreliable'))) {
       throw new MoltError(
         'not_found',
         typeof name === 'number'
-          ? `the server has no ${kind} channel with id ${name}`
+          ? `the server has no ${kindName(kind)} channel with id ${name}`
           : c === undefined
             ? `the server has no channel "${name}"`
-            : `"${name}" is an ${c.kind} channel, not an ${kind} channel`,
+            : `"${name}" is ${aKind(c.kind)} channel, not ${aKind(kind)} channel`,
+      );
+    }
+    if (c.maxPayloadBytes > 0 && size > c.maxPayloadBytes) {
+      throw new MoltError(
+        'invalid_argument',
+        `a payload of ${size} bytes exceeds the ${c.maxPayloadBytes}-byte cap of channel "${c.name}" ` +
+          '(unreliable payloads fit one datagram)',
       );
     }
     if (size + FRAME_OVERHEAD > this.limits.maxFrameBytes) {
@@ -495,8 +563,17 @@ export class MoltClient {
         return;
       }
       case 'event': {
-        const name = this.byId.get(m.channel)?.name;
-        if (name === undefined) return; // a channel retired meanwhile
+        const c = this.byId.get(m.channel);
+        if (c === undefined) return; // a channel retired meanwhile
+        if (m.seq !== 0 && c.latestWins) {
+          // Latest-wins: one not newer than the newest delivered (serial-number order) is dropped.
+          if (c.newestSeq !== 0 && ((m.seq - c.newestSeq) | 0) <= 0) {
+            ++this.stale;
+            return;
+          }
+          c.newestSeq = m.seq;
+        }
+        const name = c.name;
         for (const key of [name, ALL]) {
           for (const h of this.events.get(key) ?? []) guarded(h, m.payload, name);
         }
@@ -504,6 +581,8 @@ export class MoltClient {
       }
       case 'response':
         return this.onResponse(m);
+      case 'acks':
+        return this.predictions.ack(m.accepted, m.rejected);
       case 'ping':
         if (this.queue.bytes > (this.options.maxSendQueueBytes ?? 1 << 20)) return; // never read: not our queue
         this.queue.push(pongFrame(m.seq, m.timeNs));
@@ -549,6 +628,8 @@ export class MoltClient {
       this.queue.dropApp();
       this.failPending('timeout', 'a new session: the server did not resume the old one', Status.TIMEOUT);
       if (link !== this.link) return; // a handler disconnected
+      this.predictions.failAll(); // their frames were dropped with the queue: nobody answers them
+      if (link !== this.link) return;
     }
     if (!resumed && this.store.size > 0) {
       this.dropReplicas();
@@ -583,7 +664,7 @@ export class MoltClient {
   }
 
   private onResponse(m: Extract<ServerMessage, { type: 'response' }>): void {
-    const p = this.pending.get(m.id);
+    const p = this.requests.get(m.id);
     if (p === undefined) return; // answered late, after our own timeout (or never asked)
     const extra = { status: m.status, payload: m.payload, retryAfterMs: m.retryAfterMs };
     switch (m.status) {
@@ -618,7 +699,13 @@ export class MoltClient {
       const kept = old.get(info.id);
       const same =
         sameSession && kept !== undefined && kept.name === info.name && kept.rate === info.rate && kept.burst === info.burst;
-      const c: Channel = { ...info, bucket: same ? kept.bucket : new TokenBucket(info.rate, info.burst, t) };
+      const seqs = sameSession && kept !== undefined && kept.name === info.name;
+      const c: Channel = {
+        ...info,
+        bucket: same ? kept.bucket : new TokenBucket(info.rate, info.burst, t),
+        sentSeq: seqs ? kept.sentSeq : 0,
+        newestSeq: seqs ? kept.newestSeq : 0,
+      };
       if (!same) this.queue.setChannelRate(info.id, info.rate, info.burst, t);
       this.byId.set(info.id, c);
       this.byName.set(info.name, c);
@@ -703,6 +790,7 @@ export class MoltClient {
     this.setState(state, why);
     waiter?.reject(error ?? new MoltError('disconnected', why));
     this.failPending('disconnected', why);
+    this.predictions.failAll();
   }
 
   private dropLink(code = 1000): void {
@@ -726,7 +814,7 @@ export class MoltClient {
   }
 
   private failPending(code: 'timeout' | 'disconnected', why: string, status?: number): void {
-    for (const p of [...this.pending.values()]) {
+    for (const p of [...this.requests.values()]) {
       p.settle(new MoltError(code, `no answer on "${p.channel}": ${why}`, { status }));
     }
   }
@@ -739,6 +827,16 @@ export class MoltClient {
 }
 
 function strip(c: Channel): ChannelInfo {
-  const { bucket: _bucket, ...info } = c;
+  const { bucket: _bucket, sentSeq: _sent, newestSeq: _newest, ...info } = c;
   return info;
+}
+
+function kindName(kind: ChannelInfo['kind']): string {
+  return kind === 'predicted_intent' ? 'predicted intent' : kind;
+}
+
+// "an intent", "a request", "a predicted intent", ...
+function aKind(kind: ChannelInfo['kind']): string {
+  const name = kindName(kind);
+  return `${/^[aeiou]/.test(name) ? 'an' : 'a'} ${name}`;
 }

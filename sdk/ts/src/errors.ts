@@ -6,7 +6,7 @@
 export type MoltErrorCode =
   | 'state' //            not connected, already connecting, the send queue is full (MOLT_ERR_STATE)
   | 'not_found' //        no such channel (MOLT_ERR_NOT_FOUND)
-  | 'invalid_argument' // a payload too large for the server's frames (MOLT_ERR_INVALID_ARGUMENT)
+  | 'invalid_argument' // a payload too large for the server's frames or an unreliable channel's cap (MOLT_ERR_INVALID_ARGUMENT)
   | 'rate_limited' //     the channel's rate would be exceeded, or the server said so (MOLT_ERR_RATE_LIMITED)
   | 'rejected' //         the server's validator or handler refused; `payload` is the channel's reject payload (MOLT_ERR_REJECTED)
   | 'timeout' //          no answer in time (MOLT_ERR_TIMEOUT)

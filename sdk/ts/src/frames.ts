@@ -14,7 +14,13 @@ export const PROTOCOL_VERSION = 2;
 /** A frame's envelope and size prefix take at most this many bytes beyond the payload. */
 export const FRAME_OVERHEAD = 64;
 
-export type ChannelKind = 'intent' | 'request' | 'event';
+/**
+ * `unreliable` (wire 2.5): both ways, payloads of at most `maxPayloadBytes`, "lost > late";
+ * `predicted_intent` (wire 2.5): an intent the server acknowledges, accepted or rejected.
+ */
+export type ChannelKind = 'intent' | 'request' | 'event' | 'unreliable' | 'predicted_intent';
+/** How an unreliable channel fares on a strained link: `low` is shed first, `high` always flows. */
+export type ChannelPriority = 'low' | 'high';
 
 /** One channel of the server's table, as its Welcome (or a later Channels frame) lists it. */
 export interface ChannelInfo {
@@ -28,6 +34,12 @@ export interface ChannelInfo {
   burst: number;
   /** Requests: the server answers a timeout after this long. */
   timeoutMs: number;
+  /** Unreliable channels: shed first (`low`) or always flowing (`high`); `low` for the others. */
+  priority: ChannelPriority;
+  /** Unreliable channels: a message older (by its seq) than the newest one taken is dropped. */
+  latestWins: boolean;
+  /** Unreliable channels: the payload cap (900 bytes); 0: the frame cap alone. */
+  maxPayloadBytes: number;
 }
 
 /** The server's Welcome: the session and the limits it measures this client against. */
@@ -60,7 +72,8 @@ export type ServerMessage =
   | { type: 'welcome'; welcome: Welcome }
   | { type: 'refuse'; reason: string; text: string; retryAfterMs: number }
   | { type: 'response'; id: number; status: number; payload: Uint8Array; retryAfterMs: number }
-  | { type: 'event'; channel: number; payload: Uint8Array }
+  | { type: 'event'; channel: number; payload: Uint8Array; seq: number }
+  | { type: 'acks'; accepted: number[]; rejected: number[] }
   | { type: 'ping'; seq: number; timeNs: bigint }
   | { type: 'pong'; seq: number; timeNs: bigint }
   | { type: 'error'; reason: string; channel: number; retryAfterMs: number; text: string }
@@ -82,6 +95,8 @@ const KINDS: Record<number, ChannelKind> = {
   [w.ChannelKind.Intent]: 'intent',
   [w.ChannelKind.Request]: 'request',
   [w.ChannelKind.Event]: 'event',
+  [w.ChannelKind.Unreliable]: 'unreliable',
+  [w.ChannelKind.PredictedIntent]: 'predicted_intent',
 };
 const FIELD_TYPES: Record<number, ReplicaFieldType> = {
   [w.ReplicaFieldType.Int]: 'int',
@@ -131,10 +146,14 @@ export function helloFrame(
   return finish(b, w.Body.Hello, w.Hello.createHello(b, PROTOCOL_VERSION, 0n, u, c, j, r));
 }
 
-export function intentFrame(channel: number, payload: Uint8Array): Uint8Array {
+/**
+ * An intent; `seq` (wire 2.5) is the channel's next sequence number on an unreliable channel, the
+ * client's on a predicted intent, 0 on any other.
+ */
+export function intentFrame(channel: number, payload: Uint8Array, seq = 0): Uint8Array {
   const b = new flatbuffers.Builder(payload.length + FRAME_OVERHEAD);
   const p = payloadVector(b, payload);
-  return finish(b, w.Body.Intent, w.Intent.createIntent(b, channel, p));
+  return finish(b, w.Body.Intent, w.Intent.createIntent(b, channel, p, seq));
 }
 
 export function requestFrame(channel: number, id: number, payload: Uint8Array): Uint8Array {
@@ -237,7 +256,25 @@ function decodeEnvelope(frame: Uint8Array): ServerMessage {
     case w.Body.Event: {
       const m: w.Event = env.body(new w.Event());
       len(m.payloadLength(), 'payload');
-      return { type: 'event', channel: m.channel(), payload: bytes(m.payloadArray()) };
+      return { type: 'event', channel: m.channel(), payload: bytes(m.payloadArray()), seq: m.seq() };
+    }
+    case w.Body.Acks: {
+      // FlatBuffers' runtime reads past the end as zeros rather than failing, so each vector is
+      // checked to lie inside the frame before it is read.
+      const m: w.Acks = env.body(new w.Acks());
+      const seqs = (field: number, what: string): number[] => {
+        const o = bb.__offset(m.bb_pos, field);
+        if (o === 0) return [];
+        const start = bb.__vector(m.bb_pos + o);
+        const n = bb.__vector_len(m.bb_pos + o);
+        if (n < 0 || start < 0 || start + 4 * n > limit) {
+          throw new Malformed(`${what}: a vector of ${n} seqs at ${start} in ${limit} bytes`);
+        }
+        const out: number[] = [];
+        for (let i = 0; i < n; ++i) out.push(bb.readUint32(start + 4 * i));
+        return out;
+      };
+      return { type: 'acks', accepted: seqs(4, 'accepted'), rejected: seqs(6, 'rejected') };
     }
     case w.Body.Ping: {
       const m: w.Ping = env.body(new w.Ping());
@@ -321,6 +358,9 @@ function channelsOf(n: number, at: (i: number) => w.ChannelInfo | null): Channel
       rate: c.rate(),
       burst: c.burst(),
       timeoutMs: c.timeoutMs(),
+      priority: c.priority() === w.ChannelPriority.High ? 'high' : 'low',
+      latestWins: c.latestWins(),
+      maxPayloadBytes: c.maxPayloadBytes(),
     });
   }
   return out;

@@ -7,6 +7,7 @@ export type {
   ClientState,
   EventHandler,
   RequestOptions,
+  ResolvedHandler,
   ServerError,
   ServerErrorHandler,
   StateHandler,
@@ -16,5 +17,6 @@ export type {
 export { MoltError, Status } from './errors.js';
 export type { MoltErrorCode } from './errors.js';
 export { PROTOCOL_VERSION } from './frames.js';
-export type { ChannelInfo, ChannelKind, ReplicaFieldType, ReplicaValue, Welcome } from './frames.js';
+export type { ChannelInfo, ChannelKind, ChannelPriority, ReplicaFieldType, ReplicaValue, Welcome } from './frames.js';
+export type { PendingPrediction, Resolution } from './predictions.js';
 export type { Replica, ReplicaChange, ReplicaHandler } from './replicas.js';

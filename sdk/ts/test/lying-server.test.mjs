@@ -18,10 +18,22 @@ function frame(build) {
   return b.asUint8Array().slice();
 }
 
-function welcome({ pingIntervalMs = 1000 } = {}) {
+// The fake server's table: game.Get (a request) and, with `walking`, the channel kinds of wire
+// 2.5: game.Pos (unreliable, latest wins, 900-byte cap), game.Chat (unreliable, every message
+// delivered) and game.Move (a predicted intent).
+function welcome({ pingIntervalMs = 1000, walking = false } = {}) {
   return frame((b) => {
     const get = w.ChannelInfo.createChannelInfo(b, 1, b.createString('game.Get'), w.ChannelKind.Request, b.createString('game.Get'), Infinity, 1, 5000);
-    const channels = w.Welcome.createChannelsVector(b, [get]);
+    const more = !walking
+      ? []
+      : [
+          [2, 'game.Pos', w.ChannelKind.Unreliable, true, 900],
+          [3, 'game.Chat', w.ChannelKind.Unreliable, false, 900],
+          [4, 'game.Move', w.ChannelKind.PredictedIntent, false, 0],
+        ].map(([id, name, kind, latest, cap]) =>
+          w.ChannelInfo.createChannelInfo(b, id, b.createString(name), kind, b.createString(name), Infinity, 1, 0, w.ChannelPriority.Low, latest, cap),
+        );
+    const channels = w.Welcome.createChannelsVector(b, [get, ...more]);
     const token = w.Welcome.createResumeTokenVector(b, [1, 2, 3]);
     return [w.Body.Welcome, w.Welcome.createWelcome(b, 7n, 0n, 60, channels, 8192, 8192, 64, pingIntervalMs, token, false, 30000, 4)];
   });
@@ -29,6 +41,30 @@ function welcome({ pingIntervalMs = 1000 } = {}) {
 
 function response(id, value) {
   return frame((b) => [w.Body.Response, w.Response.createResponse(b, id, 0, w.Response.createPayloadVector(b, [value]), 0)]);
+}
+
+function event(channel, seq, value) {
+  return frame((b) => [w.Body.Event, w.Event.createEvent(b, channel, w.Event.createPayloadVector(b, [value]), seq)]);
+}
+
+function acks(accepted, rejected) {
+  return frame((b) => [w.Body.Acks, w.Acks.createAcks(b, w.Acks.createAcceptedVector(b, accepted), w.Acks.createRejectedVector(b, rejected))]);
+}
+
+// An Acks frame whose accepted vector claims `n` seqs: it runs past the end of the frame.
+function acksPastTheEnd(n) {
+  const f = acks([0x11223344], []);
+  const at = f.findIndex((_, i) => f[i] === 0x44 && f[i + 1] === 0x33 && f[i + 2] === 0x22 && f[i + 3] === 0x11);
+  new DataView(f.buffer, f.byteOffset).setUint32(at - 4, n, true); // the vector's length
+  return f;
+}
+
+// The channel and seq of an Intent frame, or undefined.
+function intentOf(bytes) {
+  const env = w.Envelope.getSizePrefixedRootAsEnvelope(new flatbuffers.ByteBuffer(new Uint8Array(bytes)));
+  if (env.bodyType() !== w.Body.Intent) return undefined;
+  const m = env.body(new w.Intent());
+  return { channel: m.channel(), seq: m.seq() };
 }
 
 function requestIdOf(bytes) {
@@ -55,9 +91,9 @@ before(async () => {
 });
 after(() => new Promise((r) => wss.close(r)));
 
-async function connected(s) {
+async function connected(s, options = {}) {
   script = s;
-  const client = new MoltClient({ WebSocket, reconnect: false });
+  const client = new MoltClient({ WebSocket, reconnect: false, ...options });
   const states = [];
   client.onState((st, why) => states.push(`${st}: ${why}`));
   await client.connect(`ws://127.0.0.1:${wss.address().port}/`, 'liar');
@@ -80,6 +116,8 @@ for (const [what, send, reason] of [
       }),
     /beyond the client's limits \(4096 replicas, 64 fields, names of 128 bytes\)/,
   ],
+  ['an Acks whose seqs run past the frame', () => acksPastTheEnd(4), /malformed frame \(accepted: a vector of 4 seqs at \d+ in \d+ bytes\)$/],
+  ['an Acks that claims a billion seqs', () => acksPastTheEnd(1e9), /malformed frame \(accepted: a vector of 1000000000 seqs at/],
 ]) {
   test(`ends the connection, with the reason, when the server sends ${what}`, async () => {
     let sent = false;
@@ -110,6 +148,99 @@ test('a request is settled once, whatever the server answers twice or unasked', 
   const answers = await Promise.all([client.request('game.Get'), client.request('game.Get'), client.request('game.Get')]);
   assert.deepEqual(answers.map((a) => a[0]), [1, 2, 3]);
   assert.equal(client.state, 'connected');
+  await client.disconnect();
+});
+
+test('a prediction is resolved once, whatever the acks say twice, late, or of seqs never sent', async () => {
+  const resolved = [];
+  const { client } = await connected(
+    {
+      welcome: { walking: true },
+      on(socket, data) {
+        const i = intentOf(data);
+        if (i === undefined || i.channel !== 4) return;
+        if (i.seq === 1) socket.send(acks([1, 1, 77], [1])); // twice, and rejected too: accepted once
+        if (i.seq === 2) socket.send(acks([], [2, 2, 0]));
+        if (i.seq === 3) socket.send(acks([3], [])); // after its own timeout: ignored
+        if (i.seq === 4) socket.send(acks([4, 3], [3])); // 3 again, late
+      },
+    },
+    { predictTimeoutMs: 150 },
+  );
+  client.onResolved((channel, seq, accepted, reason) => resolved.push([channel, seq, accepted, reason]));
+  assert.equal(client.channel('game.Move').kind, 'predicted_intent');
+  assert.equal(client.predict('game.Move', new Uint8Array([1])), 1);
+  assert.equal(client.predict('game.Move', new Uint8Array([2])), 2);
+  await until(() => resolved.length === 2, 'the first two');
+  // The third: the server holds its ack until the client timed it out.
+  let late = false;
+  script.on = ((on) => (socket, data) => {
+    if (intentOf(data)?.seq !== 3) return on(socket, data);
+    until(() => resolved.length === 3, 'the timeout').then(() => {
+      on(socket, data);
+      late = true;
+    });
+  })(script.on);
+  assert.equal(client.predict('game.Move', new Uint8Array([3])), 3);
+  assert.deepEqual(client.pending().map((p) => [p.channel, p.seq, [...p.payload]]), [['game.Move', 3, [3]]]);
+  await until(() => late, 'the late ack');
+  // Sent after the late ack on the same socket: once 4 is resolved, the late ack was read.
+  assert.equal(client.predict('game.Move', new Uint8Array([4])), 4);
+  await until(() => resolved.length === 4, 'the fourth');
+  assert.deepEqual(resolved, [
+    ['game.Move', 1, true, 'accepted'],
+    ['game.Move', 2, false, 'rejected'],
+    ['game.Move', 3, false, 'timeout'],
+    ['game.Move', 4, true, 'accepted'],
+  ]);
+  assert.deepEqual(client.pending(), []);
+  assert.equal(client.state, 'connected');
+  await client.disconnect();
+});
+
+test('unreliable messages carry their channel seq, and a latest-wins channel drops what is older than the newest', async () => {
+  const sent = [];
+  const { client } = await connected({
+    welcome: { walking: true },
+    on(socket, data) {
+      const i = intentOf(data);
+      if (i === undefined) return;
+      sent.push([i.channel, i.seq]);
+      if (sent.length !== 4) return;
+      // game.Pos (latest wins) in serial-number order across the wrap; seq 0 is an older server's.
+      for (const seq of [0xfffffffe, 0xffffffff, 3, 2, 3, 0, 4]) socket.send(event(2, seq, seq & 0xff));
+      for (const seq of [5, 4, 4]) socket.send(event(3, seq, seq)); // game.Chat: every one
+    },
+  });
+  const heard = [];
+  client.on('*', (payload, channel) => heard.push([channel, payload[0]]));
+  const pos = client.channel('game.Pos');
+  assert.deepEqual([pos.kind, pos.latestWins, pos.maxPayloadBytes, pos.priority], ['unreliable', true, 900, 'low']);
+  client.intent('game.Pos', new Uint8Array(900));
+  client.intent(pos, new Uint8Array([1]));
+  client.intent('game.Chat', new Uint8Array([1]));
+  client.intent(pos.id, new Uint8Array([1]));
+  assert.throws(() => client.intent('game.Pos', new Uint8Array(901)), {
+    code: 'invalid_argument',
+    message: 'a payload of 901 bytes exceeds the 900-byte cap of channel "game.Pos" (unreliable payloads fit one datagram)',
+  });
+  assert.throws(() => client.predict('game.Pos', new Uint8Array(1)), {
+    code: 'not_found',
+    message: '"game.Pos" is an unreliable channel, not a predicted intent channel',
+  });
+  await until(() => heard.length === 8, 'the events');
+  assert.deepEqual(sent, [[2, 1], [2, 2], [3, 1], [2, 3]]);
+  assert.deepEqual(heard, [
+    ['game.Pos', 0xfe],
+    ['game.Pos', 0xff],
+    ['game.Pos', 3],
+    ['game.Pos', 0],
+    ['game.Pos', 4],
+    ['game.Chat', 5],
+    ['game.Chat', 4],
+    ['game.Chat', 4],
+  ]);
+  assert.equal(client.staleEvents, 2);
   await client.disconnect();
 });
 

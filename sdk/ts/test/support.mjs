@@ -17,7 +17,7 @@ export const PLUGINS = process.env.MOLT_PLUGINS ?? join(repo, 'build/default/plu
  * Starts moltd on free ports (clients over TCP and WebSocket, the admin endpoint) with `config`
  * (an object, written as its JSON file) and `args`; resolves once it serves the bundled plugins.
  */
-export async function startMoltd({ config, args = [], plugins = 5 } = {}) {
+export async function startMoltd({ config, args = [], plugins = 6 } = {}) {
   const data = mkdtempSync(join(tmpdir(), 'molt-ts-'));
   const flags = ['-p', PLUGINS, '-d', data, '--port', '0', '--ws', '127.0.0.1:0', '--admin', '127.0.0.1:0', ...args];
   if (config !== undefined) {
