@@ -132,9 +132,9 @@ std::string_view ChannelKindName(ChannelKind kind) {
 
 std::string_view RejectName(Reject reason) {
   static constexpr std::string_view kNames[kRejectCount] = {
-      "flood",      "frame_too_large", "bad_envelope",     "unknown_channel",
-      "no_session", "rate_limited",    "bad_payload",      "rule",
-      "unguarded",  "hook_rejected",   "duplicate_request"};
+      "flood",      "frame_too_large", "bad_envelope",      "unknown_channel",
+      "no_session", "rate_limited",    "bad_payload",       "rule",
+      "unguarded",  "hook_rejected",   "duplicate_request", "refused"};
   const auto i = static_cast<std::size_t>(reason);
   return i < kRejectCount ? kNames[i] : "unknown";
 }

@@ -91,8 +91,16 @@ enum class Reject : std::uint8_t {
   kUnguarded = 8,
   kHookRejected = 9,
   kDuplicateRequest = 10,  // a request id still in flight on the session: never handled twice
+  kRefused = 11,           // a predicted intent's handler refused it (HandlerRefused)
 };
-inline constexpr std::size_t kRejectCount = 11;
+inline constexpr std::size_t kRejectCount = 12;
+
+// Thrown by a predicted intent's handler to refuse it: the client hears it rejected (and rolls
+// back), and it is a rejection like a validator's, not a handler error (the C ABI: the handler
+// returns MOLT_ERR_REJECTED). Any other exception is a handler error.
+struct HandlerRefused {
+  std::string reason;
+};
 std::string_view RejectName(Reject reason);  // "flood", "frame_too_large", ...
 
 // The type a rule reads a field as.

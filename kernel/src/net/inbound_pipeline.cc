@@ -451,16 +451,37 @@ void InboundPipeline::HandleSequenced(Peer& peer, Session& s, Channel& ch, std::
     ++ch.counters().stale;
     return;
   }
-  ++ch.counters().accepted;
-  ++stats_.intents_accepted;
   if (ch.kind() != ChannelKind::kPredicted) {
+    ++ch.counters().accepted;
+    ++stats_.intents_accepted;
     return HandleIntent(s, ch, args);
   }
-  // A predicted intent is taken when its handler returns without an error.
-  const std::uint64_t errors = ch.counters().handler_errors;
-  HandleIntent(s, ch, args);
-  (ch.counters().handler_errors == errors ? s.accepted_ : s.rejected_).push_back(seq);
+  // A predicted intent is taken when its handler returns without an error. A handler that
+  // refuses it (a game rule) rejects it as a validator would: not a handler error.
+  bool taken = true;
+  if (ch.spec().on_intent) {
+    try {
+      ch.spec().on_intent(s, args);
+    } catch (const HandlerRefused& r) {
+      return RejectMessage(peer, &ch, Reject::kRefused, false, 0, 0, r.reason);
+    } catch (const std::exception& e) {
+      taken = false;
+      ++ch.counters().handler_errors;
+      kNetLog.Error("intent \"{}\" handler threw for session {}: {}", ch.name(), s.id(), e.what());
+    } catch (...) {
+      taken = false;
+      ++ch.counters().handler_errors;
+      kNetLog.Error("intent \"{}\" handler threw for session {}", ch.name(), s.id());
+    }
+  }
+  ++ch.counters().accepted;
+  ++stats_.intents_accepted;
+  (taken ? s.accepted_ : s.rejected_).push_back(seq);
   acks_due_ = true;
+  if (taken) {
+    Value topic_args[] = {Value::Handle(s.id()), args[0]};
+    kernel_.bus().Publish(ch.topic(), topic_args);
+  }
 }
 
 void InboundPipeline::RejectMessage(Peer& peer, Channel* ch, Reject reason, bool request,

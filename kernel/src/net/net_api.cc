@@ -109,11 +109,15 @@ Result<net::ChannelSpec> ToChannelSpec(PluginInstance& p, net::Network& network,
     };
   }
   if (molt_intent_fn fn = in.on_intent) {
-    out.on_intent = [inst, fn, ud](net::Session& s, std::span<Value> args) {
+    const bool predicted = in.kind == MOLT_CHANNEL_PREDICTED_INTENT;
+    out.on_intent = [inst, fn, ud, predicted](net::Session& s, std::span<Value> args) {
       const molt_status_t st = CallPlugin(*inst, [&] {
         return fn(ud, s.id(), static_cast<const molt_value*>(static_cast<void*>(args.data())),
                   args.size());
       });
+      if (st == MOLT_ERR_REJECTED && predicted) {  // a game rule refused it: not an error
+        throw net::HandlerRefused{inst->last_error()[0] != 0 ? inst->last_error() : "refused"};
+      }
       if (st != MOLT_OK) {
         inst->CountCallbackError();
         throw std::runtime_error("plugin \"" + inst->label() + "\": " + inst->CallbackError(st));

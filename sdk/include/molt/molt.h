@@ -277,7 +277,9 @@ typedef uint64_t molt_request_t;      /**< a request awaiting request_reply (ABI
 #define MOLT_CHANNEL_UNRELIABLE 3
 /** An intent whose every sequence number the server acknowledges: accepted when on_intent
  *  returns MOLT_OK, rejected by any step of the pipeline or an error return (the client rolls it
- *  back; it also rolls back one unacknowledged after its timeout). */
+ *  back; it also rolls back one unacknowledged after its timeout). on_intent refuses one with
+ *  MOLT_ERR_REJECTED (set_error: the reason): a game rule, counted as a rejection ("refused"),
+ *  not as a handler error; any other error is a handler error. */
 #define MOLT_CHANNEL_PREDICTED_INTENT 4
 #define MOLT_UNRELIABLE_MAX_PAYLOAD 900 /**< bytes of payload on an unreliable channel */
 #define MOLT_UNRELIABLE_LOW 0  /**< molt_channel_spec.unreliable_priority: shed first (default) */

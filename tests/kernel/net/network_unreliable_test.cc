@@ -49,7 +49,10 @@ class UnreliableTest : public NetTest {
     spec.on_intent = [this](Session&, std::span<Value> args) {
       const std::string text = flatbuffers::GetRoot<molt::test::Say>(args[0].as.ptr)->text()->str();
       if (text == "bad") {
-        throw std::runtime_error("the move is not allowed");
+        throw std::runtime_error("the handler broke");
+      }
+      if (text == "wall") {
+        throw HandlerRefused{"a wall is in the way"};
       }
       seen.push_back(text);
     };
@@ -204,12 +207,12 @@ TEST_F(UnreliableTest, PredictedIntentsAreAckedAcceptedOrRejectedInOneFramePerRe
     // One write, so the server reads the three together: ok, a handler's error, a broken rule.
     std::vector<std::uint8_t> burst;
     for (auto [text, seq] : std::vector<std::pair<std::string, std::uint32_t>>{
-             {"ok", 1}, {"bad", 2}, {"much-too-long", 3}}) {
+             {"ok", 1}, {"bad", 2}, {"much-too-long", 3}, {"wall", 4}}) {
       const std::vector<std::uint8_t> f = SeqIntent(move, text, seq);
       burst.insert(burst.end(), f.begin(), f.end());
     }
     c.SendRaw(burst);
-    while (accepted.size() + rejected.size() < 3) {
+    while (accepted.size() + rejected.size() < 4) {
       Frame f = c.NextOf(w::Body::Acks);
       ASSERT_EQ(f.type(), w::Body::Acks) << "no acks came";
       ++acks_frames;
@@ -225,9 +228,15 @@ TEST_F(UnreliableTest, PredictedIntentsAreAckedAcceptedOrRejectedInOneFramePerRe
     c.WaitClosed();
   });
   EXPECT_EQ(accepted, (std::vector<std::uint32_t>{1}));
-  EXPECT_EQ(rejected, (std::vector<std::uint32_t>{2, 3}));
+  EXPECT_EQ(rejected, (std::vector<std::uint32_t>{2, 3, 4}));
   EXPECT_EQ(acks_frames, 1);
   EXPECT_EQ(seen, (std::vector<std::string>{"ok"}));
+  // The handler's error is an error; its refusal (a game rule) is a rejection like a rule's.
+  const ChannelCounters& c = net_->channels().Find(move)->counters();
+  EXPECT_EQ(c.handler_errors, 1u);
+  EXPECT_EQ(c.rejected[static_cast<int>(Reject::kRefused)], 1u);
+  EXPECT_EQ(c.rejected[static_cast<int>(Reject::kRuleViolated)], 1u);
+  EXPECT_EQ(c.accepted, 2u);  // ok, and the one whose handler broke (as for any intent)
 }
 
 }  // namespace
