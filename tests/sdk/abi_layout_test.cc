@@ -134,7 +134,10 @@ MOLT_FROZEN(molt_host_api, message_publish, 664);
 MOLT_FROZEN(molt_host_api, message_subscribe, 672);
 // ABI 1.9: the key-value store.
 MOLT_FROZEN(molt_host_api, kv_call, 680);
-static_assert(sizeof(molt_host_api) == 688);
+// ABI 1.10: predicted intents from controllers.
+MOLT_FROZEN(molt_host_api, client_predict, 688);
+MOLT_FROZEN(molt_host_api, client_pending, 696);
+static_assert(sizeof(molt_host_api) == 704);
 MOLT_FROZEN(molt_kv_op, struct_size, 0);
 MOLT_FROZEN(molt_kv_op, kind, 4);
 MOLT_FROZEN(molt_kv_op, key, 8);
@@ -250,7 +253,10 @@ MOLT_FROZEN(molt_channel_spec, reject_size, 88);
 MOLT_FROZEN(molt_channel_spec, on_intent, 96);
 MOLT_FROZEN(molt_channel_spec, on_request, 104);
 MOLT_FROZEN(molt_channel_spec, user_data, 112);
-static_assert(sizeof(molt_channel_spec) == 120);
+// ABI 1.10: unreliable channels.
+MOLT_FROZEN(molt_channel_spec, unreliable_priority, 120);
+MOLT_FROZEN(molt_channel_spec, latest_wins, 124);
+static_assert(sizeof(molt_channel_spec) == 128);
 
 MOLT_FROZEN(molt_session_info, struct_size, 0);
 MOLT_FROZEN(molt_session_info, active, 4);
