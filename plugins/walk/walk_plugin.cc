@@ -3,8 +3,8 @@
 // example of the channel kinds of ABI 1.10 (plugins/walk/README.md):
 // - walk.Move is a predicted intent: the client moves its player at once and the server's answer
 //   confirms the step or undoes it. Declarative rules keep dx and dy in -1 .. 1 before this code
-//   runs; the handler refuses (an error Status) a step that would leave the square -100 .. 100,
-//   so the client hears it rejected and rolls its prediction back.
+//   runs; the handler refuses (MOLT_ERR_REJECTED: a game rule, not a plugin error) a step that
+//   would leave the square -100 .. 100, so the client hears it rejected and rolls it back.
 // - walk.Pos is an unreliable, latest-wins channel: after each accepted step the mover's position
 //   goes to everyone. A position is worth nothing once a newer one exists, so an old one is
 //   dropped rather than delivered late.
@@ -125,8 +125,9 @@ class Walk : public molt::Service {
   }
 
  private:
-  // The handler of walk.Move (dx and dy are in -1 .. 1: the rules said so). An error return is
-  // the client's rejection: its prediction is rolled back.
+  // The handler of walk.Move (dx and dy are in -1 .. 1: the rules said so). MOLT_ERR_REJECTED
+  // refuses the step (counted as the rejection "refused", not as an error of this plugin): the
+  // client's prediction is rolled back.
   molt::Status Step(molt::SessionId session, std::int32_t dx, std::int32_t dy) {
     Spot& at = spots_[session];
     const Spot to{at.x + dx, at.y + dy};
