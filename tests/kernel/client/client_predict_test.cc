@@ -122,6 +122,25 @@ TEST_F(ClientPredictTest, NoAnswerInTimeRollsBackAndTheLateAckChangesNothing) {
   EXPECT_EQ(resolved.log.size(), 1u);
 }
 
+TEST_F(ClientPredictTest, WhatTheContractSaysMayBeNullIs) {
+  DeclareMove();
+  Listen();
+  ASSERT_TRUE(Connect());
+  const std::uint16_t move = Channel("move");
+  const std::vector<std::uint8_t> p = SayPayload("north");
+  // out_seq may be NULL: sent, pending, resolved all the same.
+  ASSERT_EQ(molt_client_on_resolved(client_, OnResolved, &resolved), MOLT_OK);
+  ASSERT_EQ(molt_client_predict(client_, move, p.data(), p.size(), nullptr), MOLT_OK) << Error();
+  EXPECT_EQ(Pending(), std::vector<std::string>{"1 north"});
+  ASSERT_TRUE(Pump([&] { return resolved.log.size() == 1; }));
+  EXPECT_EQ(resolved.log, std::vector<std::string>{"1 accepted"});
+  // A NULL listener removes it: the next resolution reaches nobody, and nothing breaks.
+  ASSERT_EQ(molt_client_on_resolved(client_, nullptr, nullptr), MOLT_OK);
+  ASSERT_EQ(molt_client_predict(client_, move, p.data(), p.size(), nullptr), MOLT_OK);
+  ASSERT_TRUE(Pump([&] { return moves.size() == 2 && Pending().empty(); }));
+  EXPECT_EQ(resolved.log.size(), 1u);
+}
+
 TEST_F(ClientPredictTest, ThePendingOnesEndWithTheSession) {
   DeclareMove();
   Listen();
