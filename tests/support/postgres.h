@@ -115,8 +115,10 @@ class PostgresServer {
       pid_ = 0;
     }
   }
-  // Starts it again on the same data and port; waits until it takes connections.
-  void Start() {
+  // Starts it again on the same data and port; waits until it takes connections (a minute at
+  // most: a loaded machine's crash recovery after kImmediate takes seconds). False, and error()
+  // says why with the server's log, when it does not.
+  bool Start() {
     const std::string cmd = runas_ + kBin + "/postgres -D " + dir_ + "/data -k " + dir_ + " -p " +
                             std::to_string(port_) +
                             " -c listen_addresses= -c fsync=off -c max_connections=100";
@@ -126,18 +128,21 @@ class PostgresServer {
       ::execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >> " + log + " 2>&1").c_str(), nullptr);
       ::_exit(127);
     }
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < 1200; ++i) {
       if (Run(std::string(kBin) + "/pg_isready -q -h " + dir_ + " -p " + std::to_string(port_))) {
-        return;
+        return true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    error_ = "PostgreSQL did not start: " + Slurp(dir_ + "/postgres.log");
+    error_ = "PostgreSQL did not start within 60 s: " + Slurp(dir_ + "/postgres.log");
+    return false;
   }
-  void Restart(Stopping how = Stopping::kFast) {
+  bool Restart(Stopping how = Stopping::kFast) {
     Stop(how);
-    Start();
+    return Start();
   }
+  // The server's own log (what a failed test prints beside its own findings).
+  std::string Log() const { return Slurp(dir_ + "/postgres.log"); }
 
  private:
   static bool Run(const std::string& cmd) { return std::system(cmd.c_str()) == 0; }

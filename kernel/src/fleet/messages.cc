@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <random>
 #include <utility>
 
 #include "kernel/src/core/logger.h"
@@ -28,18 +29,26 @@ INSERT INTO molt_message_seq (one, last_id) VALUES (TRUE, 0) ON CONFLICT DO NOTH
 CREATE TABLE IF NOT EXISTS molt_messages (
   id BIGINT PRIMARY KEY, topic TEXT NOT NULL, data BYTEA NOT NULL, server_id TEXT NOT NULL,
   branch TEXT NOT NULL, sent_ms BIGINT NOT NULL);
+-- Added within layout 1 (a nullable column: a build without it still reads and writes the table):
+-- a send's own key, so a send tried again after its commit's answer was lost inserts nothing.
+ALTER TABLE molt_messages ADD COLUMN IF NOT EXISTS send_key TEXT;
+CREATE UNIQUE INDEX IF NOT EXISTS molt_messages_send_key ON molt_messages (send_key);
 )sql";
 
-std::vector<std::pair<std::string, std::string>> MessageStatements() {
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> Messages::Statements() {
   return {
       // One message in one statement: its id claimed under the counter's row lock (held to the
-      // commit, so ids become visible in order), the row, the notification.
+      // commit, so ids become visible in order), the row, the notification. A send whose key is
+      // in already (a retry after a lost answer) inserts and announces nothing; its claimed id is
+      // a gap readers step over.
       {"send", fmt::format("WITH claimed AS (UPDATE molt_message_seq SET last_id = last_id + 1 "
                            "RETURNING last_id), sent AS (INSERT INTO molt_messages (id, topic, "
-                           "data, server_id, branch, sent_ms) SELECT last_id, $1, $2, $3, $4, "
-                           "$5::bigint FROM claimed RETURNING id) SELECT pg_notify('{}', "
-                           "id::text) FROM sent",
-                           Messages::kChannel)},
+                           "data, server_id, branch, sent_ms, send_key) SELECT last_id, $1, $2, "
+                           "$3, $4, $5::bigint, $6 FROM claimed ON CONFLICT (send_key) DO "
+                           "NOTHING RETURNING id) SELECT pg_notify('{}', id::text) FROM sent",
+                           kChannel)},
       {"newest", "SELECT last_id FROM molt_message_seq"},
       {"read",
        "SELECT id, topic, data, server_id, branch, sent_ms FROM molt_messages WHERE id > "
@@ -47,6 +56,8 @@ std::vector<std::pair<std::string, std::string>> MessageStatements() {
       {"sweep", "DELETE FROM molt_messages WHERE sent_ms < $1::bigint"},
   };
 }
+
+namespace {
 
 // The waits before a failed send is tried again.
 constexpr std::chrono::seconds kRetries[] = {std::chrono::seconds(1), std::chrono::seconds(3),
@@ -75,7 +86,8 @@ Messages::Messages(MessagesOptions options, Post post, std::function<std::size_t
       post_(std::move(post)),
       sessions_(std::move(sessions)),
       wall_ms_(std::move(wall_ms)),
-      tokens_(options_.burst) {
+      tokens_(options_.burst),
+      nonce_(std::uint64_t{std::random_device()()} << 32 | std::random_device()()) {
   stats_.shared = !options_.url.empty();
 }
 
@@ -100,7 +112,7 @@ Messages::~Messages() {
 Status Messages::Open() {
   if (!options_.url.empty()) {
     db_ = std::make_unique<store::PgConnection>(options_.url, "the fleet's messages", 2);
-    db_->set_statements(MessageStatements());
+    db_->set_statements(Statements());
     MOLT_RETURN_IF_ERROR(db_->Connect(/*prepare=*/false));
     MOLT_RETURN_IF_ERROR(
         db_->CreateTables("messages", kMessagesLayout, kMessageTables, "the messages' tables"));
@@ -164,7 +176,8 @@ Status Messages::Publish(std::string_view topic, std::string_view data) {
     }
     outbox_.push_back({Message{std::string(topic), std::string(data), options_.server_id,
                                options_.branch, wall_ms_(), true},
-                       SteadyClock::now()});
+                       SteadyClock::now(),
+                       fmt::format("{}:{:016x}:{}", options_.server_id, nonce_, ++keys_)});
   }
   tokens_ -= 1;
   ++stats_.published;
@@ -266,10 +279,15 @@ Status Messages::Send(std::vector<Outgoing>& batch) {
   }
   for (const Outgoing& o : batch) {
     const Message& m = o.message;
-    Result<store::PgRows> r = db_->Run(
-        "send",
-        store::PgParams().Text(m.topic).Bytes(m.data).Text(m.server).Text(m.branch).Int(m.sent_ms),
-        what);
+    Result<store::PgRows> r = db_->Run("send",
+                                       store::PgParams()
+                                           .Text(m.topic)
+                                           .Bytes(m.data)
+                                           .Text(m.server)
+                                           .Text(m.branch)
+                                           .Int(m.sent_ms)
+                                           .Text(o.key),
+                                       what);
     if (!r.ok()) {
       return one ? r.status() : db_->Rollback(r.status());
     }

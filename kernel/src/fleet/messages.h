@@ -21,6 +21,8 @@
 // minute and 60 more per session, bursts of 20: MessagesOptions) and a place in the queue (100),
 // and the store's thread sends it; a failed send is tried again after 1, 3
 // and 9 s, and a message that waited kMaxAge is dropped (counted, warned at most once a minute).
+// Each message carries a key of its own (a unique index): a send tried again after its commit's
+// answer was lost (the database restarted between the two) inserts nothing the second time.
 // A message on a topic nobody here listens to (a swap between two generations) is held kHoldFor
 // (at most kHeldMax) and handed to the topic's next first listener as replayed.
 //
@@ -39,6 +41,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernel/src/core/serial_thread.h"
@@ -126,11 +129,16 @@ class Messages {
 
   // A topic: 1..64 of [A-Za-z0-9_.:/-], not starting with "__". "" when it is one, else why not.
   static std::string TopicProblem(std::string_view topic);
+  // The prepared statements on the fleet's database, by name: "send" ($1 topic, $2 data,
+  // $3 server, $4 branch, $5 sent_ms, $6 the send's key; nothing when the key is in already),
+  // "newest", "read" ($1 the cursor), "sweep" ($1 the oldest sent_ms kept).
+  static std::vector<std::pair<std::string, std::string>> Statements();
 
  private:
   struct Outgoing {
     Message message;
     std::chrono::steady_clock::time_point queued;
+    std::string key;  // the same at every try: "<server id>:<this process' nonce>:<n>"
   };
   struct Held {
     Message message;
@@ -158,6 +166,8 @@ class Messages {
   double tokens_;
   std::chrono::steady_clock::time_point refilled_ = std::chrono::steady_clock::now();
   MessageStats stats_;
+  const std::uint64_t nonce_;  // this process' part of its sends' keys
+  std::uint64_t keys_ = 0;     // the sends' keys numbered
 
   // Shared with the store's thread.
   mutable std::mutex mu_;
