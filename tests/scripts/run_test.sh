@@ -47,7 +47,7 @@ serve
 grep -q "serving 6 plugins from " "$work/run.log" || fail "it serves no bundled plugins"
 grep -q "watching .*: a rebuilt plugin is swapped in live" "$work/run.log" ||
   fail "it does not watch the plugin directory"
-branches | grep -q '"branch":"dev","rules":"dev"' || fail "it does not serve the branch dev on dev rules"
+grep -q '"branch":"dev","rules":"dev"' <<<"$(branches)" || fail "it does not serve the branch dev on dev rules"
 stop
 # Log lines are "<date> <time> <level> [<scope>] ...": no warning and no error at all.
 if grep -E '^[0-9-]+ [0-9:.]+ (warn|error|critical) ' "$work/run.log" >&2; then
@@ -55,7 +55,7 @@ if grep -E '^[0-9-]+ [0-9:.]+ (warn|error|critical) ' "$work/run.log" >&2; then
 fi
 
 serve --branch prod
-branches | grep -q '"branch":"prod","rules":"prod"' || fail "--branch prod does not take prod rules"
+grep -q '"branch":"prod","rules":"prod"' <<<"$(branches)" || fail "--branch prod does not take prod rules"
 stop
 grep -q "warn  \[Deploys\] this server has prod rules and no trusted keys" "$work/run.log" ||
   fail "--branch prod without keys did not warn"

@@ -23,6 +23,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# Output is matched from a here-string, never `cmd | grep -q`: under pipefail grep -q leaving at
+# its first match makes a writer still writing die of SIGPIPE, and the pipeline fail.
 fail() { echo "out_of_tree_test: $*" >&2; exit 1; }
 unset LD_LIBRARY_PATH
 
@@ -42,7 +44,7 @@ done
 soname=$(readelf -d "$prefix/$libdir/libmolt_client.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 [ "$soname" = "libmolt_client.so.0" ] || fail "libmolt_client's SONAME is '$soname'"
 test -e "$prefix/$libdir/$soname" || fail "the install has no $soname"
-readelf -d "$prefix/bin/molt-bot" | grep -q 'R.*PATH.*\$ORIGIN' || fail "molt-bot has no \$ORIGIN RPATH"
+grep -q 'R.*PATH.*\$ORIGIN' <<<"$(readelf -d "$prefix/bin/molt-bot")" || fail "molt-bot has no \$ORIGIN RPATH"
 
 configure() {  # configure <source> <build> [cmake args...]
   local s="$1" b="$2"
@@ -110,8 +112,8 @@ pids+=($!)
 port=$(port_of "$work/moltd.log")
 for app in "$work/client/hello_client" "$work/hello_client_pc" "$work/examples/hello_client/hello_client"; do
   out=$("$app" 127.0.0.1 "$port" ada "good morning") || fail "$app: $out"
-  echo "$out" | grep -qx "heard: ada: good morning" || fail "$app heard: $out"
-  echo "$out" | grep -qx "shouted: GOOD MORNING" || fail "$app shouted: $out"
+  grep -qx "heard: ada: good morning" <<<"$out" || fail "$app heard: $out"
+  grep -qx "shouted: GOOD MORNING" <<<"$out" || fail "$app shouted: $out"
 done
 # The installed molt-bot asks hello's typed request channel (its schema compiled out of tree by
 # molt_plugin_schemas); an empty table is a valid hello.Greet.
@@ -136,6 +138,6 @@ stop "${pids[1]}" "$work/bundled.log"
 pids+=($!)
 port=$(port_of "$work/host.log")
 out=$("$work/client/hello_client" 127.0.0.1 "$port" bob "hi") || fail "custom host: $out"
-echo "$out" | grep -qx "shouted: HI" || fail "custom host shouted: $out"
+grep -qx "shouted: HI" <<<"$out" || fail "custom host shouted: $out"
 stop "${pids[2]}" "$work/host.log"
 echo "out of tree: the installed examples (plugins by g++ and clang, tested with the installed test kit, a client app by CMake and pkg-config, a custom host) built against the installed package, served and answered"
