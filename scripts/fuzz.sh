@@ -5,6 +5,7 @@
 #   net     the server's inbound pipeline (tests/fuzz/net_fuzz.cc): what a hostile client sends
 #   ws      the WebSocket layer in front of it (tests/fuzz/ws_fuzz.cc): upgrades and RFC 6455 frames
 #   client  libmolt_client's frame parser (tests/fuzz/client_fuzz.cc): what a hostile server sends
+#   datagram  the datagram link's seal (tests/fuzz/datagram_fuzz.cc): what reaches the UDP port
 #
 #   scripts/fuzz.sh                   # fuzz the net target for 60 s from its seed corpus
 #   scripts/fuzz.sh client 600 -jobs=2  # the client target, 600 s; then libFuzzer's arguments
@@ -29,15 +30,15 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 if [ "${1:-}" = "--regress" ]; then
-  ninja -C "$build" -j2 molt_net_fuzz molt_ws_fuzz molt_client_fuzz
-  for target in net ws client; do
+  ninja -C "$build" -j2 molt_net_fuzz molt_ws_fuzz molt_client_fuzz molt_datagram_fuzz
+  for target in net ws client datagram; do
     "$build/tests/fuzz/molt_${target}_fuzz" -runs=0 "tests/fuzz/corpus/$target"
   done
   exit 0
 fi
 target=net
 case "${1:-}" in
-  net | ws | client) target="$1"; shift ;;
+  net | ws | client | datagram) target="$1"; shift ;;
 esac
 seconds="${1:-60}"
 shift || true

@@ -9,7 +9,7 @@ packages=(
   libboost1.81-dev libboost-context1.81-dev libboost-json1.81-dev
   libsqlite3-dev sqlite3 libpq-dev postgresql-15 libspdlog-dev libcxxopts-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libflatbuffers-dev flatbuffers-compiler libssl-dev openssl
+  libflatbuffers-dev flatbuffers-compiler libssl-dev openssl libenet-dev
   clang libclang-rt-14-dev clang-format-15 pkg-config
   chromium-headless-shell
 )
@@ -25,7 +25,7 @@ if ! command -v npm >/dev/null; then
   packages+=(npm)
 fi
 for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+  if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != *"install ok installed"* ]]; then
     missing+=("$p")
   fi
 done

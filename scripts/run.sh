@@ -9,9 +9,11 @@
 #   - --watch: a plugin rebuilt into build/default/plugins (cmake --build --preset default
 #     --target counter) is swapped in live, its clients staying connected;
 #   - WebSocket clients on 127.0.0.1:7780, and the TypeScript client's counter example page on
-#     http://127.0.0.1:8080/examples/counter/ (MOLT_EXAMPLE_PORT; 0 turns it off).
-# Extra arguments go to moltd (see `scripts/run.sh --help`); one naming --ws or --branch replaces
-# that default. Stop it with Ctrl-C (SIGINT) or SIGTERM.
+#     http://127.0.0.1:8080/examples/counter/ (MOLT_EXAMPLE_PORT; 0 turns it off);
+#   - datagram links on udp://127.0.0.1:7779 (--udp): unreliable channels and predicted intents
+#     (the walk plugin's) go by UDP for libmolt_client apps.
+# Extra arguments go to moltd (see `scripts/run.sh --help`); one naming --ws, --udp or --branch
+# replaces that default. Stop it with Ctrl-C (SIGINT) or SIGTERM.
 #
 # MOLT_RUN_MOLTD=<moltd> runs that moltd as it is, with nothing installed or built: the test of
 # this script does (tests/hosts/run_script_test.sh).
@@ -26,12 +28,14 @@ else
 fi
 
 ws=(--ws 127.0.0.1:7780)
+udp=(--udp 127.0.0.1:7779)
 branch=(--branch dev)
 watch=(--watch)
 for a in "$@"; do
   case "$a" in
     -h | --help | --version | --check | --self-test) exec "$moltd" "$@" ;;  # nothing to serve
     --ws | --ws=*) ws=() ;;
+    --udp | --udp=*) udp=() ;;
     --branch | --branch=*) branch=() ;;
     --watch) watch=() ;;
   esac
@@ -49,4 +53,4 @@ if [ "$example_port" != 0 ]; then
     echo "run: the example page is not served: building sdk/ts failed (see above)" >&2
   fi
 fi
-exec "$moltd" "${ws[@]}" "${branch[@]}" "${watch[@]}" "$@"
+exec "$moltd" "${ws[@]}" "${udp[@]}" "${branch[@]}" "${watch[@]}" "$@"

@@ -5,11 +5,13 @@
 #include "hosts/molt-bot/bot_client.h"
 
 #include <flatbuffers/flatbuffers.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "counter_generated.h"
@@ -80,15 +82,34 @@ std::optional<std::string> BotClient::Join(const std::vector<std::string>& inten
   return std::nullopt;
 }
 
+std::optional<std::string> BotClient::JoinWalk() {
+  joined_ = true;
+  walker_ = std::make_unique<Walker>(totals_);
+  return walker_->Join(client_);
+}
+
+bool BotClient::DatagramLinkOpen() const {
+  const int fd = molt_client_socket(client_);
+  if (fd < 0) {
+    return false;
+  }
+  char target[64];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+  return n > 0 && std::string(target, static_cast<std::size_t>(n)) == "anon_inode:[eventpoll]";
+}
+
 void BotClient::Owe(double rate, double dt, bool verify) {
-  const std::size_t channels = verify ? 1 : intents_.size() + requests_.size();
+  const std::size_t channels = verify || walker_ ? 1 : intents_.size() + requests_.size();
   owed_ += channels > 0 ? rate * dt : 0;
 }
 
 void BotClient::SendOwed(bool verify, const std::vector<std::uint8_t>& payload) {
   while (owed_ >= 1) {
     owed_ -= 1;
-    if (verify) {
+    if (walker_) {
+      walker_->Step();
+    } else if (verify) {
       SendEcho();
     } else {
       SendNext(payload);

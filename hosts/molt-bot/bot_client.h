@@ -4,7 +4,8 @@
 // BotClient: one of molt-bot's simulated clients: its libmolt_client (the C API, as any app
 // would use it), the channels it sends on, the messages its rate owes, and with --verify the
 // numbers it sent on the counter plugin's echo channel and which came back (once and in order,
-// or counted as neither). What it sees goes into the bot's Totals. Included by swarm.h.
+// or counted as neither); with --udp, its Walker (walker.h) instead. What it sees goes into the
+// bot's Totals. Included by swarm.h.
 //
 // Thread safety: none; molt-bot runs every client on its one thread. A BotClient never moves
 // (libmolt_client's callbacks hold its address).
@@ -15,11 +16,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "hosts/molt-bot/bot_report.h"
+#include "hosts/molt-bot/walker.h"
 
 namespace molt::bot {
 
@@ -45,11 +48,15 @@ class BotClient {
   // (without "molt-bot: ") when a channel is missing.
   std::optional<std::string> Join(const std::vector<std::string>& intents,
                                   const std::vector<std::string>& requests, bool verify);
+  // Once connected, with --udp: joins to walk instead (Walker::Join), and each message owed is
+  // then a step. The error line (without "molt-bot: ") when the server lacks the walk plugin.
+  std::optional<std::string> JoinWalk();
 
-  // Adds what `rate` messages a second owe over `dt` seconds (nothing without a channel).
+  // Adds what `rate` messages a second owe over `dt` seconds (nothing without a channel, an echo
+  // or a walk).
   void Owe(double rate, double dt, bool verify);
-  // Sends every whole message owed: a numbered echo with `verify`, else the next channel in
-  // turn with `payload` (a request's answer is counted when it comes).
+  // Sends every whole message owed: a step when walking, a numbered echo with `verify`, else the
+  // next channel in turn with `payload` (a request's answer is counted when it comes).
   void SendOwed(bool verify, const std::vector<std::uint8_t>& payload);
 
   void Step() { molt_client_step(client_, 0); }
@@ -61,6 +68,13 @@ class BotClient {
   double owed() const { return owed_; }
   molt_client* handle() const { return client_; }
   const char* last_error() const { return molt_client_last_error(client_); }
+  // Whether its datagram link is open, as the client sees it: the Welcome offered one and the
+  // client opened it (connecting or up; the C API does not tell them apart). It reads the one
+  // documented sign (docs/client.md, "The datagram link"): while the link is open the client's
+  // socket is an epoll descriptor holding both sockets. Linux (/proc/self/fd).
+  bool DatagramLinkOpen() const;
+  // The walk (--udp), or null.
+  const Walker* walker() const { return walker_.get(); }
 
  private:
   static void OnState(void* ud, std::int32_t state, const char* reason);
@@ -79,8 +93,9 @@ class BotClient {
   // --verify: the echo channel, the next number to send, and what came back.
   std::uint16_t echo_ = 0;
   std::uint64_t next_seq_ = 1;
-  std::uint64_t highest_ = 0;  // the highest number echoed so far
-  std::vector<bool> echoed_;   // index: number
+  std::uint64_t highest_ = 0;       // the highest number echoed so far
+  std::vector<bool> echoed_;        // index: number
+  std::unique_ptr<Walker> walker_;  // --udp
 };
 
 }  // namespace molt::bot

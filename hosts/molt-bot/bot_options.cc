@@ -23,7 +23,11 @@ cxxopts::Options Flags() {
       "unless --payload names a file. A progress line is printed every second, then a summary;\n"
       "the exit code is 0 when every client stayed connected (and, with --verify, every echo\n"
       "came back once and in order), 1 otherwise, 2 on bad flags. SIGINT ends the run early.\n"
-      "--controllers runs client-side plugins (controllers) in the first client.\n");
+      "--controllers runs client-side plugins (controllers) in the first client. --udp walks\n"
+      "the walk plugin's square by predicted intents instead, by the datagram link when the\n"
+      "server offers one (moltd --udp), and reports the predictions, their ack round trip and\n"
+      "the positions heard; its exit code is then 1 too when a prediction was rolled back or\n"
+      "left unanswered, or no position came.\n");
   options.set_width(100);
   // clang-format off
   options.add_options()
@@ -58,6 +62,13 @@ cxxopts::Options Flags() {
       ("verify", "send numbered messages on the counter plugin's echo channel (counter.Echo, "
                  "echoed on counter.Echoed) at --rate instead, and check every echo comes back "
                  "once and in order")
+      ("udp", "walk instead: each client sends the walk plugin's predicted intent walk.Move "
+              "(a step of 1, back and forth, at --rate, at most 60) and hears its unreliable "
+              "walk.Pos; both go by the datagram link when the server offers one (moltd --udp), "
+              "else by the reliable link. Reports predictions sent / accepted / rolled back "
+              "(rejected, timed out), the ack round trip (predict to resolution), the positions "
+              "heard, and the clients whose datagram link was open (as the client sees it: "
+              "offered by the Welcome and opened; the server's view is GET /api/v1/sessions)")
       ("h,help", "print this help and exit");
   // clang-format on
   return options;
@@ -95,6 +106,16 @@ bool ReadFlags(const cxxopts::ParseResult& args, BotOptions& o) {
     std::cerr << "molt-bot: --verify sends on counter.Echo only: drop --intent and --request\n";
     return false;
   }
+  o.udp = args.count("udp") != 0;
+  if (o.udp && (o.verify || !o.intents.empty() || !o.requests.empty())) {
+    std::cerr << "molt-bot: --udp sends on walk.Move only: drop --verify, --intent and --request\n";
+    return false;
+  }
+  if (o.udp && o.rate > kWalkMaxRate) {
+    std::cerr << "molt-bot: --udp: the walk plugin takes at most 60 steps a second per client "
+                 "(walk.Move's rate limit): --rate must be 60 or less\n";
+    return false;
+  }
   o.join_rate = args["join-rate"].as<double>();
   if (!(o.join_rate > 0)) {
     std::cerr << "molt-bot: --join-rate must be above 0\n";
@@ -108,6 +129,11 @@ bool ReadFlags(const cxxopts::ParseResult& args, BotOptions& o) {
     return false;
   }
   o.ws = args.count("ws") != 0;
+  if (o.udp && o.ws) {
+    std::cerr << "molt-bot: --udp needs a datagram link, and a WebSocket client is offered none "
+                 "(it keeps everything on its reliable link): drop --ws\n";
+    return false;
+  }
   o.host = args["host"].as<std::string>();
   o.user_prefix = args["user-prefix"].as<std::string>();
   if (args.count("controllers") != 0) {
@@ -150,7 +176,8 @@ std::variant<int, BotOptions> ParseBotOptions(int argc, char** argv) {
         << "  molt-bot --clients 1 --rate 0 --duration 2 --controllers build/default/controllers\n"
         << "  molt-bot --clients 50 --rate 20 --duration 60 --verify   (then kill -HUP moltd)\n"
         << "  molt-bot --host game.example.com --tls --tls-ca ca.pem\n"
-        << "  molt-bot --ws --port 7780 --clients 100 --verify   (moltd --ws 127.0.0.1:7780)\n";
+        << "  molt-bot --ws --port 7780 --clients 100 --verify   (moltd --ws 127.0.0.1:7780)\n"
+        << "  molt-bot --clients 50 --rate 30 --duration 30 --udp   (moltd --udp 127.0.0.1:7779)\n";
     return 0;
   }
   BotOptions o;

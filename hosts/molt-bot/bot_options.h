@@ -20,6 +20,10 @@ namespace molt::bot {
 inline const std::vector<std::uint8_t> kEmptyTable = {0x08, 0x00, 0x00, 0x00, 0x04, 0x00,
                                                       0x04, 0x00, 0x04, 0x00, 0x00, 0x00};
 
+// The walk plugin's limit on walk.Move: steps a second per session (plugins/walk/README.md). A
+// faster --udp would be refused by the server's rate limit, not by the network.
+inline constexpr double kWalkMaxRate = 60;
+
 struct BotOptions {
   std::string host = "127.0.0.1";
   int port = 7777;
@@ -37,9 +41,10 @@ struct BotOptions {
   std::string tls_name;  // with tls: "" for the host
   bool ws = false;
   bool verify = false;  // numbered echoes on counter.Echo instead of intents and requests
+  bool udp = false;     // walk on walk.Move by predicted intents instead, and hear walk.Pos
 
-  // Whether each round sends anything (a channel to send on, or --verify).
-  bool sends() const { return verify || !intents.empty() || !requests.empty(); }
+  // Whether each round sends anything (a channel to send on, --verify or --udp).
+  bool sends() const { return verify || udp || !intents.empty() || !requests.empty(); }
 
   // The options every client is created with. Valid while this object lives (it points into
   // tls_ca and tls_name).

@@ -12,11 +12,17 @@
 
 namespace molt::bot {
 
+std::uint64_t Totals::PredictionsPending() const {
+  const std::uint64_t resolved =
+      predictions_accepted + predictions_rejected + predictions_timed_out;
+  return resolved < predictions_sent ? predictions_sent - resolved : 0;
+}
+
 bool Totals::Outstanding() const {
   return requests_ok + requests_rejected + requests_rate_limited + requests_timed_out +
                  requests_failed <
              requests_sent ||
-         echoes_back < echoes_sent;
+         echoes_back < echoes_sent || PredictionsPending() > 0;
 }
 
 double CpuSeconds() {
@@ -52,8 +58,31 @@ std::string Line(const Totals& t, std::size_t connected, std::size_t clients) {
   return buf;
 }
 
+std::string WalkLine(const Totals& t, std::size_t links, std::size_t clients) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "predictions %llu sent %llu refused %llu accepted %llu rolled back (%llu rejected "
+                "%llu timed out) %llu pending  ack rtt p50 %.2f ms p99 %.2f ms  positions %llu  "
+                "datagram links %zu/%zu open",
+                static_cast<unsigned long long>(t.predictions_sent),
+                static_cast<unsigned long long>(t.predictions_refused),
+                static_cast<unsigned long long>(t.predictions_accepted),
+                static_cast<unsigned long long>(t.predictions_rejected + t.predictions_timed_out),
+                static_cast<unsigned long long>(t.predictions_rejected),
+                static_cast<unsigned long long>(t.predictions_timed_out),
+                static_cast<unsigned long long>(t.PredictionsPending()),
+                Percentile(t.ack_rtts, 0.5) * 1e3, Percentile(t.ack_rtts, 0.99) * 1e3,
+                static_cast<unsigned long long>(t.positions), links, clients);
+  return buf;
+}
+
+bool WalkedCleanly(const Totals& t) {
+  return t.predictions_accepted == t.predictions_sent &&
+         (t.predictions_accepted == 0 || t.positions > 0);
+}
+
 bool PrintSummary(const Totals& t, std::size_t connected, std::size_t clients, bool verify,
-                  const RunCost& cost) {
+                  const RunCost& cost, std::optional<std::size_t> links) {
   std::cout << "molt-bot: done: " << Line(t, connected, clients) << std::endl;
   bool verified = true;
   if (verify) {
@@ -62,6 +91,16 @@ bool PrintSummary(const Totals& t, std::size_t connected, std::size_t clients, b
               << lost << " lost " << t.duplicated << " duplicated " << t.out_of_order
               << " out of order" << std::endl;
     verified = lost == 0 && t.duplicated == 0 && t.out_of_order == 0;
+  }
+  if (links.has_value()) {
+    std::cout << "molt-bot: walk: " << WalkLine(t, *links, clients) << std::endl;
+    if (*links < connected) {
+      std::cout << "molt-bot: walk: " << connected - *links << " of " << connected
+                << " connected clients had no datagram link open: their steps and positions went "
+                   "by the reliable link (does the server offer one, moltd --udp?)"
+                << std::endl;
+    }
+    verified = verified && WalkedCleanly(t);
   }
   char cpu[160];
   std::snprintf(cpu, sizeof cpu,

@@ -9,12 +9,17 @@
 // --verify each client numbers its messages on the counter plugin's echo channel and checks
 // that every echo comes back once and in order (lost, duplicated, out of order are reported).
 // SIGINT or SIGTERM ends the run early, with the summary. --ws drives the clients over the
-// server's WebSocket port (moltd --ws) instead of TCP, --tls over TLS, both: wss://.
+// server's WebSocket port (moltd --ws) instead of TCP, --tls over TLS, both: wss://. --udp walks
+// the walk plugin's square by predicted intents and hears its positions, by the datagram link
+// when the server offers one (moltd --udp): predictions accepted / rolled back, their ack round
+// trip, positions heard and datagram links open are reported.
 //
 // The parts: the flags (bot_options.h), one client (bot_client.h), the clients together on one
 // thread, sleeping between rounds (swarm.h), and the figures (bot_report.h). The summary says
 // how much CPU the run took and how often it woke.
 #include <csignal>
+#include <cstddef>
+#include <optional>
 #include <variant>
 
 #include "hosts/molt-bot/bot_options.h"
@@ -47,7 +52,9 @@ int main(int argc, char** argv) {
   const RunCost cost = swarm.Run(g_stop);
   // Let the last answers arrive, then leave.
   swarm.Drain();
-  const bool verified = PrintSummary(totals, swarm.connected(), swarm.size(), options.verify, cost);
+  const bool verified =
+      PrintSummary(totals, swarm.connected(), swarm.size(), options.verify, cost,
+                   options.udp ? std::optional<std::size_t>(swarm.DatagramLinks()) : std::nullopt);
   const bool all_stayed = swarm.connected() == swarm.size() && totals.disconnects == 0;
   swarm.Close();
   return all_stayed && verified ? 0 : 1;

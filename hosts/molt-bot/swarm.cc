@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <string>
 
 namespace molt::bot {
@@ -96,7 +97,10 @@ int Swarm::Join() {
     if (!b->connected()) {
       continue;
     }
-    if (auto error = b->Join(options_.intents, options_.requests, options_.verify)) {
+    std::optional<std::string> error =
+        options_.udp ? b->JoinWalk()
+                     : b->Join(options_.intents, options_.requests, options_.verify);
+    if (error.has_value()) {
       std::cerr << "molt-bot: " << *error << "\n";
       return 2;
     }
@@ -151,7 +155,9 @@ RunCost Swarm::Run(const volatile std::sig_atomic_t& stop) {
       next_report += std::chrono::seconds(1);
       const double t = std::chrono::duration<double>(now - start).count();
       std::cout << "[" << static_cast<int>(t + 0.5) << "s] "
-                << Line(totals_, connected_, bots_.size()) << std::endl;
+                << Line(totals_, connected_, bots_.size())
+                << (options_.udp ? "  " + WalkLine(totals_, DatagramLinks(), bots_.size()) : "")
+                << std::endl;
     }
     WaitForClients(bots_.size(), NextWait(next_report, end));
   }
@@ -170,6 +176,12 @@ void Swarm::Drain() {
       b->Step();
     }
   }
+}
+
+std::size_t Swarm::DatagramLinks() const {
+  return static_cast<std::size_t>(std::count_if(
+      bots_.begin(), bots_.end(),
+      [](const std::unique_ptr<BotClient>& b) { return b->connected() && b->DatagramLinkOpen(); }));
 }
 
 void Swarm::Close() {

@@ -34,11 +34,12 @@ class Swarm {
   // stderr): 1 when a client cannot be created or connect, 2 when the controllers fail.
   int Connect();
   // Steps until every client is connected or gave up (15 s), resolves each connected client's
-  // channels and prints how many joined. Returns 0, or 2 when a channel is missing (told).
+  // channels (with --udp, the walk's) and prints how many joined. Returns 0, or 2 when a channel
+  // is missing (told).
   int Join();
   // Runs for --duration, or until `stop` is set (a signal): each round every joined client sends
   // what its rate owes and every client steps; a progress line each second. Returns what the run
-  // cost.
+  // cost. With --udp each progress line carries the walk's figures too (WalkLine).
   RunCost Run(const volatile std::sig_atomic_t& stop);
   // Lets the last answers arrive, for 2 s at most.
   void Drain();
@@ -48,6 +49,9 @@ class Swarm {
   // Clients connected at the last count (the join, then each round).
   std::size_t connected() const { return connected_; }
   std::size_t size() const { return bots_.size(); }
+  // Connected clients whose datagram link is open now, as each sees it
+  // (BotClient::DatagramLinkOpen).
+  std::size_t DatagramLinks() const;
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -53,6 +53,17 @@ int StatusCommand(int argc, char** argv) {
   return kExitOk;
 }
 
+// How a session is linked: "tcp", "websocket", with "+udp" while its datagram link is bound
+// (older servers say less, or nothing).
+std::string Via(const json::value& session) {
+  const json::object& o = session.as_object();
+  std::string via = o.contains("transport") ? std::string(o.at("transport").as_string()) : "";
+  if (o.contains("datagram") && !o.at("datagram").as_string().empty()) {
+    via += "+udp";
+  }
+  return via;
+}
+
 int SessionsCommand(int argc, char** argv) {
   Session s("sessions", "The live sessions: id, user, address, connected for, round trip.");
   s.options().add_options()("limit", "at most this many (1..1000)",
@@ -71,17 +82,16 @@ int SessionsCommand(int argc, char** argv) {
     return kExitOk;
   }
   std::vector<std::vector<std::string>> rows = {
-      {"ID", "USER", "ADDRESS", "VIA", "CONNECTED", "RTT"}};
+      {"ID", "USER", "ADDRESS", "VIA", "CONNECTED", "RTT", "LINK"}};
   for (const json::value& x : p.at("sessions").as_array()) {
     char rtt[32];
     std::snprintf(rtt, sizeof rtt, "%.1f ms", Number(x.at("rtt_seconds")) * 1000);
     rows.push_back({std::to_string(x.at("id").as_int64()), std::string(x.at("user").as_string()),
-                    std::string(x.at("address").as_string()),
-                    x.as_object().contains("transport")  // older servers do not say
-                        ? std::string(x.at("transport").as_string())
-                        : std::string(),
+                    std::string(x.at("address").as_string()), Via(x),
                     Duration(Number(x.at("connected_seconds"))),
-                    x.at("link_lost").as_bool() ? "link lost" : rtt});
+                    x.at("link_lost").as_bool() ? "link lost" : rtt,
+                    // The link's tier (a server before the NetGovernor says none).
+                    x.as_object().contains("tier") ? std::string(x.at("tier").as_string()) : "-"});
   }
   PrintTable(rows);
   std::cout << p.at("total").as_int64() << " sessions\n";

@@ -108,6 +108,10 @@ cxxopts::Options Flags() {
       ("ws", "also accept WebSocket clients (browsers) on ADDRESS:PORT, the same frames one per "
              "binary message; wss:// with --tls-cert (net.websocket; default: off)",
        cxxopts::value<std::string>(), "ADDRESS:PORT")
+      ("udp", "offer each session a datagram link on this UDP ADDRESS:PORT (IPv4): unreliable "
+              "channels and predicted intents go by it, sealed under a key its Welcome gives "
+              "(net.udp; default: off; docs/network.md)",
+       cxxopts::value<std::string>(), "ADDRESS:PORT")
       ("admin", "the admin endpoint: the dashboard, the HTTP API, /metrics, /healthz and /readyz "
                 "(default 127.0.0.1:7778; off turns it off; docs/operations.md)",
        cxxopts::value<std::string>(), "ADDRESS:PORT")
@@ -162,6 +166,9 @@ molt::kernel::ServerOptions ServerOptionsOf(const cxxopts::ParseResult& args) {
   }
   if (args.count("ws") != 0) {
     server.websocket = args["ws"].as<std::string>();
+  }
+  if (args.count("udp") != 0) {
+    server.udp = args["udp"].as<std::string>();
   }
   if (args.count("admin") != 0) {
     server.admin = args["admin"].as<std::string>();

@@ -85,9 +85,14 @@ void PerSession(benchmark::State& state, int sessions) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-void BM_ReplicaDelta(benchmark::State& state) {
+// `paced`: the network as built, its NetGovernor asked each session's divisor at each delivery
+// (every session Good here); else no pace at all, the baseline of what the asking costs.
+void ReplicaDelta(benchmark::State& state, bool paced) {
   const int sessions = static_cast<int>(state.range(0));
   Fanout f(sessions);
+  if (!paced) {
+    f.net().replicas().SetPace(nullptr);
+  }
   ReplicaSpec spec;
   spec.name = "score";
   spec.fields = {{"red", ReplicaFieldType::kInt},
@@ -116,7 +121,11 @@ void BM_ReplicaDelta(benchmark::State& state) {
   state.counters["frame_bytes"] = static_cast<double>(f.written() - before) /
                                   static_cast<double>(state.iterations() * sessions);
 }
+void BM_ReplicaDelta(benchmark::State& state) { ReplicaDelta(state, true); }
 BENCHMARK(BM_ReplicaDelta)->Arg(1)->Arg(100)->Arg(1000);
+
+void BM_ReplicaDelta_NoPace(benchmark::State& state) { ReplicaDelta(state, false); }
+BENCHMARK(BM_ReplicaDelta_NoPace)->Arg(100);
 
 // Baseline: the same fan-out by hand, an event of the delta's size broadcast on every step.
 void BM_ReplicaBaseline_EventBroadcast(benchmark::State& state) {

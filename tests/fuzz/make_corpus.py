@@ -312,6 +312,59 @@ def ws_seeds():
     }
 
 
+# The datagram target's key and session (datagram_fuzz.cc).
+DATAGRAM_KEY = bytes(range(32))
+DATAGRAM_SESSION = 0x1122334455667788
+
+
+def seal_datagram(counter, frame, direction=b"molt c2s", session=DATAGRAM_SESSION):
+    """A sealed datagram as kernel/src/wire/datagram_seal.cc makes it: [0x4D][session][counter]
+    then ChaCha20-Poly1305 of the frame under HKDF-SHA256(key, info=direction), the header as
+    associated data, the nonce 4 zero bytes and the counter, all little-endian."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=direction).derive(DATAGRAM_KEY)
+    header = b"\x4d" + struct.pack("<QQ", session, counter)
+    nonce = b"\0" * 4 + struct.pack("<Q", counter)
+    return header + ChaCha20Poly1305(key).encrypt(nonce, frame, header)
+
+
+def datagram_run(*datagrams):
+    """datagram_fuzz.cc's input: each datagram after its length (u16 LE)."""
+    return b"".join(struct.pack("<H", len(d)) + d for d in datagrams)
+
+
+def datagram_seeds():
+    rng = random.Random(2612)
+
+    def noise(n):
+        return bytes(rng.randrange(256) for _ in range(n))
+
+    one = seal_datagram(1, noise(40))
+    sizes = [seal_datagram(i + 1, noise(n)) for i, n in enumerate((0, 1, 16, 200, 1200, 4000))]
+    return {
+        "one": datagram_run(one),
+        "empty_frame": datagram_run(seal_datagram(1, b"")),
+        "sizes": datagram_run(*sizes[:5]),
+        "large": datagram_run(sizes[5]),
+        "intent_frame": datagram_run(seal_datagram(7, envelope("Intent", {
+            "channel": SAY, "payload": list(say("north")), "seq": 1}))),
+        "replayed": datagram_run(one, one),
+        "reordered": datagram_run(*(seal_datagram(c, noise(8)) for c in (5, 3, 4, 3, 1, 6))),
+        "window_edge": datagram_run(*(seal_datagram(c, noise(8)) for c in (100, 37, 36, 101))),
+        "jump": datagram_run(*(seal_datagram(c, noise(8)) for c in (1, 1000, 999, 937, 936))),
+        "counter_zero": datagram_run(seal_datagram(0, noise(8))),
+        "counter_max": datagram_run(seal_datagram(2**64 - 1, noise(8)), seal_datagram(2, noise(8))),
+        "reflected": datagram_run(seal_datagram(1, noise(8), direction=b"molt s2c")),
+        "other_session": datagram_run(seal_datagram(1, noise(8), session=DATAGRAM_SESSION + 1)),
+        "truncated": datagram_run(one[:-1], one[:33], one[:32], one[:1], b"", one),
+        "padded": datagram_run(one + b"\0", one),
+        "flipped": datagram_run(one[:20] + bytes([one[20] ^ 1]) + one[21:], one),
+    }
+
+
 def write(out, made):
     """Rewrites the generated seeds; inputs the fuzzer found (regress_*) stay."""
     out.mkdir(parents=True, exist_ok=True)
@@ -329,6 +382,11 @@ def main():
     write(CORPUS / "net", seeds())
     write(CORPUS / "ws", ws_seeds())
     write(CORPUS / "client", client_seeds())
+    try:
+        made = datagram_seeds()
+    except ImportError:
+        sys.exit("make_corpus: the datagram seeds need python3-cryptography (ChaCha20-Poly1305)")
+    write(CORPUS / "datagram", made)
 
 
 if __name__ == "__main__":

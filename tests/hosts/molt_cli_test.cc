@@ -287,7 +287,7 @@ TEST_F(MoltCliTest, TheServerVerbsDriveARealMoltd) {
   ASSERT_EQ(Molt({"status", "--server", server_, "--data", data, "--json"}, &out), 0) << out;
   EXPECT_EQ(json::parse(out).at("sessions").as_int64(), 0);
   ASSERT_EQ(Molt({"sessions", "--server", server_, "--data", data}, &out), 0) << out;
-  EXPECT_NE(out.find("ID  USER  ADDRESS  VIA  CONNECTED  RTT"), std::string::npos) << out;
+  EXPECT_NE(out.find("ID  USER  ADDRESS  VIA  CONNECTED  RTT  LINK"), std::string::npos) << out;
   EXPECT_NE(out.find("0 sessions"), std::string::npos) << out;
   EXPECT_EQ(Molt({"kick", "99", "--server", server_, "--data", data}, &out), 1);
   EXPECT_NE(out.find("moltd answered 404"), std::string::npos) << out;

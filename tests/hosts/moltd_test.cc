@@ -492,8 +492,26 @@ TEST_F(MoltdTest, ServesWebSocketClientsOnTheWsPort) {
   const molt::test::HttpResult sessions =
       molt::test::HttpCall(admin_port, "GET", "/api/v1/sessions", token);
   EXPECT_NE(sessions.body.find("\"transport\":\"websocket\""), std::string::npos) << sessions.body;
+  // Its link's tier (the NetGovernor): good until its pings say otherwise.
+  EXPECT_NE(sessions.body.find("\"tier\":\"good\""), std::string::npos) << sessions.body;
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(), 0) << p.output();
+}
+
+// The link governor's limits out of order stop the start, naming both settings and why; one out
+// of its range is refused by name as any setting.
+TEST_F(MoltdTest, LinkGovernorLimitsThatContradictEachOtherStopTheStart) {
+  Process swapped({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0",
+                   "--config", Config(R"({"net": {"governor_good_rtt_ms": 300}})")});
+  EXPECT_EQ(swapped.Wait(), 1) << swapped.output();
+  EXPECT_NE(swapped.output().find("cannot start: net.governor_good_rtt_ms (300) must be at least 0 "
+                                  "and at most net.governor_poor_rtt_ms (250)"),
+            std::string::npos)
+      << swapped.output();
+  Process range({kMoltd, "--admin", "127.0.0.1:0", "-p", kPlugins, "-d", data_, "--port", "0",
+                 "--config", Config(R"({"net": {"governor_poor_loss": 2}})")});
+  EXPECT_NE(range.Wait(), 0) << range.output();
+  EXPECT_NE(range.output().find("net.governor_poor_loss"), std::string::npos) << range.output();
 }
 
 TEST_F(MoltdTest, ServesOverTlsToAVerifyingMoltBotAndNamesTlsMistakes) {

@@ -26,7 +26,10 @@ C_STATIC_ASSERT(offsetof(molt_host_api, live_get) == 656, host_api_last_slot_1_7
 C_STATIC_ASSERT(offsetof(molt_host_api, message_subscribe) == 672, host_api_messages_slot_1_9);
 C_STATIC_ASSERT(offsetof(molt_host_api, kv_call) == 680, host_api_last_slot_1_9);
 C_STATIC_ASSERT(offsetof(molt_host_api, client_pending) == 696, host_api_last_slot_1_10);
-C_STATIC_ASSERT(sizeof(molt_host_api) == 704, host_api_size);
+C_STATIC_ASSERT(offsetof(molt_host_api, grid_remove) == 808, host_api_last_slot_1_11);
+C_STATIC_ASSERT(sizeof(molt_host_api) == 816, host_api_size);
+C_STATIC_ASSERT(offsetof(molt_replica_spec, quantize) == 40, replica_spec_last_field_1_11);
+C_STATIC_ASSERT(sizeof(molt_grid_spec) == 48, grid_spec_size);
 C_STATIC_ASSERT(sizeof(molt_kv_op) == 80, kv_op_size);
 C_STATIC_ASSERT(sizeof(molt_kv_result) == 56, kv_result_size);
 C_STATIC_ASSERT(sizeof(molt_message_meta) == 32, message_meta_size);

@@ -137,7 +137,22 @@ MOLT_FROZEN(molt_host_api, kv_call, 680);
 // ABI 1.10: predicted intents from controllers.
 MOLT_FROZEN(molt_host_api, client_predict, 688);
 MOLT_FROZEN(molt_host_api, client_pending, 696);
-static_assert(sizeof(molt_host_api) == 704);
+// ABI 1.11: interest.
+MOLT_FROZEN(molt_host_api, replica_set_interest, 704);
+MOLT_FROZEN(molt_host_api, replica_refresh_interest, 712);
+MOLT_FROZEN(molt_host_api, zone_declare, 720);
+MOLT_FROZEN(molt_host_api, zone_destroy, 728);
+MOLT_FROZEN(molt_host_api, zone_enter, 736);
+MOLT_FROZEN(molt_host_api, zone_leave, 744);
+MOLT_FROZEN(molt_host_api, zone_bind, 752);
+MOLT_FROZEN(molt_host_api, zone_unbind, 760);
+MOLT_FROZEN(molt_host_api, grid_declare, 768);
+MOLT_FROZEN(molt_host_api, grid_destroy, 776);
+MOLT_FROZEN(molt_host_api, grid_bind, 784);
+MOLT_FROZEN(molt_host_api, grid_unbind, 792);
+MOLT_FROZEN(molt_host_api, grid_place, 800);
+MOLT_FROZEN(molt_host_api, grid_remove, 808);
+static_assert(sizeof(molt_host_api) == 816);
 MOLT_FROZEN(molt_kv_op, struct_size, 0);
 MOLT_FROZEN(molt_kv_op, kind, 4);
 MOLT_FROZEN(molt_kv_op, key, 8);
@@ -280,7 +295,19 @@ MOLT_FROZEN(molt_replica_spec, name, 8);
 MOLT_FROZEN(molt_replica_spec, fields, 16);
 MOLT_FROZEN(molt_replica_spec, field_count, 24);
 MOLT_FROZEN(molt_replica_spec, tick_rate, 32);
-static_assert(sizeof(molt_replica_spec) == 40);
+// ABI 1.11: deadbands.
+MOLT_FROZEN(molt_replica_spec, quantize, 40);
+static_assert(sizeof(molt_replica_spec) == 48);
+
+// ABI 1.11
+MOLT_FROZEN(molt_grid_spec, struct_size, 0);
+MOLT_FROZEN(molt_grid_spec, reserved, 4);
+MOLT_FROZEN(molt_grid_spec, name, 8);
+MOLT_FROZEN(molt_grid_spec, radius, 16);
+MOLT_FROZEN(molt_grid_spec, cell_size, 24);
+MOLT_FROZEN(molt_grid_spec, leave_radius, 32);
+MOLT_FROZEN(molt_grid_spec, rate, 40);
+static_assert(sizeof(molt_grid_spec) == 48);
 
 MOLT_FROZEN(molt_process_options, struct_size, 0);
 MOLT_FROZEN(molt_process_options, priority, 4);

@@ -5,6 +5,7 @@
 //   fx_gen      a rate-limited intent, requests answered and never answered, a swap's handoff
 //   fx_profile  profiles loaded on join, saved on leave and at the close
 //   fx_live     live values an operator sets
+//   fx_interest a zone and a grid: who sees which replica, as the game places its players
 #include <flatbuffers/flatbuffers.h>
 #include <gtest/gtest.h>
 
@@ -113,6 +114,53 @@ TEST(TestKitTest, ReplicasReachTheClientsCopyOnTheirDeadline) {
   EXPECT_EQ(kit.Float(ada, "fx.board", "joins").status().code(), MOLT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(kit.Int(ada, "fx.board", "nope").status().code(), MOLT_ERR_NOT_FOUND);
   EXPECT_EQ(kit.Int(ada, "no.board", "joins").status().code(), MOLT_ERR_NOT_FOUND);
+}
+
+// Interest from a plugin's own tests: sessions placed by the game's intents, the clock moved by
+// the kit, and the client copies holding exactly the replicas each session sees.
+TEST(TestKitTest, AGameTestsItsInterestZonesAndGridThroughTheKit) {
+  Kit kit({kFixtures + "/interest/fx_interest.so"});
+  const molt_session_t ada = kit.Join("ada");
+  const molt_session_t bob = kit.Join("bob");
+  auto sees = [&](molt_session_t s, const std::string& replica) {
+    return kit.Float(s, replica, "x").ok() || kit.Int(s, replica, "open").ok();
+  };
+  ASSERT_TRUE(kit.Advance(0.2).ok());
+  // The lobby (a zone) holds both; nobody is on the arena (a grid) yet.
+  EXPECT_TRUE(sees(ada, "fx.notice"));
+  EXPECT_TRUE(sees(bob, "fx.notice"));
+  EXPECT_FALSE(sees(ada, "fx.flag.near"));
+  EXPECT_FALSE(sees(ada, "fx.flag.far"));
+  // Placed by the game: each sees the flag within 20 of it.
+  ASSERT_TRUE(kit.Intent(ada, "fx.Move", Say("5 5")).ok()) << kit.error();
+  ASSERT_TRUE(kit.Intent(bob, "fx.Move", Say("95 0")).ok()) << kit.error();
+  ASSERT_TRUE(kit.Advance(0.2).ok());
+  EXPECT_TRUE(sees(ada, "fx.flag.near"));
+  EXPECT_FALSE(sees(ada, "fx.flag.far"));
+  EXPECT_TRUE(sees(bob, "fx.flag.far"));
+  EXPECT_FALSE(sees(bob, "fx.flag.near"));
+  molt::Result<double> x = kit.Float(bob, "fx.flag.far", "x");
+  ASSERT_TRUE(x.ok()) << x.status().message();
+  EXPECT_EQ(*x, 100);
+  // Ada walks across: the near flag goes (a remove), the far one comes (a snapshot).
+  ASSERT_TRUE(kit.Intent(ada, "fx.Move", Say("90 10")).ok()) << kit.error();
+  ASSERT_TRUE(kit.Advance(0.2).ok());
+  EXPECT_FALSE(sees(ada, "fx.flag.near"));
+  EXPECT_TRUE(sees(ada, "fx.flag.far"));
+  // Off the arena, out of the lobby: nothing left to see.
+  ASSERT_TRUE(kit.Intent(ada, "fx.Move", Say("off")).ok()) << kit.error();
+  ASSERT_TRUE(kit.Intent(ada, "fx.Move", Say("out")).ok()) << kit.error();
+  ASSERT_TRUE(kit.Advance(0.2).ok());
+  EXPECT_FALSE(sees(ada, "fx.flag.far"));
+  EXPECT_FALSE(sees(ada, "fx.notice"));
+  EXPECT_TRUE(sees(bob, "fx.notice"));  // bob is still in the lobby
+  EXPECT_TRUE(sees(bob, "fx.flag.far"));
+  // A move the game refuses fails its handler (the kit says so; the log says why) and moves
+  // nobody.
+  const molt::Status bad = kit.Intent(bob, "fx.Move", Say("north"));
+  EXPECT_EQ(bad.message(), "fx.Move: the handler failed (its error is logged)");
+  ASSERT_TRUE(kit.Advance(0.2).ok());
+  EXPECT_TRUE(sees(bob, "fx.flag.far"));
 }
 
 TEST(TestKitTest, TimeMovesOnlyWhenAdvancedAndRateLimitsFollowIt) {

@@ -107,6 +107,10 @@ std::string_view PluginInstance::KindName(molt_handle_t handle) {
       return "profile store";
     case static_cast<int>(Kind::kJob):
       return "job";
+    case static_cast<int>(Kind::kZone):
+      return "zone";
+    case static_cast<int>(Kind::kGrid):
+      return "grid";
   }
   return "handle";
 }
@@ -190,6 +194,8 @@ void PluginInstance::ReleaseResource(molt_handle_t handle, Resource& r) {
     case Kind::kReplica:
     case Kind::kProfile:
     case Kind::kJob:
+    case Kind::kZone:
+    case Kind::kGrid:
       shared_.ForEachLayer([&](HostLayer& layer) {
         layer.Release(this, handle, static_cast<std::uint8_t>(r.kind), r.layer_id);
       });

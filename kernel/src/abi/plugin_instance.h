@@ -73,6 +73,8 @@ class PluginInstance final : public molt_context,
     kReplica = 8,  // ABI 1.2
     kProfile = 9,  // ABI 1.4: a profile store (the kernel's; the handle is the declaration)
     kJob = 10,     // ABI 1.6: a worker job (its layer's; workers/workers_api.h)
+    kZone = 11,    // ABI 1.11: an interest group (the network's; net/zones.h)
+    kGrid = 12,    // ABI 1.11: a spatial grid (the network's; net/grids.h)
   };
 
   // What the ABI keeps beside a plugin's process.
@@ -99,8 +101,8 @@ class PluginInstance final : public molt_context,
     std::shared_ptr<Process> process{};        // kProcess
     std::shared_ptr<ProcessRecord> record{};   // kProcess
     std::shared_ptr<Completion> completion{};  // kCompletion
-    std::uint32_t layer_id = 0;                // kChannel, kReplica, kProfile: the layer's id
-    Scheduler* scheduler = nullptr;            // kTask: its phase's (nullptr: the kernel's)
+    std::uint32_t layer_id = 0;      // kChannel, kReplica, kProfile, kZone, kGrid: the layer's id
+    Scheduler* scheduler = nullptr;  // kTask: its phase's (nullptr: the kernel's)
   };
 
   // `info` is copied (the loader's current-size copy of the descriptor); the code and data it

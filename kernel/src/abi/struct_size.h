@@ -90,6 +90,13 @@ struct SizedStruct<molt_profile_spec> {
   static constexpr std::uint32_t kMinSize = 96;
 };
 
+template <>
+struct SizedStruct<molt_grid_spec> {
+  static constexpr const char* kName = "molt_grid_spec";
+  static constexpr const char* kSince = "ABI 1.11";
+  static constexpr std::uint32_t kMinSize = 48;
+};
+
 // OK when `struct_size` is at least the minimum of `T`; otherwise the refusal naming both.
 template <class T>
 Status CheckStructSize(std::uint32_t struct_size) {

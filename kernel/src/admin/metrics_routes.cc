@@ -177,6 +177,9 @@ void NetMetrics(MetricsWriter& w, const net::NetSnapshot& net) {
   w.Family("molt_sessions_linked", kGauge, "Sessions linked now, by transport.");
   w.Add(Num(net.tcp_sessions), {{"transport", "tcp"}});
   w.Add(Num(net.websocket_sessions), {{"transport", "websocket"}});
+  w.Family("molt_sessions_datagram_linked", kGauge,
+           "Sessions whose datagram link (net.udp) is bound now (each also linked above).");
+  w.Add(Num(net.datagram_sessions));
   w.Family("molt_sessions_started_total", kCounter, "Sessions that joined.");
   w.Add(Num(ss.started));
   w.Family("molt_sessions_ended_total", kCounter, "Sessions that ended, by reason.");
@@ -212,6 +215,30 @@ void NetMetrics(MetricsWriter& w, const net::NetSnapshot& net) {
     w.Add(Num(s.handshakes_dropped[i]),
           {{"reason", net::ExitReasonName(static_cast<net::ExitReason>(i))}});
   }
+  // The datagram links (net.udp): all zero without them.
+  w.Family("molt_net_datagram_peers", kGauge, "ENet peers on the UDP port now, bound or not.");
+  w.Add(Num(net.datagram_peers));
+  w.Family("molt_net_datagrams_received_total", kCounter,
+           "UDP datagrams read from the datagram port (ENet's own included).");
+  w.Add(Num(net.udp.received));
+  w.Family("molt_net_datagrams_opened_total", kCounter,
+           "Sealed datagrams that authenticated under their session's key.");
+  w.Add(Num(net.datagrams.opened));
+  w.Family("molt_net_datagrams_refused_total", kCounter,
+           "Datagrams refused, by reason (stray: no ENet peer's, ignored by ENet).");
+  for (std::size_t i = 0; i < net::kDatagramRefusalCount; ++i) {
+    w.Add(Num(net.datagrams.refused[i]),
+          {{"reason", net::DatagramRefusalName(static_cast<net::DatagramRefusal>(i))}});
+  }
+  w.Add(Num(net.udp.stray), {{"reason", "stray"}});
+  w.Family("molt_net_datagram_moves_total", kCounter,
+           "Sessions whose datagram link moved to a new address (a NAT rebinding).");
+  w.Add(Num(net.datagrams.moves));
+  w.Family("molt_net_datagrams_sent_total", kCounter, "Sealed datagrams queued to clients.");
+  w.Add(Num(net.datagrams.sent));
+  w.Family("molt_net_datagram_links_full_total", kCounter,
+           "Sessions offered no datagram link: all net.udp_max_links were taken.");
+  w.Add(Num(net.datagrams.full));
   w.Family("molt_net_floods_total", kCounter, "Connections over their byte or message budget.");
   w.Add(Num(s.transport_floods));
   w.Family("molt_net_slow_readers_total", kCounter,
@@ -280,6 +307,36 @@ void NetMetrics(MetricsWriter& w, const net::NetSnapshot& net) {
   w.Add(Num(r.deltas_sent));
   w.Family("molt_replica_sent_bytes_total", kCounter, "Replica bytes sent (frames x recipients).");
   w.Add(Num(r.bytes_sent));
+  w.Family("molt_replica_fields_deadbanded_total", kCounter,
+           "Field changes not sent to a session: within the field's deadband (per session).");
+  w.Add(Num(r.fields_deadbanded));
+  w.Family("molt_replica_deltas_deferred_total", kCounter,
+           "Deltas a session's pace put off to a later tick (per session).");
+  w.Add(Num(r.deltas_deferred));
+  w.Family("molt_interest_zones", kGauge, "Interest groups (zones) declared.");
+  w.Add(Num(net.zones));
+  w.Family("molt_interest_grids", kGauge, "Spatial grids declared.");
+  w.Add(Num(net.grids.grids));
+  w.Family("molt_interest_grid_passes_total", kCounter, "Interest passes of the grids.");
+  w.Add(Num(net.grids.passes));
+  w.Family("molt_interest_grid_changes_total", kCounter,
+           "Replicas that came into or went out of a session's view on a grid.");
+  w.Add(Num(net.grids.enters), {{"change", "enter"}});
+  w.Add(Num(net.grids.leaves), {{"change", "leave"}});
+
+  const net::GovernorStats& g = net.governor;
+  w.Family("molt_link_tier_sessions", kGauge,
+           "Sessions by the tier of their link (the NetGovernor: good, strained, poor).");
+  for (int t = 0; t < net::kLinkTiers; ++t) {
+    w.Add(Num(g.sessions[t]), {{"tier", net::TierName(static_cast<net::LinkTier>(t))}});
+  }
+  w.Family("molt_link_tier_changes_total", kCounter, "Links that changed tier, by the tier taken.");
+  for (int t = 0; t < net::kLinkTiers; ++t) {
+    w.Add(Num(g.changes[t]), {{"tier", net::TierName(static_cast<net::LinkTier>(t))}});
+  }
+  w.Family("molt_link_shed_total", kCounter,
+           "Low unreliable events not sent to a session because its link is poor.");
+  w.Add(Num(g.shed));
 }
 
 void HookMetrics(MetricsWriter& w, const Hooks& hooks) {

@@ -56,8 +56,10 @@ HttpResponse SessionsRoutes::Page(const HttpRequest& req) const {
                     {"address", s->address()},
                     {"connected_seconds", ToSeconds(now - s->joined_at())},
                     {"rtt_seconds", ToSeconds(s->rtt())},
+                    {"tier", net::TierName(s->grade().tier)},
                     {"link_lost", s->detached()},
-                    {"transport", TransportOf(*s)}});
+                    {"transport", TransportOf(*s)},
+                    {"datagram", network_.datagrams().address(s->id())}});
   }
   boost::json::object o{{"total", ids.size()}, {"offset", *offset}, {"sessions", std::move(list)}};
   return Json(200, o);
@@ -75,8 +77,13 @@ HttpResponse SessionsRoutes::One(std::string_view id_text) const {
                         {"connected_seconds", ToSeconds(RealNow() - s->joined_at())},
                         {"rtt_seconds", ToSeconds(s->rtt())},
                         {"last_rtt_seconds", ToSeconds(s->last_rtt())},
+                        {"tier", net::TierName(s->grade().tier)},
+                        {"rtt_median_seconds", s->grade().quality.Median()},
+                        {"jitter_seconds", s->grade().quality.Jitter()},
+                        {"ping_loss", s->grade().quality.Loss()},
                         {"link_lost", s->detached()},
                         {"transport", TransportOf(*s)},
+                        {"datagram", network_.datagrams().address(s->id())},
                         {"queued_bytes", s->peer() != nullptr ? s->peer()->queued_bytes() : 0}};
   return Json(200, o);
 }

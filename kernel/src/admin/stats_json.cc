@@ -46,6 +46,7 @@ json::object NetJson(const net::NetSnapshot& net) {
   root["websocket_port"] = net.websocket_port;
   root["sessions_tcp"] = net.tcp_sessions;
   root["sessions_websocket"] = net.websocket_sessions;
+  root["sessions_datagram"] = net.datagram_sessions;
   root["links_lost"] = s.links_lost;
   root["resumes"] = s.resumes;
   root["resumes_expired"] = s.resumes_expired;
@@ -59,7 +60,45 @@ json::object NetJson(const net::NetSnapshot& net) {
                       {"snapshots_sent", net.replicas.snapshots_sent},
                       {"deltas_sent", net.replicas.deltas_sent},
                       {"removes_sent", net.replicas.removes_sent},
-                      {"bytes_sent", net.replicas.bytes_sent}};
+                      {"bytes_sent", net.replicas.bytes_sent},
+                      {"fields_deadbanded", net.replicas.fields_deadbanded},
+                      {"deltas_deferred", net.replicas.deltas_deferred}};
+  root["interest"] = {{"zones", net.zones},
+                      {"grids", net.grids.grids},
+                      {"grid_passes", net.grids.passes},
+                      {"grid_enters", net.grids.enters},
+                      {"grid_leaves", net.grids.leaves}};
+  json::object tiers, changes;
+  for (int t = 0; t < net::kLinkTiers; ++t) {
+    const char* name = net::TierName(static_cast<net::LinkTier>(t));
+    tiers[name] = net.governor.sessions[t];
+    changes[name] = net.governor.changes[t];
+  }
+  root["links"] = {{"tiers", std::move(tiers)},
+                   {"tier_changes", std::move(changes)},
+                   {"shed", net.governor.shed},
+                   {"gradings", net.governor.gradings}};
+  root["udp_port"] = net.udp_port;
+  json::object refused;  // datagrams refused, by reason; "stray": ENet ignored them
+  for (std::size_t i = 0; i < net::kDatagramRefusalCount; ++i) {
+    if (net.datagrams.refused[i] != 0) {
+      refused[net::DatagramRefusalName(static_cast<net::DatagramRefusal>(i))] =
+          net.datagrams.refused[i];
+    }
+  }
+  if (net.udp.stray != 0) {
+    refused["stray"] = net.udp.stray;
+  }
+  root["datagrams"] = {{"peers", net.datagram_peers},
+                       {"received", net.udp.received},
+                       {"opened", net.datagrams.opened},
+                       {"refused", net.datagrams.refused_total() + net.udp.stray},
+                       {"refused_by_reason", std::move(refused)},
+                       {"no_link", net.datagrams.no_link},
+                       {"moves", net.datagrams.moves},
+                       {"sent", net.datagrams.sent},
+                       {"full", net.datagrams.full},
+                       {"peers_unbound_dropped", net.udp.unbound_dropped}};
   root["transport_rejected"] = RejectCounts(s.transport_rejected);
   json::object dropped;  // handshakes that ended without a Welcome or a Refuse
   for (std::size_t i = 0; i < net::kExitReasonCount; ++i) {

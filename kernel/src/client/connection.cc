@@ -56,8 +56,10 @@ Connection::Connection(const molt_client_options& o)
       reconnect_((o.flags & MOLT_CLIENT_NO_RECONNECT) == 0),
       predict_timeout_(Within(o.predict_timeout_seconds > 0 ? o.predict_timeout_seconds
                                                             : kDefaultPredictTimeout)),
+      websocket_((o.flags & MOLT_CLIENT_WEBSOCKET) != 0),
+      datagram_([this](std::span<const std::uint8_t> frame) { frames_.Dispatch(frame); }),
       link_(LinkOptionsOf(o), queue_, *this),
-      sender_(queue_, link_, channels_, requests_, predictions_, limits_,
+      sender_(queue_, link_, channels_, requests_, predictions_, datagram_, limits_,
               o.max_send_queue_bytes > 0 ? o.max_send_queue_bytes : kDefaultSendQueue),
       frames_(*this),
       reconnector_(o.reconnect_max_seconds > 0 ? o.reconnect_max_seconds : kDefaultReconnectMax) {}
@@ -85,6 +87,7 @@ Status Connection::Connect(std::string host, std::uint16_t port, std::string use
     return Status::FailedPrecondition("already connecting or connected: disconnect first");
   }
   MOLT_RETURN_IF_ERROR(link_.Prepare());
+  poll_set_.Invalidate();  // sockets open from here on
   host_ = std::move(host);
   port_ = port;
   user_ = std::move(user);
@@ -166,6 +169,7 @@ void Connection::Teardown() {
   reconnector_.Reset();
   requests_.FailAll();
   predictions_.FailAll(Resolved());
+  datagram_.Close();
 }
 
 void Connection::SetState(std::int32_t state, const std::string& reason) {
@@ -187,6 +191,7 @@ void Connection::Disconnect() {
   SayBye();
   state_ = MOLT_CLIENT_IDLE;  // before the requests' callbacks: they may not send any more
   Teardown();
+  poll_set_.Invalidate();
   SetState(MOLT_CLIENT_IDLE, "disconnected by the app");
 }
 
@@ -247,6 +252,23 @@ void Connection::BeginSession(const w::Welcome& welcome, bool resumed, TimePoint
   limits_.burst_ticks = welcome.budget_burst_ticks() > 0 ? welcome.budget_burst_ticks() : 1;
   limits_.max_frame_bytes = welcome.max_frame_bytes();
   queue_.SetBudget(SendQueue::ForServer(limits_), now);
+  // The datagram link the Welcome offers (not over WebSocket: a browser's transport), to the
+  // host the reliable link reached; a link that cannot open leaves everything on this one.
+  datagram_.Close();
+  // Its key: the Welcome's, or over TLS (the Welcome offers a port and no key) exported from
+  // the TLS session as the server did.
+  if (!websocket_ && welcome.datagram_port() != 0) {
+    const std::vector<std::uint8_t> key =
+        welcome.datagram_key() != nullptr
+            ? std::vector<std::uint8_t>(welcome.datagram_key()->begin(),
+                                        welcome.datagram_key()->end())
+            : link_.ExportKey(w::DatagramSeal::kTlsExporterLabel, w::DatagramSeal::kKeyBytes);
+    const std::string& target = link_.target();
+    if (!key.empty()) {
+      (void)datagram_.Open(target.substr(0, target.rfind(':')), welcome.datagram_port(), key,
+                           welcome.session_id());
+    }
+  }
   // Channels. A resumed session keeps the state of its rate limits, as the server does.
   channels_.Set(ChannelList(welcome.channels()), resumed, now, queue_);
   heartbeat_.Start(welcome.ping_interval_ms() > 0
@@ -515,6 +537,7 @@ void Connection::Step(double budget_seconds) {
       break;
     }
   }
+  datagram_.Service();
   Timers();
   if (kernel_ && kernel_->started()) {
     // Controllers: what the I/O left of the budget, and at least a quarter of it; a zero budget
@@ -523,6 +546,7 @@ void Connection::Step(double budget_seconds) {
     kernel_->Step(budget_seconds == 0 ? std::nullopt
                                       : std::optional(std::max(quarter, deadline - RealNow())));
   }
+  poll_set_.Invalidate();  // a step opens and closes sockets: what to poll is read again
 }
 
 void Connection::Timers() {
@@ -599,6 +623,9 @@ double Connection::Timeout() {
     if (std::optional<TimePoint> wake = kernel_->NextWake()) {
       at(*wake);
     }
+  }
+  if (std::optional<TimePoint> service = datagram_.next_service()) {
+    at(*service);  // ENet's retransmits and pings, and what arrived on its socket
   }
   if (next == TimePoint::max()) {
     return -1;

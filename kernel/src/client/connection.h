@@ -41,9 +41,11 @@
 #include "kernel/src/abi/struct_size.h"
 #include "kernel/src/client/channel_table.h"
 #include "kernel/src/client/client_kernel.h"
+#include "kernel/src/client/datagram_link.h"
 #include "kernel/src/client/frame_dispatcher.h"
 #include "kernel/src/client/heartbeat.h"
 #include "kernel/src/client/link.h"
+#include "kernel/src/client/poll_set.h"
 #include "kernel/src/client/predictions.h"
 #include "kernel/src/client/reconnector.h"
 #include "kernel/src/client/replica_store.h"
@@ -91,10 +93,16 @@ class Connection final : public ClientPort, private LinkSink, private ServerFram
   double rtt() const { return heartbeat_.rtt(); }
 
   // --- Event-loop integration (client API 4) ---
-  // The socket's descriptor while there is one, else -1.
-  int socket() const { return link_.socket(); }
+  // The descriptor to poll while there is a socket, else -1: the reliable link's socket, or,
+  // while the datagram link is open too, one epoll descriptor for both (PollSet, poll_set.h).
+  int socket() const {
+    return poll_set_.Use(link_.socket(), link_.socket_events(), datagram_.socket());
+  }
   // MOLT_CLIENT_WAIT_READ / _WRITE: what to poll socket() for; 0 without a socket.
-  std::int32_t socket_events() const { return link_.socket_events(); }
+  std::int32_t socket_events() const {
+    (void)socket();
+    return poll_set_.events(link_.socket_events());
+  }
   // Seconds until a step is due even if the socket stays quiet: 0 for now, -1 for never (only
   // the socket or the app wakes the client).
   double Timeout();
@@ -221,12 +229,15 @@ class Connection final : public ClientPort, private LinkSink, private ServerFram
   const double connect_timeout_;
   const bool reconnect_;
   const Duration predict_timeout_;
+  const bool websocket_;
   // The parts (declared in the order they are made: each refers to those before it).
   SendQueue queue_;
   SendQueue::ServerLimits limits_;
   ChannelTable channels_;
   RequestTable requests_;
   Predictions predictions_;
+  DatagramLink datagram_;     // the session's datagram link, when its Welcome offered one
+  mutable PollSet poll_set_;  // what socket() is while both links have a socket
   Link link_;
   Sender sender_;
   FrameDispatcher frames_;

@@ -353,4 +353,8 @@ void Link::Flush() {
   });
 }
 
+std::vector<std::uint8_t> Link::ExportKey(const std::string& label, std::size_t size) const {
+  return tls_ != nullptr ? tls_->ExportKey(label, size) : std::vector<std::uint8_t>();
+}
+
 }  // namespace molt::kernel::client

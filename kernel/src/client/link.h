@@ -124,6 +124,9 @@ class Link {
   bool write_waiting() const { return write_waiting_; }
   // "host:port" of the last Connect.
   const std::string& target() const { return target_; }
+  // `size` bytes exported from this link's TLS session under `label` (wire/tls.h); empty over
+  // plain TCP or before the handshake is done.
+  std::vector<std::uint8_t> ExportKey(const std::string& label, std::size_t size) const;
   // Bytes being written, not yet taken by the socket.
   std::size_t unwritten() const { return writing_.size() - written_; }
   // A write failed outside a step; TakeWriteError() gives its reason once.

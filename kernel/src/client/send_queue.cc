@@ -49,15 +49,33 @@ void SendQueue::Push(std::span<const std::uint8_t> frame, std::optional<std::uin
   (channel ? app_ : control_).push_back(std::move(f));
 }
 
-double SendQueue::Wait(const Frame& f, TimePoint now) {
-  double wait = std::max(transport_bytes_.SecondsUntil(now, static_cast<double>(f.bytes.size())),
+double SendQueue::Wait(std::size_t bytes, std::int32_t channel, TimePoint now) {
+  double wait = std::max(transport_bytes_.SecondsUntil(now, static_cast<double>(bytes)),
                          transport_messages_.SecondsUntil(now));
-  if (f.channel >= 0) {
-    if (auto it = channels_.find(static_cast<std::uint16_t>(f.channel)); it != channels_.end()) {
+  if (channel >= 0) {
+    if (auto it = channels_.find(static_cast<std::uint16_t>(channel)); it != channels_.end()) {
       wait = std::max(wait, it->second.SecondsUntil(now));
     }
   }
   return wait;
+}
+
+void SendQueue::Take(std::size_t bytes, std::int32_t channel, TimePoint now) {
+  (void)transport_bytes_.Take(now, static_cast<double>(bytes));
+  (void)transport_messages_.Take(now);
+  if (channel >= 0) {
+    if (auto it = channels_.find(static_cast<std::uint16_t>(channel)); it != channels_.end()) {
+      (void)it->second.Take(now);
+    }
+  }
+}
+
+bool SendQueue::TakeNow(std::size_t bytes, std::uint16_t channel, TimePoint now) {
+  if (Wait(bytes, channel, now) > 0) {
+    return false;
+  }
+  Take(bytes, channel, now);
+  return true;
 }
 
 std::size_t SendQueue::Release(TimePoint now, std::vector<std::uint8_t>* out) {
@@ -65,17 +83,10 @@ std::size_t SendQueue::Release(TimePoint now, std::vector<std::uint8_t>* out) {
   for (std::deque<Frame>* q : {&control_, &app_}) {
     while (!q->empty()) {
       Frame& f = q->front();
-      if (Wait(f, now) > 0) {
+      if (Wait(f.bytes.size(), f.channel, now) > 0) {
         return released;  // in order: what follows waits too
       }
-      (void)transport_bytes_.Take(now, static_cast<double>(f.bytes.size()));
-      (void)transport_messages_.Take(now);
-      if (f.channel >= 0) {
-        if (auto it = channels_.find(static_cast<std::uint16_t>(f.channel));
-            it != channels_.end()) {
-          (void)it->second.Take(now);
-        }
-      }
+      Take(f.bytes.size(), f.channel, now);
       out->insert(out->end(), f.bytes.begin(), f.bytes.end());
       bytes_ -= f.bytes.size();
       q->pop_front();
@@ -92,7 +103,7 @@ std::optional<TimePoint> SendQueue::NextRelease(TimePoint now) {
   if (first == nullptr) {
     return std::nullopt;
   }
-  const double wait = Wait(*first, now);
+  const double wait = Wait(first->bytes.size(), first->channel, now);
   if (wait <= 0) {
     return now;  // it may go now: nothing to batch
   }

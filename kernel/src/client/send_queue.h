@@ -72,6 +72,10 @@ class SendQueue {
   // Appends `frame` (its length prefix included). `channel` names the app's frames (intents and
   // requests); control frames (nullopt) go ahead of the app's.
   void Push(std::span<const std::uint8_t> frame, std::optional<std::uint16_t> channel);
+  // A frame of `bytes` on `channel` that goes another way (the datagram link) but counts against
+  // the same budgets, as the server counts it: true, and its share taken, when the budgets allow
+  // it at `now`; false (nothing taken) when it would have to wait: queue it instead.
+  bool TakeNow(std::size_t bytes, std::uint16_t channel, TimePoint now);
   // Appends to `out`, in order, every frame the budgets allow at `now`; returns how many.
   std::size_t Release(TimePoint now, std::vector<std::uint8_t>* out);
   // When the first waiting frame may go: `now` when it may go now, else never sooner than kBatch
@@ -91,8 +95,10 @@ class SendQueue {
     std::vector<std::uint8_t> bytes;
     std::int32_t channel = -1;  // -1: a control frame
   };
-  // Seconds until `f` may go at `now` (0: now).
-  double Wait(const Frame& f, TimePoint now);
+  // Seconds until a frame of `bytes` on `channel` (-1: a control frame) may go at `now` (0: now).
+  double Wait(std::size_t bytes, std::int32_t channel, TimePoint now);
+  // Takes its share of every budget.
+  void Take(std::size_t bytes, std::int32_t channel, TimePoint now);
 
   std::deque<Frame> control_;
   std::deque<Frame> app_;

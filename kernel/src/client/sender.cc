@@ -15,13 +15,14 @@ namespace fb = ::flatbuffers;
 namespace w = ::molt::wire;
 
 Sender::Sender(SendQueue& queue, Link& link, ChannelTable& channels, RequestTable& requests,
-               Predictions& predictions, const SendQueue::ServerLimits& limits,
-               std::size_t max_queue_bytes)
+               Predictions& predictions, DatagramLink& datagram,
+               const SendQueue::ServerLimits& limits, std::size_t max_queue_bytes)
     : queue_(queue),
       link_(link),
       channels_(channels),
       requests_(requests),
       predictions_(predictions),
+      datagram_(datagram),
       limits_(limits),
       max_queue_bytes_(max_queue_bytes) {}
 
@@ -77,6 +78,14 @@ Result<ChannelTable::Channel*> Sender::Check(std::uint16_t id, std::int32_t kind
   return ch;
 }
 
+bool Sender::SendByDatagram(std::span<const std::uint8_t> frame, std::uint16_t channel,
+                            bool reliable) {
+  // The server charges a datagram's frame to the same budgets as the reliable link's: one the
+  // budgets cannot take now waits in the queue with the others (late, never a flood).
+  return datagram_.up() && queue_.TakeNow(frame.size(), channel, RealNow()) &&
+         datagram_.Send(frame, reliable);
+}
+
 Status Sender::Intent(std::uint16_t channel, std::span<const std::uint8_t> payload) {
   MOLT_ASSIGN_OR_RETURN(
       ChannelTable::Channel * ch,
@@ -84,9 +93,13 @@ Status Sender::Intent(std::uint16_t channel, std::span<const std::uint8_t> paylo
   const bool unreliable = ch->kind == static_cast<std::int32_t>(w::ChannelKind::Unreliable);
   fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
   auto bytes = w::PayloadVector(b, payload);
-  Queue(w::FinishFrame(b, w::Body::Intent,
-                       w::CreateIntent(b, channel, bytes, unreliable ? ch->NextSeq() : 0).Union()),
-        channel);
+  const std::span<const std::uint8_t> frame =
+      w::FinishFrame(b, w::Body::Intent,
+                     w::CreateIntent(b, channel, bytes, unreliable ? ch->NextSeq() : 0).Union());
+  // Unreliable: by the datagram link when it is up, never behind the reliable link's queue.
+  if (!unreliable || !SendByDatagram(frame, channel, false)) {
+    Queue(frame, channel);
+  }
   return Status::Ok();
 }
 
@@ -98,8 +111,13 @@ Result<std::uint32_t> Sender::Predict(std::uint16_t channel, std::span<const std
   const std::uint32_t seq = predictions_.Add(channel, payload, RealNow() + timeout);
   fb::FlatBufferBuilder b(kFrameOverhead + payload.size());
   auto bytes = w::PayloadVector(b, payload);
-  Queue(w::FinishFrame(b, w::Body::Intent, w::CreateIntent(b, channel, bytes, seq).Union()),
-        channel);
+  const std::span<const std::uint8_t> frame =
+      w::FinishFrame(b, w::Body::Intent, w::CreateIntent(b, channel, bytes, seq).Union());
+  // By the datagram link's reliable channel when it is up: no head-of-line blocking behind the
+  // reliable link; its ack comes back the same way.
+  if (!SendByDatagram(frame, channel, true)) {
+    Queue(frame, channel);
+  }
   return seq;
 }
 

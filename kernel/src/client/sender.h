@@ -25,6 +25,7 @@
 #include <span>
 
 #include "kernel/src/client/channel_table.h"
+#include "kernel/src/client/datagram_link.h"
 #include "kernel/src/client/link.h"
 #include "kernel/src/client/predictions.h"
 #include "kernel/src/client/request_table.h"
@@ -40,7 +41,7 @@ class Sender {
   // `limits` are the server's as its latest Welcome announced them; `max_queue_bytes` bounds what
   // waits to be written. The references outlive the sender.
   Sender(SendQueue& queue, Link& link, ChannelTable& channels, RequestTable& requests,
-         Predictions& predictions, const SendQueue::ServerLimits& limits,
+         Predictions& predictions, DatagramLink& datagram, const SendQueue::ServerLimits& limits,
          std::size_t max_queue_bytes);
   Sender(const Sender&) = delete;
   Sender& operator=(const Sender&) = delete;
@@ -66,6 +67,10 @@ class Sender {
                  double timeout_seconds, RequestTable::Done done);
 
  private:
+  // `frame` by the datagram link (its reliable channel when `reliable`) when it is up and the
+  // budgets the server applies to both links take it now; false: queue it instead.
+  bool SendByDatagram(std::span<const std::uint8_t> frame, std::uint16_t channel, bool reliable);
+
   // The channel `id` of `kind` when a payload of `size` bytes may be sent on it now.
   Result<ChannelTable::Channel*> Check(std::uint16_t id, std::int32_t kind, std::size_t size);
 
@@ -74,6 +79,7 @@ class Sender {
   ChannelTable& channels_;
   RequestTable& requests_;
   Predictions& predictions_;
+  DatagramLink& datagram_;
   const SendQueue::ServerLimits& limits_;
   const std::size_t max_queue_bytes_;
   bool wrote_since_step_ = false;  // a frame flushed since the last step: the next ones wait

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "kernel/src/core/kernel.h"
+#include "kernel/src/net/datagram_links.h"
 #include "kernel/src/net/frames.h"
 #include "kernel/src/net/handshake_slots.h"
 #include "kernel/src/net/link.h"
@@ -19,6 +20,7 @@
 #include "kernel/src/net/peer.h"
 #include "kernel/src/net/redirection.h"
 #include "kernel/src/net/replica.h"
+#include "kernel/src/wire/datagram_seal.h"
 #include "kernel/src/wire/envelope.h"
 
 namespace molt::kernel::net {
@@ -56,7 +58,8 @@ bool ValidUserId(std::string_view user) {
 
 FrontDoor::FrontDoor(Kernel& kernel, const NetOptions& options, NetStats& stats,
                      ChannelRegistry& channels, Sessions& sessions, Replicas& replicas,
-                     LinkTable& links, HandshakeSlots& slots, Redirection& redirection)
+                     LinkTable& links, HandshakeSlots& slots, Redirection& redirection,
+                     DatagramLinks& datagrams)
     : kernel_(kernel),
       options_(options),
       stats_(stats),
@@ -66,6 +69,7 @@ FrontDoor::FrontDoor(Kernel& kernel, const NetOptions& options, NetStats& stats,
       links_(links),
       slots_(slots),
       redirection_(redirection),
+      datagrams_(datagrams),
       auth_point_(kernel.hooks().Define("Auth.Hello", Hooks::Mode::kFailClosed)),
       resumed_topic_(kernel.bus().Resolve("Kernel.SessionResumed")) {}
 
@@ -283,11 +287,25 @@ void FrontDoor::Welcome(Peer& peer, Session& s, bool resuming) {
   s.resume_token_ = NewResumeToken();
   fb::FlatBufferBuilder b(1024);
   const std::vector<fb::Offset<w::ChannelInfo>> infos = ChannelInfos(b, channels_);
+  // A WebSocket client (a browser) cannot open a datagram link: it gets none offered. Over TLS
+  // both ends export the key from the TLS session and the Welcome carries none; over plain TCP
+  // it carries a random one.
+  std::vector<std::uint8_t> exported =
+      peer.ExportKey(w::DatagramSeal::kTlsExporterLabel, w::DatagramSeal::kKeyBytes);
+  const bool from_tls = !exported.empty();
+  const std::vector<std::uint8_t> key = peer.websocket()
+                                            ? std::vector<std::uint8_t>()
+                                            : datagrams_.Offer(s.id(), std::move(exported));
   auto welcome = w::CreateWelcomeDirect(
       b, s.id(), channels_.ProtocolHash(), static_cast<float>(options_.tick_rate), &infos,
       options_.max_frame_bytes, options_.bytes_per_tick, options_.messages_per_tick,
       w::Millis(options_.ping_interval_seconds), &s.resume_token_, resuming,
-      w::Millis(options_.resume_window_seconds), static_cast<float>(options_.budget_burst_ticks));
+      w::Millis(options_.resume_window_seconds), static_cast<float>(options_.budget_burst_ticks),
+      key.empty()
+          ? 0
+          : static_cast<std::uint16_t>(options_.udp_public_port != 0 ? options_.udp_public_port
+                                                                     : datagrams_.port()),
+      key.empty() || from_tls ? nullptr : &key);
   links_.SendFrame(peer, w::FinishFrame(b, w::Body::Welcome, welcome.Union()));
   if (peer.link().closed) {
     return;

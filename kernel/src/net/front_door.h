@@ -44,6 +44,7 @@ class Kernel;
 
 namespace molt::kernel::net {
 
+class DatagramLinks;
 class HandshakeSlots;
 class LinkTable;
 class Peer;
@@ -54,7 +55,7 @@ class FrontDoor {
  public:
   FrontDoor(Kernel& kernel, const NetOptions& options, NetStats& stats, ChannelRegistry& channels,
             Sessions& sessions, Replicas& replicas, LinkTable& links, HandshakeSlots& slots,
-            Redirection& redirection);
+            Redirection& redirection, DatagramLinks& datagrams);
   FrontDoor(const FrontDoor&) = delete;
   FrontDoor& operator=(const FrontDoor&) = delete;
 
@@ -113,6 +114,7 @@ class FrontDoor {
   LinkTable& links_;
   HandshakeSlots& slots_;
   Redirection& redirection_;
+  DatagramLinks& datagrams_;
   Hooks::Point* auth_point_;
   Bus::Topic* resumed_topic_;
   bool serving_ = true;

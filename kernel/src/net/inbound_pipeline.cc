@@ -12,9 +12,11 @@
 #include <exception>
 
 #include "kernel/src/core/kernel.h"
+#include "kernel/src/net/datagram_links.h"
 #include "kernel/src/net/front_door.h"
 #include "kernel/src/net/link.h"
 #include "kernel/src/net/link_table.h"
+#include "kernel/src/net/net_governor.h"
 #include "kernel/src/net/net_log.h"
 #include "kernel/src/net/peer.h"
 #include "kernel/src/net/requests.h"
@@ -41,7 +43,8 @@ namespace w = ::molt::wire;
 
 InboundPipeline::InboundPipeline(Kernel& kernel, const NetOptions& options, NetStats& stats,
                                  ChannelRegistry& channels, Sessions& sessions, LinkTable& links,
-                                 FrontDoor& front_door, PendingRequests& requests, WireTap& tap)
+                                 FrontDoor& front_door, PendingRequests& requests, WireTap& tap,
+                                 DatagramLinks& datagrams, NetGovernor& governor)
     : kernel_(kernel),
       options_(options),
       stats_(stats),
@@ -51,6 +54,8 @@ InboundPipeline::InboundPipeline(Kernel& kernel, const NetOptions& options, NetS
       front_door_(front_door),
       requests_(requests),
       tap_(tap),
+      datagrams_(datagrams),
+      governor_(governor),
       rate_limited_point_(kernel.hooks().Define("Net.RateLimited", Hooks::Mode::kFailOpen)),
       flood_point_(kernel.hooks().Define("Net.FloodDetected", Hooks::Mode::kFailOpen)),
       rate_limited_topic_(kernel.bus().Resolve("Net.RateLimited")),
@@ -165,6 +170,55 @@ void InboundPipeline::Receive(Peer& peer, std::span<const std::uint8_t> bytes) {
   kernel_.scheduler().ChargeExternal(RealNow() - started);
 }
 
+void InboundPipeline::ReceiveFrame(Peer& peer, std::span<const std::uint8_t> frame) {
+  Link& link = peer.link();
+  if (link.closed || frame.empty()) {
+    return;
+  }
+  const TimePoint started = RealNow();
+  const TimePoint now = batch_now_ = kernel_.scheduler().Now();
+  Sessions::Hold hold(sessions_);
+  ChannelRegistry::Hold channels_hold(channels_);
+  stats_.bytes_in += frame.size();
+  ++stats_.frames_in;
+  link.last_receive = now;
+  // 1. Both budgets of the link, as for a frame that came over it.
+  if (!link.bytes.Take(now, static_cast<double>(frame.size())) || !link.messages.Take(now)) {
+    Flood(peer, frame.size(), options_.bytes_per_tick);
+  } else {
+    // 2. One whole frame, its length prefix true: a datagram carries nothing else.
+    std::uint32_t size = 0;
+    if (frame.size() >= 4) {
+      std::memcpy(&size, frame.data(), 4);
+    }
+    if (frame.size() < 4 || size == 0 || size != frame.size() - 4 ||
+        size > options_.max_frame_bytes) {
+      ++stats_.transport_rejected[static_cast<std::size_t>(Reject::kBadEnvelope)];
+    } else {
+      Frame(peer, frame);
+      if (acks_due_) {  // sent once the datagrams read with this one are handled too
+        acks_due_ = false;
+        if (std::find(datagram_acks_.begin(), datagram_acks_.end(), link.session) ==
+            datagram_acks_.end()) {
+          datagram_acks_.push_back(link.session);
+        }
+      }
+    }
+  }
+  kernel_.scheduler().ChargeExternal(RealNow() - started);
+}
+
+void InboundPipeline::SendDatagramAcks() {
+  via_datagram_ = true;
+  for (SessionId id : datagram_acks_) {
+    if (Session* s = sessions_.Get(id); s != nullptr && s->peer() != nullptr) {
+      SendAcks(*s->peer());
+    }
+  }
+  via_datagram_ = false;
+  datagram_acks_.clear();
+}
+
 void InboundPipeline::SendAcks(Peer& peer) {
   acks_due_ = false;
   Session* s = sessions_.Get(peer.link().session);
@@ -173,7 +227,11 @@ void InboundPipeline::SendAcks(Peer& peer) {
   }
   fb::FlatBufferBuilder b(64 + 4 * (s->accepted_.size() + s->rejected_.size()));
   const auto acks = w::CreateAcksDirect(b, &s->accepted_, &s->rejected_);
-  links_.SendTo(*s, w::FinishFrame(b, w::Body::Acks, acks.Union()));
+  const std::span<const std::uint8_t> frame = w::FinishFrame(b, w::Body::Acks, acks.Union());
+  // By the link the intents came over: a client whose datagram link broke still hears them.
+  if (!via_datagram_ || !datagrams_.Send(s->id(), frame, DatagramTransport::Channel::kReliable)) {
+    links_.SendTo(*s, frame);
+  }
   s->accepted_.clear();
   s->rejected_.clear();
 }
@@ -278,6 +336,7 @@ void InboundPipeline::OnPong(Peer& peer, std::uint32_t seq, std::uint64_t time_n
   if (s != nullptr && seq == peer.link().ping_seq && sent > 0 && sent <= now) {
     s->last_rtt_ = Duration(now - sent);
     s->rtt_ = s->rtt_.count() == 0 ? s->last_rtt_ : (s->rtt_ * 7 + s->last_rtt_) / 8;
+    governor_.Answered(*s, s->last_rtt_);
   }
 }
 

@@ -57,8 +57,10 @@ struct Intent;
 
 namespace molt::kernel::net {
 
+class DatagramLinks;
 class FrontDoor;
 class LinkTable;
+class NetGovernor;
 struct Link;
 class PendingRequests;
 class Peer;
@@ -68,7 +70,8 @@ class InboundPipeline {
  public:
   InboundPipeline(Kernel& kernel, const NetOptions& options, NetStats& stats,
                   ChannelRegistry& channels, Sessions& sessions, LinkTable& links,
-                  FrontDoor& front_door, PendingRequests& requests, WireTap& tap);
+                  FrontDoor& front_door, PendingRequests& requests, WireTap& tap,
+                  DatagramLinks& datagrams, NetGovernor& governor);
   InboundPipeline(const InboundPipeline&) = delete;
   InboundPipeline& operator=(const InboundPipeline&) = delete;
 
@@ -76,6 +79,14 @@ class InboundPipeline {
   void Open(Link& link, TimePoint now) const;
   // Bytes arrived on `peer`: frames are cut out and passed through the pipeline, each at once.
   void Receive(Peer& peer, std::span<const std::uint8_t> bytes);
+  // One whole frame (its length prefix included) that came by the session's datagram link,
+  // charged to `peer`'s budgets (the session's reliable link) and passed through steps 2-10;
+  // the reliable link's partial frame, if any, is not touched. The acks of its predicted intents
+  // wait for SendDatagramAcks.
+  void ReceiveFrame(Peer& peer, std::span<const std::uint8_t> frame);
+  // The datagrams read together are handled: one Acks frame per session for the predicted
+  // intents they carried, by its datagram link (the spec: acks ride, not a message each).
+  void SendDatagramAcks();
 
  private:
   // Steps 3 on: one whole frame, its 4-byte header included.
@@ -115,6 +126,8 @@ class InboundPipeline {
   FrontDoor& front_door_;
   PendingRequests& requests_;
   WireTap& tap_;
+  DatagramLinks& datagrams_;
+  NetGovernor& governor_;
   Hooks::Point* rate_limited_point_;
   Hooks::Point* flood_point_;
   Bus::Topic* rate_limited_topic_;
@@ -128,7 +141,9 @@ class InboundPipeline {
   Reject last_reject_ = Reject::kFlood;
   std::uint64_t rejections_ = 0;
   std::string reject_text_;
-  bool acks_due_ = false;  // a predicted intent was decided during this read
+  bool acks_due_ = false;                 // a predicted intent was decided during this read
+  bool via_datagram_ = false;             // the acks being sent go by the session's datagram link
+  std::vector<SessionId> datagram_acks_;  // sessions with acks due from the datagrams read
   // The Intent frame being handled: its seq, read only for channels whose messages carry one.
   const molt::wire::Intent* intent_ = nullptr;
 };

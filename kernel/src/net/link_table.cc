@@ -19,10 +19,12 @@ namespace fb = ::flatbuffers;
 namespace w = ::molt::wire;
 
 LinkTable::LinkTable(Scheduler& scheduler, Sessions& sessions, const NetOptions& options,
-                     NetStats& stats, HandshakeSlots& slots, RefusalLog& refusals)
+                     NetStats& stats, HandshakeSlots& slots, RefusalLog& refusals,
+                     NetGovernor& governor)
     : scheduler_(scheduler),
       sessions_(sessions),
       options_(options),
+      governor_(governor),
       stats_(stats),
       slots_(slots),
       refusals_(refusals) {}
@@ -248,6 +250,7 @@ void LinkTable::Housekeep() {
     }
   }
   refusals_.Flush(/*all=*/false, now);
+  governor_.Pass(now);
   if (peers_.empty() && detached_.empty() && !refusals_.waiting()) {
     CancelHousekeeping();
   }
@@ -277,6 +280,9 @@ void LinkTable::Check(Peer& peer, TimePoint now) {
   const std::int64_t ticks = (now - link.attached_at) / Seconds(options_.ping_interval_seconds);
   if (ticks > static_cast<std::int64_t>(link.ping_seq)) {
     link.ping_seq = static_cast<std::uint32_t>(ticks);
+    if (Session* s = sessions_.Get(link.session)) {
+      governor_.Probed(*s);
+    }
     fb::FlatBufferBuilder b(64);
     auto ping =
         w::CreatePing(b, link.ping_seq, static_cast<std::uint64_t>(now.time_since_epoch().count()));

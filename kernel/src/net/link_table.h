@@ -32,6 +32,7 @@
 #include "kernel/src/core/clock.h"
 #include "kernel/src/net/exit_reason.h"
 #include "kernel/src/net/handshake_slots.h"
+#include "kernel/src/net/net_governor.h"
 #include "kernel/src/net/net_options.h"
 #include "kernel/src/net/net_stats.h"
 #include "kernel/src/net/peer.h"
@@ -47,9 +48,10 @@ namespace molt::kernel::net {
 class LinkTable {
  public:
   // Counts into `stats`; gives a half-open connection's slot back to `slots` when it ends; logs
-  // the handshakes it ends through `refusals`.
+  // the handshakes it ends through `refusals`; tells `governor` of each ping and lets it grade
+  // the links at its housekeeping.
   LinkTable(Scheduler& scheduler, Sessions& sessions, const NetOptions& options, NetStats& stats,
-            HandshakeSlots& slots, RefusalLog& refusals);
+            HandshakeSlots& slots, RefusalLog& refusals, NetGovernor& governor);
   LinkTable(const LinkTable&) = delete;
   LinkTable& operator=(const LinkTable&) = delete;
   ~LinkTable();
@@ -107,6 +109,7 @@ class LinkTable {
   Scheduler& scheduler_;
   Sessions& sessions_;
   const NetOptions& options_;
+  NetGovernor& governor_;
   NetStats& stats_;
   HandshakeSlots& slots_;
   RefusalLog& refusals_;

@@ -391,7 +391,8 @@ molt_status_t ReplicaCreate(molt_context_t* ctx, const molt_replica_spec* given,
       }
       rs.fields.push_back({f.name != nullptr ? f.name : "",
                            static_cast<net::ReplicaFieldType>(f.type),
-                           f.max_bytes == 0 ? net::kDefaultReplicaBytes : f.max_bytes});
+                           f.max_bytes == 0 ? net::kDefaultReplicaBytes : f.max_bytes,
+                           spec->quantize != nullptr ? spec->quantize[i] : 0});
     }
     MOLT_ASSIGN_OR_RETURN(net::ReplicaId id, network->replicas().Create(std::move(rs), &p));
     PluginInstance::Resource r{Kind::kReplica, {}, 0, false, nullptr, nullptr, nullptr};
@@ -465,6 +466,175 @@ molt_status_t ReplicaRemoveSession(molt_context_t* ctx, molt_replica_t replica,
   });
 }
 
+// --- Interest (ABI 1.11) ---
+
+// The network's id of replica handle `replica`, which `p` owns.
+Result<net::ReplicaId> ReplicaIdOf(PluginInstance& p, molt_replica_t replica) {
+  MOLT_ASSIGN_OR_RETURN(PluginInstance::Resource * r,
+                        FindKind(p, replica, Kind::kReplica, "replica"));
+  return r->layer_id;
+}
+
+molt_status_t ReplicaSetInterest(molt_context_t* ctx, molt_replica_t replica, molt_interest_fn fn,
+                                 void* user_data, molt_cleanup_fn release) noexcept {
+  // The plugin's predicate, called as any plugin callback (not once its instance was abandoned),
+  // and its user_data, released as the instance's releases are (deferred while one of its
+  // callbacks runs: it is usually one that replaces the predicate) with the last copy of it.
+  struct Predicate {
+    std::weak_ptr<PluginInstance> owner;
+    molt_interest_fn fn;
+    void* user_data;
+    molt_cleanup_fn release;
+    ~Predicate() {
+      if (release == nullptr) {
+        return;
+      }
+      if (std::shared_ptr<PluginInstance> p = owner.lock()) {
+        p->RunRelease(release, user_data);
+      }
+    }
+    bool Ask(net::SessionId s) const {
+      std::shared_ptr<PluginInstance> p = owner.lock();
+      if (p == nullptr || fn == nullptr) {
+        return false;
+      }
+      std::int32_t yes = 0;
+      const molt_status_t code = CallPlugin(*p, [&] {
+        yes = fn(user_data, s);
+        return static_cast<molt_status_t>(MOLT_OK);
+      });
+      return code == MOLT_OK && yes != 0;
+    }
+  };
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    // Held first: whatever is refused below, `release` runs once.
+    const std::shared_ptr<Predicate> held(
+        new Predicate{p.weak_from_this(), fn, user_data, release});  // no copy
+    MOLT_ASSIGN_OR_RETURN(net::Network * network, NetworkOf(p));
+    MOLT_ASSIGN_OR_RETURN(net::ReplicaId id, ReplicaIdOf(p, replica));
+    if (fn == nullptr) {
+      return network->replicas().SetInterest(id, nullptr);
+    }
+    return network->replicas().SetInterest(id, [held](net::SessionId s) { return held->Ask(s); });
+  });
+}
+
+molt_status_t ReplicaRefreshInterest(molt_context_t* ctx, molt_replica_t replica,
+                                     molt_session_t session) noexcept {
+  return WithReplica(ctx, replica, [&](net::Replicas& rs, net::ReplicaId id) {
+    return rs.RefreshInterest(id, session);
+  });
+}
+
+molt_status_t ZoneDeclare(molt_context_t* ctx, const char* name, molt_zone_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    MOLT_RETURN_IF_ERROR(Required({{name, "name"}, {out, "out_zone"}}));
+    MOLT_RETURN_IF_ERROR(NetworkOf(p).status());
+    MOLT_ASSIGN_OR_RETURN(*out, p.shared().Layer<NetLayer>()->DeclareZone(p, name));
+    return Status::Ok();
+  });
+}
+
+molt_status_t ZoneDestroy(molt_context_t* ctx, molt_zone_t zone) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) { return ReleaseOwned(p, zone, Kind::kZone, "zone"); });
+}
+
+// Runs `fn(network, zone id)` for a zone `p` owns.
+template <class F>
+molt_status_t WithZone(molt_context_t* ctx, molt_zone_t zone, F fn) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    MOLT_ASSIGN_OR_RETURN(net::Network * network, NetworkOf(p));
+    MOLT_ASSIGN_OR_RETURN(PluginInstance::Resource * r, FindKind(p, zone, Kind::kZone, "zone"));
+    return fn(p, *network, r->layer_id);
+  });
+}
+
+molt_status_t ZoneEnter(molt_context_t* ctx, molt_zone_t zone, molt_session_t session) noexcept {
+  return WithZone(ctx, zone, [&](PluginInstance&, net::Network& n, net::ZoneId id) {
+    return n.zones().Enter(id, session);
+  });
+}
+
+molt_status_t ZoneLeave(molt_context_t* ctx, molt_zone_t zone, molt_session_t session) noexcept {
+  return WithZone(ctx, zone, [&](PluginInstance&, net::Network& n, net::ZoneId id) {
+    return n.zones().Leave(id, session);
+  });
+}
+
+molt_status_t ZoneBind(molt_context_t* ctx, molt_zone_t zone, molt_replica_t replica) noexcept {
+  return WithZone(ctx, zone, [&](PluginInstance& p, net::Network& n, net::ZoneId id) -> Status {
+    MOLT_ASSIGN_OR_RETURN(net::ReplicaId r, ReplicaIdOf(p, replica));
+    return n.zones().Bind(id, r);
+  });
+}
+
+molt_status_t ZoneUnbind(molt_context_t* ctx, molt_zone_t zone, molt_replica_t replica) noexcept {
+  return WithZone(ctx, zone, [&](PluginInstance& p, net::Network& n, net::ZoneId id) -> Status {
+    MOLT_ASSIGN_OR_RETURN(net::ReplicaId r, ReplicaIdOf(p, replica));
+    return n.zones().Unbind(id, r);
+  });
+}
+
+molt_status_t GridDeclare(molt_context_t* ctx, const molt_grid_spec* given,
+                          molt_grid_t* out) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    MOLT_RETURN_IF_ERROR(Required({{given, "spec"}, {out, "out_grid"}}));
+    MOLT_ASSIGN_OR_RETURN(molt_grid_spec spec, ReadSized(*given));
+    MOLT_RETURN_IF_ERROR(Required(spec.name, "spec->name"));
+    MOLT_RETURN_IF_ERROR(NetworkOf(p).status());
+    net::GridSpec gs;
+    gs.name = spec.name;
+    gs.options.radius = spec.radius;
+    gs.options.cell_size = spec.cell_size;
+    gs.options.leave_radius = spec.leave_radius;
+    gs.rate = spec.rate == 0 ? 10 : spec.rate;
+    MOLT_ASSIGN_OR_RETURN(*out, p.shared().Layer<NetLayer>()->DeclareGrid(p, std::move(gs)));
+    return Status::Ok();
+  });
+}
+
+molt_status_t GridDestroy(molt_context_t* ctx, molt_grid_t grid) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) { return ReleaseOwned(p, grid, Kind::kGrid, "grid"); });
+}
+
+// Runs `fn(p, network, grid id)` for a grid `p` owns.
+template <class F>
+molt_status_t WithGrid(molt_context_t* ctx, molt_grid_t grid, F fn) noexcept {
+  return Guard(ctx, [&](PluginInstance& p) -> Status {
+    MOLT_ASSIGN_OR_RETURN(net::Network * network, NetworkOf(p));
+    MOLT_ASSIGN_OR_RETURN(PluginInstance::Resource * r, FindKind(p, grid, Kind::kGrid, "grid"));
+    return fn(p, *network, r->layer_id);
+  });
+}
+
+molt_status_t GridBind(molt_context_t* ctx, molt_grid_t grid, molt_replica_t replica,
+                       std::uint32_t x_field, std::uint32_t y_field) noexcept {
+  return WithGrid(ctx, grid, [&](PluginInstance& p, net::Network& n, net::GridId id) -> Status {
+    MOLT_ASSIGN_OR_RETURN(net::ReplicaId r, ReplicaIdOf(p, replica));
+    return n.grids().BindReplica(id, r, x_field, y_field);
+  });
+}
+
+molt_status_t GridUnbind(molt_context_t* ctx, molt_grid_t grid, molt_replica_t replica) noexcept {
+  return WithGrid(ctx, grid, [&](PluginInstance& p, net::Network& n, net::GridId id) -> Status {
+    MOLT_ASSIGN_OR_RETURN(net::ReplicaId r, ReplicaIdOf(p, replica));
+    return n.grids().UnbindReplica(id, r);
+  });
+}
+
+molt_status_t GridPlace(molt_context_t* ctx, molt_grid_t grid, molt_session_t session, double x,
+                        double y) noexcept {
+  return WithGrid(ctx, grid, [&](PluginInstance&, net::Network& n, net::GridId id) {
+    return n.grids().PlaceSession(id, session, x, y);
+  });
+}
+
+molt_status_t GridRemove(molt_context_t* ctx, molt_grid_t grid, molt_session_t session) noexcept {
+  return WithGrid(ctx, grid, [&](PluginInstance&, net::Network& n, net::GridId id) {
+    return n.grids().RemoveSession(id, session);
+  });
+}
+
 }  // namespace
 
 void AttachNetwork(AbiShared& shared, net::Network* network) {
@@ -489,6 +659,20 @@ void AttachNetwork(AbiShared& shared, net::Network* network) {
   api.replica_remove_session = ReplicaRemoveSession;
   api.session_bind_end = SessionBindEnd;
   api.replica_claim = ReplicaClaim;
+  api.replica_set_interest = ReplicaSetInterest;
+  api.replica_refresh_interest = ReplicaRefreshInterest;
+  api.zone_declare = ZoneDeclare;
+  api.zone_destroy = ZoneDestroy;
+  api.zone_enter = ZoneEnter;
+  api.zone_leave = ZoneLeave;
+  api.zone_bind = ZoneBind;
+  api.zone_unbind = ZoneUnbind;
+  api.grid_declare = GridDeclare;
+  api.grid_destroy = GridDestroy;
+  api.grid_bind = GridBind;
+  api.grid_unbind = GridUnbind;
+  api.grid_place = GridPlace;
+  api.grid_remove = GridRemove;
 }
 
 }  // namespace molt::kernel::abi

@@ -22,15 +22,36 @@ void NetLayer::Release(const void* owner, molt_handle_t handle, std::uint8_t kin
   if (kind == static_cast<std::uint8_t>(Kind::kProfile)) {
     return;  // the profile layer's (store/profile_layer.h)
   }
+  const std::string& plugin = static_cast<const PluginInstance*>(owner)->name();
   if (kind == static_cast<std::uint8_t>(Kind::kReplica)) {
     if (handoff_) {  // kept for the next generation to claim by its first handle
       auto alias = claimed_.find(handle);
       const molt_handle_t key = alias != claimed_.end() ? alias->second : handle;
-      orphan_replicas_[key] = {id, static_cast<const PluginInstance*>(owner)->name()};
+      orphan_replicas_[key] = {id, plugin};
+      (void)network_->replicas().FreezeInterest(id);  // its predicate is the old library's
     } else {
       (void)network_->replicas().Destroy(id);
     }
     return;
+  }
+  if (kind == static_cast<std::uint8_t>(Kind::kZone)) {
+    if (handoff_) {
+      orphan_zones_[{plugin, network_->zones().NameOf(id)}] = id;
+    } else {
+      (void)network_->zones().Destroy(id);
+    }
+    return;
+  }
+  if (kind == static_cast<std::uint8_t>(Kind::kGrid)) {
+    if (handoff_) {
+      orphan_grids_[{plugin, network_->grids().NameOf(id)}] = id;
+    } else {
+      (void)network_->grids().Destroy(id);
+    }
+    return;
+  }
+  if (kind != static_cast<std::uint8_t>(Kind::kChannel)) {
+    return;  // another layer's (a worker job)
   }
   const auto channel = static_cast<net::ChannelId>(id);
   staged_.DropIf(owner, [channel](const Staged& s) { return s.id == channel; });
@@ -103,9 +124,57 @@ Result<molt_replica_t> NetLayer::Claim(PluginInstance& p, molt_replica_t predece
   return handle;
 }
 
+Result<molt_zone_t> NetLayer::DeclareZone(PluginInstance& p, std::string name) {
+  net::Zones& zones = network_->zones();
+  net::ZoneId id = 0;
+  if (auto it = orphan_zones_.find({p.name(), name}); it != orphan_zones_.end()) {
+    id = it->second;
+    orphan_zones_.erase(it);
+    MOLT_RETURN_IF_ERROR(zones.Adopt(id, &p));
+  } else {
+    if (zones.Named(&p, name) != 0) {
+      return Status::AlreadyExists("zone \"" + name + "\" is already declared by plugin \"" +
+                                   p.name() + "\"");
+    }
+    MOLT_ASSIGN_OR_RETURN(id, zones.Declare(std::move(name), &p));
+  }
+  PluginInstance::Resource r{Kind::kZone, {}, 0, false, nullptr, nullptr, nullptr};
+  r.layer_id = id;
+  return p.Own(std::move(r));
+}
+
+Result<molt_grid_t> NetLayer::DeclareGrid(PluginInstance& p, net::GridSpec spec) {
+  net::Grids& grids = network_->grids();
+  net::GridId id = 0;
+  if (auto it = orphan_grids_.find({p.name(), spec.name}); it != orphan_grids_.end()) {
+    id = it->second;
+    orphan_grids_.erase(it);
+    MOLT_RETURN_IF_ERROR(grids.Adopt(id, &p));
+  } else {
+    if (grids.Named(&p, spec.name) != 0) {
+      return Status::AlreadyExists("grid \"" + spec.name + "\" is already declared by plugin \"" +
+                                   p.name() + "\"");
+    }
+    MOLT_ASSIGN_OR_RETURN(id, grids.Declare(std::move(spec), &p));
+  }
+  PluginInstance::Resource r{Kind::kGrid, {}, 0, false, nullptr, nullptr, nullptr};
+  r.layer_id = id;
+  return p.Own(std::move(r));
+}
+
 std::vector<std::string> NetLayer::EndHandoff() {
   handoff_ = false;
   std::vector<std::string> retired;
+  for (const auto& [key, id] : orphan_zones_) {
+    retired.push_back("zone \"" + key.second + "\" of " + key.first);
+    (void)network_->zones().Destroy(id);
+  }
+  orphan_zones_.clear();
+  for (const auto& [key, id] : orphan_grids_) {
+    retired.push_back("grid \"" + key.second + "\" of " + key.first);
+    (void)network_->grids().Destroy(id);
+  }
+  orphan_grids_.clear();
   for (const auto& [handle, orphan] : orphan_replicas_) {
     retired.push_back("replica \"" + network_->replicas().NameOf(orphan.id) + "\" of " +
                       orphan.plugin);
@@ -113,6 +182,7 @@ std::vector<std::string> NetLayer::EndHandoff() {
   }
   orphan_replicas_.clear();
   claimed_.clear();
+  network_->replicas().ThawInterest();  // a claimed replica whose new instance set none
   for (std::string& name : network_->channels().RemoveOrphans()) {
     retired.push_back("channel \"" + name + "\"");
   }

@@ -5,9 +5,10 @@
 // slots (net_api.cc) reach through AbiShared::Layer<NetLayer>(). It releases what a stopping
 // plugin instance holds in the network (session bindings, channels, replicas) and carries the
 // network's side of a swap: a dormant instance's channel declarations wait here (staged) until
-// its generation serves; between BeginHandoff and EndHandoff released channels and replicas are
-// kept for the next generation to adopt (channels by name, replicas by replica_claim), and what
-// nobody adopted is retired.
+// its generation serves; between BeginHandoff and EndHandoff released channels, replicas, zones
+// and grids are kept for the next generation to adopt (channels, zones and grids by name,
+// replicas by replica_claim; a replica's interest predicate is frozen meanwhile), and what nobody
+// adopted is retired.
 //
 // Thread safety: REQUIRES the kernel thread.
 #ifndef MOLT_KERNEL_NET_NET_LAYER_H_
@@ -24,7 +25,9 @@
 #include "kernel/src/abi/plugin_instance.h"
 #include "kernel/src/abi/staged_declarations.h"
 #include "kernel/src/net/channel.h"
+#include "kernel/src/net/grids.h"
 #include "kernel/src/net/replica.h"
+#include "kernel/src/net/zones.h"
 
 namespace molt::kernel::net {
 class Network;
@@ -51,6 +54,10 @@ class NetLayer final : public HostLayer {
   // replica_claim: `p` takes over the replica its predecessor held as `predecessor`; returns
   // p's handle of it.
   Result<molt_replica_t> Claim(PluginInstance& p, molt_replica_t predecessor);
+  // zone_declare / grid_declare: `p`'s new zone or grid, or the one of that name its predecessor
+  // released in this swap (members, bindings and positions kept); returns p's handle of it.
+  Result<molt_zone_t> DeclareZone(PluginInstance& p, std::string name);
+  Result<molt_grid_t> DeclareGrid(PluginInstance& p, net::GridSpec spec);
 
  private:
   // Seconds a client should wait before retrying a request the swap refused.
@@ -68,6 +75,9 @@ class NetLayer final : public HostLayer {
   StagedDeclarations<Staged> staged_;
   std::map<molt_replica_t, OrphanReplica> orphan_replicas_;  // by the old handle, during a swap
   std::map<molt_replica_t, molt_replica_t> claimed_;  // a claimer's handle -> the handle it claimed
+  // Zones and grids released during a swap, by (plugin, name), for the next generation to find.
+  std::map<std::pair<std::string, std::string>, net::ZoneId> orphan_zones_;
+  std::map<std::pair<std::string, std::string>, net::GridId> orphan_grids_;
   bool handoff_ = false;
   std::uint64_t table_before_ = 0;  // the channel table's hash when the handoff began
 };

@@ -50,6 +50,26 @@ struct NetOptions {
   // TLS files above); empty: none. Its Origin allow-list (empty: any origin).
   std::string websocket;
   std::vector<std::string> websocket_origins;
+  // "ADDRESS:PORT" of the UDP port for the sessions' datagram links (IPv4); empty: none, and
+  // unreliable channels and predicted intents travel over the reliable links.
+  std::string udp;
+  // The UDP port the Welcome names, when clients reach the datagram port by another (a NAT or a
+  // container's port mapping, a relay); 0: the port bound.
+  std::uint32_t udp_public_port = 0;
+  // Sessions with a datagram link at once (1..4095, ENet's limit per port); the sessions past it
+  // are offered none. Each ENet service walks this many peer slots, used or not: size it to the
+  // action players a server holds (docs/network.md, "The datagram link").
+  std::uint32_t udp_max_links = 256;
+  // The NetGovernor's limits (net_governor.h; docs/network.md, "Link tiers"): a link is Good
+  // within every good limit, Poor past any poor limit, Strained between; a better tier is taken
+  // after governor_up_after gradings (one a second) in a row found it.
+  double governor_good_rtt_ms = 100;
+  double governor_poor_rtt_ms = 250;
+  double governor_good_jitter_ms = 20;
+  double governor_poor_jitter_ms = 60;
+  double governor_good_loss = 0.02;
+  double governor_poor_loss = 0.08;
+  std::uint32_t governor_up_after = 3;
 };
 
 }  // namespace molt::kernel::net

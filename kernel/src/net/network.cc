@@ -25,16 +25,21 @@ Network::Network(Kernel& kernel, NetOptions options)
       options_(std::move(options)),
       channels_(kernel.hooks(), kernel.bus()),
       sessions_(kernel.hooks(), kernel.bus()),
+      governor_(sessions_, kernel.bus(), options_),
       slots_(options_.handshakes_per_address),
       refusals_(options_.refusal_log_seconds),
-      links_(kernel.scheduler(), sessions_, options_, stats_, slots_, refusals_),
+      links_(kernel.scheduler(), sessions_, options_, stats_, slots_, refusals_, governor_),
       replicas_(sessions_, links_, kernel.scheduler(), options_.max_frame_bytes),
+      zones_(sessions_, replicas_),
+      grids_(sessions_, replicas_, kernel.scheduler()),
       redirection_(sessions_, links_),
       requests_(kernel.scheduler(), options_, channels_, sessions_, links_, tap_),
+      datagrams_(sessions_),
       front_door_(kernel, options_, stats_, channels_, sessions_, replicas_, links_, slots_,
-                  redirection_),
+                  redirection_, datagrams_),
       pipeline_(kernel, options_, stats_, channels_, sessions_, links_, front_door_, requests_,
-                tap_) {
+                tap_, datagrams_, governor_) {
+  replicas_.SetPace(&governor_);
   kernel_.OnShutdown(Kernel::ShutdownStage::kFirst, "sessions", [this] {
     Shutdown();
     return Status();
@@ -51,6 +56,7 @@ Status Network::Listen() {
   if (links_.shut_down()) {
     return Status::FailedPrecondition("the network is shut down");
   }
+  MOLT_RETURN_IF_ERROR(NetGovernor::Check(options_));
   if (options_.auth == AuthMode::kProduction && !front_door_.authenticates()) {
     return Status::FailedPrecondition(
         "net.auth is \"production\" but no plugin validates Auth.Hello: load an "
@@ -72,6 +78,23 @@ Status Network::Listen() {
   transport_ = std::make_unique<TcpTransport>(*this, kernel_.loop().io(), tls);
   MOLT_RETURN_IF_ERROR(
       transport_->Listen(options_.bind_address, options_.port, options_.descriptor_reserve));
+  if (!options_.udp.empty()) {
+    std::string address;
+    std::uint16_t udp_port = 0;
+    if (!SplitHostPort(options_.udp, &address, &udp_port)) {
+      return Status::InvalidArgument("net.udp \"" + options_.udp +
+                                     "\" is not ADDRESS:PORT (for example 127.0.0.1:7777, or "
+                                     "0.0.0.0:0 for any free port)");
+    }
+    udp_ = std::make_unique<DatagramTransport>(datagrams_, kernel_.loop().io());
+    MOLT_RETURN_IF_ERROR(udp_->Listen(address, udp_port, options_.udp_max_links));
+    datagrams_.Attach(
+        udp_.get(),
+        [this](Peer& peer, std::span<const std::uint8_t> frame) {
+          pipeline_.ReceiveFrame(peer, frame);
+        },
+        [this] { pipeline_.SendDatagramAcks(); });
+  }
   if (options_.websocket.empty()) {
     return Status::Ok();
   }
@@ -207,9 +230,21 @@ Status Network::SendList(ChannelId channel, std::span<const SessionId> sessions,
   std::uint32_t sent = 0;
   for (SessionId id : sessions) {
     if (Session* s = sessions_.Get(id)) {
-      if (unreliable && (s->peer() == nullptr || s->peer()->queued_bytes() > shed_above)) {
-        ++ch->counters().shed;
-        continue;
+      if (unreliable) {
+        if (governor_.Sheds(*s, ch->spec().priority)) {  // Low, to a Poor link
+          ++ch->counters().shed;
+          continue;
+        }
+        // By the session's datagram link when it has one: unordered, never behind a backlog.
+        if (datagrams_.Send(id, frame, DatagramTransport::Channel::kUnreliable)) {
+          ++ch->counters().events_sent;
+          ++sent;
+          continue;
+        }
+        if (s->peer() == nullptr || s->peer()->queued_bytes() > shed_above) {
+          ++ch->counters().shed;
+          continue;
+        }
       }
       ++ch->counters().events_sent;
       ++sent;
@@ -286,9 +321,17 @@ NetSnapshot Network::Snapshot() const {
       ++(p->websocket() ? snap.websocket_sessions : snap.tcp_sessions);
     }
   }
+  snap.udp_port = udp_port();
+  snap.datagram_sessions = datagrams_.bound();
+  snap.datagram_peers = udp_ != nullptr ? udp_->peers() : 0;
+  snap.datagrams = datagrams_.counts();
+  snap.udp = udp_ != nullptr ? udp_->counts() : DatagramTransport::Counts{};
   snap.counters = stats_;
   snap.sessions = sessions_.stats();
   snap.replicas = replicas_.stats();
+  snap.zones = zones_.count();
+  snap.grids = grids_.stats();
+  snap.governor = governor_.stats();
   const std::vector<const Channel*> channels = channels_.List();
   snap.channels.reserve(channels.size());
   for (const Channel* ch : channels) {

@@ -40,10 +40,14 @@
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/scheduler.h"
 #include "kernel/src/net/channel.h"
+#include "kernel/src/net/datagram_links.h"
+#include "kernel/src/net/datagram_transport.h"
 #include "kernel/src/net/front_door.h"
+#include "kernel/src/net/grids.h"
 #include "kernel/src/net/handshake_slots.h"
 #include "kernel/src/net/inbound_pipeline.h"
 #include "kernel/src/net/link_table.h"
+#include "kernel/src/net/net_governor.h"
 #include "kernel/src/net/net_options.h"
 #include "kernel/src/net/net_stats.h"
 #include "kernel/src/net/peer.h"
@@ -54,6 +58,7 @@
 #include "kernel/src/net/requests.h"
 #include "kernel/src/net/session.h"
 #include "kernel/src/net/wire_tap.h"
+#include "kernel/src/net/zones.h"
 
 namespace molt::kernel {
 class Kernel;
@@ -83,9 +88,17 @@ struct NetSnapshot {
   std::uint16_t websocket_port = 0;    // 0: no WebSocket endpoint
   std::size_t tcp_sessions = 0;        // sessions linked now over TCP
   std::size_t websocket_sessions = 0;  // and over WebSocket
+  std::uint16_t udp_port = 0;          // 0: no datagram links (net.udp)
+  std::size_t datagram_sessions = 0;   // sessions whose datagram link is bound now
+  std::size_t datagram_peers = 0;      // ENet peers connected now, bound or not
+  DatagramLinks::Counts datagrams;     // what the datagram links opened, refused, sent
+  DatagramTransport::Counts udp;       // what reached the UDP socket, and what ENet ignored
   NetStats counters;
   Sessions::Stats sessions;
   ReplicaStats replicas;
+  std::size_t zones = 0;                  // interest groups declared
+  GridStats grids;                        // the spatial grids and their passes
+  GovernorStats governor;                 // link tiers, their changes, the events shed
   std::vector<ChannelSnapshot> channels;  // in the registry's order
 };
 
@@ -100,7 +113,14 @@ class Network final : public PeerSink {
 
   ChannelRegistry& channels() { return channels_; }
   Sessions& sessions() { return sessions_; }
+  // The sessions' datagram links (net.udp), and the UDP port they are served on (0: none).
+  const DatagramLinks& datagrams() const { return datagrams_; }
+  std::uint16_t udp_port() const { return datagrams_.port(); }
   Replicas& replicas() { return replicas_; }
+  Zones& zones() { return zones_; }
+  // Each session's link tier (net_governor.h).
+  const NetGovernor& governor() const { return governor_; }
+  Grids& grids() { return grids_; }
   const NetOptions& options() const { return options_; }
   Kernel& kernel() { return kernel_; }
 
@@ -188,17 +208,22 @@ class Network final : public PeerSink {
   NetStats stats_;
   ChannelRegistry channels_;
   Sessions sessions_;
+  NetGovernor governor_;  // after sessions_: it grades them
   HandshakeSlots slots_;
   RefusalLog refusals_;
   LinkTable links_;
   Replicas replicas_;  // after sessions_: it subscribes to them
+  Zones zones_;        // after replicas_: its members are sources of their interest
+  Grids grids_;        // likewise
   WireTap tap_;
   Redirection redirection_;
   PendingRequests requests_;
+  DatagramLinks datagrams_;
   FrontDoor front_door_;
   InboundPipeline pipeline_;
   std::unique_ptr<TcpTransport> transport_;
   std::unique_ptr<TcpTransport> websocket_;  // net.websocket
+  std::unique_ptr<DatagramTransport> udp_;   // net.udp: the sessions' datagram links
   TaskHandle inspection_end_;                // the one-shot task that ends an unrenewed inspection
 };
 

@@ -20,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace molt::kernel::net {
 
@@ -44,6 +45,12 @@ class Peer {
   virtual std::size_t queued_bytes() const = 0;
   // The connection is a WebSocket (the counters say how many sessions use each transport).
   virtual bool websocket() const { return false; }
+  // `size` bytes exported from the connection's TLS session under `label` (wire/tls.h), the
+  // same the client derives; empty over plain TCP.
+  virtual std::vector<std::uint8_t> ExportKey(const std::string& /*label*/,
+                                              std::size_t /*size*/) const {
+    return {};
+  }
   // Closes the transport once the queued frames are written (or at once when `flush` is
   // false). Called once, by the network; the transport reports nothing more of it afterwards.
   virtual void Close(bool flush) = 0;

@@ -8,41 +8,83 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "kernel/src/net/interest_sources.h"
 #include "kernel/src/net/link_table.h"
-#include "kernel/src/wire/envelope.h"
+#include "kernel/src/net/replica_frames.h"
+#include "kernel/src/net/replica_pace.h"
 
 namespace molt::kernel::net {
-
-namespace fb = flatbuffers;
-namespace w = molt::wire;
-
-static_assert(static_cast<int>(ReplicaFieldType::kBytes) ==
-              static_cast<int>(w::ReplicaFieldType::Bytes));
 
 struct Replicas::Replica {
   ReplicaId id = 0;
   std::string name;
   std::vector<ReplicaField> fields;
   Duration period{};
+  TimePoint created{};  // tick n runs from created + n periods
   Audience audience = Audience::kAll;
   const void* owner = nullptr;
-  struct Value {
-    std::int64_t i = 0;
-    double f = 0;
-    std::vector<std::uint8_t> bytes;
-  };
-  std::vector<Value> values;
-  std::uint64_t dirty = 0;  // one bit per field written since the last delivery
+  std::vector<ReplicaValue> values;
+  std::uint64_t dirty = 0;               // one bit per field written since the last delivery
+  std::vector<std::uint32_t> quantized;  // the fields with a deadband
   struct Subscriber {
     SessionId session;
-    bool synced = false;     // has the current state: deltas are enough
-    bool delivered = false;  // was sent a snapshot (and no Remove since): owed a Remove
+    bool synced = false;             // has the current state: deltas are enough
+    bool delivered = false;          // was sent a snapshot (and no Remove since): owed a Remove
+    std::uint64_t owed = 0;          // fields written since it was last sent them
+    std::vector<ReplicaValue> sent;  // per quantized field: the value it was last sent
   };
-  bool Has(SessionId s) const {
-    return std::any_of(subscribers.begin(), subscribers.end(),
-                       [s](const Subscriber& sub) { return sub.session == s; });
-  }
   std::vector<Subscriber> subscribers;
+  std::unordered_map<SessionId, std::size_t> index;  // session -> its place in subscribers
+  InterestSources sources;                  // the list audience: why each session may see it
+  std::function<bool(SessionId)> interest;  // null: every candidate sees it
+  bool frozen = false;  // in a swap: who has it is who may have it (FreezeInterest)
+
+  bool Has(SessionId s) const { return index.contains(s); }
+  void Add(SessionId s) {
+    index.emplace(s, subscribers.size());
+    subscribers.emplace_back().session = s;
+  }
+  // Removes subscriber `i`; the last one takes its place.
+  void EraseAt(std::size_t i) {
+    index.erase(subscribers[i].session);
+    if (i + 1 != subscribers.size()) {
+      subscribers[i] = std::move(subscribers.back());
+      index[subscribers[i].session] = i;
+    }
+    subscribers.pop_back();
+  }
+  // What `sub` now has of the quantized fields of `mask`.
+  void Remember(Subscriber& sub, std::uint64_t mask) const {
+    sub.sent.resize(quantized.size());
+    for (std::size_t k = 0; k < quantized.size(); ++k) {
+      if ((mask >> quantized[k] & 1) != 0) {
+        sub.sent[k].i = values[quantized[k]].i;
+        sub.sent[k].f = values[quantized[k]].f;
+      }
+    }
+  }
+  // The fields of `sub.owed` that go to it: the quantized ones only when they moved by their
+  // threshold from what it was last sent. Counts the others in `held`.
+  std::uint64_t Settle(const Subscriber& sub, std::uint64_t& held) const {
+    std::uint64_t mask = sub.owed;
+    for (std::size_t k = 0; k < quantized.size(); ++k) {
+      const std::uint32_t f = quantized[k];
+      if ((mask >> f & 1) == 0) {
+        continue;
+      }
+      const ReplicaValue& now = values[f];
+      const double moved =
+          fields[f].type == ReplicaFieldType::kInt
+              ? std::fabs(static_cast<double>(now.i) - static_cast<double>(sub.sent[k].i))
+              : std::fabs(now.f - sub.sent[k].f);
+      if (moved < fields[f].quantize) {
+        mask &= ~(std::uint64_t{1} << f);
+        ++held;
+      }
+    }
+    return mask;
+  }
+
   TaskHandle delivery;
   TimePoint last_delivery{};
 };
@@ -68,13 +110,25 @@ Replicas::Replicas(Sessions& sessions, LinkTable& links, Scheduler& scheduler,
     : sessions_(sessions), links_(links), scheduler_(scheduler), max_frame_bytes_(max_frame_bytes) {
   // Everyone-audience replicas take in every session as it joins (late joiners: a snapshot).
   on_session_ = sessions_.OnSession([this](Session& s) {
+    const SessionId session = s.id();
     for (auto& [id, r] : replicas_) {
       // Not twice: a replica created by a Session.Start handler already took it in.
-      if (r->audience == Audience::kAll && !r->Has(s.id())) {
-        r->subscribers.push_back({s.id()});
+      if (r->audience == Audience::kAll && !r->Has(session) && !r->frozen &&
+          (!r->interest || r->interest(session))) {
+        r->Add(session);
         Arm(*r);
       }
     }
+    // An ended session is nobody's candidate (and gets no Remove). The binding may outlive
+    // this object (sessions destroyed after it): it checks `alive_` first.
+    s.Bind([this, session, alive = std::weak_ptr<int>(alive_)] {
+      if (alive.expired()) {
+        return;
+      }
+      for (auto& [id, r] : replicas_) {
+        r->sources.Forget(session);
+      }
+    });
   });
 }
 
@@ -117,6 +171,17 @@ Result<ReplicaId> Replicas::Create(ReplicaSpec spec, const void* owner) {
           fmt::format("replica \"{}\": field \"{}\" has an unknown type {} (int, float or bytes)",
                       name, f.name, static_cast<int>(f.type)));
     }
+    if (!(f.quantize >= 0 && std::isfinite(f.quantize))) {
+      return Status::InvalidArgument(fmt::format(
+          "replica \"{}\": field \"{}\" has deadband {}; a deadband is a finite number >= 0 (0: "
+          "every change is sent)",
+          name, f.name, f.quantize));
+    }
+    if (f.quantize > 0 && f.type == ReplicaFieldType::kBytes) {
+      return Status::InvalidArgument(fmt::format(
+          "replica \"{}\": field \"{}\" is bytes; only int and float fields take a deadband", name,
+          f.name));
+    }
     bound += 48 + f.name.size() +
              (f.type == ReplicaFieldType::kBytes ? std::size_t{f.max_bytes} + 8 : 0);
   }
@@ -134,14 +199,20 @@ Result<ReplicaId> Replicas::Create(ReplicaSpec spec, const void* owner) {
   r->fields = std::move(spec.fields);
   r->period =
       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(1 / spec.tick_rate));
+  r->created = scheduler_.Now();
   r->audience = spec.audience;
   r->owner = owner;
   r->values.resize(r->fields.size());
+  for (std::uint32_t i = 0; i < r->fields.size(); ++i) {
+    if (r->fields[i].quantize > 0) {
+      r->quantized.push_back(i);
+    }
+  }
   Replica& ref = *r;
   replicas_.emplace(ref.id, std::move(r));
   if (ref.audience == Audience::kAll) {
     for (SessionId s : sessions_.ActiveIds()) {
-      ref.subscribers.push_back({s});
+      ref.Add(s);
     }
     if (!ref.subscribers.empty()) {
       Arm(ref);
@@ -187,6 +258,11 @@ std::string Replicas::NameOf(ReplicaId id) const {
   return it == replicas_.end() ? std::string() : it->second->name;
 }
 
+std::optional<Audience> Replicas::AudienceOf(ReplicaId id) const {
+  auto it = replicas_.find(id);
+  return it == replicas_.end() ? std::nullopt : std::optional<Audience>(it->second->audience);
+}
+
 void Replicas::ReleaseOwner(const void* owner) {
   std::vector<ReplicaId> ids;
   for (const auto& [id, r] : replicas_) {
@@ -228,6 +304,11 @@ Status Replicas::SetInt(ReplicaId id, std::uint32_t field, std::int64_t value) {
   return Status();
 }
 
+Result<double> Replicas::Float(ReplicaId id, std::uint32_t field) {
+  MOLT_ASSIGN_OR_RETURN(Replica * r, Field(id, field, ReplicaFieldType::kFloat));
+  return r->values[field].f;
+}
+
 Status Replicas::SetFloat(ReplicaId id, std::uint32_t field, double value) {
   MOLT_ASSIGN_OR_RETURN(Replica * r, Field(id, field, ReplicaFieldType::kFloat));
   if (std::isnan(value)) {
@@ -258,6 +339,14 @@ Status Replicas::SetBytes(ReplicaId id, std::uint32_t field, std::span<const std
 }
 
 Status Replicas::AddSession(ReplicaId id, SessionId session) {
+  return Enter(id, session, InterestSource::kList);
+}
+
+Status Replicas::RemoveSession(ReplicaId id, SessionId session) {
+  return Leave(id, session, InterestSource::kList);
+}
+
+Status Replicas::Enter(ReplicaId id, SessionId session, InterestSource source) {
   MOLT_ASSIGN_OR_RETURN(Replica * found, Find(id, "add session"));
   Replica& r = *found;
   if (r.audience != Audience::kList) {
@@ -268,41 +357,110 @@ Status Replicas::AddSession(ReplicaId id, SessionId session) {
   if (sessions_.Get(session) == nullptr) {
     return Status::NotFound(fmt::format("session {} is not active", session));
   }
-  if (r.Has(session)) {
-    return Status();
+  if (r.sources.Add(session, source)) {
+    Reconsider(r, session);  // a new candidate: in, unless the predicate says no
   }
-  r.subscribers.push_back({session});
-  Arm(r);
   return Status();
 }
 
-Status Replicas::RemoveSession(ReplicaId id, SessionId session) {
+Status Replicas::Leave(ReplicaId id, SessionId session, InterestSource source) {
   MOLT_ASSIGN_OR_RETURN(Replica * found, Find(id, "remove session"));
   Replica& r = *found;
   if (r.audience != Audience::kList) {
     return Status::FailedPrecondition(
         fmt::format("replica \"{}\" goes to everyone; it has no session list", r.name));
   }
-  auto it = std::find_if(r.subscribers.begin(), r.subscribers.end(),
-                         [&](const auto& sub) { return sub.session == session; });
-  if (it == r.subscribers.end()) {
-    return Status();
-  }
-  const bool delivered = it->delivered;
-  r.subscribers.erase(it);
-  if (delivered) {
-    SendRemove(r, std::span(&session, 1));
+  if (r.sources.Remove(session, source)) {
+    Reconsider(r, session);  // no source holds it: out (a Remove, last: it may end the session)
   }
   return Status();
 }
 
+Status Replicas::SetInterest(ReplicaId id, std::function<bool(SessionId)> interest) {
+  MOLT_ASSIGN_OR_RETURN(Replica * found, Find(id, "set interest"));
+  found->interest = std::move(interest);
+  found->frozen = false;
+  return RefreshInterest(id, 0);
+}
+
+Status Replicas::FreezeInterest(ReplicaId id) {
+  MOLT_ASSIGN_OR_RETURN(Replica * found, Find(id, "freeze interest"));
+  found->frozen = true;
+  found->interest = nullptr;  // its release runs now, while its library is loaded
+  return Status();
+}
+
+void Replicas::ThawInterest() {
+  std::vector<ReplicaId> frozen;
+  for (auto& [id, r] : replicas_) {
+    if (r->frozen) {
+      r->frozen = false;
+      frozen.push_back(id);
+    }
+  }
+  for (ReplicaId id : frozen) {
+    (void)RefreshInterest(id, 0);
+  }
+}
+
+Status Replicas::RefreshInterest(ReplicaId id, SessionId session) {
+  MOLT_ASSIGN_OR_RETURN(Replica * found, Find(id, "refresh interest"));
+  Replica& r = *found;
+  if (session != 0) {
+    Reconsider(r, session);
+    return Status();
+  }
+  std::vector<SessionId> candidates;
+  if (r.audience == Audience::kAll) {
+    candidates = sessions_.ActiveIds();
+  } else {
+    r.sources.ForEach([&](SessionId s) { candidates.push_back(s); });
+  }
+  for (const Replica::Subscriber& sub : r.subscribers) {  // and those that may be out now
+    candidates.push_back(sub.session);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  std::vector<SessionId> out;
+  for (SessionId s : candidates) {
+    if (Admit(r, s) == Change::kOut) {
+      out.push_back(s);
+    }
+  }
+  SendRemove(r, out);  // last: a send can end a session, whose handlers may destroy `r`
+  return Status();
+}
+
+void Replicas::Reconsider(Replica& r, SessionId session) {
+  if (Admit(r, session) == Change::kOut) {
+    SendRemove(r, std::span(&session, 1));
+  }
+}
+
+Replicas::Change Replicas::Admit(Replica& r, SessionId session) {
+  const bool active = sessions_.Get(session) != nullptr;
+  const bool candidate = active && (r.audience == Audience::kAll || r.sources.Has(session));
+  auto it = r.index.find(session);
+  const bool wanted =
+      candidate && (r.frozen ? it != r.index.end() : (!r.interest || r.interest(session)));
+  if (wanted && it == r.index.end()) {
+    r.Add(session);  // a snapshot at the next delivery
+    Arm(r);
+    return Change::kIn;
+  }
+  if (!wanted && it != r.index.end()) {
+    const bool delivered = r.subscribers[it->second].delivered;
+    r.EraseAt(it->second);
+    return delivered && active ? Change::kOut : Change::kNone;
+  }
+  return Change::kNone;
+}
+
 void Replicas::Resumed(SessionId session) {
   for (auto& [id, r] : replicas_) {
-    for (auto& sub : r->subscribers) {
-      if (sub.session == session) {
-        sub.synced = false;
-        Arm(*r);
-      }
+    if (auto it = r->index.find(session); it != r->index.end()) {
+      r->subscribers[it->second].synced = false;
+      Arm(*r);
     }
   }
 }
@@ -323,19 +481,16 @@ void Replicas::Arm(Replica& r) {
   r.delivery = scheduler.After(wait, [this, id = r.id] { Flush(id); });
 }
 
-namespace {
-
-fb::Offset<w::ReplicaValue> EncodeValue(fb::FlatBufferBuilder& b, ReplicaFieldType type,
-                                        std::uint32_t field, std::int64_t i, double f,
-                                        const std::vector<std::uint8_t>& bytes) {
-  fb::Offset<fb::Vector<std::uint8_t>> v;
-  if (type == ReplicaFieldType::kBytes) {
-    v = b.CreateVector(bytes);
+bool Replicas::Due(const Session& session, std::uint64_t tick) const {
+  const std::uint64_t divisor = std::max<std::uint32_t>(1, pace_->Divisor(session));
+  if (divisor == 1) {
+    return true;
   }
-  return w::CreateReplicaValue(b, static_cast<std::uint8_t>(field), i, f, v);
+  // The session's phase: a mix of its id, so one tier's sessions spread over the ticks.
+  std::uint64_t phase = session.id() * 0x9E3779B97F4A7C15ull;
+  phase ^= phase >> 32;
+  return (tick + phase) % divisor == 0;
 }
-
-}  // namespace
 
 void Replicas::Flush(ReplicaId id) {
   auto it = replicas_.find(id);
@@ -344,75 +499,95 @@ void Replicas::Flush(ReplicaId id) {
   }
   Replica& r = *it->second;
   Sessions& sessions = sessions_;
-  r.last_delivery = scheduler_.Now();
+  const TimePoint now = scheduler_.Now();
+  r.last_delivery = now;
+  const std::uint64_t tick = static_cast<std::uint64_t>((now - r.created) / r.period);
+  const std::uint64_t dirty = std::exchange(r.dirty, 0);
   std::vector<SessionId> snapshot;
-  std::vector<SessionId> delta;
-  std::erase_if(r.subscribers, [&](Replica::Subscriber& sub) {
+  // Every frame is encoded before the first send: a send can end a session, whose handlers
+  // may destroy this replica.
+  ReplicaFrames frames(r.id, r.name, r.fields, r.values);
+  std::vector<std::pair<SessionId, std::span<const std::uint8_t>>> deltas;
+  deltas.reserve(r.subscribers.size());
+  std::uint64_t last_mask = 0;  // sessions owed the same fields share a frame
+  std::span<const std::uint8_t> frame;
+  bool deferred = false;
+  const bool paced = pace_ != nullptr && !pace_->Uniform();
+  for (std::size_t i = 0; i < r.subscribers.size();) {
+    Replica::Subscriber& sub = r.subscribers[i];
     const Session* s = sessions.Get(sub.session);
     if (s == nullptr) {
-      return true;  // it left
+      r.EraseAt(i);  // it left
+      continue;
     }
+    ++i;
     if (s->peer() == nullptr) {
       sub.synced = false;  // its link is lost: a snapshot when it resumes
-    } else if (!sub.synced) {
+      continue;
+    }
+    if (!sub.synced) {
       snapshot.push_back(sub.session);
       sub.synced = true;
       sub.delivered = true;
-    } else if (r.dirty != 0) {
-      delta.push_back(sub.session);
+      sub.owed = 0;
+      if (!r.quantized.empty()) {
+        r.Remember(sub, ~std::uint64_t{0});
+      }
+      continue;
     }
-    return false;
-  });
-  const std::uint64_t dirty = std::exchange(r.dirty, 0);
+    sub.owed |= dirty;
+    if (sub.owed == 0) {
+      continue;
+    }
+    if (paced && !Due(*s, tick)) {
+      deferred = true;  // owed: it goes with the session's next tick
+      ++stats_.deltas_deferred;
+      continue;
+    }
+    const std::uint64_t mask =
+        r.quantized.empty() ? sub.owed : r.Settle(sub, stats_.fields_deadbanded);
+    sub.owed = 0;  // what was held back is no longer owed: only a new write can move it
+    if (mask == 0) {
+      continue;
+    }
+    if (!r.quantized.empty()) {
+      r.Remember(sub, mask);
+    }
+    if (mask != last_mask) {
+      frame = frames.Delta(mask);
+      last_mask = mask;
+    }
+    deltas.emplace_back(sub.session, frame);
+  }
+  if (deferred) {
+    Arm(r);  // a deferred session's tick comes without a write
+  }
 
-  // Both frames are encoded before the first send: a send can end a session, whose handlers
-  // may destroy this replica.
-  fb::FlatBufferBuilder snap_b(256);
-  fb::FlatBufferBuilder delta_b(128);
-  auto encode = [&](fb::FlatBufferBuilder& b, bool full) {
-    std::vector<fb::Offset<w::ReplicaFieldInfo>> infos;
-    std::vector<fb::Offset<w::ReplicaValue>> values;
-    for (std::uint32_t i = 0; i < r.fields.size(); ++i) {
-      if (full) {
-        infos.push_back(w::CreateReplicaFieldInfoDirect(
-            b, r.fields[i].name.c_str(), static_cast<w::ReplicaFieldType>(r.fields[i].type)));
-      }
-      if (full || (dirty >> i & 1) != 0) {
-        const Replica::Value& v = r.values[i];
-        values.push_back(EncodeValue(b, r.fields[i].type, i, v.i, v.f, v.bytes));
-      }
-    }
-    auto body = full ? w::CreateReplicaDirect(b, r.id, w::ReplicaUpdateKind::Snapshot,
-                                              r.name.c_str(), &infos, &values)
-                     : w::CreateReplicaDirect(b, r.id, w::ReplicaUpdateKind::Delta, nullptr,
-                                              nullptr, &values);
-    return w::FinishFrame(b, w::Body::Replica, body.Union());
-  };
-  const auto snap_frame = snapshot.empty() ? std::span<const std::uint8_t>() : encode(snap_b, true);
-  const auto delta_frame = delta.empty() ? std::span<const std::uint8_t>() : encode(delta_b, false);
+  const std::span<const std::uint8_t> snap_frame =
+      snapshot.empty() ? std::span<const std::uint8_t>() : frames.Snapshot();
 
   Sessions::Hold hold(sessions);
-  auto send = [&](std::span<const SessionId> to, std::span<const std::uint8_t> frame,
-                  std::uint64_t& counter) {
-    for (SessionId sid : to) {
-      if (Session* s = sessions.Get(sid)) {
-        ++counter;
-        stats_.bytes_sent += frame.size();
-        links_.SendTo(*s, frame);
-      }
+  auto send = [&](SessionId sid, std::span<const std::uint8_t> frame, std::uint64_t& counter) {
+    if (Session* s = sessions.Get(sid)) {
+      ++counter;
+      stats_.bytes_sent += frame.size();
+      links_.SendTo(*s, frame);
     }
   };
-  send(snapshot, snap_frame, stats_.snapshots_sent);
-  send(delta, delta_frame, stats_.deltas_sent);
+  for (SessionId sid : snapshot) {
+    send(sid, snap_frame, stats_.snapshots_sent);
+  }
+  for (const auto& [sid, delta] : deltas) {
+    send(sid, delta, stats_.deltas_sent);
+  }
 }
 
 void Replicas::SendRemove(const Replica& r, std::span<const SessionId> sessions) {
   if (sessions.empty()) {
     return;
   }
-  fb::FlatBufferBuilder b(64);
-  const auto frame = w::FinishFrame(
-      b, w::Body::Replica, w::CreateReplicaDirect(b, r.id, w::ReplicaUpdateKind::Remove).Union());
+  flatbuffers::FlatBufferBuilder b(64);
+  const std::span<const std::uint8_t> frame = ReplicaFrames::Remove(b, r.id);
   Sessions& all = sessions_;
   Sessions::Hold hold(all);
   for (SessionId sid : sessions) {

@@ -46,6 +46,7 @@
 #include "kernel/src/core/token_bucket.h"
 #include "kernel/src/net/channel.h"
 #include "kernel/src/net/exit_reason.h"
+#include "kernel/src/net/link_grade.h"
 
 namespace molt::kernel::net {
 
@@ -72,6 +73,8 @@ class Session {
   // Round-trip time from the last ping, smoothed (7/8 old + 1/8 new); 0 before the first pong.
   Duration rtt() const { return rtt_; }
   Duration last_rtt() const { return last_rtt_; }
+  // The NetGovernor's figures for its link and the tier they earned (net_governor.h).
+  const LinkGrade& grade() const { return grade_; }
 
   // Runs `cleanup` when the session ends, after earlier bindings (spec: bind). A binding made
   // after the end runs at once. `release`, when set, runs once after `cleanup`, or alone when
@@ -123,10 +126,11 @@ class Session {
   friend class Sessions;
   // The network's parts keep the session's link: its connection and the frames queued while it
   // is lost (link_table.h), its resume token (front_door.h), its round-trip time
-  // (inbound_pipeline.h).
+  // (inbound_pipeline.h), its link's grade (net_governor.h).
   friend class LinkTable;
   friend class FrontDoor;
   friend class InboundPipeline;
+  friend class NetGovernor;
   struct Binding {
     std::uint64_t id;
     const void* owner;
@@ -163,6 +167,7 @@ class Session {
   std::optional<ExitReason> exit_reason_;
   Duration rtt_{};
   Duration last_rtt_{};
+  LinkGrade grade_;
   std::uint64_t next_binding_ = 1;
   std::vector<Binding> binds_;
   std::vector<Binding> last_binds_;

@@ -72,6 +72,9 @@ class TcpPeer final : public Peer, public std::enable_shared_from_this<TcpPeer> 
 
   // --- Peer ---
   bool websocket() const override { return ws_ != nullptr; }
+  std::vector<std::uint8_t> ExportKey(const std::string& label, std::size_t size) const override {
+    return tls_ != nullptr ? tls_->ExportKey(label, size) : std::vector<std::uint8_t>();
+  }
   void Write(std::span<const std::uint8_t> frame) override;
   std::size_t queued_bytes() const override { return out_.size() - out_pos_; }
   void Close(bool flush) override;

@@ -87,6 +87,15 @@ const NetNumber kNetNumbers[] = {
     {"net.error_frame_gap_seconds", 0, 3600, &net::NetOptions::error_frame_gap_seconds},
     {"net.refusal_log_seconds", 0, 86400, &net::NetOptions::refusal_log_seconds},
     {"net.descriptor_reserve", 0, 1 << 20, nullptr, nullptr, &net::NetOptions::descriptor_reserve},
+    {"net.udp_public_port", 0, 65535, nullptr, &net::NetOptions::udp_public_port},
+    {"net.udp_max_links", 1, 4095, nullptr, &net::NetOptions::udp_max_links},
+    {"net.governor_good_rtt_ms", 0, 1e6, &net::NetOptions::governor_good_rtt_ms},
+    {"net.governor_poor_rtt_ms", 0, 1e6, &net::NetOptions::governor_poor_rtt_ms},
+    {"net.governor_good_jitter_ms", 0, 1e6, &net::NetOptions::governor_good_jitter_ms},
+    {"net.governor_poor_jitter_ms", 0, 1e6, &net::NetOptions::governor_poor_jitter_ms},
+    {"net.governor_good_loss", 0, 1, &net::NetOptions::governor_good_loss},
+    {"net.governor_poor_loss", 0, 1, &net::NetOptions::governor_poor_loss},
+    {"net.governor_up_after", 1, 3600, nullptr, &net::NetOptions::governor_up_after},
 };
 
 std::set<std::string, std::less<>> NetKeys() {
@@ -96,7 +105,8 @@ std::set<std::string, std::less<>> NetKeys() {
                                              "net.tls_cert",
                                              "net.tls_key",
                                              "net.websocket",
-                                             "net.websocket_origins"};
+                                             "net.websocket_origins",
+                                             "net.udp"};
   for (const NetNumber& n : kNetNumbers) {
     keys.insert(n.key);
   }
@@ -214,6 +224,7 @@ Status ResolveNet(const ServerOptions& options, const Config& config, net::NetOp
   out->tls_cert_file = options.tls_cert.value_or(Text(config, "net.tls_cert").value_or(""));
   out->tls_key_file = options.tls_key.value_or(Text(config, "net.tls_key").value_or(""));
   out->websocket = options.websocket.value_or(Text(config, "net.websocket").value_or(""));
+  out->udp = options.udp.value_or(Text(config, "net.udp").value_or(""));
   // "https://a.example, https://b.example": one string, as every key here is a scalar.
   const std::string origins = Text(config, "net.websocket_origins").value_or("");
   for (std::size_t at = 0; at < origins.size();) {

@@ -275,4 +275,13 @@ bool TlsFilter::Shutdown() {
 
 std::string TlsFilter::version() const { return done_ ? SSL_get_version(impl_->ssl) : ""; }
 
+std::vector<std::uint8_t> TlsFilter::ExportKey(const std::string& label, std::size_t size) const {
+  std::vector<std::uint8_t> key(size);
+  if (!done_ || SSL_export_keying_material(impl_->ssl, key.data(), key.size(), label.data(),
+                                           label.size(), nullptr, 0, 0) != 1) {
+    return {};
+  }
+  return key;
+}
+
 }  // namespace molt::kernel::wire

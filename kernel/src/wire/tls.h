@@ -77,6 +77,9 @@ class TlsFilter {
   bool handshake_done() const { return done_; }
   // "TLSv1.3", once the handshake is done.
   std::string version() const;
+  // `size` bytes of keying material exported from the session (RFC 5705 / RFC 8446 7.5) under
+  // `label`, the same at both ends and known to no one else; empty before the handshake is done.
+  std::vector<std::uint8_t> ExportKey(const std::string& label, std::size_t size) const;
 
  private:
   Status Pump();  // drives the handshake, then flushes the plaintext waiting for it

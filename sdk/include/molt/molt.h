@@ -82,7 +82,7 @@ extern "C" {
 /** @brief The ABI major version: a plugin built against another major never loads. */
 #define MOLT_ABI_VERSION_MAJOR 1
 /** @brief The ABI minor version: grows with every append to this header. */
-#define MOLT_ABI_VERSION_MINOR 10
+#define MOLT_ABI_VERSION_MINOR 11
 /** @brief Packs a version as (major << 16) | minor. */
 #define MOLT_ABI_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)))
 #define MOLT_ABI_VERSION_CURRENT MOLT_ABI_VERSION(MOLT_ABI_VERSION_MAJOR, MOLT_ABI_VERSION_MINOR)
@@ -412,7 +412,40 @@ typedef struct molt_replica_spec {
   const molt_replica_field* fields;
   size_t field_count; /**< 1..64 */
   double tick_rate;   /**< deliveries per second at most; 0 is 10 */
+  /* --- ABI 1.11: deadbands (older plugins pass the smaller size: none) --- */
+  /** NULL, or `field_count` thresholds, one per field: a change of an int or float field by less
+   *  than its threshold from the value a session was last sent is not sent to it (spec:
+   *  Quantize; its copy never drifts by the threshold or more); 0: every change. */
+  const double* quantize;
 } molt_replica_spec;
+
+/* --- Interest: who sees a replica (ABI 1.11; docs/network.md, "Interest") ----------------------
+ * A MOLT_AUDIENCE_LIST replica's sessions come from sources: its list (replica_add_session), the
+ * zones bound to it that they are in, and the grids it is placed in that see it from where they
+ * are. An interest predicate (replica_set_interest) then chooses among them (on a
+ * MOLT_AUDIENCE_ALL replica, among everyone). A session gets the replica's snapshot when it
+ * comes in and a remove when it goes out, once each however many sources hold it. Zones and
+ * grids are the kernel's: in a swap the next generation declares them again by name and finds
+ * them as they were (members, bindings, positions). */
+
+typedef molt_handle_t molt_zone_t; /**< an interest group this plugin declared (ABI 1.11) */
+typedef molt_handle_t molt_grid_t; /**< a spatial grid this plugin declared (ABI 1.11) */
+
+/** @brief Non-zero when `session` may see the replica. Called on the kernel thread when a session
+ *  becomes a candidate and at replica_refresh_interest; it must not change the replica's
+ *  audience. */
+typedef int32_t (*molt_interest_fn)(void* user_data, molt_session_t session);
+
+/** @brief A spatial grid (ABI 1.11). Zero-initialize, then set what you need. */
+typedef struct molt_grid_spec {
+  uint32_t struct_size; /**< sizeof(molt_grid_spec) */
+  uint32_t reserved;
+  const char* name;    /**< 1..128 characters; a swap's next generation finds the grid by it */
+  double radius;       /**< a session sees the replicas within it; > 0 */
+  double cell_size;    /**< the side of a cell; 0 is the radius */
+  double leave_radius; /**< a replica seen stays seen within it; 0 is the radius; >= radius */
+  double rate;         /**< interest passes a second, (0, 100]; 0 is 10 */
+} molt_grid_spec;
 
 /* --- Profiles: per-player documents the kernel keeps (ABI 1.4; docs/profiles.md) ----------------
  * A profile store is declared by name; from then on every session has a profile in it: a JSON
@@ -1108,6 +1141,48 @@ typedef struct molt_host_api {
    *  replay them over the authoritative state the server sent. */
   molt_status_t (*client_pending)(molt_context_t* ctx, const char* channel, molt_pending_fn fn,
                                   void* user_data);
+
+  /* --- ABI 1.11: interest (docs/network.md, "Interest"; MOLT_ERR_UNSUPPORTED where the host has
+   * no network) --- */
+  /** @brief Sets the replica's interest predicate (NULL clears it): it is asked now for every
+   *  candidate (a session it turns away that had the replica gets a remove), then for each new
+   *  one. `release(user_data)` runs when the predicate is replaced, the replica is destroyed,
+   *  the call is refused, or this instance stops (a swap: the next generation sets its own;
+   *  until then who sees the replica does not change). */
+  molt_status_t (*replica_set_interest)(molt_context_t* ctx, molt_replica_t replica,
+                                        molt_interest_fn fn, void* user_data,
+                                        molt_cleanup_fn release);
+  /** @brief Asks the predicate again for `session` (0: every candidate): what it reads changed. */
+  molt_status_t (*replica_refresh_interest)(molt_context_t* ctx, molt_replica_t replica,
+                                            molt_session_t session);
+  /** @brief Declares the zone `name`, or, in a swap, finds the one the previous generation
+   *  declared by that name (its members and bindings kept). Destroyed by zone_destroy or when
+   *  this plugin stops outside a swap. */
+  molt_status_t (*zone_declare)(molt_context_t* ctx, const char* name, molt_zone_t* out_zone);
+  /** @brief Its members lose the replicas only it held (removes). */
+  molt_status_t (*zone_destroy)(molt_context_t* ctx, molt_zone_t zone);
+  /** @brief `session` is in the zone (idempotent): it sees the zone's replicas. */
+  molt_status_t (*zone_enter)(molt_context_t* ctx, molt_zone_t zone, molt_session_t session);
+  /** @brief `session` leaves the zone (idempotent): removes for what no other source holds. */
+  molt_status_t (*zone_leave)(molt_context_t* ctx, molt_zone_t zone, molt_session_t session);
+  /** @brief The zone's members see `replica` (MOLT_AUDIENCE_LIST; idempotent). */
+  molt_status_t (*zone_bind)(molt_context_t* ctx, molt_zone_t zone, molt_replica_t replica);
+  molt_status_t (*zone_unbind)(molt_context_t* ctx, molt_zone_t zone, molt_replica_t replica);
+  /** @brief Declares the grid `spec->name`, or, in a swap, finds the previous generation's. */
+  molt_status_t (*grid_declare)(molt_context_t* ctx, const molt_grid_spec* spec,
+                                molt_grid_t* out_grid);
+  /** @brief Everyone who saw a replica through it loses it (removes). */
+  molt_status_t (*grid_destroy)(molt_context_t* ctx, molt_grid_t grid);
+  /** @brief Places `replica` (MOLT_AUDIENCE_LIST) at its MOLT_REPLICA_FLOAT fields `x_field`,
+   *  `y_field`, read at every pass: moving it is writing them. */
+  molt_status_t (*grid_bind)(molt_context_t* ctx, molt_grid_t grid, molt_replica_t replica,
+                             uint32_t x_field, uint32_t y_field);
+  molt_status_t (*grid_unbind)(molt_context_t* ctx, molt_grid_t grid, molt_replica_t replica);
+  /** @brief `session` sees from (x, y) from the grid's next pass on. */
+  molt_status_t (*grid_place)(molt_context_t* ctx, molt_grid_t grid, molt_session_t session,
+                              double x, double y);
+  /** @brief `session` leaves the grid: removes for what it saw through it. */
+  molt_status_t (*grid_remove)(molt_context_t* ctx, molt_grid_t grid, molt_session_t session);
 } molt_host_api;
 
 /** @brief True when `api` offers `slot`: the table is long enough and the slot is set. Use it

@@ -458,6 +458,86 @@ class Replica : public OwnedHandle<&molt_host_api::replica_destroy> {
       return api->replica_remove_session(ctx, h, session);
     });
   }
+  // replica_set_interest (ABI 1.11): of the candidates, only the sessions `interest` says yes
+  // to see the replica (an exception is a no, logged); an empty function clears it. It runs on
+  // the kernel thread and must not change this replica's audience.
+  Status SetInterest(std::function<bool(SessionId)> interest) const;
+  // replica_refresh_interest (ABI 1.11): asks the predicate again for `session` (0: everyone).
+  Status RefreshInterest(SessionId session = 0) const {
+    return Invoke("replica", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      if (!MOLT_API_HAS(api, replica_refresh_interest)) {
+        return static_cast<molt_status_t>(MOLT_ERR_UNSUPPORTED);
+      }
+      return api->replica_refresh_interest(ctx, h, session);
+    });
+  }
+};
+
+// An interest group (ABI 1.11; Host::DeclareZone): its members see the replicas bound to it.
+// Destroyed when the object dies (outside a swap, whose next generation finds it by name).
+class Zone : public OwnedHandle<&molt_host_api::zone_destroy> {
+ public:
+  using OwnedHandle::OwnedHandle;
+
+  Status Enter(SessionId session) const {
+    return Invoke("zone", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->zone_enter(ctx, h, session);
+    });
+  }
+  Status Leave(SessionId session) const {
+    return Invoke("zone", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->zone_leave(ctx, h, session);
+    });
+  }
+  // The zone's members see `replica` (a list audience).
+  Status Bind(const Replica& replica) const {
+    return Invoke("zone", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->zone_bind(ctx, h, replica.get());
+    });
+  }
+  Status Unbind(const Replica& replica) const {
+    return Invoke("zone", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->zone_unbind(ctx, h, replica.get());
+    });
+  }
+};
+
+// A spatial grid (ABI 1.11; Host::DeclareGrid): each placed session sees the bound replicas
+// within the radius. Destroyed when the object dies (outside a swap, as Zone).
+class Grid : public OwnedHandle<&molt_host_api::grid_destroy> {
+ public:
+  using OwnedHandle::OwnedHandle;
+
+  // `replica` (a list audience) stands at its float fields `x_field`, `y_field`.
+  Status Bind(const Replica& replica, std::uint32_t x_field, std::uint32_t y_field) const {
+    return Invoke("grid", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->grid_bind(ctx, h, replica.get(), x_field, y_field);
+    });
+  }
+  Status Unbind(const Replica& replica) const {
+    return Invoke("grid", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->grid_unbind(ctx, h, replica.get());
+    });
+  }
+  // `session` sees from (x, y) from the next pass on.
+  Status Place(SessionId session, double x, double y) const {
+    return Invoke("grid", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->grid_place(ctx, h, session, x, y);
+    });
+  }
+  Status Remove(SessionId session) const {
+    return Invoke("grid", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+      return api->grid_remove(ctx, h, session);
+    });
+  }
+};
+
+// A grid's options (ABI 1.11). See molt_grid_spec.
+struct GridOptions {
+  double radius = 0;        // a session sees the replicas within it; > 0
+  double cell_size = 0;     // 0 is the radius
+  double leave_radius = 0;  // 0 is the radius
+  double rate = 0;          // interest passes a second; 0 is 10
 };
 
 // How a channel checks and limits what clients send (ABI 1.1). See molt_channel_spec.
@@ -514,6 +594,7 @@ struct ReplicaOptions {
     std::string name;
     std::int32_t type = MOLT_REPLICA_INT;  // MOLT_REPLICA_*
     std::uint32_t max_bytes = 0;           // bytes fields: 0 is 256
+    double quantize = 0;  // ABI 1.11, int and float fields: a deadband (molt_replica_spec)
   };
   std::vector<Field> fields;   // numbered from 0 in this order
   double tick_rate = 0;        // deliveries per second at most; 0 is 10
@@ -1383,6 +1464,38 @@ class Host {
   // are ProfileStore's.
   Result<ProfileStore> DeclareProfiles(std::string_view name, ProfileOptions options) const;
 
+  // --- Interest (ABI 1.11; server hosts; docs/network.md, "Interest") ---
+  // Declares the zone `name`, or in a swap finds the previous generation's (members kept).
+  Result<Zone> DeclareZone(std::string_view name) const {
+    if (!MOLT_API_HAS(api_, zone_declare)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host has no zones (ABI 1.11)");
+    }
+    molt_zone_t z = 0;
+    if (Status s = Check(api_->zone_declare(ctx_, std::string(name).c_str(), &z)); !s.ok()) {
+      return s;
+    }
+    return Zone(ctx_, api_, z);
+  }
+  // Declares the grid `name`, or in a swap finds the previous generation's (positions kept).
+  Result<Grid> DeclareGrid(std::string_view name, const GridOptions& o) const {
+    if (!MOLT_API_HAS(api_, grid_declare)) {
+      return Status(MOLT_ERR_UNSUPPORTED, "this host has no grids (ABI 1.11)");
+    }
+    const std::string n(name);
+    molt_grid_spec spec{};
+    spec.struct_size = sizeof(spec);
+    spec.name = n.c_str();
+    spec.radius = o.radius;
+    spec.cell_size = o.cell_size;
+    spec.leave_radius = o.leave_radius;
+    spec.rate = o.rate;
+    molt_grid_t g = 0;
+    if (Status s = Check(api_->grid_declare(ctx_, &spec, &g)); !s.ok()) {
+      return s;
+    }
+    return Grid(ctx_, api_, g);
+  }
+
   // --- Replicas (ABI 1.2; server hosts) ---
   // Creates a replica; its writes are Replica's (SetInt, SetFloat, SetBytes, AddSession, ...).
   Result<Replica> CreateReplica(std::string_view name, const ReplicaOptions& o) const {
@@ -1401,6 +1514,11 @@ class Host {
     spec.fields = fields.data();
     spec.field_count = fields.size();
     spec.tick_rate = o.tick_rate;
+    std::vector<double> quantize;
+    for (const auto& f : o.fields) {
+      quantize.push_back(f.quantize);
+    }
+    spec.quantize = quantize.data();
     molt_replica_t r = 0;
     if (Status s = Check(api_->replica_create(ctx_, &spec, &r)); !s.ok()) {
       return s;
@@ -1738,6 +1856,38 @@ Result<Channel> Host::Declare(std::string_view name, const ChannelOptions& o, V&
     spec.user_data = ud;
     return api_->channel_declare(ctx_, &spec, release, out);
   }));
+}
+
+inline Status Replica::SetInterest(std::function<bool(SessionId)> interest) const {
+  // The predicate, boxed; the host releases the box when it is replaced or the replica goes.
+  struct Box {
+    std::function<bool(SessionId)> fn;
+    molt_context_t* ctx;
+    const molt_host_api* api;
+    static std::int32_t Call(void* ud, molt_session_t s) noexcept {
+      auto* box = static_cast<Box*>(ud);
+      try {
+        return box->fn(s) ? 1 : 0;
+      } catch (const std::exception& e) {
+        box->api->log(box->ctx, MOLT_LOG_ERROR,
+                      (std::string("an interest predicate threw: ") + e.what()).c_str());
+      } catch (...) {
+        box->api->log(box->ctx, MOLT_LOG_ERROR, "an interest predicate threw");
+      }
+      return 0;
+    }
+    static void Release(void* ud) noexcept { delete static_cast<Box*>(ud); }
+  };
+  return Invoke("replica", [&](molt_context_t* ctx, const molt_host_api* api, molt_handle_t h) {
+    if (!MOLT_API_HAS(api, replica_set_interest)) {
+      return static_cast<molt_status_t>(MOLT_ERR_UNSUPPORTED);
+    }
+    if (!interest) {
+      return api->replica_set_interest(ctx, h, nullptr, nullptr, nullptr);
+    }
+    auto* box = new Box{std::move(interest), ctx, api};
+    return api->replica_set_interest(ctx, h, &Box::Call, box, &Box::Release);
+  });
 }
 
 inline Result<ProfileStore> Host::DeclareProfiles(std::string_view name,

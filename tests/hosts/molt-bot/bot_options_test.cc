@@ -62,6 +62,18 @@ TEST(BotOptionsTest, HelpPrintsTheFlagsAndExamplesAndExitsZero) {
   EXPECT_NE(out.find("molt-bot: simulated clients for a Molt server"), std::string::npos) << out;
   EXPECT_NE(out.find("--join-rate"), std::string::npos) << out;
   EXPECT_NE(out.find("\nExample:\n  molt-bot --port 7777 --clients 50"), std::string::npos) << out;
+  EXPECT_NE(out.find("--udp   (moltd --udp 127.0.0.1:7779)"), std::string::npos) << out;
+}
+
+TEST(BotOptionsTest, UdpWalksAtUpToTheWalkPluginsRateOverTcpOrTls) {
+  auto r = Parse({"--udp", "--rate", "60", "--tls"});
+  ASSERT_TRUE(std::holds_alternative<BotOptions>(r));
+  const BotOptions& o = std::get<BotOptions>(r);
+  EXPECT_TRUE(o.udp);
+  EXPECT_EQ(o.rate, kWalkMaxRate);
+  EXPECT_TRUE(o.sends()) << "a walk sends with no channel named";
+  EXPECT_EQ(o.ClientOptions().flags, MOLT_CLIENT_TLS) << "a TLS session is offered a link too";
+  EXPECT_FALSE(std::get<BotOptions>(Parse({})).udp);
 }
 
 TEST(BotOptionsTest, EachMistakeExitsTwoSayingWhy) {
@@ -78,6 +90,16 @@ TEST(BotOptionsTest, EachMistakeExitsTwoSayingWhy) {
       {{"--tls-ca", "ca.pem"}, "molt-bot: --tls-ca and --tls-name go with --tls\n"},
       {{"--payload", "/nonexistent/payload"},
        "molt-bot: cannot read --payload /nonexistent/payload\n"},
+      {{"--udp", "--verify"},
+       "molt-bot: --udp sends on walk.Move only: drop --verify, --intent and --request\n"},
+      {{"--udp", "--request", "scores.Get"},
+       "molt-bot: --udp sends on walk.Move only: drop --verify, --intent and --request\n"},
+      {{"--udp", "--rate", "61"},
+       "molt-bot: --udp: the walk plugin takes at most 60 steps a second per client "
+       "(walk.Move's rate limit): --rate must be 60 or less\n"},
+      {{"--udp", "--ws"},
+       "molt-bot: --udp needs a datagram link, and a WebSocket client is offered none (it keeps "
+       "everything on its reliable link): drop --ws\n"},
   };
   for (const auto& [args, told] : cases) {
     std::string err;

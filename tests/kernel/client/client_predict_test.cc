@@ -5,6 +5,7 @@
 // ways over the reliable link.
 #include <gtest/gtest.h>
 #include <molt/client.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "client_fixture.h"
+#include "relay.h"
 
 namespace molt::kernel::net {
 namespace {
@@ -153,21 +155,14 @@ TEST_F(ClientPredictTest, ThePendingOnesEndWithTheSession) {
 
 TEST_F(ClientPredictTest, UnreliableMessagesGoBothWaysOverTheReliableLink) {
   std::vector<std::string> heard;
-  ChannelSpec spec;
-  spec.name = "pos";
-  spec.kind = ChannelKind::kUnreliable;
-  spec.schema = "molt.test.Say";
-  spec.verify = VerifySay;
-  spec.open = true;
-  spec.latest_wins = true;
-  ChannelId pos = 0;
-  spec.on_intent = [&](Session& s, std::span<Value> args) {
-    heard.push_back(flatbuffers::GetRoot<molt::test::Say>(args[0].as.ptr)->text()->str());
-    (void)net_->Send(pos, s.id(), SayPayload("seen " + heard.back()));
-  };
-  Result<ChannelId> declared = net_->channels().Declare(std::move(spec));
-  ASSERT_TRUE(declared.ok()) << declared.status().ToString();
-  pos = *declared;
+  ChannelId pos = 0;  // the handler answers on it
+  pos = DeclareSayOf(
+      ChannelKind::kUnreliable, "pos",
+      [&](Session& s, std::span<Value> args) {
+        heard.push_back(flatbuffers::GetRoot<molt::test::Say>(args[0].as.ptr)->text()->str());
+        (void)net_->Send(pos, s.id(), SayPayload("seen " + heard.back()));
+      },
+      /*latest_wins=*/true);
   Listen();
   ASSERT_TRUE(Connect());
   const std::uint16_t id = Channel("pos");
@@ -183,6 +178,111 @@ TEST_F(ClientPredictTest, UnreliableMessagesGoBothWaysOverTheReliableLink) {
   EXPECT_EQ(Error(),
             "a payload of 901 bytes exceeds the 900-byte cap of channel \"pos\" (unreliable "
             "payloads fit one datagram)");
+}
+
+}  // namespace
+}  // namespace molt::kernel::net
+
+namespace molt::kernel::net {
+namespace {
+
+// The same over a datagram link: a server with net.udp offers one in its Welcome, the client
+// opens it, and its predicted intents and the server's unreliable events travel by it.
+TEST_F(ClientPredictTest, OverADatagramLinkPredictionsAndUnreliableEventsGoByUdp) {
+  Teardown();
+  NetOptions o = NoResume();
+  o.udp = "127.0.0.1:0";
+  Boot(std::move(o));
+  DeclareMove();
+  const ChannelId pos = DeclareSayOf(ChannelKind::kUnreliable, "pos", nullptr, true);
+  Listen();
+  ASSERT_TRUE(Connect());
+  ASSERT_EQ(molt_client_on_resolved(client_, OnResolved, &resolved), MOLT_OK);
+  // The link comes up within a few steps (ENet's handshake, then the sealed Ping binds it).
+  ASSERT_TRUE(Pump([&] { return net_->datagrams().counts().opened >= 1; }));
+  const std::uint16_t move = Channel("move");
+  Predict(move, "north");
+  Predict(move, "east");
+  ASSERT_TRUE(Pump([&] { return resolved.log.size() == 2; }));
+  EXPECT_EQ(resolved.log, (std::vector<std::string>{"1 accepted", "2 accepted"}));
+  EXPECT_EQ(moves, (std::vector<std::string>{"north", "east"}));
+  EXPECT_GE(net_->datagrams().counts().opened, 3u);  // the Ping and both moves
+  // One descriptor to poll for both links: it wakes for the event's datagram.
+  EXPECT_EQ(molt_client_socket_events(client_), MOLT_CLIENT_WAIT_READ);
+  ASSERT_TRUE(net_->Broadcast(pos, SayPayload("here")).ok());
+  kernel_->loop().io().restart();
+  kernel_->loop().RunFor(std::chrono::milliseconds(5));
+  pollfd p{molt_client_socket(client_), POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 5000), 1);
+  EXPECT_EQ(molt_client_wait(client_, 5), MOLT_OK);
+  ASSERT_TRUE(Pump([&] { return !journal_.events.empty(); }));
+  EXPECT_EQ(journal_.events, std::vector<std::string>{"here"});
+  EXPECT_GE(net_->datagrams().counts().sent, 2u);  // the acks (one frame or two) and the event
+}
+
+// What goes by the datagram link counts against the budgets the server applies to both links:
+// an app that sends faster than they allow is paced (the rest waits in the reliable link's
+// queue), never ended as a flood.
+TEST_F(ClientPredictTest, DatagramsKeepToTheServersBudgetsLikeTheReliableLink) {
+  Teardown();
+  NetOptions o = NoResume();
+  o.udp = "127.0.0.1:0";
+  o.messages_per_tick = 4;  // 240 a second at 60 Hz
+  Boot(std::move(o));
+  std::vector<std::string> heard;
+  // The channel's rate out of the way: the transport's budget is the test.
+  DeclareSayOf(
+      ChannelKind::kUnreliable, "pos",
+      [&](Session&, std::span<Value> args) {
+        heard.push_back(flatbuffers::GetRoot<molt::test::Say>(args[0].as.ptr)->text()->str());
+      },
+      /*latest_wins=*/false, /*rate=*/10000);
+  Listen();
+  ASSERT_TRUE(Connect());
+  ASSERT_TRUE(Pump([&] { return net_->datagrams().counts().opened >= 1; }));
+  const std::uint16_t pos = Channel("pos");
+  for (int i = 0; i < 100; ++i) {  // in one frame of the app
+    const std::vector<std::uint8_t> p = SayPayload(std::to_string(i));
+    ASSERT_EQ(molt_client_intent(client_, pos, p.data(), p.size()), MOLT_OK) << Error();
+  }
+  ASSERT_TRUE(Pump([&] { return heard.size() == 100; }));
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_CONNECTED);
+  EXPECT_EQ(net_->Snapshot().counters.transport_floods, 0u);
+  EXPECT_GE(net_->datagrams().counts().opened, 2u);  // some went by UDP, the rest waited
+}
+
+// A resumed session gets a new key with its Welcome: the client opens a new datagram link under
+// it, whose first datagram moves the session's link there, and predictions go by UDP again.
+TEST_F(ClientPredictTest, AResumedSessionOpensANewDatagramLinkUnderItsNewKey) {
+  Teardown();
+  NetOptions o;  // a lost link's session waits 30 s for its client
+  o.udp = "127.0.0.1:0";
+  Boot(std::move(o));
+  DeclareMove();
+  Listen();
+  molt::test::Relay relay(port_);  // the reliable link through a TCP relay the test can cut
+  ASSERT_TRUE(Connect("ada", relay.port()));
+  ASSERT_EQ(molt_client_on_resolved(client_, OnResolved, &resolved), MOLT_OK);
+  ASSERT_TRUE(Pump([&] { return net_->datagrams().bound() == 1; }));
+  const std::uint16_t move = Channel("move");
+  Predict(move, "north");
+  ASSERT_TRUE(Pump([&] { return resolved.log.size() == 1; }));
+  const std::uint64_t session = molt_client_session(client_);
+  const std::string first_link = net_->datagrams().address(session);
+
+  relay.Cut();
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_RECONNECTING; }));
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CONNECTED; }));
+  EXPECT_EQ(molt_client_session(client_), session);
+  ASSERT_TRUE(Pump([&] { return net_->datagrams().counts().moves == 1; }));
+  EXPECT_NE(net_->datagrams().address(session), first_link);
+  const std::uint64_t opened = net_->datagrams().counts().opened;
+  Predict(move, "east");
+  ASSERT_TRUE(Pump([&] { return resolved.log.size() == 2; }));
+  EXPECT_EQ(resolved.log, (std::vector<std::string>{"1 accepted", "2 accepted"}));
+  EXPECT_EQ(moves, (std::vector<std::string>{"north", "east"}));
+  EXPECT_GT(net_->datagrams().counts().opened, opened);  // by UDP
+  EXPECT_EQ(net_->datagrams().counts().refused_total(), 0u);
 }
 
 }  // namespace

@@ -93,6 +93,24 @@ TEST_F(SendQueueTest, BytesAreBudgetedToo) {
   EXPECT_EQ(Release().size(), 60u);
 }
 
+// A frame that goes by the datagram link draws on the same budgets (the server charges both
+// links' frames to one): taken while they allow it, refused (nothing taken) when it would wait,
+// and what it took delays the queue's own frames.
+TEST_F(SendQueueTest, AFrameSentAnotherWayTakesFromTheSameBudgetsOrIsRefused) {
+  Messages(100, 2);
+  q_.SetChannelRate(7, 10, 1, now_);  // channel 7: 10 a second, one at once
+  EXPECT_TRUE(q_.TakeNow(8, 7, now_));
+  EXPECT_FALSE(q_.TakeNow(8, 7, now_));  // channel 7's burst is spent
+  EXPECT_TRUE(q_.TakeNow(8, 1, now_));   // the transport's second
+  EXPECT_FALSE(q_.TakeNow(8, 1, now_));  // and the transport's burst is spent
+  q_.Push(FrameOf(1), std::uint16_t{1});
+  EXPECT_TRUE(Release().empty());  // the datagrams took its turn
+  now_ += milliseconds(10);
+  EXPECT_EQ(Tags(Release()), std::vector<int>{1});
+  now_ += milliseconds(100);
+  EXPECT_TRUE(q_.TakeNow(8, 7, now_));  // channel 7 refilled
+}
+
 TEST_F(SendQueueTest, ControlFramesGoAheadOfTheAppsAndKeepTheirOwnOrder) {
   Messages(100, 2);
   q_.Push(FrameOf(1), std::uint16_t{1});

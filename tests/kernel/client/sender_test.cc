@@ -52,7 +52,8 @@ class SenderTest : public ::testing::Test {
   Predictions predictions_;
   QuietSink sink_;
   Link link_{LinkOptions{}, queue_, sink_};
-  Sender sender_{queue_, link_, channels_, requests_, predictions_, limits_, 1000};
+  DatagramLink datagram_{nullptr};  // never opened: everything goes by the send queue
+  Sender sender_{queue_, link_, channels_, requests_, predictions_, datagram_, limits_, 1000};
 };
 
 TEST_F(SenderTest, AnIntentIsCheckedThenQueued) {

@@ -3,11 +3,14 @@
 // against an in-process Network serving TLS (end to end, refused certificates with their reason,
 // a refusal sent inside TLS), the server's policy as `openssl s_client` sees it, and bad
 // configuration named at Listen.
+#include "kernel/src/wire/tls.h"
+
 #include <filesystem>
 #include <thread>
 
 #include "client_fixture.h"
 #include "kernel/src/core/logger.h"
+#include "kernel/src/wire/datagram_seal.h"
 #include "tests/support/child_process.h"
 #include "tests/support/test_pki.h"
 
@@ -82,6 +85,57 @@ TEST_F(TlsTest, AVerifiedConnectionWorksEndToEnd) {
     EXPECT_EQ(ends, std::vector<std::string>{"ClientClosed"}) << host;
     end.Disconnect();
   }
+}
+
+// Keying material exported from a TLS session (the datagram link's key over TLS): the same at
+// both ends, 32 bytes, another for another label, none before the handshake is done.
+TEST_F(TlsTest, BothEndsExportTheSameKeyFromTheSessionAndNoneBeforeIt) {
+  auto server_ctx =
+      molt::kernel::wire::TlsContext::Server(pki_->path("server.pem"), pki_->path("server.key"));
+  auto client_ctx = molt::kernel::wire::TlsContext::Client(pki_->path("ca.pem"));
+  ASSERT_TRUE(server_ctx.ok() && client_ctx.ok());
+  using molt::kernel::wire::TlsFilter;
+  TlsFilter server(*server_ctx.value(), TlsFilter::kServer, "");
+  TlsFilter client(*client_ctx.value(), TlsFilter::kClient, "127.0.0.1");
+  const std::string label = molt::wire::DatagramSeal::kTlsExporterLabel;
+  EXPECT_TRUE(client.ExportKey(label, 32).empty());
+  ASSERT_TRUE(client.Begin().ok());
+  std::vector<std::uint8_t> bytes, plain;
+  for (int i = 0; i < 10 && !(client.handshake_done() && server.handshake_done()); ++i) {
+    bytes.clear();
+    client.TakeOutput(&bytes);
+    ASSERT_TRUE(server.Receive(bytes, &plain).ok());
+    bytes.clear();
+    server.TakeOutput(&bytes);
+    ASSERT_TRUE(client.Receive(bytes, &plain).ok());
+  }
+  ASSERT_TRUE(client.handshake_done() && server.handshake_done());
+  const std::vector<std::uint8_t> key = client.ExportKey(label, 32);
+  ASSERT_EQ(key.size(), 32u);
+  EXPECT_EQ(server.ExportKey(label, 32), key);
+  EXPECT_NE(client.ExportKey("EXPORTER-another", 32), key);
+  EXPECT_NE(key, std::vector<std::uint8_t>(32, 0));
+}
+
+// Over TLS the Welcome offers the datagram port without a key: both ends export it, and the link
+// comes up and carries a predicted intent and its ack.
+TEST_F(TlsTest, OverTlsTheDatagramLinksKeyComesFromTheTlsSession) {
+  NetOptions o = NoResume();
+  o.udp = "127.0.0.1:0";
+  Serve("server", o);
+  std::vector<std::string> moves;
+  DeclareSayOf(ChannelKind::kPredicted, "move",
+               [&](Session&, std::span<Value>) { moves.push_back("step"); });
+  TlsClient();
+  ASSERT_EQ(molt_client_connect(client_, "127.0.0.1", port_, "ada", nullptr, 0, nullptr, 0),
+            MOLT_OK);
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) != MOLT_CLIENT_CONNECTING; }));
+  ASSERT_EQ(molt_client_state(client_), MOLT_CLIENT_CONNECTED) << journal_.states.back();
+  ASSERT_TRUE(Pump([&] { return net_->datagrams().counts().opened >= 1; }));
+  const std::vector<std::uint8_t> p = SayPayload("north");
+  ASSERT_EQ(molt_client_predict(client_, Channel("move"), p.data(), p.size(), nullptr), MOLT_OK);
+  ASSERT_TRUE(Pump([&] { return moves.size() == 1 && net_->datagrams().counts().opened >= 2; }));
+  EXPECT_EQ(net_->datagrams().counts().refused_total(), 0u);
 }
 
 struct Refusal {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -299,6 +300,43 @@ TEST_F(GenerationsTest, AReplicaNobodyClaimsIsRetiredAndClientsAreTold) {
   });
   EXPECT_TRUE(report.ok) << report.error;
   EXPECT_EQ(report.retired, std::vector<std::string>{"replica \"gen.board\" of fx_gen"});
+}
+
+// ABI 1.11: a zone is the kernel's. The next generation declares it again by name and finds
+// its members: v2_zone enters nobody, yet its own door reaches the session v1_zone put in the
+// hall; v1's door, unclaimed, is removed once; the zone itself is not retired.
+TEST_F(GenerationsTest, AZoneKeepsItsMembersAcrossASwap) {
+  BootWith("v1_zone");
+  SwapReport report;
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    std::vector<std::string> seen;
+    Frame f;
+    for (int i = 0; i < 2; ++i) {  // the board and the door, in either order
+      const w::Replica* r = NextReplica(c, f);
+      ASSERT_NE(r, nullptr);
+      seen.push_back(r->name()->str());
+    }
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(seen, (std::vector<std::string>{"gen.board", "gen.door.v1_zone"}));
+    OnKernel([&] { report = plugins_->Reload(Build("v2_zone"), "test"); });
+    int removes = 0;
+    std::string fresh;
+    for (int i = 0; i < 2; ++i) {
+      const w::Replica* r = NextReplica(c, f);
+      ASSERT_NE(r, nullptr);
+      removes += r->kind() == w::ReplicaUpdateKind::Remove ? 1 : 0;
+      if (r->kind() == w::ReplicaUpdateKind::Snapshot) {
+        fresh = r->name()->str();
+      }
+    }
+    EXPECT_EQ(removes, 1);
+    EXPECT_EQ(fresh, "gen.door.v2_zone");
+  });
+  EXPECT_TRUE(report.ok) << report.error;
+  EXPECT_EQ(report.retired, std::vector<std::string>{"replica \"gen.door.v1_zone\" of fx_gen"});
+  EXPECT_EQ(net_->zones().count(), 1u);
 }
 
 TEST_F(GenerationsTest, ASwapReleasesSessionBindingsAndNeverRunsLeaveLogic) {

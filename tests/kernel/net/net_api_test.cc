@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -246,6 +247,135 @@ TEST_F(NetApiTest, SlotErrorsNameTheArgumentAndTheFix) {
   EXPECT_EQ(api.replica_set_int(ctx, ch, 0, 1), MOLT_ERR_INVALID_ARGUMENT);  // not a replica
   EXPECT_EQ(api.replica_destroy(ctx, r), MOLT_OK);
   EXPECT_EQ(api.replica_set_int(ctx, r, 0, 1), MOLT_ERR_STALE);
+}
+
+// ABI 1.11: a deadband, a zone, a grid and a predicate through the slots, to real clients.
+TEST_F(NetApiTest, InterestSlotsChooseWhichClientsSeeAReplica) {
+  const molt_host_api& api = plugins_->shared().api();
+  molt_context_t* ctx = plugins_->plugins()[0].instance->context();
+  auto error = [&] { return std::string(api.last_error(ctx)); };
+  auto kind = [](const Frame& f) {
+    return std::string(w::EnumNameReplicaUpdateKind(f.envelope()->body_as_Replica()->kind()));
+  };
+  TestClient ada(port_);
+  TestClient bob(port_);
+  Run([&] {
+    ASSERT_EQ(ada.Hello("ada").type(), w::Body::Welcome);
+    (void)ada.NextOf(w::Body::Replica);  // the fixture's board
+    ASSERT_EQ(bob.Hello("bob").type(), w::Body::Welcome);
+    (void)bob.NextOf(w::Body::Replica);
+    (void)ada.NextOf(w::Body::Replica);  // bob's join on it
+  });
+  std::vector<SessionId> ids = net_->sessions().ActiveIds();
+  std::sort(ids.begin(), ids.end());
+  ASSERT_EQ(ids.size(), 2u);
+  const SessionId ada_id = ids[0], bob_id = ids[1];
+
+  // A dot at (x, y) with a deadband of 1 on x, seen through a zone and a grid.
+  const molt_replica_field fields[] = {{"x", MOLT_REPLICA_FLOAT, 0}, {"y", MOLT_REPLICA_FLOAT, 0}};
+  const double quantize[] = {1, 0};
+  molt_replica_spec rs{};
+  rs.struct_size = sizeof(rs);
+  rs.audience = MOLT_AUDIENCE_LIST;
+  rs.name = "fx.dot";
+  rs.fields = fields;
+  rs.field_count = 2;
+  rs.tick_rate = 100;
+  rs.quantize = quantize;
+  molt_replica_t dot = 0;
+  ASSERT_EQ(api.replica_create(ctx, &rs, &dot), MOLT_OK) << error();
+  molt_zone_t hall = 0;
+  ASSERT_EQ(api.zone_declare(ctx, "hall", &hall), MOLT_OK) << error();
+  EXPECT_EQ(api.zone_declare(ctx, "hall", &hall), MOLT_ERR_ALREADY_EXISTS);
+  EXPECT_EQ(error(), "zone \"hall\" is already declared by plugin \"fx_net\"");
+  ASSERT_EQ(api.zone_bind(ctx, hall, dot), MOLT_OK) << error();
+  ASSERT_EQ(api.zone_enter(ctx, hall, ada_id), MOLT_OK) << error();
+  Run([&] {
+    EXPECT_EQ(ada.NextOf(w::Body::Replica).envelope()->body_as_Replica()->name()->str(), "fx.dot");
+  });
+  // The deadband: 0.5 is not sent, 1.5 is.
+  ASSERT_EQ(api.replica_set_float(ctx, dot, 0, 0.5), MOLT_OK);
+  ASSERT_EQ(api.replica_set_float(ctx, dot, 1, 2), MOLT_OK);
+  Run([&] {
+    const Frame delta = ada.NextOf(w::Body::Replica);  // holds the bytes `r` points into
+    const w::Replica* r = delta.envelope()->body_as_Replica();
+    ASSERT_EQ(r->values()->size(), 1u);
+    EXPECT_EQ(r->values()->Get(0)->field(), 1);
+  });
+  ASSERT_EQ(api.zone_leave(ctx, hall, ada_id), MOLT_OK);
+  Run([&] { EXPECT_EQ(kind(ada.NextOf(w::Body::Replica)), "Remove"); });
+
+  // A grid: bob stands by the dot, ada far away.
+  molt_grid_spec gs{};
+  molt_grid_t world = 0;
+  EXPECT_EQ(api.grid_declare(ctx, &gs, &world), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(),
+            "molt_grid_spec.struct_size is 0, below 48 (its size in ABI 1.11, the smallest "
+            "accepted): set it to sizeof(molt_grid_spec)");
+  gs.struct_size = sizeof(gs);
+  gs.name = "world";
+  gs.radius = 10;
+  gs.rate = 100;
+  ASSERT_EQ(api.grid_declare(ctx, &gs, &world), MOLT_OK) << error();
+  ASSERT_EQ(api.grid_bind(ctx, world, dot, 0, 1), MOLT_OK) << error();
+  ASSERT_EQ(api.grid_place(ctx, world, bob_id, 0, 0), MOLT_OK) << error();
+  ASSERT_EQ(api.grid_place(ctx, world, ada_id, 500, 0), MOLT_OK) << error();
+  Run([&] {
+    EXPECT_EQ(bob.NextOf(w::Body::Replica).envelope()->body_as_Replica()->name()->str(), "fx.dot");
+  });
+
+  // A predicate that turns bob away; its user_data is released when it is replaced.
+  static int released = 0;
+  released = 0;
+  ASSERT_EQ(api.replica_set_interest(
+                ctx, dot, [](void*, molt_session_t) -> std::int32_t { return 0; }, nullptr,
+                [](void*) { ++released; }),
+            MOLT_OK)
+      << error();
+  Run([&] { EXPECT_EQ(kind(bob.NextOf(w::Body::Replica)), "Remove"); });
+  ASSERT_EQ(api.replica_set_interest(ctx, dot, nullptr, nullptr, nullptr), MOLT_OK);
+  EXPECT_EQ(released, 1);
+  Run([&] { EXPECT_EQ(kind(bob.NextOf(w::Body::Replica)), "Snapshot"); });
+  EXPECT_EQ(api.replica_refresh_interest(ctx, dot, 0), MOLT_OK);
+
+  // Handles of the wrong kind, and what is gone.
+  EXPECT_EQ(api.zone_enter(ctx, world, ada_id), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(api.grid_destroy(ctx, world), MOLT_OK);
+  Run([&] { EXPECT_EQ(kind(bob.NextOf(w::Body::Replica)), "Remove"); });
+  EXPECT_EQ(api.grid_place(ctx, world, bob_id, 0, 0), MOLT_ERR_STALE);
+  EXPECT_EQ(api.zone_destroy(ctx, hall), MOLT_OK);
+  EXPECT_EQ(net_->zones().count(), 0u);
+  EXPECT_EQ(net_->grids().stats().grids, 0u);
+
+  // The arguments the contract allows, and those it does not, each named.
+  molt_zone_t z = 0;
+  EXPECT_EQ(api.zone_declare(ctx, nullptr, &z), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "name is NULL");
+  EXPECT_EQ(api.zone_declare(ctx, "yard", nullptr), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "out_zone is NULL");
+  EXPECT_EQ(api.zone_declare(ctx, "", &z), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "a zone needs a name of 1 to 128 characters");
+  EXPECT_EQ(api.grid_declare(ctx, nullptr, &world), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "spec is NULL");
+  gs.name = nullptr;
+  EXPECT_EQ(api.grid_declare(ctx, &gs, &world), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "spec->name is NULL");
+  gs.name = "world";
+  gs.radius = 0;
+  EXPECT_EQ(api.grid_declare(ctx, &gs, &world), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("grid \"world\": "), std::string::npos) << error();
+  // A NULL predicate clears it; its user_data may be NULL; a release given with it runs once,
+  // also when the call is refused (a replica already destroyed).
+  released = 0;
+  EXPECT_EQ(api.replica_set_interest(ctx, dot, nullptr, nullptr, [](void*) { ++released; }),
+            MOLT_OK);
+  EXPECT_EQ(released, 1);
+  ASSERT_EQ(api.replica_destroy(ctx, dot), MOLT_OK);
+  EXPECT_EQ(api.replica_set_interest(
+                ctx, dot, [](void*, molt_session_t) -> std::int32_t { return 1; }, nullptr,
+                [](void*) { ++released; }),
+            MOLT_ERR_STALE);
+  EXPECT_EQ(released, 2);
 }
 
 }  // namespace

@@ -128,6 +128,28 @@ class NetTest : public ::testing::Test {
     return id.ok() ? id.value() : 0;
   }
 
+  // Declares a channel of `kind` carrying molt.test.Say (a predicted intent, or an unreliable
+  // channel, `latest_wins` or not). With a handler, clients send on it (Open: verified, no rules)
+  // and `on_intent` takes each; an unreliable channel without one goes server -> client only.
+  // `rate`: the channel's rate a second (0: the default 30).
+  ChannelId DeclareSayOf(ChannelKind kind, const std::string& name, IntentHandler on_intent,
+                         bool latest_wins = false, double rate = 0) {
+    ChannelSpec spec;
+    spec.name = name;
+    spec.kind = kind;
+    spec.schema = "molt.test.Say";
+    spec.latest_wins = latest_wins;
+    spec.rate = rate;
+    if (on_intent) {
+      spec.verify = VerifySay;
+      spec.open = true;
+      spec.on_intent = std::move(on_intent);
+    }
+    auto id = net_->channels().Declare(std::move(spec));
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? id.value() : 0;
+  }
+
   // Declares an event channel (server -> client) carrying molt.test.Say.
   ChannelId DeclareEvent(const std::string& name) {
     ChannelSpec spec;

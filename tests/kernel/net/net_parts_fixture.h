@@ -21,10 +21,12 @@
 
 #include "kernel/src/core/kernel.h"
 #include "kernel/src/net/channel.h"
+#include "kernel/src/net/datagram_links.h"
 #include "kernel/src/net/front_door.h"
 #include "kernel/src/net/handshake_slots.h"
 #include "kernel/src/net/inbound_pipeline.h"
 #include "kernel/src/net/link_table.h"
+#include "kernel/src/net/net_governor.h"
 #include "kernel/src/net/net_options.h"
 #include "kernel/src/net/net_stats.h"
 #include "kernel/src/net/peer.h"
@@ -92,10 +94,12 @@ class NetPartsTest : public ::testing::Test {
   void TearDown() override {
     pipeline_.reset();
     door_.reset();
+    datagrams_.reset();
     requests_.reset();
     redirection_.reset();
     replicas_.reset();
     links_.reset();
+    governor_.reset();
     sessions_.reset();
     channels_.reset();
     (void)kernel_->Shutdown();
@@ -104,8 +108,9 @@ class NetPartsTest : public ::testing::Test {
   void Build() {
     slots_ = std::make_unique<HandshakeSlots>(options_.handshakes_per_address);
     refusals_ = std::make_unique<RefusalLog>(options_.refusal_log_seconds);
+    governor_ = std::make_unique<NetGovernor>(*sessions_, kernel_->bus(), options_);
     links_ = std::make_unique<LinkTable>(kernel_->scheduler(), *sessions_, options_, stats_,
-                                         *slots_, *refusals_);
+                                         *slots_, *refusals_, *governor_);
   }
   // Every part, as network.cc composes them.
   void BuildAll() {
@@ -115,10 +120,12 @@ class NetPartsTest : public ::testing::Test {
     redirection_ = std::make_unique<Redirection>(*sessions_, *links_);
     requests_ = std::make_unique<PendingRequests>(kernel_->scheduler(), options_, *channels_,
                                                   *sessions_, *links_, tap_);
+    datagrams_ = std::make_unique<DatagramLinks>(*sessions_);
     door_ = std::make_unique<FrontDoor>(*kernel_, options_, stats_, *channels_, *sessions_,
-                                        *replicas_, *links_, *slots_, *redirection_);
+                                        *replicas_, *links_, *slots_, *redirection_, *datagrams_);
     pipeline_ = std::make_unique<InboundPipeline>(*kernel_, options_, stats_, *channels_,
-                                                  *sessions_, *links_, *door_, *requests_, tap_);
+                                                  *sessions_, *links_, *door_, *requests_, tap_,
+                                                  *datagrams_, *governor_);
   }
   TimePoint Now() { return clock_.Now(); }
   // Lets `d` pass and runs what is due.
@@ -160,10 +167,12 @@ class NetPartsTest : public ::testing::Test {
   std::unique_ptr<Sessions> sessions_;
   std::unique_ptr<HandshakeSlots> slots_;
   std::unique_ptr<RefusalLog> refusals_;
+  std::unique_ptr<NetGovernor> governor_;
   std::unique_ptr<LinkTable> links_;
   std::unique_ptr<Replicas> replicas_;
   std::unique_ptr<Redirection> redirection_;
   std::unique_ptr<PendingRequests> requests_;
+  std::unique_ptr<DatagramLinks> datagrams_;
   std::unique_ptr<FrontDoor> door_;
   std::unique_ptr<InboundPipeline> pipeline_;
   std::vector<std::unique_ptr<MemoryPeer>> peers_;  // outlive the parts that point at them

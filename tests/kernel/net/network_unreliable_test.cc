@@ -13,6 +13,12 @@
 #include "net_fixture.h"
 
 namespace molt::kernel::net {
+
+using molt::test::Frame;
+using molt::test::TestClient;
+namespace w = ::molt::wire;
+using namespace std::chrono_literals;
+
 namespace {
 
 class UnreliableTest : public NetTest {

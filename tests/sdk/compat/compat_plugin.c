@@ -296,6 +296,14 @@ static void on_session(void* user_data, molt_session_t session) {
 #endif
 }
 
+#if MOLT_ABI_VERSION_MINOR >= 11
+static int32_t everyone(void* user_data, molt_session_t session) {
+  (void)user_data;
+  (void)session;
+  return 1;
+}
+#endif
+
 #if MOLT_ABI_VERSION_MINOR >= 10
 static molt_channel_t pos;
 
@@ -410,6 +418,45 @@ static molt_status_t init(molt_context_t* ctx, const molt_host_api* host, void**
     if ((s = api->session_on(ctx, on_session, NULL, NULL, &sessions)) != MOLT_OK) {
       goto fail;
     }
+  }
+#endif
+#if MOLT_ABI_VERSION_MINOR >= 11
+  {
+    /* A list replica with a deadband, seen by the members of a zone and from a grid, through a
+     * predicate that lets everyone in. */
+    molt_replica_field fields[2];
+    const double quantize[2] = {0.5, 0};
+    molt_replica_spec spec;
+    molt_grid_spec grid;
+    molt_replica_t door;
+    molt_zone_t hall;
+    molt_grid_t world;
+    fields[0].name = "x";
+    fields[0].type = MOLT_REPLICA_FLOAT;
+    fields[0].max_bytes = 0;
+    fields[1].name = "y";
+    fields[1].type = MOLT_REPLICA_FLOAT;
+    fields[1].max_bytes = 0;
+    memset(&spec, 0, sizeof spec);
+    spec.struct_size = sizeof spec; /* the size of this release's struct */
+    spec.audience = MOLT_AUDIENCE_LIST;
+    spec.name = "compat.door";
+    spec.fields = fields;
+    spec.field_count = 2;
+    spec.quantize = quantize;
+    memset(&grid, 0, sizeof grid);
+    grid.struct_size = sizeof grid;
+    grid.name = "compat.world";
+    grid.radius = 10;
+    if ((s = api->replica_create(ctx, &spec, &door)) != MOLT_OK ||
+        (s = api->zone_declare(ctx, "compat.hall", &hall)) != MOLT_OK ||
+        (s = api->zone_bind(ctx, hall, door)) != MOLT_OK ||
+        (s = api->replica_set_interest(ctx, door, everyone, NULL, NULL)) != MOLT_OK ||
+        (s = api->grid_declare(ctx, &grid, &world)) != MOLT_OK ||
+        (s = api->grid_bind(ctx, world, door, 0, 1)) != MOLT_OK) {
+      goto fail;
+    }
+    note("interest declared");
   }
 #endif
 #if MOLT_ABI_VERSION_MINOR >= 3

@@ -171,6 +171,28 @@ class Plugin : public molt::Service {
                                           return pos_.Send(s, payload);
                                         }));
 #endif
+#if MOLT_ABI_VERSION_MINOR >= 11
+    {
+      // A list replica with a deadband, seen by a zone's members and from a grid, through a
+      // predicate that lets everyone in.
+      molt::ReplicaOptions door;
+      door.fields = {{"x", MOLT_REPLICA_FLOAT, 0, 0.5}, { "y", MOLT_REPLICA_FLOAT, 0, 0 }};
+      door.list_audience = true;
+      TAKE(door_, host().CreateReplica("compat.door", door));
+      TAKE(hall_, host().DeclareZone("compat.hall"));
+      molt::GridOptions world;
+      world.radius = 10;
+      TAKE(world_, host().DeclareGrid("compat.world", world));
+      for (molt::Status st :
+           {hall_.Bind(door_), door_.SetInterest([](molt::SessionId) { return true; }),
+            world_.Bind(door_, 0, 1)}) {
+        if (!st.ok()) {
+          return st;
+        }
+      }
+      Note("interest declared");
+    }
+#endif
 #if MOLT_ABI_VERSION_MINOR >= 9
     if (molt::Status st = host().SubscribeMessages("compat",
                                                    [this](const molt::Message& m) {
@@ -230,6 +252,11 @@ class Plugin : public molt::Service {
 #endif
 #if MOLT_ABI_VERSION_MINOR >= 10
   molt::Channel move_, pos_;
+#endif
+#if MOLT_ABI_VERSION_MINOR >= 11
+  molt::Replica door_;
+  molt::Zone hall_;
+  molt::Grid world_;
 #endif
 #if MOLT_ABI_VERSION_MINOR >= 2
   molt::Replica board_;

@@ -160,6 +160,9 @@ TEST_P(CompatPluginTest, LoadsAndRunsThroughTheSlotsOfItsRelease) {
   const Value refuse[] = {Value::Int(-1)};
   kernel_->bus().Publish("Compat.Ping", refuse);
   EXPECT_TRUE(Noted("pong refused"));
+  if (c.minor >= 11) {  // a deadband, a zone, a grid and a predicate declared through the slots
+    EXPECT_TRUE(Noted("interest declared")) << testing::PrintToString(notes_);
+  }
 
   if (c.minor >= 1) {  // channels and sessions
     const ChannelId echo = net_->channels().Find("compat.Echo")->id();
@@ -279,6 +282,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PluginCase{"abi-1.8", 8, "c"}, PluginCase{"abi-1.8", 8, "cpp"},
                       PluginCase{"abi-1.9", 9, "c"}, PluginCase{"abi-1.9", 9, "cpp"},
                       PluginCase{"abi-1.10", 10, "c"}, PluginCase{"abi-1.10", 10, "cpp"},
+                      PluginCase{"abi-1.11", 11, "c"}, PluginCase{"abi-1.11", 11, "cpp"},
                       // revision-1 source (the deprecated Host spellings) on the r2 header
                       PluginCase{"abi-1.4-r2", 4, "cpp_rev1"}),
     CaseName);
@@ -352,7 +356,8 @@ TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
 TEST_F(CompatServerTest, AnEarlierWireProtocolIsRefusedNamingBothVersions) {
   EXPECT_EQ(Run("wire-1/compat_wire_client"),
             "Refuse ProtocolVersion: protocol version 1 is not supported: this server speaks 2\n");
-  for (const char* wire : {"wire-2", "wire-2.1", "wire-2.2", "wire-2.3", "wire-2.4", "wire-2.5"}) {
+  for (const char* wire :
+       {"wire-2", "wire-2.1", "wire-2.2", "wire-2.3", "wire-2.4", "wire-2.5", "wire-2.6"}) {
     const std::string welcomed = Run(std::string(wire) + "/compat_wire_client");
     EXPECT_EQ(welcomed.rfind("Welcome session=", 0), 0u) << wire << ": " << welcomed;
     // The compat plugin of ABI 1.10 declares five channels; a client of an earlier schema reads

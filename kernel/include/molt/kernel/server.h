@@ -30,6 +30,7 @@ struct ServerOptions {
   std::optional<std::string> tls_cert;         // PEM certificate chain: clients speak TLS
   std::optional<std::string> tls_key;          // its PEM private key (net.tls_cert, net.tls_key)
   std::optional<std::string> websocket;  // ADDRESS:PORT of a WebSocket endpoint (net.websocket)
+  std::optional<std::string> udp;        // ADDRESS:PORT of the sessions' datagram links (net.udp)
   // Where profiles live (store.url): a PostgreSQL URL (postgresql://..., or libpq's key=value
   // form) that many servers share (docs/fleet.md), or an SQLite file; default
   // <data_dir>/profiles.db.
