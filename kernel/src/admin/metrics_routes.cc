@@ -206,6 +206,15 @@ void NetMetrics(MetricsWriter& w, const net::NetSnapshot& net) {
   w.Family("molt_net_handshakes_refused_total", kCounter,
            "Connections refused with a Refuse frame (every reason, evictions included).");
   w.Add(Num(s.handshakes_refused));
+  w.Family("molt_net_overloaded", kGauge,
+           "1 while the kernel thread is overloaded and new sessions are refused (Overloaded).");
+  w.Add(Num(net.load.overloaded ? 1 : 0));
+  w.Family("molt_net_overloads_total", kCounter,
+           "Times the kernel thread turned overloaded (net.overload_seconds).");
+  w.Add(Num(net.load.episodes));
+  w.Family("molt_net_handshakes_refused_overloaded_total", kCounter,
+           "New sessions refused (Overloaded) while the kernel thread was overloaded.");
+  w.Add(Num(s.refused_overloaded));
   w.Family("molt_net_handshakes_evicted_total", kCounter,
            "Half-open connections refused to make room for newer ones.");
   w.Add(Num(s.half_open_evicted));

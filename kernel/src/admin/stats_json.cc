@@ -35,6 +35,11 @@ json::object NetJson(const net::NetSnapshot& net) {
   root["handshake_timeouts"] = s.handshake_timeouts;
   root["handshakes_refused"] = s.handshakes_refused;
   root["refused_no_descriptors"] = s.refused_no_descriptors;
+  root["refused_overloaded"] = s.refused_overloaded;
+  root["load"] = {{"overloaded", net.load.overloaded},
+                  {"episodes", net.load.episodes},
+                  {"deferring", net.load.deferring},
+                  {"busy", net.load.busy}};
   root["transport_floods"] = s.transport_floods;
   root["transport_flood_bytes"] = s.transport_flood_bytes;
   root["slow_readers"] = s.slow_readers;

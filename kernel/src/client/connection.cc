@@ -282,7 +282,8 @@ void Connection::OnRefuse(const w::Refuse& r) {
       std::string(w::EnumNameRefuseReason(r.reason())) + ": " + (r.text() ? r.text()->str() : "");
   const bool passing =
       r.reason() == w::RefuseReason::RateLimited || r.reason() == w::RefuseReason::ServerFull ||
-      r.reason() == w::RefuseReason::ShuttingDown || r.reason() == w::RefuseReason::Starting;
+      r.reason() == w::RefuseReason::ShuttingDown || r.reason() == w::RefuseReason::Starting ||
+      r.reason() == w::RefuseReason::Overloaded;
   if (state_ == MOLT_CLIENT_RECONNECTING && passing) {
     // A busy server is not the end of a session being resumed: try again later.
     reconnector_.AtLeast(r.retry_after_ms() / 1000.0);

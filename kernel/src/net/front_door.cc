@@ -70,6 +70,7 @@ FrontDoor::FrontDoor(Kernel& kernel, const NetOptions& options, NetStats& stats,
       slots_(slots),
       redirection_(redirection),
       datagrams_(datagrams),
+      load_(kernel.scheduler(), options),
       auth_point_(kernel.hooks().Define("Auth.Hello", Hooks::Mode::kFailClosed)),
       resumed_topic_(kernel.bus().Resolve("Kernel.SessionResumed")) {}
 
@@ -83,6 +84,12 @@ void FrontDoor::Admit(Peer& peer, TimePoint now) {
     ++stats_.refused_handshake_rate;
     Refuse(peer, w::RefuseReason::RateLimited,
            fmt::format("too many connections from {}; retry later", peer.address()), retry);
+    return;
+  }
+  // Every slot taken while the server is overloaded: the waiting connections are not idle but
+  // unserved, so the newcomer is the one told to come back later.
+  if (slots_.size() >= std::max<std::size_t>(options_.max_half_open, 1) && load_.Overloaded()) {
+    RefuseOverloaded(peer);
     return;
   }
   MakeHandshakeRoom(peer.address());
@@ -214,12 +221,27 @@ bool FrontDoor::HasRoom(Peer& peer) {
     Refuse(peer, w::RefuseReason::ShuttingDown, redirection_.RefusalText(), 0);
     return false;
   }
+  if (load_.Overloaded()) {
+    RefuseOverloaded(peer);
+    return false;
+  }
   if (sessions_.count() >= options_.max_sessions) {
     Refuse(peer, w::RefuseReason::ServerFull,
            fmt::format("the server is full ({} sessions)", options_.max_sessions), 5);
     return false;
   }
   return true;
+}
+
+void FrontDoor::RefuseOverloaded(Peer& peer) {
+  const double retry = options_.overload_retry_after_seconds *
+                       std::uniform_real_distribution<double>(0.75, 1.25)(spread_);
+  ++stats_.refused_overloaded;
+  Refuse(peer, w::RefuseReason::Overloaded,
+         fmt::format("the server is overloaded: new sessions are refused until it catches up; "
+                     "retry in {:.1f} s",
+                     retry),
+         retry);
 }
 
 bool FrontDoor::Authenticate(Peer& peer, const w::Hello& hello, std::string* user) {

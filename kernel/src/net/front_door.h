@@ -7,7 +7,8 @@
 // slot, made by refusing the half-open connection of its address, or of anyone, that has waited
 // longest. Its Hello then passes, in order: the protocol version; the server's state (closing,
 // starting: no generation serves yet); the channel table's hash; the user id; the drain (only a
-// resume); the session cap; Auth.Hello (fail-closed; in "production" mode one is required), which
+// resume); the load (an overloaded kernel thread refuses new sessions: load_gauge.h); the
+// session cap; Auth.Hello (fail-closed; in "production" mode one is required), which
 // may replace the user id with a verified one. A Hello whose resume token names a session of that
 // user takes it over, its missed frames delivered after the Welcome; a user who comes back without
 // one ends the session their lost link left waiting. Every refusal is a Refuse frame with a reason
@@ -21,6 +22,7 @@
 #define MOLT_KERNEL_NET_FRONT_DOOR_H_
 
 #include <cstdint>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +31,7 @@
 #include "kernel/src/core/clock.h"
 #include "kernel/src/core/hooks.h"
 #include "kernel/src/net/channel.h"
+#include "kernel/src/net/load_gauge.h"
 #include "kernel/src/net/net_options.h"
 #include "kernel/src/net/net_stats.h"
 #include "kernel/src/net/session.h"
@@ -74,6 +77,9 @@ class FrontDoor {
 
   // Whether a plugin validates Auth.Hello (production auth needs one).
   bool authenticates() const;
+  // The kernel thread's load, which turns new sessions away while it is overloaded (a reading
+  // samples the scheduler's figures: a read, so also for a const door).
+  LoadGauge& load() const { return load_; }
 
   // --- What the door lets in ---
   // Whether a plugin generation serves (true by default): while none does, every Hello gets
@@ -92,9 +98,12 @@ class FrontDoor {
   // The Hello's first checks (version, the server's state, the channel table, the user id);
   // false when `peer` was refused.
   bool Acceptable(Peer& peer, const ::molt::wire::Hello& hello, std::string_view user);
-  // Room for a new session (one that resumes none): not draining, under net.max_sessions; false
-  // when `peer` was refused.
+  // Room for a new session (one that resumes none): not draining, not overloaded, under
+  // net.max_sessions; false when `peer` was refused.
   bool HasRoom(Peer& peer);
+  // Turns `peer` away as Overloaded, with a retry-after spread ±25% around
+  // net.overload_retry_after_seconds.
+  void RefuseOverloaded(Peer& peer);
   // Auth.Hello, when a plugin validates it: false when `peer` was refused; `*user` may be
   // replaced by the verified id.
   bool Authenticate(Peer& peer, const ::molt::wire::Hello& hello, std::string* user);
@@ -115,6 +124,8 @@ class FrontDoor {
   HandshakeSlots& slots_;
   Redirection& redirection_;
   DatagramLinks& datagrams_;
+  mutable LoadGauge load_;
+  std::minstd_rand spread_{std::random_device{}()};  // the retry-afters of Overloaded
   Hooks::Point* auth_point_;
   Bus::Topic* resumed_topic_;
   bool serving_ = true;

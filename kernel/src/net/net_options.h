@@ -70,6 +70,13 @@ struct NetOptions {
   double governor_good_loss = 0.02;
   double governor_poor_loss = 0.08;
   std::uint32_t governor_up_after = 3;
+  // The load gauge (load_gauge.h; docs/network.md, "A full server says so"): overloaded after
+  // this long with the kernel thread in steps at least half the time and at least half of them
+  // leaving work waiting, and no longer after as long without; while it is, new sessions are
+  // refused (Overloaded) and told to retry after about overload_retry_after_seconds (±25%, so they
+  // do not all come back at once). 0: never.
+  double overload_seconds = 2;
+  double overload_retry_after_seconds = 5;
 };
 
 }  // namespace molt::kernel::net

@@ -24,6 +24,7 @@ struct NetStats {
   std::uint64_t handshake_timeouts = 0;
   std::uint64_t handshakes_refused = 0;      // Refuse frames (every reason, evictions included)
   std::uint64_t refused_no_descriptors = 0;  // accepted only to be refused: no descriptor left
+  std::uint64_t refused_overloaded = 0;      // new sessions refused while overloaded
   // Half-open connections that ended without a Welcome or a Refuse, by ExitReason (client
   // closed, timed out, protocol error, transport error, server shutdown).
   std::array<std::uint64_t, kExitReasonCount> handshakes_dropped{};

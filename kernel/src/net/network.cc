@@ -332,6 +332,8 @@ NetSnapshot Network::Snapshot() const {
   snap.zones = zones_.count();
   snap.grids = grids_.stats();
   snap.governor = governor_.stats();
+  (void)front_door_.load().Overloaded();  // a fresh sample, when one is due
+  snap.load = front_door_.load().figures();
   const std::vector<const Channel*> channels = channels_.List();
   snap.channels.reserve(channels.size());
   for (const Channel* ch : channels) {

@@ -99,6 +99,7 @@ struct NetSnapshot {
   std::size_t zones = 0;                  // interest groups declared
   GridStats grids;                        // the spatial grids and their passes
   GovernorStats governor;                 // link tiers, their changes, the events shed
+  LoadFigures load;                       // the kernel thread's load (new sessions refused)
   std::vector<ChannelSnapshot> channels;  // in the registry's order
 };
 

@@ -99,7 +99,14 @@ export type ChannelRef = string | number | ChannelInfo;
 const FIRST_RECONNECT_MS = 100;
 const DEFAULT_PREDICT_TIMEOUT_MS = 2000;
 const MAX_INBOUND_FRAME = 16 * 1024 * 1024;
-const PASSING_REFUSALS = new Set(['RateLimited', 'ServerFull', 'ShuttingDown', 'Starting']);
+// Refusals that pass with time: a reconnect tries again after the retry-after.
+const PASSING_REFUSALS = new Set([
+  'RateLimited',
+  'ServerFull',
+  'ShuttingDown',
+  'Starting',
+  'Overloaded', // wire 2.7
+]);
 
 interface Channel extends ChannelInfo {
   bucket: TokenBucket;

@@ -27,13 +27,15 @@ TEST(MetricsRoutesTest, TheProcessFiguresComeFirstThenTheKernels) {
   ASSERT_NE(build, std::string::npos);
   EXPECT_LT(process, build);
   EXPECT_NE(r.body.find("molt_live_values{kind=\"declared\"} 0"), std::string::npos);
-  // Interest: deadbands, zones and grids; link tiers: all at zero here.
+  // Interest: deadbands, zones and grids; link tiers; the load: all at zero here.
   for (const char* line :
        {"molt_replica_fields_deadbanded_total 0", "molt_replica_deltas_deferred_total 0",
         "molt_interest_zones 0", "molt_interest_grids 0", "molt_interest_grid_passes_total 0",
         "molt_interest_grid_changes_total{change=\"enter\"} 0",
         "molt_link_tier_sessions{tier=\"poor\"} 0",
-        "molt_link_tier_changes_total{tier=\"strained\"} 0", "molt_link_shed_total 0"}) {
+        "molt_link_tier_changes_total{tier=\"strained\"} 0", "molt_link_shed_total 0",
+        "molt_net_overloaded 0", "molt_net_overloads_total 0",
+        "molt_net_handshakes_refused_overloaded_total 0"}) {
     EXPECT_NE(r.body.find(line), std::string::npos) << line;
   }
   std::string kernel_only;

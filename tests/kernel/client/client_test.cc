@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "client_fixture.h"
 #include "kernel/src/net/replica.h"
 #include "relay.h"
+#include "tests/support/burner.h"
 
 namespace molt::kernel::net {
 namespace {
@@ -460,6 +462,45 @@ TEST_F(ClientTest, AServerWithNoGenerationServingRefusesSayingItIsStarting) {
       << ::testing::PrintToString(journal_.states);
   EXPECT_EQ(molt_client_session(client_), session);
   EXPECT_EQ(journal_.states.back(), "connected (resumed)");
+}
+
+// A server whose kernel thread has more work than time refuses new sessions with Overloaded: a
+// new client is closed with the reason and when to retry; one reconnecting (its session gone)
+// keeps trying and gets a new session once the server caught up.
+TEST_F(ClientTest, AnOverloadedServerRefusesNewSessionsAndAReconnectingClientKeepsTrying) {
+  NetOptions o = NoResume();
+  o.overload_seconds = 0.3;
+  o.overload_retry_after_seconds = 0.4;
+  Boot(o);
+  Listen();
+  auto burner = std::make_unique<molt::test::Burner>(kernel_->scheduler());
+  ASSERT_TRUE(Pump([&] { return net_->Snapshot().load.overloaded; }));
+  ASSERT_TRUE(Connect("bob"));
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_CLOSED);
+  EXPECT_EQ(journal_.states.back().rfind("closed (Overloaded: the server is overloaded: new "
+                                         "sessions are refused until it catches up; retry in ",
+                                         0),
+            0u)
+      << journal_.states.back();
+  burner->Stop();
+  ASSERT_TRUE(Pump([&] { return burner->idle() && !net_->Snapshot().load.overloaded; }));
+
+  molt::test::Relay relay(port_);
+  ASSERT_TRUE(Connect("ada", relay.port()));
+  ASSERT_EQ(molt_client_state(client_), MOLT_CLIENT_CONNECTED);
+  burner = std::make_unique<molt::test::Burner>(kernel_->scheduler());
+  ASSERT_TRUE(Pump([&] { return net_->Snapshot().load.overloaded; }));
+  const std::uint64_t refused = net_->stats().refused_overloaded;
+  relay.Cut();  // no resume window: its session ends, and the Hello that follows asks a new one
+  ASSERT_TRUE(Pump([&] { return net_->stats().refused_overloaded > refused; }));
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_RECONNECTING);
+  burner->Stop();
+  ASSERT_TRUE(Pump([&] { return burner->idle(); }));
+  ASSERT_TRUE(Pump([&] { return molt_client_state(client_) == MOLT_CLIENT_CONNECTED; },
+                   std::chrono::milliseconds(10000)))
+      << ::testing::PrintToString(journal_.states);
+  EXPECT_EQ(journal_.states.back().rfind("connected (a new session", 0), 0u)
+      << journal_.states.back();
 }
 
 TEST_F(ClientTest, ASilentLinkIsNoticedByTheClientWhichTakesItsSessionOver) {

@@ -7,6 +7,7 @@
 #include "kernel/src/net/front_door.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "kernel/src/wire/wire.h"
 #include "net_fixture.h"
 #include "net_parts_fixture.h"
+#include "tests/support/burner.h"
 
 namespace molt::kernel::net {
 namespace {
@@ -315,6 +318,39 @@ TEST_F(FrontDoorTest, TenThousandIdleConnectionsFromManyAddressesKeepNoPlayerOut
               static_cast<unsigned long long>(net_->stats().half_open_evicted));
 }
 
+// A kernel thread with more work than time: a new client is refused at once with Overloaded
+// over a real socket, while the session already here is answered.
+TEST_F(FrontDoorTest, AnOverloadedServerRefusesANewClientAtOnceAndAnswersItsSession) {
+  NetOptions o = NoResume();
+  o.overload_seconds = 0.5;
+  Boot(o);
+  Listen();
+  TestClient ada(port_);
+  Frame welcome;
+  Run([&] { welcome = ada.Hello("ada"); });
+  ASSERT_EQ(welcome.type(), w::Body::Welcome);
+  molt::test::Burner burner(kernel_->scheduler());  // every step leaves work waiting
+  ASSERT_TRUE(RunUntil([&] { return net_->Snapshot().load.overloaded; }));
+  Frame refused;
+  Frame pong;
+  Run([&] {
+    TestClient bob(port_);
+    refused = bob.Hello("bob");
+    ada.Ping(7, 0);
+    pong = ada.NextOf(w::Body::Pong);
+  });
+  burner.Stop();
+  ASSERT_TRUE(RunUntil([&] { return burner.idle(); }));
+  ASSERT_EQ(refused.type(), w::Body::Refuse);
+  EXPECT_EQ(refused.envelope()->body_as_Refuse()->reason(), w::RefuseReason::Overloaded);
+  EXPECT_EQ(pong.type(), w::Body::Pong);
+  EXPECT_EQ(net_->stats().refused_overloaded, 1u);
+  EXPECT_EQ(net_->sessions().count(), 1u);
+  EXPECT_NE(NetStatsJson(*net_).find(R"("load":{"overloaded":true,"episodes":1)"),
+            std::string::npos)
+      << NetStatsJson(*net_);
+}
+
 // --- The front door alone ----------------------------------------------------------------------
 
 class FrontDoorAloneTest : public NetPartsTest {
@@ -433,6 +469,78 @@ TEST_F(FrontDoorAloneTest, DuringTheDrainOnlyASessionOfThisServerMayComeBack) {
   ASSERT_GE(back.frame_count(), 2u);
   EXPECT_TRUE(back.frame(0)->body_as_Welcome()->resumed());
   EXPECT_NE(back.last()->body_as_Redirect(), nullptr);  // and is told where to go next
+}
+
+// --- Overload: new players are told to come back, the sessions here keep their service ---
+
+constexpr char kOverloaded[] =
+    "Overloaded: the server is overloaded: new sessions are refused until it catches up; retry in ";
+
+// The retry-after of `p`'s last frame, a Refuse; 0 when it is none.
+std::uint32_t RetryOf(const MemoryPeer& p) {
+  const w::Refuse* r = p.frame_count() > 0 ? p.last()->body_as_Refuse() : nullptr;
+  return r != nullptr ? r->retry_after_ms() : 0;
+}
+
+TEST_F(FrontDoorAloneTest, WhileOverloadedANewPlayerIsToldToRetryAndTheSessionsHereAreServed) {
+  options_.resume_window_seconds = 30;
+  BuildAll();
+  MemoryPeer& ada = Arrive();
+  Hello(ada, "ada");
+  MemoryPeer& cy = Arrive();
+  Hello(cy, "cy");
+  const SessionId id = ada.session();
+  links_->Unlink(ada, ExitReason::kTransportError, /*resumable=*/true);
+  Busy(std::chrono::milliseconds(2500));
+  MemoryPeer& bob = Arrive();
+  Hello(bob, "bob");
+  EXPECT_EQ(Refusal(bob).rfind(kOverloaded, 0), 0u) << Refusal(bob);
+  EXPECT_GE(RetryOf(bob), 3750u);  // net.overload_retry_after_seconds (5) +-25%
+  EXPECT_LE(RetryOf(bob), 6250u);
+  EXPECT_TRUE(bob.closed());
+  EXPECT_EQ(stats_.refused_overloaded, 1u);
+  EXPECT_EQ(door_->load().figures().episodes, 1u);
+  // Ada's client comes back through the load: her session, resumed.
+  MemoryPeer& again = Arrive();
+  Hello(again, "ada", w::kProtocolVersion, TokenOf(ada));
+  ASSERT_GE(again.frame_count(), 1u);
+  ASSERT_NE(again.frame(0)->body_as_Welcome(), nullptr) << Refusal(again);
+  EXPECT_EQ(again.session(), id);
+  EXPECT_FALSE(cy.closed());
+  EXPECT_EQ(sessions_->count(), 2u);
+  // Those refused together are not all told to come back at the same moment.
+  std::set<std::uint32_t> retries;
+  for (int i = 0; i < 20; ++i) {
+    MemoryPeer& p = Arrive(fmt::format("10.0.1.{}", i));
+    Hello(p, fmt::format("player{}", i));
+    retries.insert(RetryOf(p));
+  }
+  EXPECT_GT(retries.size(), 1u);
+  EXPECT_EQ(stats_.refused_overloaded, 21u);
+  // The server catches up: new players are welcome again.
+  Calm(std::chrono::milliseconds(2500));
+  MemoryPeer& later = Arrive("10.0.2.1");
+  Hello(later, "bob");
+  EXPECT_EQ(later.Kinds(), std::vector<std::string>{"Welcome"});
+}
+
+TEST_F(FrontDoorAloneTest, WhileOverloadedAFullHandshakeTableRefusesTheNewcomerNotTheOldest) {
+  options_.max_half_open = 2;
+  BuildAll();
+  Busy(std::chrono::milliseconds(2500));
+  MemoryPeer& a = Arrive("10.0.0.1");
+  MemoryPeer& b = Arrive("10.0.0.2");
+  MemoryPeer& c = Arrive("10.0.0.3");
+  EXPECT_EQ(Refusal(c).rfind(kOverloaded, 0), 0u) << Refusal(c);
+  EXPECT_EQ(a.frame_count(), 0u);  // they wait for the server, not the other way round
+  EXPECT_EQ(b.frame_count(), 0u);
+  EXPECT_EQ(stats_.half_open_evicted, 0u);
+  // Caught up, a full table makes room as always: the one that waited longest goes.
+  Calm(std::chrono::milliseconds(2500));
+  MemoryPeer& d = Arrive("10.0.0.4");
+  EXPECT_EQ(Refusal(a).rfind("ServerFull: ", 0), 0u) << Refusal(a);
+  EXPECT_EQ(d.frame_count(), 0u);
+  EXPECT_EQ(stats_.half_open_evicted, 1u);
 }
 
 TEST_F(FrontDoorAloneTest, AFullServerRefusesNewPlayersWithARetry) {

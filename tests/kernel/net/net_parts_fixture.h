@@ -11,8 +11,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -148,6 +150,31 @@ class NetPartsTest : public ::testing::Test {
     return p;
   }
   Session* SessionOf(const Peer& p) { return sessions_->Get(p.session()); }
+  // Runs the kernel for `d` of clock with more work than time: 3 tasks of 10 ms always queued
+  // against a server's 16.5 ms budget (each step runs 2 and leaves 1 waiting), 1 ms between
+  // steps (the kernel thread is in steps 95% of the time); asks `each_step` (if any) after each.
+  void Busy(Duration d, const std::function<void()>& each_step = nullptr) {
+    const TimePoint until = Now() + d;
+    while (Now() < until) {
+      for (; burning_ < 3; ++burning_) {
+        kernel_->scheduler().Schedule([this] {
+          --burning_;
+          clock_.Advance(std::chrono::milliseconds(10));
+        });
+      }
+      Pass(std::chrono::milliseconds(1));
+      if (each_step) {
+        each_step();
+      }
+    }
+  }
+  // Runs the kernel for `d` of clock at 60 steps a second with nothing of the test's to do.
+  void Calm(Duration d) {
+    const TimePoint until = Now() + d;
+    while (Now() < until) {
+      Pass(std::chrono::microseconds(16667));
+    }
+  }
   // A new connection as the Network takes one (BuildAll): its budgets, the link table, the door.
   MemoryPeer& Arrive(std::string address = "10.0.0.1") {
     peers_.push_back(std::make_unique<MemoryPeer>(std::move(address)));
@@ -159,6 +186,7 @@ class NetPartsTest : public ::testing::Test {
   }
 
   ManualClock clock_;
+  int burning_ = 0;  // Busy's tasks queued
   std::unique_ptr<Kernel> kernel_;
   NetOptions options_;
   NetStats stats_;

@@ -356,8 +356,8 @@ TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
 TEST_F(CompatServerTest, AnEarlierWireProtocolIsRefusedNamingBothVersions) {
   EXPECT_EQ(Run("wire-1/compat_wire_client"),
             "Refuse ProtocolVersion: protocol version 1 is not supported: this server speaks 2\n");
-  for (const char* wire :
-       {"wire-2", "wire-2.1", "wire-2.2", "wire-2.3", "wire-2.4", "wire-2.5", "wire-2.6"}) {
+  for (const char* wire : {"wire-2", "wire-2.1", "wire-2.2", "wire-2.3", "wire-2.4", "wire-2.5",
+                           "wire-2.6", "wire-2.7"}) {
     const std::string welcomed = Run(std::string(wire) + "/compat_wire_client");
     EXPECT_EQ(welcomed.rfind("Welcome session=", 0), 0u) << wire << ": " << welcomed;
     // The compat plugin of ABI 1.10 declares five channels; a client of an earlier schema reads
