@@ -282,7 +282,14 @@ MOLT_FROZEN(molt_session_info, address, 32);
 MOLT_FROZEN(molt_session_info, exit_reason, 40);
 MOLT_FROZEN(molt_session_info, reserved, 44);
 MOLT_FROZEN(molt_session_info, rtt_seconds, 48);
-static_assert(sizeof(molt_session_info) == 56);
+// ABI 1.12: the link's grade.
+MOLT_FROZEN(molt_session_info, link_tier, 56);
+MOLT_FROZEN(molt_session_info, reserved2, 60);
+MOLT_FROZEN(molt_session_info, rtt_median_seconds, 64);
+MOLT_FROZEN(molt_session_info, jitter_seconds, 72);
+MOLT_FROZEN(molt_session_info, ping_loss, 80);
+MOLT_FROZEN(molt_session_info, device_quality, 88);
+static_assert(sizeof(molt_session_info) == 96);
 
 // ABI 1.2
 MOLT_FROZEN(molt_replica_field, name, 0);

@@ -81,6 +81,7 @@ HttpResponse SessionsRoutes::One(std::string_view id_text) const {
                         {"rtt_median_seconds", s->grade().quality.Median()},
                         {"jitter_seconds", s->grade().quality.Jitter()},
                         {"ping_loss", s->grade().quality.Loss()},
+                        {"device_quality", s->grade().device},
                         {"link_lost", s->detached()},
                         {"transport", TransportOf(*s)},
                         {"datagram", network_.datagrams().address(s->id())},

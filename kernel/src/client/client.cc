@@ -226,6 +226,12 @@ molt_status_t molt_client_pending(molt_client* client, std::uint16_t channel,
   });
 }
 
+// --- The device's quality (client API 9) --------------------------------------------------------
+
+molt_status_t molt_client_set_device_quality(molt_client* client, double quality) {
+  return Guard(client, [&](Connection& c) { return c.SetDeviceQuality(quality); });
+}
+
 // --- Replicas ------------------------------------------------------------------------------------
 
 molt_status_t molt_client_on_replica(molt_client* client, const char* name,

@@ -5,6 +5,7 @@
 // frames do, the app's calls and listeners, and the step.
 #include "kernel/src/client/connection.h"
 
+#include <fmt/format.h>
 #include <poll.h>
 
 #include <cerrno>
@@ -114,7 +115,7 @@ void Connection::OnLinked() {
   heartbeat_.Received(RealNow());
   fb::FlatBufferBuilder b(256);
   auto hello = w::CreateHelloDirect(b, w::kProtocolVersion, 0, user_.c_str(), &credentials_,
-                                    &join_data_, &resume_token_);
+                                    &join_data_, &resume_token_, device_quality_);
   link_.Send(w::FinishFrame(b, w::Body::Hello, hello.Union()));
 }
 
@@ -241,6 +242,7 @@ void Connection::OnWelcome(const w::Welcome& welcome) {
 
 void Connection::BeginSession(const w::Welcome& welcome, bool resumed, TimePoint now) {
   session_ = welcome.session_id();
+  server_takes_device_ = welcome.device_hints();
   resume_token_.clear();
   if (welcome.resume_token() != nullptr) {
     resume_token_.assign(welcome.resume_token()->begin(), welcome.resume_token()->end());
@@ -275,6 +277,21 @@ void Connection::BeginSession(const w::Welcome& welcome, bool resumed, TimePoint
                        ? Duration(std::chrono::milliseconds(welcome.ping_interval_ms()))
                        : Duration(std::chrono::seconds(1)),
                    now);
+}
+
+Status Connection::SetDeviceQuality(double quality) {
+  if (!std::isfinite(quality) || quality < 0 || quality > 16) {
+    return Status::InvalidArgument(
+        fmt::format("the device quality must be a finite number in [0, 16] (1: the device keeps "
+                    "its frame budget; 0 withdraws the hint), not {}",
+                    quality));
+  }
+  device_quality_ = static_cast<float>(quality);
+  if (state_ == MOLT_CLIENT_CONNECTED && server_takes_device_) {
+    fb::FlatBufferBuilder b(64);
+    link_.Send(w::FinishFrame(b, w::Body::Device, w::CreateDevice(b, device_quality_).Union()));
+  }
+  return Status::Ok();
 }
 
 void Connection::OnRefuse(const w::Refuse& r) {

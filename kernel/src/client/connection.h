@@ -129,6 +129,10 @@ class Connection final : public ClientPort, private LinkSink, private ServerFram
   std::vector<Predictions::Pending> PendingPredictions(std::uint16_t channel) const {
     return predictions_.List(channel);
   }
+  // The device's quality (client API 9): in every Hello from now on, and at once to a connected
+  // server that takes hints (its Welcome said device_hints). InvalidArgument unless finite and in
+  // [0, 16].
+  Status SetDeviceQuality(double quality);
   // Unreliable messages dropped here by latest-wins (older than the newest taken).
   std::uint64_t stale_events() const { return stale_events_; }
   // One handler per channel (MOLT_CLIENT_ALL_CHANNELS: the catch-all); a null `fn` removes it.
@@ -254,6 +258,8 @@ class Connection final : public ClientPort, private LinkSink, private ServerFram
   std::vector<std::uint8_t> credentials_;
   std::vector<std::uint8_t> join_data_;
   std::vector<std::uint8_t> resume_token_;
+  float device_quality_ = 0;          // said in the Hello and in Device bodies; 0: not said
+  bool server_takes_device_ = false;  // the session's Welcome said device_hints
   std::uint64_t session_ = 0;
   // The app's.
   std::unordered_map<std::uint16_t, Handler> handlers_;

@@ -171,14 +171,16 @@ void FrontDoor::OnHello(Peer& peer, const w::Hello& hello) {
   // A lost link's client comes back: the same session, its bindings and data intact, and what
   // was sent to it meanwhile.
   if (resume != nullptr) {
+    resume->grade_.SayDevice(hello.device_quality());
     Welcome(peer, *resume, /*resuming=*/true);
     return;
   }
   const auto join = w::BytesOf(hello.join_data());
-  Welcome(peer,
-          sessions_.Create(std::move(user), std::vector<std::uint8_t>(join.begin(), join.end()),
-                           peer.address(), kernel_.scheduler().Now()),
-          /*resuming=*/false);
+  Session& s =
+      sessions_.Create(std::move(user), std::vector<std::uint8_t>(join.begin(), join.end()),
+                       peer.address(), kernel_.scheduler().Now());
+  s.grade_.SayDevice(hello.device_quality());  // before the Welcome: plugins may read it
+  Welcome(peer, s, /*resuming=*/false);
 }
 
 bool FrontDoor::Acceptable(Peer& peer, const w::Hello& hello, std::string_view user) {
@@ -327,7 +329,7 @@ void FrontDoor::Welcome(Peer& peer, Session& s, bool resuming) {
           ? 0
           : static_cast<std::uint16_t>(options_.udp_public_port != 0 ? options_.udp_public_port
                                                                      : datagrams_.port()),
-      key.empty() || from_tls ? nullptr : &key);
+      key.empty() || from_tls ? nullptr : &key, /*device_hints=*/true);
   links_.SendFrame(peer, w::FinishFrame(b, w::Body::Welcome, welcome.Union()));
   if (peer.link().closed) {
     return;

@@ -319,6 +319,11 @@ void InboundPipeline::Frame(Peer& peer, std::span<const std::uint8_t> frame) {
       OnPong(peer, m->seq(), m->time_ns());
       return;
     }
+    case w::Body::Device:  // the client's device quality changed (2.7)
+      if (Session* s = sessions_.Get(peer.link().session)) {
+        s->grade_.SayDevice(static_cast<const w::Device*>(body)->quality());
+      }
+      return;
     case w::Body::Bye:
       links_.End(peer, ExitReason::kClientClosed, "");
       return;

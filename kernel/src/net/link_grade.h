@@ -10,6 +10,7 @@
 #ifndef MOLT_KERNEL_NET_LINK_GRADE_H_
 #define MOLT_KERNEL_NET_LINK_GRADE_H_
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernel/src/net/link_quality.h"
@@ -35,10 +36,15 @@ inline const char* TierName(LinkTier tier) {
 }
 
 struct LinkGrade {
+  // The client's device quality (Hello.device_quality, a Device body: 1 keeps its frame budget);
+  // what is not a finite number in [0, 16] is taken as not said (0).
+  void SayDevice(float q) { device = std::isfinite(q) && q >= 0 && q <= 16 ? q : 0; }
+
   LinkQuality quality;
   LinkTier tier = LinkTier::kGood;
   std::uint8_t better = 0;  // gradings in a row that found the link better than `tier`
   bool probe_out = false;   // a ping is out, not yet answered
+  float device = 0;         // the client's device quality; 0: not said
 };
 
 }  // namespace molt::kernel::net

@@ -300,6 +300,10 @@ molt_status_t SessionBindEnd(molt_context_t* ctx, molt_session_t session, std::i
   });
 }
 
+static_assert(static_cast<int>(net::LinkTier::kGood) == MOLT_LINK_GOOD &&
+              static_cast<int>(net::LinkTier::kStrained) == MOLT_LINK_STRAINED &&
+              static_cast<int>(net::LinkTier::kPoor) == MOLT_LINK_POOR);
+
 molt_status_t SessionInfo(molt_context_t* ctx, molt_session_t session,
                           molt_session_info* out) noexcept {
   return Guard(ctx, [&](PluginInstance& p) -> Status {
@@ -316,6 +320,11 @@ molt_status_t SessionInfo(molt_context_t* ctx, molt_session_t session,
     info.exit_reason =
         s.exit_reason() ? static_cast<std::int32_t>(*s.exit_reason()) : MOLT_EXIT_NONE;
     info.rtt_seconds = ToSeconds(s.rtt());
+    info.link_tier = static_cast<std::int32_t>(s.grade().tier);
+    info.rtt_median_seconds = s.grade().quality.Median();
+    info.jitter_seconds = s.grade().quality.Jitter();
+    info.ping_loss = s.grade().quality.Loss();
+    info.device_quality = s.grade().device;
     return WriteSized(info, out);
   });
 }

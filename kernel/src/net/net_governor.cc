@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -67,6 +68,12 @@ void NetGovernor::Answered(Session& session, Duration rtt) {
   }
 }
 
+LinkTier NetGovernor::Grade(const LinkGrade& g) const {
+  const LinkTier link = g.quality.samples() > 0 ? Grade(g.quality) : LinkTier::kGood;
+  const bool weak_device = g.device > 0 && g.device < options_.governor_device_strained;
+  return weak_device ? std::max(link, LinkTier::kStrained) : link;
+}
+
 LinkTier NetGovernor::Grade(const LinkQuality& q) const {
   const double median_ms = q.Median() * 1000;
   const double jitter_ms = q.Jitter() * 1000;
@@ -98,11 +105,13 @@ void NetGovernor::Pass(TimePoint now) {
   }
   for (SessionId id : ids) {
     Session* s = sessions_.Get(id);
-    if (s == nullptr || s->detached() || s->grade_.quality.samples() == 0) {
-      continue;  // a lost link keeps its tier for the resume; one never answered is not graded
+    if (s == nullptr || s->detached() ||
+        (s->grade_.quality.samples() == 0 && s->grade_.device == 0)) {
+      continue;  // a lost link keeps its tier for the resume; one never answered (and with no
+                 // device hint) is not graded
     }
     LinkGrade& g = s->grade_;
-    const LinkTier earned = Grade(g.quality);
+    const LinkTier earned = Grade(g);
     if (earned > g.tier) {  // worse: at once
       g.better = 0;
       Change(*s, earned);

@@ -4,7 +4,9 @@
 // NetGovernor: grades every session's link Good, Strained or Poor and acts on it (spec §9.6;
 // docs/network.md, "Link tiers"). Its figures are each session's own (link_grade.h): the median
 // and the jitter (mean absolute deviation) of its last 10 ping round trips, and the share of its
-// last 40 pings not answered before the next one went out (a probe lost). The worst axis wins:
+// last 40 pings not answered before the next one went out (a probe lost), and the device hint
+// its client may give (Hello.device_quality, Device: below 0.5 floors at Strained). The worst
+// axis wins:
 //
 //   axis      Good at most   Poor above   (NetOptions: governor_*)
 //   median    100 ms         250 ms
@@ -79,6 +81,9 @@ class NetGovernor final : public ReplicaPace {
 
   // The tier `quality` earns alone (no hysteresis): the worst of its three axes.
   LinkTier Grade(const LinkQuality& quality) const;
+  // The tier a session's grade earns (no hysteresis): its link's (Good before its first pong),
+  // Strained at best when its client said a device quality below net.governor_device_strained.
+  LinkTier Grade(const LinkGrade& grade) const;
   // True, and counted, when an unreliable event of `priority` is not to go to `session`.
   bool Sheds(const Session& session, UnreliablePriority priority) {
     if (priority == UnreliablePriority::kLow && Tier(session) == LinkTier::kPoor) {

@@ -70,6 +70,9 @@ struct NetOptions {
   double governor_good_loss = 0.02;
   double governor_poor_loss = 0.08;
   std::uint32_t governor_up_after = 3;
+  // A client whose device quality (Hello.device_quality, 2.7) is said and below this is graded
+  // Strained at best (spec: DeviceStrainQuality); 0: device hints are ignored.
+  double governor_device_strained = 0.5;
   // The load gauge (load_gauge.h; docs/network.md, "A full server says so"): overloaded after
   // this long with the kernel thread in steps at least half the time and at least half of them
   // leaving work waiting, and no longer after as long without; while it is, new sessions are

@@ -96,6 +96,7 @@ const NetNumber kNetNumbers[] = {
     {"net.governor_good_loss", 0, 1, &net::NetOptions::governor_good_loss},
     {"net.governor_poor_loss", 0, 1, &net::NetOptions::governor_poor_loss},
     {"net.governor_up_after", 1, 3600, nullptr, &net::NetOptions::governor_up_after},
+    {"net.governor_device_strained", 0, 16, &net::NetOptions::governor_device_strained},
     {"net.overload_seconds", 0, 3600, &net::NetOptions::overload_seconds},
     {"net.overload_retry_after_seconds", 0.1, 3600, &net::NetOptions::overload_retry_after_seconds},
 };

@@ -82,7 +82,7 @@ extern "C" {
 /** @brief The ABI major version: a plugin built against another major never loads. */
 #define MOLT_ABI_VERSION_MAJOR 1
 /** @brief The ABI minor version: grows with every append to this header. */
-#define MOLT_ABI_VERSION_MINOR 11
+#define MOLT_ABI_VERSION_MINOR 12
 /** @brief Packs a version as (major << 16) | minor. */
 #define MOLT_ABI_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)))
 #define MOLT_ABI_VERSION_CURRENT MOLT_ABI_VERSION(MOLT_ABI_VERSION_MAJOR, MOLT_ABI_VERSION_MINOR)
@@ -381,7 +381,24 @@ typedef struct molt_session_info {
   int32_t exit_reason; /**< MOLT_EXIT_*; MOLT_EXIT_NONE while active */
   uint32_t reserved;
   double rtt_seconds; /**< smoothed round-trip time; 0 before the first pong */
+  /* --- ABI 1.12: the link's grade (docs/network.md, "Link tiers"; older plugins pass the smaller
+   * size: not written) --- */
+  int32_t link_tier; /**< MOLT_LINK_GOOD, _STRAINED or _POOR (Good until first graded) */
+  uint32_t reserved2;
+  double rtt_median_seconds; /**< the median of the last 10 pings' round trips; 0 before a pong */
+  double jitter_seconds;     /**< their mean absolute deviation from it */
+  double ping_loss;          /**< the share of the last 40 pings not answered in time, 0..1 */
+  double device_quality;     /**< the client's device hint (1: keeps its frame budget); 0: none */
 } molt_session_info;
+
+/* How the link governor grades a session's link (molt_session_info.link_tier, ABI 1.12): from
+ * its pings, and Strained at best when its client's device is weak (device_quality below
+ * net.governor_device_strained). A Strained link gets replica deltas every 2nd tick, a Poor one
+ * every 4th and no Low unreliable events. Changes are published on the Bus as Net.TierChanged
+ * [session, tier, median_ms, jitter_ms, loss]. */
+#define MOLT_LINK_GOOD 0
+#define MOLT_LINK_STRAINED 1
+#define MOLT_LINK_POOR 2
 
 /* --- Replicas: server-owned state replicated to sessions (ABI 1.2) ------------------------------
  * A replica has a fixed list of typed fields. Writes mark fields dirty; delivery coalesces at the

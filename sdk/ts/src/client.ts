@@ -17,6 +17,7 @@ import { MoltError, Status } from './errors.js';
 import {
   byeFrame,
   decodeFrame,
+  deviceFrame,
   FRAME_OVERHEAD,
   helloFrame,
   intentFrame,
@@ -155,6 +156,7 @@ export class MoltClient {
   private linked = false; // welcomed on the current socket
   private attempting = false; // a Hello was sent on it, no Welcome yet
   private lastWelcome: Welcome | undefined;
+  private deviceQuality = 0; // said in every Hello, and in Device frames (wire 2.7)
   private sessionId: bigint | undefined;
   private resumeToken: Uint8Array | undefined;
   // Where a draining server said this session goes next: followed when the link ends.
@@ -371,6 +373,28 @@ export class MoltClient {
     return seq;
   }
 
+  /**
+   * Says how well the device keeps up (1: it keeps its frame budget; the spec's DeviceBench ranges
+   * 0.25 .. 4; 0 withdraws the hint). Below the server's `net.governor_device_strained` (0.5) the
+   * session is graded Strained at best: fewer replica updates, no Low unreliable events. Goes in
+   * every Hello from now on, and at once to a connected server that takes it (wire 2.7). Throws
+   * MoltError `invalid_argument` unless a finite number in [0, 16]. As the C client's
+   * molt_client_set_device_quality (client API 9).
+   */
+  setDeviceQuality(quality: number): void {
+    if (!Number.isFinite(quality) || quality < 0 || quality > 16) {
+      throw new MoltError(
+        'invalid_argument',
+        `the device quality must be a finite number in [0, 16] (1: the device keeps its frame budget; 0 withdraws the hint), not ${quality}`,
+      );
+    }
+    this.deviceQuality = quality;
+    if (this.currentState === 'connected' && this.lastWelcome?.deviceHints) {
+      this.queue.push(deviceFrame(quality));
+      this.pump();
+    }
+  }
+
   /** Listens to the decisions on predicted intents. Returns the unsubscribe. */
   onResolved(handler: ResolvedHandler): () => void {
     this.resolvedHandlers.add(handler);
@@ -506,7 +530,9 @@ export class MoltClient {
     ws.onopen = () => {
       if (link !== this.link) return;
       this.lastReceive = now();
-      ws.send(helloFrame(this.user, this.options.credentials, this.options.joinData, this.resumeToken));
+      ws.send(
+        helloFrame(this.user, this.options.credentials, this.options.joinData, this.resumeToken, this.deviceQuality),
+      );
     };
     ws.onmessage = (ev) => {
       if (link === this.link) this.onMessage(ev.data);

@@ -56,6 +56,8 @@ export interface Welcome {
   pingIntervalMs: number;
   resumeWindowMs: number;
   resumeToken: Uint8Array;
+  /** The server takes the device's quality while connected (wire 2.7). */
+  deviceHints: boolean;
 }
 
 export type ReplicaFieldType = 'int' | 'float' | 'bytes';
@@ -136,6 +138,7 @@ export function helloFrame(
   credentials?: Uint8Array | string,
   joinData?: Uint8Array,
   resumeToken?: Uint8Array,
+  deviceQuality = 0,
 ): Uint8Array {
   const b = new flatbuffers.Builder(128);
   const u = b.createString(user);
@@ -143,7 +146,13 @@ export function helloFrame(
   const j = payloadVector(b, bytesOf(joinData));
   const r = payloadVector(b, bytesOf(resumeToken));
   // protocol_hash 0: accept the server's channel table as it is.
-  return finish(b, w.Body.Hello, w.Hello.createHello(b, PROTOCOL_VERSION, 0n, u, c, j, r));
+  return finish(b, w.Body.Hello, w.Hello.createHello(b, PROTOCOL_VERSION, 0n, u, c, j, r, deviceQuality));
+}
+
+/** The device's quality changed (wire 2.7; only to a server whose Welcome said `deviceHints`). */
+export function deviceFrame(quality: number): Uint8Array {
+  const b = new flatbuffers.Builder(32);
+  return finish(b, w.Body.Device, w.Device.createDevice(b, quality));
 }
 
 /**
@@ -230,6 +239,7 @@ function decodeEnvelope(frame: Uint8Array): ServerMessage {
           pingIntervalMs: m.pingIntervalMs(),
           resumeWindowMs: m.resumeWindowMs(),
           resumeToken: bytes(m.resumeTokenArray()),
+          deviceHints: m.deviceHints(),
         },
       };
     }

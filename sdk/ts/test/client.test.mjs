@@ -44,6 +44,33 @@ describe('against one moltd', () => {
     assert.deepEqual(states.at(-1), 'idle: disconnected by the app');
   });
 
+  test('says the device quality in the Hello and while connected, and nothing out of range', async () => {
+    const client = new MoltClient(options);
+    for (const bad of [-1, Number.NaN, 17]) {
+      assert.throws(
+        () => client.setDeviceQuality(bad),
+        (e) => e instanceof MoltError && e.code === 'invalid_argument' && e.message.includes('[0, 16]'),
+      );
+    }
+    client.setDeviceQuality(0.3);
+    const welcome = await client.connect(server.url, 'dev');
+    assert.equal(welcome.deviceHints, true);
+    let seen;
+    const look = async () => {
+      seen = (await server.admin(`/api/v1/sessions/${welcome.sessionId}`)).device_quality;
+    };
+    await look();
+    assert.ok(Math.abs(seen - 0.3) < 1e-6, `the server has ${seen}`);
+    client.setDeviceQuality(1.5);
+    for (let i = 0; i < 200 && seen !== 1.5; ++i) {
+      await new Promise((r) => setTimeout(r, 10));
+      await look();
+    }
+    assert.equal(seen, 1.5);
+    assert.equal(client.state, 'connected');
+    await client.disconnect();
+  });
+
   test('answers requests, each promise settled once with its own answer', async () => {
     const client = new MoltClient(options);
     await client.connect(server.url, 'bea');

@@ -3,7 +3,7 @@
 // WebSocket port (MOLTD and MOLT_PLUGINS name them; by default the default preset's build), a TCP
 // proxy that can cut every link as a failing network would, and small waits.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -58,6 +58,15 @@ export async function startMoltd({ config, args = [], plugins = 6 } = {}) {
         waiters.add(check);
         check();
       });
+    },
+    /** GET `path` from the admin API with the data directory's token; its JSON. */
+    async admin(path) {
+      const at = output.match(/admin endpoint on (http:\/\/127\.0\.0\.1:\d+)\//);
+      if (at === null) throw new Error(`moltd did not say where its admin endpoint is:\n${output}`);
+      const token = readFileSync(join(data, 'admin.token'), 'utf8').trim();
+      const r = await fetch(at[1] + path, { headers: { Authorization: `Bearer ${token}` } });
+      if (!r.ok) throw new Error(`GET ${path}: ${r.status} ${await r.text()}`);
+      return r.json();
     },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');

@@ -503,6 +503,30 @@ TEST_F(ClientTest, AnOverloadedServerRefusesNewSessionsAndAReconnectingClientKee
       << journal_.states.back();
 }
 
+// Client API 9: the device's quality goes in the Hello, and to the connected server in a Device
+// frame when it changes (its Welcome said it takes them); what is not a number in [0, 16] is
+// refused with the range and the meaning.
+TEST_F(ClientTest, TheDeviceQualityReachesTheServerInTheHelloAndWhileConnected) {
+  Boot(NoResume());
+  Listen();
+  EXPECT_EQ(molt_client_set_device_quality(client_, -1), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Error(),
+            "the device quality must be a finite number in [0, 16] (1: the device keeps its "
+            "frame budget; 0 withdraws the hint), not -1");
+  EXPECT_EQ(molt_client_set_device_quality(client_, std::nan("")), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(molt_client_set_device_quality(client_, 17), MOLT_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(molt_client_set_device_quality(client_, 0.3), MOLT_OK);
+  ASSERT_TRUE(Connect("ada"));
+  const Session* s = net_->sessions().Get(molt_client_session(client_));
+  ASSERT_NE(s, nullptr);
+  EXPECT_FLOAT_EQ(s->grade().device, 0.3f);
+  ASSERT_EQ(molt_client_set_device_quality(client_, 1.5), MOLT_OK);
+  EXPECT_TRUE(Pump([&] { return s->grade().device == 1.5f; })) << s->grade().device;
+  ASSERT_EQ(molt_client_set_device_quality(client_, 0), MOLT_OK);  // withdrawn
+  EXPECT_TRUE(Pump([&] { return s->grade().device == 0.0f; })) << s->grade().device;
+  EXPECT_EQ(molt_client_state(client_), MOLT_CLIENT_CONNECTED);
+}
+
 TEST_F(ClientTest, ASilentLinkIsNoticedByTheClientWhichTakesItsSessionOver) {
   NetOptions o;  // resume on; the server itself would wait 15 s before calling the link idle
   o.ping_interval_seconds = 0.05;

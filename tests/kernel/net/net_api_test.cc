@@ -148,6 +148,37 @@ TEST_F(NetApiTest, APluginsReplicaReachesClientsAndGoesWithThePlugin) {
   EXPECT_EQ(net_->replicas().count(), 0u);
 }
 
+// ABI 1.12: when Net.TierChanged names a session, the plugin reads its link's grade through
+// session_info. The client answers the server's pings as if each came back 300 ms late.
+TEST_F(NetApiTest, APluginReadsTheGradeOfALinkWhoseTierChanged) {
+  Run([&] {
+    TestClient c(port_);
+    ASSERT_EQ(c.Hello("ada").type(), w::Body::Welcome);
+    for (int answered = 0; answered < 3;) {
+      Frame f = c.NextAny(std::chrono::milliseconds(3000));
+      ASSERT_FALSE(f.closed || f.timeout) << "no ping came";
+      if (f.type() != w::Body::Ping) {
+        continue;  // fx_net's hello
+      }
+      const w::Ping* ping = f.envelope()->body_as_Ping();
+      flatbuffers::FlatBufferBuilder b;
+      c.SendRaw(TestClient::Finish(
+          b, w::Body::Pong, w::CreatePong(b, ping->seq(), ping->time_ns() - 300'000'000).Union()));
+      ++answered;
+    }
+  });
+  const auto tier = [&] {
+    return std::find_if(events_.begin(), events_.end(),
+                        [](const std::string& e) { return e.rfind("poor median ", 0) == 0; });
+  };
+  ASSERT_TRUE(RunUntil([&] { return tier() != events_.end(); }, std::chrono::milliseconds(5000)))
+      << ::testing::PrintToString(events_);
+  const int median = std::stoi(tier()->substr(std::string("poor median ").size()));
+  EXPECT_GE(median, 300);
+  EXPECT_LT(median, 400);
+  EXPECT_NE(tier()->find(" ms, loss 0%"), std::string::npos) << *tier();
+}
+
 TEST_F(NetApiTest, SlotErrorsNameTheArgumentAndTheFix) {
   const molt_host_api& api = plugins_->shared().api();
   molt_context_t* ctx = plugins_->plugins()[0].instance->context();

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -100,6 +101,50 @@ TEST_F(GovernorTest, TheWorstAxisWins) {
   EXPECT_EQ(grade({10}, 1), "strained");           // 2.5% lost
   EXPECT_EQ(grade({10}, 3), "strained");           // 7.5%
   EXPECT_EQ(grade({10}, 4), "poor");               // 10%
+}
+
+// The client's device hint (wire 2.7): below net.governor_device_strained a session is Strained
+// at best, from the Hello on (before any pong), and again Good after it says a better device;
+// a link worse than Strained still earns Poor; a hint that is not a number counts as not said.
+TEST_F(GovernorTest, AWeakDeviceIsStrainedAtBestWhateverItsLink) {
+  auto device = [&](CapturePeer& p, float quality) {
+    flatbuffers::FlatBufferBuilder b(32);
+    const std::span<const std::uint8_t> frame =
+        w::FinishFrame(b, w::Body::Device, w::CreateDevice(b, quality).Union());
+    net_->Receive(p, std::vector<std::uint8_t>(frame.begin(), frame.end()));
+  };
+  CapturePeer& weak = Join("weak", 0.3f);
+  CapturePeer& fine = Join("fine", 1.0f);
+  CapturePeer& odd = Join("odd", std::numeric_limits<float>::quiet_NaN());
+  CapturePeer& slow = Join("slow", 0.3f);
+  EXPECT_EQ(net_->sessions().Get(weak.session())->grade().device, 0.3f);
+  EXPECT_EQ(net_->sessions().Get(odd.session())->grade().device, 0.0f);
+  for (int quarter = 0; quarter < 12; ++quarter) {  // weak never answers: graded by its hint
+    Pass(milliseconds(250));
+    Answer(fine, milliseconds(5));
+    Answer(slow, milliseconds(300));
+  }
+  EXPECT_EQ(TierOf(weak), LinkTier::kStrained);
+  EXPECT_EQ(TierOf(fine), LinkTier::kGood);
+  EXPECT_EQ(TierOf(odd), LinkTier::kGood);
+  EXPECT_EQ(TierOf(slow), LinkTier::kPoor);  // a poor link is poor, whatever the device
+  EXPECT_EQ(net_->governor().Divisor(*net_->sessions().Get(weak.session())), 2u);
+  // The device caught up: Good again after three gradings in a row (the hysteresis of a link).
+  device(weak, 1.2f);
+  EXPECT_EQ(net_->sessions().Get(weak.session())->grade().device, 1.2f);
+  Second({}, milliseconds(0));
+  Second({}, milliseconds(0));
+  EXPECT_EQ(TierOf(weak), LinkTier::kStrained);
+  Second({}, milliseconds(0));
+  EXPECT_EQ(TierOf(weak), LinkTier::kGood);
+  // net.governor_device_strained 0: hints are heard, and ignored.
+  NetOptions off;
+  off.governor_device_strained = 0;
+  NetGovernor ignoring(net_->sessions(), kernel_->bus(), off);
+  LinkGrade weakest;
+  weakest.SayDevice(0.1f);
+  EXPECT_EQ(ignoring.Grade(weakest), LinkTier::kGood);
+  EXPECT_EQ(net_->governor().Grade(weakest), LinkTier::kStrained);
 }
 
 // A link that slows takes its tier at the next grading, says so on the Bus, and gets replicas

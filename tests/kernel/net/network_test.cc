@@ -60,6 +60,7 @@ TEST_F(NetTest, HandshakeWelcomesWithTheChannelTable) {
     EXPECT_EQ(ch->schema()->str(), "molt.test.Say");
     EXPECT_FLOAT_EQ(ch->rate(), 5);
     EXPECT_EQ(wel->protocol_hash(), net_->channels().ProtocolHash());
+    EXPECT_TRUE(wel->device_hints());  // wire 2.7: the client may send Device frames
   });
   ASSERT_EQ(net_->sessions().count(), 1u);
   Session* s = net_->sessions().Get(session);

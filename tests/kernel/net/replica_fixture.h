@@ -152,12 +152,12 @@ class ReplicaTest : public ::testing::Test {
     (void)kernel_->Shutdown();
   }
 
-  // A session joined through a new peer.
-  CapturePeer& Join(const std::string& user) {
+  // A session joined through a new peer (its Hello saying `device_quality`, 0: nothing).
+  CapturePeer& Join(const std::string& user, float device_quality = 0) {
     peers_.push_back(std::make_unique<CapturePeer>());
     CapturePeer& p = *peers_.back();
     EXPECT_TRUE(net_->Attach(p));
-    net_->Receive(p, test::TestClient::HelloFrame(user));
+    net_->Receive(p, test::TestClient::HelloFrame(user, 2, 0, {}, {}, {}, device_quality));
     EXPECT_NE(p.session(), 0u) << user << " was not welcomed";
     return p;
   }

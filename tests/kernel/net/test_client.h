@@ -119,9 +119,11 @@ class TestClient {
                                               std::uint64_t hash = 0,
                                               std::vector<std::uint8_t> credentials = {},
                                               std::vector<std::uint8_t> join = {},
-                                              std::vector<std::uint8_t> resume = {}) {
+                                              std::vector<std::uint8_t> resume = {},
+                                              float device_quality = 0) {
     flatbuffers::FlatBufferBuilder b;
-    auto hello = w::CreateHelloDirect(b, version, hash, user.c_str(), &credentials, &join, &resume);
+    auto hello = w::CreateHelloDirect(b, version, hash, user.c_str(), &credentials, &join, &resume,
+                                      device_quality);
     return Finish(b, w::Body::Hello, hello.Union());
   }
   static std::vector<std::uint8_t> IntentFrame(std::uint16_t channel,
@@ -180,6 +182,10 @@ class TestClient {
       }
       return f;
     }
+  }
+  // The next frame, a ping included (not answered: the caller answers it, or not).
+  Frame NextAny(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+    return ReadFrame(std::chrono::steady_clock::now() + timeout);
   }
   // Skips frames until one of `type` (or a close or timeout).
   Frame NextOf(w::Body type, std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {

@@ -10,6 +10,7 @@
  *   client API 4     waits with molt_client_wait instead of sleeping a frame
  *   client API 7     with WS_PORT: all of it over moltd's WebSocket port (MOLT_CLIENT_WEBSOCKET)
  *   client API 8     a predicted intent on compat.Move, resolved accepted
+ *   client API 9     the device quality said (0.3), and -1 refused
  *
  *   compat_client PORT [WS_PORT]   exit 0 after printing what it saw, 1 with the reason otherwise
  */
@@ -201,6 +202,15 @@ int main(int argc, char** argv) {
     }
     printf("predicted %u: %s\n", (unsigned)seq, a.accepted ? "accepted" : "rolled back");
   }
+#endif
+#if MOLT_CLIENT_API_VERSION >= 9
+  if (molt_client_set_device_quality(c, 0.3) != MOLT_OK) {
+    return fail(c, "set_device_quality");
+  }
+  if (molt_client_set_device_quality(c, -1) != MOLT_ERR_INVALID_ARGUMENT) {
+    return fail(c, "a device quality of -1 was taken");
+  }
+  printf("device quality: said\n");
 #endif
   molt_client_disconnect(c);
   molt_client_destroy(c);

@@ -12,6 +12,8 @@
  *   ABI 1.3         a binding that hears the session's end, a replica claim refused outside a swap
  *   ABI 1.4         a profile store "compat": each loaded profile counts a visit ("/visits")
  *   ABI 1.10        a predicted intent echoed as an event, an unreliable channel echoing itself
+ *   ABI 1.11        a list replica with a deadband in a zone and a grid, behind a predicate
+ *   ABI 1.12        session_info's link grade (a new session: Good, not measured yet)
  */
 #include <molt/molt.h>
 #include <stdio.h>
@@ -273,6 +275,11 @@ static void on_session(void* user_data, molt_session_t session) {
     return;
   }
   note2("session ", info.user, strlen(info.user));
+#if MOLT_ABI_VERSION_MINOR >= 12
+  note(info.link_tier == MOLT_LINK_GOOD && info.rtt_median_seconds == 0 && info.ping_loss == 0
+           ? "session link good, not measured"
+           : "session link graded");
+#endif
   n = strlen(info.user);
   user = (char*)malloc(n + 1);
   if (user == NULL) {

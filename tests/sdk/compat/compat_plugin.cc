@@ -100,6 +100,10 @@ class Plugin : public molt::Service {
       }
       const std::string user = info->user;
       Note("session " + user);
+#if MOLT_ABI_VERSION_MINOR >= 12
+      Note(std::string("session link ") + (info->link_tier == MOLT_LINK_GOOD ? "good" : "graded") +
+           (info->rtt_median_seconds == 0 && info->ping_loss == 0 ? ", not measured" : ""));
+#endif
       (void)host().Bind(
           s, [this, user] { Note("left " + user); }, /*last=*/true);
 #if MOLT_ABI_VERSION_MINOR >= 2 && COMPAT_HANDLE_CALLS

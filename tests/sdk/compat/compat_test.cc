@@ -217,6 +217,9 @@ TEST_P(CompatPluginTest, LoadsAndRunsThroughTheSlotsOfItsRelease) {
       }
     });
     EXPECT_TRUE(Noted("session ada"));
+    if (c.minor >= 12) {  // session_info's link grade: a new link is Good and not measured yet
+      EXPECT_TRUE(Noted("session link good, not measured")) << testing::PrintToString(notes_);
+    }
     EXPECT_TRUE(Noted("left ada"));                    // its last binding ran when the client left
     if (c.minor >= 3 && std::string(c.lang) == "c") {  // bindings that hear the end
       EXPECT_TRUE(Noted("ended ada reason 0")) << testing::PrintToString(notes_);
@@ -283,6 +286,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PluginCase{"abi-1.9", 9, "c"}, PluginCase{"abi-1.9", 9, "cpp"},
                       PluginCase{"abi-1.10", 10, "c"}, PluginCase{"abi-1.10", 10, "cpp"},
                       PluginCase{"abi-1.11", 11, "c"}, PluginCase{"abi-1.11", 11, "cpp"},
+                      PluginCase{"abi-1.12", 12, "c"}, PluginCase{"abi-1.12", 12, "cpp"},
                       // revision-1 source (the deprecated Host spellings) on the r2 header
                       PluginCase{"abi-1.4-r2", 4, "cpp_rev1"}),
     CaseName);
@@ -332,7 +336,7 @@ TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
         "client-5-r2",    "client-6",       "client-7",       "client-7+ws",    "client-7-r2",
         "client-7-r2+ws", "client-7-r3",    "client-7-r3+ws", "client-7-r4",    "client-7-r4+ws",
         "client-7-r5",    "client-7-r5+ws", "client-7-r6",    "client-7-r6+ws", "client-8",
-        "client-8+ws"}) {
+        "client-8+ws",    "client-8-r2",    "client-9",       "client-9+ws"}) {
     const int api = release[7] - '0';
     const bool websocket = std::string_view(release).ends_with("+ws");
     const std::string_view dir =
@@ -348,6 +352,9 @@ TEST_F(CompatServerTest, ClientAppsOfEveryClientApiTalkToTodaysServer) {
     }
     if (api >= 8) {
       EXPECT_NE(out.find("predicted 1: accepted"), std::string::npos) << out;
+    }
+    if (api >= 9) {
+      EXPECT_NE(out.find("device quality: said"), std::string::npos) << out;
     }
     EXPECT_NE(out.find("done"), std::string::npos) << out;
   }

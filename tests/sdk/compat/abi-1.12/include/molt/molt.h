@@ -388,12 +388,14 @@ typedef struct molt_session_info {
   double rtt_median_seconds; /**< the median of the last 10 pings' round trips; 0 before a pong */
   double jitter_seconds;     /**< their mean absolute deviation from it */
   double ping_loss;          /**< the share of the last 40 pings not answered in time, 0..1 */
+  double device_quality;     /**< the client's device hint (1: keeps its frame budget); 0: none */
 } molt_session_info;
 
-/* How the link governor grades a session's link (molt_session_info.link_tier, ABI 1.12): a
- * Strained link gets replica deltas every 2nd tick, a Poor one every 4th and no Low unreliable
- * events. Changes are published on the Bus as Net.TierChanged [session, tier, median_ms,
- * jitter_ms, loss]. */
+/* How the link governor grades a session's link (molt_session_info.link_tier, ABI 1.12): from
+ * its pings, and Strained at best when its client's device is weak (device_quality below
+ * net.governor_device_strained). A Strained link gets replica deltas every 2nd tick, a Poor one
+ * every 4th and no Low unreliable events. Changes are published on the Bus as Net.TierChanged
+ * [session, tier, median_ms, jitter_ms, loss]. */
 #define MOLT_LINK_GOOD 0
 #define MOLT_LINK_STRAINED 1
 #define MOLT_LINK_POOR 2

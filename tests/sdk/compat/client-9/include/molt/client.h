@@ -59,7 +59,7 @@ extern "C" {
 #endif
 
 /** @brief The client API version: grows with every append to this header. */
-#define MOLT_CLIENT_API_VERSION 8
+#define MOLT_CLIENT_API_VERSION 9
 
 #if defined(__GNUC__)
 #define MOLT_CLIENT_EXPORT __attribute__((visibility("default")))
@@ -340,6 +340,20 @@ MOLT_CLIENT_EXPORT molt_status_t molt_client_on_resolved(molt_client* client,
  *  API 8. */
 MOLT_CLIENT_EXPORT molt_status_t molt_client_pending(molt_client* client, uint16_t channel,
                                                      molt_client_pending_fn fn, void* user_data);
+
+/* --- The device's quality (client API 9) ----------------------------------------------------
+ * docs/client.md, "The device's quality". The server grades each session's link Good, Strained
+ * or Poor and sends a weaker one less (replica deltas every 2nd or 4th tick, no Low unreliable
+ * events); a device that cannot keep up however good its network is says so here. */
+
+/** @brief The device's quality as the app measures it: 1 when it keeps its frame budget, lower
+ *  when it misses it (the spec's DeviceBench ranges 0.25 .. 4); below the server's
+ *  net.governor_device_strained (0.5) the session is graded Strained at best. 0 withdraws the
+ *  hint. Sent in every Hello from now on, and at once to a connected server of wire schema 2.7
+ *  or later (an older one never hears it). MOLT_ERR_INVALID_ARGUMENT unless finite and in
+ *  [0, 16]. Since client API 9. */
+MOLT_CLIENT_EXPORT molt_status_t molt_client_set_device_quality(molt_client* client,
+                                                                double quality);
 
 #ifdef __cplusplus
 } /* extern "C" */
