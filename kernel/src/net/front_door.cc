@@ -236,8 +236,10 @@ bool FrontDoor::HasRoom(Peer& peer) {
 }
 
 void FrontDoor::RefuseOverloaded(Peer& peer) {
+  // One generator per kernel thread (a test process may run several servers at once).
+  thread_local std::minstd_rand spread(std::random_device{}());
   const double retry = options_.overload_retry_after_seconds *
-                       std::uniform_real_distribution<double>(0.75, 1.25)(spread_);
+                       std::uniform_real_distribution<double>(0.75, 1.25)(spread);
   ++stats_.refused_overloaded;
   Refuse(peer, w::RefuseReason::Overloaded,
          fmt::format("the server is overloaded: new sessions are refused until it catches up; "

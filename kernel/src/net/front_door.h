@@ -22,7 +22,6 @@
 #define MOLT_KERNEL_NET_FRONT_DOOR_H_
 
 #include <cstdint>
-#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -125,7 +124,6 @@ class FrontDoor {
   Redirection& redirection_;
   DatagramLinks& datagrams_;
   mutable LoadGauge load_;
-  std::minstd_rand spread_{std::random_device{}()};  // the retry-afters of Overloaded
   Hooks::Point* auth_point_;
   Bus::Topic* resumed_topic_;
   bool serving_ = true;

@@ -515,6 +515,7 @@ TEST_F(ClientTest, TheDeviceQualityReachesTheServerInTheHelloAndWhileConnected) 
             "frame budget; 0 withdraws the hint), not -1");
   EXPECT_EQ(molt_client_set_device_quality(client_, std::nan("")), MOLT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(molt_client_set_device_quality(client_, 17), MOLT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(molt_client_set_device_quality(nullptr, 1), MOLT_ERR_INVALID_ARGUMENT);
   ASSERT_EQ(molt_client_set_device_quality(client_, 0.3), MOLT_OK);
   ASSERT_TRUE(Connect("ada"));
   const Session* s = net_->sessions().Get(molt_client_session(client_));
